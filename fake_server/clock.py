@@ -1,0 +1,375 @@
+"""Time for the fake and for the code under test: one injectable clock.
+
+The fake never reads the wall clock directly. Everything that waits (transitions, heartbeats,
+``sleep`` inside a sandbox, ``wait_process`` timeouts, injected latency) waits on a ``Clock``.
+
+``RealClock`` is wall time, for ``createos-fake serve``. ``VirtualClock`` only moves when the
+program waits: ``advance()`` moves it by hand and, with ``autojump`` on (the default), it jumps to
+the next deadline as soon as every participant has been quiet for ``autojump_threshold`` real
+seconds -- trio's ``MockClock`` autojump is the model. Because the fake usually runs in a
+background thread while the test runs in its own loop, quietness cannot be read off one event
+loop; instead participants report it:
+
+* tasks that do real work inside the fake hold a *busy* token (``with clock.busy():``), which
+  ``sleep()`` and ``idle()`` give back while the task waits;
+* an HTTP request in flight from a clock-aware client is counted from ``request_sent()`` until
+  the server's ``request_arrived()``, and a reply from ``response_sent()`` until the client's
+  ``response_received()``, so a jump never happens while bytes are on the loopback wire;
+* every call into the clock counts as activity and restarts the quiet period.
+
+The provider only needs ``now()`` and ``sleep()`` (its own structural protocol); the extra hooks
+are optional and looked up with ``getattr``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+__all__ = ["DEFAULT_EPOCH", "Clock", "RealClock", "VirtualClock"]
+
+#: Unix time at virtual ``now() == 0``: 2026-01-01T00:00:00Z, so timestamps are reproducible.
+DEFAULT_EPOCH = 1_767_225_600.0
+
+# An in-flight request or reply that nobody claims within this many real seconds is assumed to
+# belong to a client that does not report (the official SDK, curl) and stops blocking jumps.
+_STALE_TRANSIT = 0.25
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """What the fake needs from time."""
+
+    def now(self) -> float:
+        """Monotonic seconds."""
+        ...
+
+    def time(self) -> float:
+        """Unix time, for timestamps in API payloads."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` on this clock (cancellable)."""
+        ...
+
+    def busy(self) -> contextlib.AbstractContextManager[None]:
+        """Mark the current task as doing work that time must not skip over."""
+        ...
+
+    def idle(self) -> contextlib.AbstractContextManager[None]:
+        """Give back the current task's busy tokens while it waits on something external."""
+        ...
+
+    def request_sent(self) -> None: ...
+    def request_arrived(self) -> None: ...
+    def response_sent(self) -> None: ...
+    def response_received(self) -> None: ...
+
+
+class RealClock:
+    """Wall-clock time; every hook is a no-op."""
+
+    def __init__(self) -> None:
+        self._origin = time.monotonic()
+
+    def now(self) -> float:
+        return time.monotonic() - self._origin
+
+    def time(self) -> float:
+        return time.time()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        yield
+
+    @contextlib.contextmanager
+    def idle(self) -> Iterator[None]:
+        yield
+
+    def request_sent(self) -> None:
+        pass
+
+    def request_arrived(self) -> None:
+        pass
+
+    def response_sent(self) -> None:
+        pass
+
+    def response_received(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass(order=True)
+class _Sleeper:
+    deadline: float
+    seq: int
+    loop: asyncio.AbstractEventLoop = field(compare=False)
+    future: asyncio.Future[None] = field(compare=False)
+    cancelled: bool = field(default=False, compare=False)
+    woken: bool = field(default=False, compare=False)
+
+
+class VirtualClock:
+    """A clock that moves only when the program waits, so long timeouts cost no real time.
+
+    Args:
+        start: the initial ``now()``.
+        autojump: jump to the next deadline when everything is quiet; off means only
+            ``advance()`` moves time.
+        autojump_threshold: real seconds of quiet before a jump. Loopback HTTP between two
+            threads needs a little slack; 2 ms is enough on a loaded two-core machine.
+        epoch: Unix time at ``now() == 0``.
+    """
+
+    def __init__(
+        self,
+        start: float = 0.0,
+        *,
+        autojump: bool = True,
+        autojump_threshold: float = 0.002,
+        epoch: float = DEFAULT_EPOCH,
+    ) -> None:
+        if autojump_threshold < 0:
+            raise ValueError("autojump_threshold must be >= 0 real seconds")
+        self._now = float(start)
+        self._epoch = float(epoch)
+        self._autojump = autojump
+        self._threshold = float(autojump_threshold)
+        self._cond = threading.Condition(threading.RLock())
+        self._heap: list[_Sleeper] = []
+        self._seq = itertools.count()
+        self._busy = 0
+        self._held: dict[asyncio.Task[object] | None, int] = {}
+        self._requests: deque[float] = deque()
+        self._responses: deque[float] = deque()
+        self._last_activity = time.perf_counter()
+        self._jumps = 0
+        self._closed = False
+        self._watcher: threading.Thread | None = None
+
+    # -- reading time -------------------------------------------------------------------------
+
+    def now(self) -> float:
+        with self._cond:
+            self._touch()
+            return self._now
+
+    def time(self) -> float:
+        return self._epoch + self.now()
+
+    @property
+    def autojump(self) -> bool:
+        return self._autojump
+
+    @autojump.setter
+    def autojump(self, value: bool) -> None:
+        with self._cond:
+            self._autojump = bool(value)
+            self._cond.notify_all()
+
+    @property
+    def jumps(self) -> int:
+        """How many times time moved (by autojump or ``advance``): a cheap progress gauge."""
+        return self._jumps
+
+    # -- waiting ------------------------------------------------------------------------------
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds != seconds:  # NaN
+            raise ValueError("cannot sleep for NaN seconds")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._cond:
+            self._touch()
+            deadline = self._now + max(0.0, seconds)
+            sleeper = _Sleeper(deadline, next(self._seq), loop, future)
+            if deadline <= self._now:
+                # Zero-length sleeps still yield, but never move time.
+                future.set_result(None)
+            else:
+                heapq.heappush(self._heap, sleeper)
+                self._ensure_watcher()
+                self._cond.notify_all()
+        with self.idle():
+            try:
+                await future
+            finally:
+                with self._cond:
+                    if not future.done() or future.cancelled():
+                        sleeper.cancelled = True
+                    if sleeper.woken:
+                        # The wake-up was counted busy until this task actually ran again.
+                        sleeper.woken = False
+                        self._busy -= 1
+                    self._touch()
+                    self._cond.notify_all()
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward by hand, waking every sleeper whose deadline passes, in order."""
+        if seconds < 0:
+            raise ValueError("a clock cannot go backwards; advance() takes seconds >= 0")
+        with self._cond:
+            target = self._now + seconds
+            while self._heap and self._heap[0].deadline <= target:
+                self._fire_next()
+            self._now = target
+            self._jumps += 1
+            self._touch()
+            self._cond.notify_all()
+
+    def next_deadline(self) -> float | None:
+        """The earliest pending deadline, or ``None`` when nothing waits on this clock."""
+        with self._cond:
+            self._drop_cancelled()
+            return self._heap[0].deadline if self._heap else None
+
+    # -- quietness reporting ------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        task = _current_task()
+        with self._cond:
+            self._busy += 1
+            self._held[task] = self._held.get(task, 0) + 1
+            self._touch()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy -= 1
+                left = self._held.get(task, 0) - 1
+                if left > 0:
+                    self._held[task] = left
+                else:
+                    self._held.pop(task, None)
+                self._touch()
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def idle(self) -> Iterator[None]:
+        task = _current_task()
+        with self._cond:
+            held = self._held.pop(task, 0)
+            self._busy -= held
+            self._touch()
+            self._cond.notify_all()
+        try:
+            yield
+        finally:
+            with self._cond:
+                if held:
+                    self._busy += held
+                    self._held[task] = self._held.get(task, 0) + held
+                self._touch()
+
+    def request_sent(self) -> None:
+        with self._cond:
+            self._requests.append(time.perf_counter())
+            self._touch()
+
+    def request_arrived(self) -> None:
+        with self._cond:
+            if self._requests:
+                self._requests.popleft()
+            self._touch()
+            self._cond.notify_all()
+
+    def response_sent(self) -> None:
+        with self._cond:
+            self._responses.append(time.perf_counter())
+            self._touch()
+
+    def response_received(self) -> None:
+        with self._cond:
+            if self._responses:
+                self._responses.popleft()
+            self._touch()
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Stop the autojump thread; sleepers still pending are left for ``advance()``."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        watcher = self._watcher
+        if watcher is not None and watcher is not threading.current_thread():
+            watcher.join(timeout=1.0)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _touch(self) -> None:
+        self._last_activity = time.perf_counter()
+
+    def _drop_cancelled(self) -> None:
+        while self._heap and (self._heap[0].cancelled or self._heap[0].future.done()):
+            heapq.heappop(self._heap)
+
+    def _fire_next(self) -> None:
+        sleeper = heapq.heappop(self._heap)
+        if sleeper.cancelled or sleeper.future.done():
+            return
+        self._now = max(self._now, sleeper.deadline)
+        try:
+            sleeper.loop.call_soon_threadsafe(_wake, sleeper.future)
+        except RuntimeError:  # the sleeper's loop is already closed: nobody will run again
+            return
+        sleeper.woken = True
+        self._busy += 1
+
+    def _in_transit(self, real_now: float) -> bool:
+        for queue in (self._requests, self._responses):
+            while queue and real_now - queue[0] > _STALE_TRANSIT:
+                queue.popleft()
+        return bool(self._requests or self._responses)
+
+    def _ensure_watcher(self) -> None:
+        if self._watcher is None and not self._closed:
+            self._watcher = threading.Thread(
+                target=self._watch, name="createos-fake-clock", daemon=True
+            )
+            self._watcher.start()
+
+    def _watch(self) -> None:
+        with self._cond:
+            while not self._closed:
+                self._drop_cancelled()
+                if not self._autojump or not self._heap:
+                    self._cond.wait(0.05)
+                    continue
+                real_now = time.perf_counter()
+                quiet_for = real_now - self._last_activity
+                if self._busy > 0 or self._in_transit(real_now) or quiet_for < self._threshold:
+                    self._cond.wait(max(self._threshold - quiet_for, self._threshold / 4, 1e-4))
+                    continue
+                deadline = self._heap[0].deadline
+                while self._heap and self._heap[0].deadline <= deadline:
+                    self._fire_next()
+                self._now = max(self._now, deadline)
+                self._jumps += 1
+                self._touch()
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _current_task() -> asyncio.Task[object] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
