@@ -10,9 +10,12 @@ environment is applied with ``exec env K='v' …`` inside the script because the
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ._errors import CreateosError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 __all__ = [
     "COMMAND_REQUIRED",
