@@ -1,0 +1,44 @@
+"""The CreateOS lease provider: leases, command execution and file sync over the CreateOS API.
+
+Private modules behind this curated namespace; it never imports ``fake_server``.
+"""
+
+from __future__ import annotations
+
+from pytest_createos.provider._errors import (
+    CreateosApiError,
+    CreateosCleanupError,
+    CreateosError,
+)
+from pytest_createos.provider._pacing import Pacer
+from pytest_createos.provider._types import (
+    ConfigValidation,
+    Environment,
+    ExecuteResult,
+    FileMapping,
+    Lease,
+    PostUploadCommand,
+    ProbeResult,
+    RealizedWorkspace,
+    SyncOperation,
+    SyncOperationResult,
+    SyncResult,
+)
+
+__all__ = [
+    "ConfigValidation",
+    "CreateosApiError",
+    "CreateosCleanupError",
+    "CreateosError",
+    "Environment",
+    "ExecuteResult",
+    "FileMapping",
+    "Lease",
+    "Pacer",
+    "PostUploadCommand",
+    "ProbeResult",
+    "RealizedWorkspace",
+    "SyncOperation",
+    "SyncOperationResult",
+    "SyncResult",
+]

@@ -1,0 +1,140 @@
+"""Public value types of the provider (what hosts pass in and persist) and internal parameters.
+
+``config`` and lease ``metadata`` stay JSON dicts with the spec's camelCase keys because hosts
+store them as JSON. Everything else is a small dataclass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+__all__ = [
+    "ConfigValidation",
+    "Environment",
+    "ExecuteParams",
+    "ExecuteResult",
+    "FileMapping",
+    "Lease",
+    "LogSink",
+    "PostUploadCommand",
+    "ProbeResult",
+    "RealizedWorkspace",
+    "SyncOperation",
+    "SyncOperationResult",
+    "SyncResult",
+]
+
+#: Live output callback: ``log(stream, text)`` with stream ``"stdout"`` or ``"stderr"``.
+LogSink = Callable[[str, str], object]
+
+
+@dataclass(frozen=True, slots=True)
+class Environment:
+    """Who is asking (company, environment) and the environment's raw provider config."""
+
+    company_id: str
+    environment_id: str
+    config: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A sandbox lease; ``provider_lease_id`` is ``None`` for an expired lease."""
+
+    provider_lease_id: str | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RealizedWorkspace:
+    """Where commands run inside the sandbox."""
+
+    cwd: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecuteResult:
+    """A command's outcome; a timeout keeps the output received so far."""
+
+    exit_code: int | None
+    signal: str | None
+    timed_out: bool
+    stdout: str
+    stderr: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecuteParams:
+    """What ``_execute.execute_command`` runs (internal; the facade validated the lease)."""
+
+    command: str
+    args: Sequence[str] = ()
+    cwd: str | None = None
+    env: Mapping[str, Any] | None = None
+    stdin: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FileMapping:
+    """One file or directory to transfer (spec §4); paths are validated before any transfer."""
+
+    kind: str  # "file" | "directory"
+    source: str
+    target: str
+    mode: int | None = None
+    exclude: Sequence[str] = ()
+    follow_symlinks: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PostUploadCommand:
+    """A shell command run inside the sandbox after an inbound operation's files landed."""
+
+    command: str
+    cwd: str | None = None
+    timeout_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOperation:
+    """A batch of mappings plus (inbound only) commands to run afterwards."""
+
+    operation_id: str
+    mappings: Sequence[FileMapping] = ()
+    post_upload_commands: Sequence[PostUploadCommand] = ()
+
+
+class SyncOperationResult(NamedTuple):
+    """Totals of one sync operation."""
+
+    operation_id: str
+    files_transferred: int
+    bytes_transferred: int
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    """Per-operation totals, in request order."""
+
+    operations: list[SyncOperationResult] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """Whether a throwaway sandbox could be created and could run a command."""
+
+    ok: bool
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigValidation:
+    """The outcome of ``validate_config``: the normalized config or the first error."""
+
+    ok: bool
+    normalized_config: dict[str, Any] | None = None
+    errors: list[str] = field(default_factory=list)
