@@ -1,0 +1,92 @@
+"""Deterministic fault injection for the fake: a fault is matcher + action + schedule.
+
+```python
+from fake_server.faults import Fault, HttpError, LostReply, CutStream
+fake.faults.add(Fault("resume_sandbox", HttpError(503)))                 # once
+fake.faults.add(Fault("get_sandbox", HttpError(429, retry_after=2), times=3))
+fake.faults.add(Fault("create_process", LostReply()))
+fake.faults.add(Fault("connect_process", CutStream(after_frames=2), after=1))
+fake.faults.add(Fault("*", HttpError(503), probability=0.05))           # seeded, every call
+assert not fake.faults.unfired()
+```
+
+See ``docs/faults.md`` for every action and the JSON control API.
+"""
+
+from __future__ import annotations
+
+from fake_server.faults.actions import (
+    STREAM_OPERATIONS,
+    Action,
+    CrashProcess,
+    CutStream,
+    DuplicateFrame,
+    EmptyReply,
+    EvictOutput,
+    ExitWithoutStatus,
+    Forget,
+    HttpError,
+    Latency,
+    LostReply,
+    MalformedFrame,
+    OutOfBandAction,
+    ResetAfterHeaders,
+    ResetBeforeResponse,
+    ResponseAction,
+    SetStatus,
+    SkipFrame,
+    StallStream,
+    StreamAction,
+    TamperFile,
+    TruncatedDownload,
+)
+from fake_server.faults.registry import Faults, OutOfBandTarget, UnknownTargetError
+from fake_server.faults.rules import (
+    DEFAULT,
+    OPERATIONS,
+    Call,
+    Fault,
+    FaultFiring,
+    FaultRegistry,
+    Plan,
+)
+from fake_server.faults.spec import FaultSpecError, action_to_json, fault_from_json
+
+__all__ = [
+    "DEFAULT",
+    "OPERATIONS",
+    "STREAM_OPERATIONS",
+    "Action",
+    "Call",
+    "CrashProcess",
+    "CutStream",
+    "DuplicateFrame",
+    "EmptyReply",
+    "EvictOutput",
+    "ExitWithoutStatus",
+    "Fault",
+    "FaultFiring",
+    "FaultRegistry",
+    "FaultSpecError",
+    "Faults",
+    "Forget",
+    "HttpError",
+    "Latency",
+    "LostReply",
+    "MalformedFrame",
+    "OutOfBandAction",
+    "OutOfBandTarget",
+    "Plan",
+    "ResetAfterHeaders",
+    "ResetBeforeResponse",
+    "ResponseAction",
+    "SetStatus",
+    "SkipFrame",
+    "StallStream",
+    "StreamAction",
+    "TamperFile",
+    "TruncatedDownload",
+    "UnknownTargetError",
+    "action_to_json",
+    "fault_from_json",
+]

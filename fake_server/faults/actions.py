@@ -1,0 +1,369 @@
+"""What a fault does when it fires: the action types.
+
+Actions are small frozen dataclasses so a fault is plain data: it can be printed in a failing
+test's journal, compared, and built from the JSON control API. Four families:
+
+* response actions replace or break the reply (``HttpError``, transport faults, ``LostReply``);
+* stream actions corrupt an NDJSON stream or a file download while it is being written;
+* ``Latency`` delays the request on the fake's clock and then lets it through;
+* out-of-band actions change the world at the moment of the call (a sandbox fails, a file is
+  tampered with, a process crashes) and then let the request run against the changed world.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+__all__ = [
+    "STREAM_OPERATIONS",
+    "Action",
+    "CrashProcess",
+    "CutStream",
+    "DuplicateFrame",
+    "EmptyReply",
+    "EvictOutput",
+    "ExitWithoutStatus",
+    "Forget",
+    "HttpError",
+    "Latency",
+    "LostReply",
+    "MalformedFrame",
+    "OutOfBandAction",
+    "ResetAfterHeaders",
+    "ResetBeforeResponse",
+    "ResponseAction",
+    "SetStatus",
+    "SkipFrame",
+    "StallStream",
+    "StreamAction",
+    "TamperFile",
+    "TruncatedDownload",
+]
+
+#: Operations whose body is written incrementally (NDJSON frames or raw file bytes).
+STREAM_OPERATIONS = frozenset({"connect_process", "exec_stream", "download_file"})
+#: Operations whose body is NDJSON frames (frame-level corruption makes sense only there).
+FRAME_OPERATIONS = frozenset({"connect_process", "exec_stream"})
+
+#: Sandbox statuses an out-of-band ``SetStatus`` may force (spec §2.1).
+SANDBOX_STATUSES = frozenset(
+    {
+        "creating",
+        "running",
+        "pausing",
+        "paused",
+        "resuming",
+        "forking",
+        "error",
+        "destroying",
+        "destroyed",
+        "failed",
+    }
+)
+
+
+def _non_negative_int(value: object, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be an integer >= 0")
+
+
+def _seconds(value: object, name: str) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ValueError(f"{name} must be a finite number of seconds >= 0")
+
+
+class Action:
+    """Base of every action; ``kind`` is the JSON ``type`` used by the control API."""
+
+    kind: ClassVar[str] = ""
+    #: Operations this action can apply to; ``None`` means any.
+    operations: ClassVar[frozenset[str] | None] = None
+
+    def applies_to(self, operation: str) -> bool:
+        return self.operations is None or operation in self.operations
+
+
+class ResponseAction(Action):
+    """Decides the reply; at most one fires per request (the first armed one wins)."""
+
+
+class StreamAction(ResponseAction):
+    """Corrupts a streamed body; the handler still runs and writes through a wrapped writer."""
+
+    operations: ClassVar[frozenset[str] | None] = FRAME_OPERATIONS
+
+
+class OutOfBandAction(Action):
+    """Changes the world at the moment of the call, then lets the request through."""
+
+
+# -- response actions ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HttpError(ResponseAction):
+    """Answer with ``status`` and the real error envelope instead of running the operation.
+
+    ``retry_after`` adds a ``Retry-After`` header (seconds); ``code``/``message`` override the
+    envelope's defaults for the status.
+    """
+
+    kind: ClassVar[str] = "http_error"
+    status: int
+    retry_after: int | None = None
+    code: str | None = None
+    message: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.status, bool) or not isinstance(self.status, int):
+            raise ValueError("status must be an integer HTTP status")
+        if not 400 <= self.status <= 599:
+            raise ValueError("status must be an HTTP error status between 400 and 599")
+        if self.retry_after is not None:
+            _non_negative_int(self.retry_after, "retry_after")
+
+
+@dataclass(frozen=True)
+class ResetBeforeResponse(ResponseAction):
+    """Reset the connection (TCP RST) before any byte of the reply: httpx raises ReadError."""
+
+    kind: ClassVar[str] = "reset"
+
+
+@dataclass(frozen=True)
+class EmptyReply(ResponseAction):
+    """Close the connection cleanly without a reply: httpx raises RemoteProtocolError."""
+
+    kind: ClassVar[str] = "empty_reply"
+
+
+@dataclass(frozen=True)
+class ResetAfterHeaders(ResponseAction):
+    """Send ``status`` and headers, then reset: the failure shows up while reading the body."""
+
+    kind: ClassVar[str] = "reset_after_headers"
+    status: int = 200
+
+    def __post_init__(self) -> None:
+        if isinstance(self.status, bool) or not isinstance(self.status, int):
+            raise ValueError("status must be an integer HTTP status")
+        if not 200 <= self.status <= 599:
+            raise ValueError("status must be an HTTP status between 200 and 599")
+
+
+@dataclass(frozen=True)
+class LostReply(ResponseAction):
+    """Run the operation (its side effect is committed), then drop the connection.
+
+    This is the ambiguous case: the sandbox was created, the process started, the pause was
+    accepted, but the client never learns it.
+    """
+
+    kind: ClassVar[str] = "lost_reply"
+
+
+# -- stream actions -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CutStream(StreamAction):
+    """End the body after ``after_frames`` frames or ``after_bytes`` bytes.
+
+    ``mode="reset"`` drops the connection (a network read failure); ``mode="eof"`` ends the
+    body cleanly, so the client sees a stream that ended without an exit frame.
+    Heartbeats are not counted as frames (their number depends on idle time).
+    """
+
+    kind: ClassVar[str] = "cut_stream"
+    operations: ClassVar[frozenset[str] | None] = STREAM_OPERATIONS
+    after_frames: int | None = None
+    after_bytes: int | None = None
+    mode: Literal["reset", "eof"] = "reset"
+
+    def __post_init__(self) -> None:
+        if (self.after_frames is None) == (self.after_bytes is None):
+            raise ValueError("CutStream needs exactly one of after_frames or after_bytes")
+        if self.after_frames is not None:
+            _non_negative_int(self.after_frames, "after_frames")
+        if self.after_bytes is not None:
+            _non_negative_int(self.after_bytes, "after_bytes")
+        if self.mode not in ("reset", "eof"):
+            raise ValueError('mode must be "reset" or "eof"')
+
+    def applies_to(self, operation: str) -> bool:
+        if self.after_frames is not None:
+            return operation in FRAME_OPERATIONS
+        return operation in STREAM_OPERATIONS
+
+
+@dataclass(frozen=True)
+class StallStream(StreamAction):
+    """After ``after_frames`` frames, write nothing for ``seconds`` of fake time.
+
+    ``seconds=None`` stalls until the client gives up and disconnects. No heartbeats are sent
+    while stalled: the server looks hung.
+    """
+
+    kind: ClassVar[str] = "stall_stream"
+    operations: ClassVar[frozenset[str] | None] = STREAM_OPERATIONS
+    after_frames: int = 0
+    seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        _non_negative_int(self.after_frames, "after_frames")
+        if self.seconds is not None:
+            _seconds(self.seconds, "seconds")
+
+
+@dataclass(frozen=True)
+class MalformedFrame(StreamAction):
+    """Write ``line`` (not valid JSON by default) as the frame after ``after_frames`` frames."""
+
+    kind: ClassVar[str] = "malformed_frame"
+    after_frames: int = 0
+    line: str = '{"type": "data", "seq": '
+
+    def __post_init__(self) -> None:
+        _non_negative_int(self.after_frames, "after_frames")
+        if "\n" in self.line:
+            raise ValueError("line must not contain a newline")
+
+
+@dataclass(frozen=True)
+class DuplicateFrame(StreamAction):
+    """Write data frame number ``frame`` (1-based) twice: a replayed ``seq``."""
+
+    kind: ClassVar[str] = "duplicate_frame"
+    operations: ClassVar[frozenset[str] | None] = frozenset({"connect_process"})
+    frame: int = 1
+
+    def __post_init__(self) -> None:
+        _non_negative_int(self.frame, "frame")
+        if self.frame < 1:
+            raise ValueError("frame must be an integer >= 1")
+
+
+@dataclass(frozen=True)
+class SkipFrame(StreamAction):
+    """Drop data frame number ``frame`` (1-based): the client sees a ``seq`` gap."""
+
+    kind: ClassVar[str] = "skip_frame"
+    operations: ClassVar[frozenset[str] | None] = frozenset({"connect_process"})
+    frame: int = 1
+
+    def __post_init__(self) -> None:
+        _non_negative_int(self.frame, "frame")
+        if self.frame < 1:
+            raise ValueError("frame must be an integer >= 1")
+
+
+@dataclass(frozen=True)
+class ExitWithoutStatus(StreamAction):
+    """Replace the final exit frame with one that carries no ``exit_code`` and no ``signal``."""
+
+    kind: ClassVar[str] = "exit_without_status"
+    operations: ClassVar[frozenset[str] | None] = frozenset({"connect_process"})
+
+
+@dataclass(frozen=True)
+class TruncatedDownload(StreamAction):
+    """Send only the first ``after_bytes`` bytes of a file download, then drop the connection."""
+
+    kind: ClassVar[str] = "truncated_download"
+    operations: ClassVar[frozenset[str] | None] = frozenset({"download_file"})
+    after_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        _non_negative_int(self.after_bytes, "after_bytes")
+
+
+# -- latency ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Latency(Action):
+    """Delay the request by ``seconds`` on the fake's clock, then handle it normally."""
+
+    kind: ClassVar[str] = "latency"
+    seconds: float
+
+    def __post_init__(self) -> None:
+        _seconds(self.seconds, "seconds")
+
+
+# -- out-of-band actions ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SetStatus(OutOfBandAction):
+    """Force the matched (or named) sandbox into ``status``, e.g. ``error``, ``failed``."""
+
+    kind: ClassVar[str] = "set_status"
+    status: str
+    sandbox_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in SANDBOX_STATUSES:
+            raise ValueError("status must be one of: " + ", ".join(sorted(SANDBOX_STATUSES)))
+
+
+@dataclass(frozen=True)
+class Forget(OutOfBandAction):
+    """Make the matched (or named) sandbox disappear: every later request for it gets 404."""
+
+    kind: ClassVar[str] = "forget"
+    sandbox_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TamperFile(OutOfBandAction):
+    """Overwrite ``path`` in the matched (or named) sandbox with ``data`` (e.g. the marker)."""
+
+    kind: ClassVar[str] = "tamper_file"
+    path: str
+    data: bytes = field(default=b"tampered", repr=False)
+    sandbox_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.path.startswith("/"):
+            raise ValueError("path must be absolute")
+        if not isinstance(self.data, bytes):
+            raise ValueError("data must be bytes")
+
+
+@dataclass(frozen=True)
+class EvictOutput(OutOfBandAction):
+    """Evict the matched (or named) process's output journal up to ``up_to_seq`` (all: None)."""
+
+    kind: ClassVar[str] = "evict_output"
+    up_to_seq: int | None = None
+    sandbox_id: str | None = None
+    process_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.up_to_seq is not None:
+            _non_negative_int(self.up_to_seq, "up_to_seq")
+
+
+@dataclass(frozen=True)
+class CrashProcess(OutOfBandAction):
+    """Kill the matched (or named) process's tree with ``signal``, as if the OOM killer hit."""
+
+    kind: ClassVar[str] = "crash_process"
+    signal: str = "SIGKILL"
+    sandbox_id: str | None = None
+    process_id: str | None = None
+
+    def __post_init__(self) -> None:
+        name = self.signal
+        if not (name.startswith("SIG") and len(name) > 3 and name[3:].isalnum()):
+            raise ValueError("signal must look like SIGKILL")
+        if name != name.upper():
+            raise ValueError("signal must look like SIGKILL")

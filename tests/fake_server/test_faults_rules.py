@@ -1,0 +1,292 @@
+"""The fault engine without HTTP: matching, schedules, seeded randomness, firing records."""
+
+from __future__ import annotations
+
+import pytest
+
+from fake_server.clock import VirtualClock
+from fake_server.faults import (
+    Call,
+    CrashProcess,
+    CutStream,
+    EvictOutput,
+    Fault,
+    FaultFiring,
+    Faults,
+    Forget,
+    HttpError,
+    Latency,
+    LostReply,
+    SetStatus,
+    StallStream,
+    TamperFile,
+    TruncatedDownload,
+    UnknownTargetError,
+)
+
+
+def call(operation: str = "get_sandbox", **kwargs: object) -> Call:
+    defaults: dict[str, object] = {
+        "method": "GET",
+        "path": "/v1/sandboxes/sb-1",
+        "sandbox_id": "sb-1",
+        "account": "acct-1",
+    }
+    defaults.update(kwargs)
+    return Call(operation=operation, **defaults)  # type: ignore[arg-type]
+
+
+def fires(faults: Faults, n: int, operation: str = "get_sandbox", **kwargs: object) -> list[bool]:
+    return [not faults.plan(call(operation, **kwargs)).empty for _ in range(n)]
+
+
+def test_a_fault_fires_once_by_default_and_is_then_no_longer_unfired() -> None:
+    faults = Faults()
+    fault = faults.add(Fault("resume_sandbox", HttpError(503)))
+    assert faults.unfired() == [fault]
+    assert fires(faults, 3, "resume_sandbox") == [True, False, False]
+    assert faults.unfired() == []
+    assert faults.fire_count(fault) == 1
+
+
+def test_times_and_after_select_which_matching_calls_fire() -> None:
+    faults = Faults()
+    fault = faults.add(Fault("get_sandbox", HttpError(429, retry_after=2), times=3, after=1))
+    assert fires(faults, 6) == [False, True, True, True, False, False]
+    assert faults.fire_count(fault) == 3
+    assert faults.match_count(fault) == 4  # an exhausted fault stops looking
+
+
+def test_times_none_fires_on_every_matching_call() -> None:
+    faults = Faults()
+    faults.add(Fault("get_sandbox", HttpError(503), times=None))
+    assert fires(faults, 4) == [True] * 4
+
+
+def test_matchers_narrow_by_operation_sandbox_process_account_and_predicate() -> None:
+    faults = Faults()
+    faults.add(Fault("get_sandbox", HttpError(404), sandbox_id="sb-2", times=None))
+    faults.add(Fault("kill_process", HttpError(500), process_id="proc-9", times=None))
+    faults.add(Fault("exec", HttpError(502), account="acct-2", times=None))
+    faults.add(Fault("list_sandboxes", HttpError(400), when=lambda c: c.query.get("limit") == "7"))
+    assert fires(faults, 1) == [False]
+    assert fires(faults, 1, sandbox_id="sb-2") == [True]
+    assert fires(faults, 1, "kill_process", process_id="proc-1") == [False]
+    assert fires(faults, 1, "kill_process", process_id="proc-9") == [True]
+    assert fires(faults, 1, "exec") == [False]
+    assert fires(faults, 1, "exec", account="acct-2") == [True]
+    assert fires(faults, 1, "list_sandboxes", query={"limit": "8"}) == [False]
+    assert fires(faults, 1, "list_sandboxes", query={"limit": "7"}) == [True]
+
+
+def test_star_matches_every_operation_but_stream_actions_only_streams() -> None:
+    faults = Faults()
+    faults.add(Fault("*", CutStream(after_frames=1), times=None))
+    assert fires(faults, 1, "get_sandbox") == [False]
+    assert fires(faults, 1, "download_file") == [False]  # frames only exist in NDJSON
+    assert fires(faults, 1, "connect_process") == [True]
+    assert fires(faults, 1, "exec_stream") == [True]
+
+
+def test_probability_is_seeded_per_fault_and_independent_of_other_faults() -> None:
+    def pattern(seed: int, extra: bool) -> list[bool]:
+        faults = Faults(seed=seed)
+        if extra:
+            faults.add(Fault("*", Latency(0.5), probability=0.5))
+        faults.add(Fault("get_sandbox", HttpError(503), probability=0.3))
+        if extra:
+            faults.add(Fault("get_sandbox", HttpError(500), probability=0.5))
+        return [
+            any(f.fault.action == HttpError(503) for f in faults.plan(call()).firings)
+            for _ in range(200)
+        ]
+
+    base = pattern(7, extra=False)
+    assert base == pattern(7, extra=False)
+    assert base == pattern(7, extra=True)
+    assert base != pattern(8, extra=False)
+    assert 30 < sum(base) < 90  # roughly 30 % of 200
+
+
+def test_identical_faults_get_distinct_random_streams() -> None:
+    faults = Faults(seed=1)
+    a = faults.add(Fault("get_sandbox", Latency(1), probability=0.5))
+    b = faults.add(Fault("get_sandbox", Latency(1), probability=0.5))
+    seen_a, seen_b = [], []
+    for _ in range(64):
+        ids = {f.fault_id for f in faults.plan(call()).firings}
+        seen_a.append(faults.fault_id(a) in ids)
+        seen_b.append(faults.fault_id(b) in ids)
+    assert seen_a != seen_b
+
+
+def test_probabilistic_faults_are_not_reported_unfired_unless_expected() -> None:
+    faults = Faults()
+    faults.add(Fault("get_sandbox", HttpError(503), probability=0.0))
+    must = faults.add(Fault("get_sandbox", HttpError(503), probability=0.0, expected=True))
+    assert fires(faults, 5) == [False] * 5
+    assert faults.unfired() == [must]
+
+
+def test_first_response_action_wins_and_the_other_stays_armed() -> None:
+    faults = Faults()
+    first = faults.add(Fault("pause_sandbox", HttpError(503)))
+    second = faults.add(Fault("pause_sandbox", LostReply()))
+    plan = faults.plan(call("pause_sandbox"))
+    assert plan.response == HttpError(503)
+    plan = faults.plan(call("pause_sandbox"))
+    assert plan.response == LostReply()
+    assert (faults.fire_count(first), faults.fire_count(second)) == (1, 1)
+
+
+def test_latency_and_out_of_band_compose_with_a_response() -> None:
+    faults = Faults()
+    faults.add(Fault("get_sandbox", Latency(1.5)))
+    faults.add(Fault("get_sandbox", Latency(0.5)))
+    faults.add(Fault("get_sandbox", SetStatus("failed")))
+    faults.add(Fault("get_sandbox", HttpError(500)))
+    plan = faults.plan(call())
+    assert plan.latency == 2.0
+    assert plan.out_of_band == ((SetStatus("failed"), "sb-1", None),)
+    assert plan.response == HttpError(500)
+    assert len(plan.firings) == 4
+
+
+def test_out_of_band_process_actions_need_a_process() -> None:
+    faults = Faults()
+    faults.add(Fault("*", CrashProcess(), times=None))
+    assert faults.plan(call("get_sandbox")).empty
+    plan = faults.plan(call("connect_process", process_id="proc-1"))
+    assert plan.out_of_band == ((CrashProcess(), "sb-1", "proc-1"),)
+    named = Faults()
+    named.add(Fault("whoami", EvictOutput(up_to_seq=3, sandbox_id="sb-5", process_id="p")))
+    assert named.plan(call("whoami", sandbox_id=None)).out_of_band == (
+        (EvictOutput(up_to_seq=3, sandbox_id="sb-5", process_id="p"), "sb-5", "p"),
+    )
+
+
+def test_a_firing_records_operation_request_and_fake_time() -> None:
+    clock = VirtualClock(autojump=False)
+    clock.advance(12.5)
+    faults = Faults(clock=clock)
+    heard: list[FaultFiring] = []
+    faults.listeners.append(heard.append)
+    fault = faults.add(Fault("resume_sandbox", HttpError(503)))
+    faults.plan(call("resume_sandbox", method="POST", path="/v1/sandboxes/sb-1/resume"))
+    [firing] = faults.fired
+    assert heard == [firing]
+    assert firing.fault is fault
+    assert (firing.operation, firing.method, firing.at) == ("resume_sandbox", "POST", 12.5)
+    assert firing.format() == (
+        "t=12.500 fault#1 HttpError(status=503, retry_after=None, code=None, message=None) "
+        "on resume_sandbox POST /v1/sandboxes/sb-1/resume"
+    )
+    assert faults.format() == firing.format()
+    clock.close()
+
+
+def test_clear_disarms_and_forgets() -> None:
+    faults = Faults()
+    fault = faults.add(Fault("get_sandbox", HttpError(503)))
+    faults.plan(call())
+    faults.clear()
+    assert (faults.faults, faults.fired, faults.unfired()) == ([], [], [])
+    with pytest.raises(KeyError):
+        faults.fire_count(fault)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Fault("resme_sandbox", HttpError(503)), "unknown operation 'resme_sandbox'"),
+        (
+            lambda: Fault("get_sandbox", CutStream(after_frames=1)),
+            "CutStream applies only to: connect_process, download_file, exec_stream",
+        ),
+        (
+            lambda: Fault("connect_process", TruncatedDownload(5)),
+            "TruncatedDownload applies only to: download_file",
+        ),
+        (lambda: Fault("exec", HttpError(503), times=0), "times must be an integer >= 1"),
+        (lambda: Fault("exec", HttpError(503), after=-1), "after must be an integer >= 0"),
+        (lambda: Fault("exec", HttpError(503), probability=1.5), "probability must be a number"),
+        (lambda: HttpError(302), "status must be an HTTP error status between 400 and 599"),
+        (lambda: HttpError(429, retry_after=-1), "retry_after must be an integer >= 0"),
+        (lambda: CutStream(), "CutStream needs exactly one of after_frames or after_bytes"),
+        (lambda: StallStream(seconds=float("inf")), "seconds must be a finite number"),
+        (
+            lambda: SetStatus("zombie"),
+            "status must be one of: creating, destroyed, destroying, error, failed, forking, "
+            "paused, pausing, resuming, running",
+        ),
+        (lambda: TamperFile("relative"), "path must be absolute"),
+        (lambda: CrashProcess("kill"), "signal must look like SIGKILL"),
+        (lambda: Latency(-1), "seconds must be a finite number of seconds >= 0"),
+    ],
+)
+def test_bad_faults_are_rejected_with_a_clear_message(build: object, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        build()  # type: ignore[operator]
+    assert str(info.value).startswith(message)
+
+
+def test_adding_the_same_fault_twice_is_an_error() -> None:
+    faults = Faults()
+    fault = faults.add(Fault("exec", HttpError(503)))
+    with pytest.raises(ValueError, match=r"^this Fault is already armed$"):
+        faults.add(fault)
+
+
+class RecordingWorld:
+    def __init__(self) -> None:
+        self.calls: list[tuple[object, ...]] = []
+
+    def set_status(self, sandbox_id: str, status: str) -> None:
+        self.calls.append(("set_status", sandbox_id, status))
+
+    def forget(self, sandbox_id: str) -> None:
+        if sandbox_id == "gone":
+            raise UnknownTargetError(sandbox_id)
+        self.calls.append(("forget", sandbox_id))
+
+    def write_file(self, sandbox_id: str, path: str, data: bytes) -> None:
+        self.calls.append(("write_file", sandbox_id, path, data))
+
+    def evict_output(self, sandbox_id: str, process_id: str, up_to_seq: int | None) -> None:
+        self.calls.append(("evict_output", sandbox_id, process_id, up_to_seq))
+
+    def crash_process(self, sandbox_id: str, process_id: str, signal: str) -> None:
+        self.calls.append(("crash_process", sandbox_id, process_id, signal))
+
+
+def test_direct_out_of_band_changes_reach_the_world() -> None:
+    world = RecordingWorld()
+    faults = Faults(target=world)
+    faults.set_status("sb-1", "error")
+    faults.forget("sb-1")
+    faults.tamper_file("sb-1", "/m", b"x")
+    faults.evict_output("sb-1", "p-1")
+    faults.crash_process("sb-1", "p-1", "SIGTERM")
+    assert world.calls == [
+        ("set_status", "sb-1", "error"),
+        ("forget", "sb-1"),
+        ("write_file", "sb-1", "/m", b"x"),
+        ("evict_output", "sb-1", "p-1", None),
+        ("crash_process", "sb-1", "p-1", "SIGTERM"),
+    ]
+    with pytest.raises(ValueError, match=r"^signal must look like SIGKILL$"):
+        faults.crash_process("sb-1", "p-1", "9")
+
+
+def test_planned_out_of_band_changes_skip_vanished_targets() -> None:
+    world = RecordingWorld()
+    faults = Faults(target=world)
+    faults.add(Fault("get_sandbox", Forget()))
+    faults.add(Fault("get_sandbox", SetStatus("failed")))
+    faults.apply_out_of_band(faults.plan(call(sandbox_id="gone")))
+    assert world.calls == [("set_status", "gone", "failed")]
+
+
+def test_direct_changes_need_a_started_fake() -> None:
+    with pytest.raises(RuntimeError, match=r"^out-of-band changes need a started fake$"):
+        Faults().forget("sb-1")
