@@ -169,6 +169,12 @@ def _action_from_json(spec: object) -> Action:
         if isinstance(value, list | dict):
             raise FaultSpecError(f"action.{key}", "must be a scalar")
         kwargs[key] = value
+    for item in dataclasses.fields(cls):  # type: ignore[arg-type]
+        missing = (
+            item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING
+        )
+        if missing and item.name not in kwargs:
+            raise FaultSpecError(f"action.{item.name}", "required")
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
