@@ -1,0 +1,111 @@
+"""The per-caller rate limit, measured on the fake clock."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
+
+from fake_server.clock import VirtualClock
+from fake_server.models.errors import RateLimited
+from fake_server.ratelimit import RateLimiter, caller_of, rate_limit_middleware
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+@pytest.fixture
+def clock() -> Iterator[VirtualClock]:
+    clock = VirtualClock(autojump=False)
+    yield clock
+    clock.close()
+
+
+def test_the_documented_limit_admits_300_per_minute_then_says_when(clock: VirtualClock) -> None:
+    limiter = RateLimiter(clock=clock)
+    for i in range(300):
+        clock.advance(0.1)
+        assert limiter.acquire("a") is None, i
+    # The first admission was at t=0.1; it leaves the window at t=60.1.
+    assert limiter.acquire("a") == 31  # now t=30.0 -> 30.1 s left, rounded up
+    clock.advance(30.0)
+    assert limiter.acquire("a") == 1  # 0.1 s left still says 1, never 0
+    clock.advance(0.1)
+    assert limiter.acquire("a") is None
+    assert limiter.acquire("a") == 1
+
+
+def test_callers_are_limited_independently(clock: VirtualClock) -> None:
+    limiter = RateLimiter(2, 10, clock=clock)
+    assert [limiter.acquire("a") for _ in range(3)] == [None, None, 10]
+    assert limiter.acquire("b") is None
+    assert limiter.remaining("a") == 0
+    assert limiter.remaining("b") == 1
+
+
+def test_rejected_requests_do_not_extend_the_wait(clock: VirtualClock) -> None:
+    limiter = RateLimiter(1, 5, clock=clock)
+    assert limiter.acquire("a") is None
+    for _ in range(10):
+        clock.advance(0.4)
+        limiter.acquire("a")
+    clock.advance(1.0)  # t=5.0: the only admitted request expires
+    assert limiter.acquire("a") is None
+
+
+def test_reset_forgets_every_caller(clock: VirtualClock) -> None:
+    limiter = RateLimiter(1, 60, clock=clock)
+    limiter.acquire("a")
+    limiter.reset()
+    assert limiter.acquire("a") is None
+
+
+@pytest.mark.parametrize(
+    ("limit", "window", "message"),
+    [
+        (0, 60, "limit must be an integer >= 1 requests per window"),
+        (True, 60, "limit must be an integer >= 1 requests per window"),
+        (10, 0, "window must be a positive number of seconds"),
+        (10, float("nan"), "window must be a positive number of seconds"),
+    ],
+)
+def test_bad_settings_are_rejected(
+    clock: VirtualClock, limit: int, window: float, message: str
+) -> None:
+    with pytest.raises(ValueError) as info:
+        RateLimiter(limit, window, clock=clock)
+    assert str(info.value) == message
+
+
+def test_callers_are_keyed_by_a_hash_of_the_api_key_never_the_key() -> None:
+    keyed = make_mocked_request("GET", "/v1/sandboxes", headers={"X-Api-Key": "cos_secret"})
+    other = make_mocked_request("GET", "/v1/sandboxes", headers={"X-Api-Key": "cos_other"})
+    anonymous = make_mocked_request("GET", "/healthz")
+    assert caller_of(keyed).startswith("key:")
+    assert "cos_secret" not in caller_of(keyed)
+    assert caller_of(keyed) != caller_of(other)
+    assert caller_of(anonymous).startswith("peer:")
+
+
+@pytest.mark.asyncio
+async def test_the_middleware_raises_the_fakes_429_and_skips_control_routes(
+    clock: VirtualClock,
+) -> None:
+    middleware = rate_limit_middleware(RateLimiter(1, 60, clock=clock))
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(text="ok")
+
+    def request(path: str) -> web.Request:
+        return make_mocked_request("GET", path, headers={"X-Api-Key": "k"})
+
+    assert (await middleware(request("/v1/whoami"), handler)).status == 200
+    with pytest.raises(RateLimited) as info:
+        await middleware(request("/v1/whoami"), handler)
+    assert info.value.status == 429
+    assert info.value.headers == {"Retry-After": "60"}
+    assert info.value.code == "rate_limited"
+    for _ in range(3):
+        assert (await middleware(request("/_fake/journal"), handler)).status == 200
