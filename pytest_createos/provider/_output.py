@@ -26,7 +26,7 @@ import json
 import math
 import re
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -65,8 +65,8 @@ _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{
 _SIGNAL = re.compile(r"SIG[A-Z0-9]+")
 
 StreamName = Literal["stdout", "stderr"]
-#: The live log sink: ``log(stream, text)``; may be a plain function or a coroutine function.
-LogSink = Callable[[str, str], Awaitable[None] | None]
+#: The live log sink: ``log(stream, text)``; a plain function, or one returning an awaitable.
+LogSink = Callable[[str, str], object]
 
 
 @dataclass(frozen=True, slots=True)
