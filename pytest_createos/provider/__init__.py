@@ -11,6 +11,7 @@ from pytest_createos.provider._errors import (
     CreateosError,
 )
 from pytest_createos.provider._pacing import Pacer
+from pytest_createos.provider._provider import CreateosProvider
 from pytest_createos.provider._types import (
     ConfigValidation,
     Environment,
@@ -30,6 +31,7 @@ __all__ = [
     "CreateosApiError",
     "CreateosCleanupError",
     "CreateosError",
+    "CreateosProvider",
     "Environment",
     "ExecuteResult",
     "FileMapping",
