@@ -1,0 +1,83 @@
+"""Shared lookups for the account backend's operation groups."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import TYPE_CHECKING
+
+from fake_server.models.errors import BadRequest, NotFound
+
+if TYPE_CHECKING:
+    from fake_server.models.context import Context
+    from fake_server.models.process import Process
+    from fake_server.models.sandbox import Sandbox
+
+__all__ = ["AccountBase", "check_abs_path"]
+
+MAX_PATH = 4096
+
+
+def check_abs_path(path: object, field: str = "path") -> str:
+    """An absolute, NUL-free guest path, normalised (``..`` collapsed)."""
+    if not isinstance(path, str) or not path:
+        raise BadRequest("is required", field=field)
+    if "\x00" in path or len(path) > MAX_PATH:
+        raise BadRequest("is not a valid path", field=field)
+    if not path.startswith("/"):
+        raise BadRequest("must be an absolute path", field=field)
+    normal = posixpath.normpath(path)
+    return "/" + normal.lstrip("/")
+
+
+class AccountBase:
+    """One account (one API key): its sandboxes and the lookups every operation needs."""
+
+    def __init__(self, *, account_id: str, api_key: str, ctx: Context) -> None:
+        self.id = account_id
+        self.api_key = api_key
+        self.ctx = ctx
+        self.sandboxes: dict[str, Sandbox] = {}
+
+    def _sandbox(self, sandbox_id: str, *, read: bool = False) -> Sandbox:
+        sandbox = self.sandboxes.get(sandbox_id)
+        if sandbox is None:
+            raise NotFound("sandbox not found", code="sandbox_not_found")
+        sandbox.settle(read=read)
+        if sandbox.gone():
+            del self.sandboxes[sandbox_id]
+            raise NotFound("sandbox not found", code="sandbox_not_found")
+        return sandbox
+
+    def _running(self, sandbox_id: str) -> Sandbox:
+        sandbox = self._sandbox(sandbox_id)
+        sandbox.require_running()
+        return sandbox
+
+    def _process(self, sandbox_id: str, process_id: str) -> Process:
+        sandbox = self._running(sandbox_id)
+        process = sandbox.processes.get(process_id)
+        if process is None:
+            raise NotFound("process not found", code="process_not_found")
+        return process
+
+    def _env(self, sandbox: Sandbox, env: dict[str, str]) -> dict[str, str]:
+        """Sandbox envs overridden by request env; only keys declared at create may be set."""
+        undeclared = [key for key in env if key not in sandbox.envs]
+        if undeclared:
+            raise BadRequest("only env keys declared at sandbox creation may be set", field="env")
+        return {**sandbox.envs, **env}
+
+    def _check_cwd(self, sandbox: Sandbox, cwd: str | None) -> str | None:
+        if cwd is None:
+            return None
+        path = check_abs_path(cwd, "cwd")
+        if not sandbox.disk.is_dir(path):
+            raise BadRequest("directory does not exist", field="cwd")
+        return path
+
+    def forget_sandbox(self, sandbox_id: str) -> None:
+        """Make a sandbox vanish (fault hook): its processes die, later requests get 404."""
+        sandbox = self.sandboxes.pop(sandbox_id, None)
+        if sandbox is not None:
+            for process in sandbox.processes.values():
+                process.crash("SIGKILL")

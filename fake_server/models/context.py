@@ -1,0 +1,31 @@
+"""What every account and sandbox of one fake shares: clock, ids, journal, catalog, policy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from fake_server.models.catalog import Catalog
+from fake_server.models.journal import Journal
+from fake_server.models.transitions import TransitionPolicy
+
+if TYPE_CHECKING:
+    from fake_server.clock import Clock
+    from fake_server.models.ids import IdGenerator
+    from fake_server.runtime import CommandRegistry
+
+__all__ = ["Context"]
+
+
+@dataclass(slots=True)
+class Context:
+    """Shared, mutable settings; ``policy`` may be swapped at runtime (control API)."""
+
+    clock: Clock
+    ids: IdGenerator
+    commands: CommandRegistry
+    journal: Journal = field(default_factory=Journal)
+    catalog: Catalog = field(default_factory=Catalog)
+    policy: TransitionPolicy = field(default_factory=TransitionPolicy)
+    #: Fake seconds of silence before a stream sends a heartbeat.
+    heartbeat_interval: float = 5.0

@@ -1,0 +1,69 @@
+"""Seeded identifiers that look like the real ones: ULIDs on the fake clock, names, private IPs."""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from faker.providers.lorem.en_US import Provider as _Lorem
+
+if TYPE_CHECKING:
+    from fake_server.clock import Clock
+
+__all__ = ["IdGenerator"]
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+# Short, lowercase, letters-only words make names such as "river-orange-4f2a".
+_WORDS = tuple(w for w in _Lorem.word_list if w.isalpha() and 3 <= len(w) <= 8)
+
+
+class IdGenerator:
+    """Every id, key, name and address a fake hands out; reseeding makes a run reproducible."""
+
+    def __init__(self, seed: int, clock: Clock) -> None:
+        self._clock = clock
+        self.reseed(seed)
+
+    def reseed(self, seed: int) -> None:
+        """Restart the sequence, so the same seed yields the same ids again."""
+        self.seed = seed
+        self._rng = random.Random(seed)
+        self._pid = 100
+
+    def ulid(self) -> str:
+        """26 Crockford base32 chars: 48 bits of fake-clock milliseconds, 80 seeded random bits."""
+        millis = int(self._clock.time() * 1000) & ((1 << 48) - 1)
+        value = (millis << 80) | self._rng.getrandbits(80)
+        chars = []
+        for _ in range(26):
+            chars.append(_CROCKFORD[value & 31])
+            value >>= 5
+        return "".join(reversed(chars))
+
+    def sandbox_id(self) -> str:
+        return "sb-" + self.ulid()
+
+    def process_id(self) -> str:
+        return "proc-" + self.ulid()
+
+    def user_id(self) -> str:
+        return "usr-" + self.ulid()
+
+    def api_key(self) -> str:
+        return "cos_live_" + f"{self._rng.getrandbits(128):032x}"
+
+    def pid(self) -> int:
+        """Guest pids grow like a fresh VM's would."""
+        self._pid += self._rng.randint(1, 7)
+        return self._pid
+
+    def name(self) -> str:
+        first, second = self._rng.choice(_WORDS), self._rng.choice(_WORDS)
+        return f"{first}-{second}-{self._rng.getrandbits(16):04x}"
+
+    def private_ip(self) -> str:
+        rng = self._rng
+        return f"10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(2, 254)}"
+
+    def spawn_ms(self) -> float:
+        return round(self._rng.uniform(30.0, 100.0), 1)

@@ -1,0 +1,252 @@
+"""A managed process: a shell task, its output journal, stdin pipe, exit status and signals.
+
+Processes keep running while their sandbox is paused (the fake does not freeze tasks; the real
+VM freezes and resumes them, which looks the same to a client that only polls after resume).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from fake_server.models.errors import Conflict, Gone
+from fake_server.models.output import OutputFrame, OutputJournal
+from fake_server.models.waiting import wait_event
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from fake_server.clock import Clock
+    from fake_server.runtime import Shell, StdinPipe
+
+__all__ = ["ExitFrame", "ExpiredFrame", "HeartbeatFrame", "Process", "ProcessSpec"]
+
+#: Signals that end a process; the rest (SIGWINCH) are accepted and ignored.
+TERMINATING_SIGNALS = frozenset(
+    {"SIGTERM", "SIGKILL", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"}
+)
+KNOWN_SIGNALS = TERMINATING_SIGNALS | {"SIGWINCH"}
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSpec:
+    """What to run: validated create-request fields."""
+
+    cmd: str
+    args: tuple[str, ...] = ()
+    cwd: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    pty: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatFrame:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ExitFrame:
+    exit_code: int | None
+    signal: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiredFrame:
+    oldest_available_seq: int
+
+
+Frame = OutputFrame | HeartbeatFrame | ExitFrame | ExpiredFrame
+
+
+class Process:
+    """One managed process. All methods run on the fake's event loop."""
+
+    def __init__(
+        self,
+        *,
+        process_id: str,
+        pid: int,
+        spec: ProcessSpec,
+        created_at: float,
+        clock: Clock,
+        stdin: StdinPipe,
+        on_exit: Callable[[Process], None] | None = None,
+        ignores_sigterm: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.process_id = process_id
+        self.pid = pid
+        self.spec = spec
+        self.kind = "pty" if spec.pty else "process"
+        self.created_at = created_at
+        self.clock = clock
+        self.stdin = stdin
+        self.state = "starting"
+        self.leader_exited = False
+        self.tree_exited = False
+        self.finished_at: float | None = None
+        self.exit_code: int | None = None
+        self.signal: str | None = None
+        self.output = OutputJournal()
+        self.input_seq = 0
+        self.task: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()
+        self._exited = asyncio.Event()
+        self._kill_signal: str | None = None
+        self._on_exit = on_exit
+        self._ignores_sigterm = ignores_sigterm
+
+    # -- running ------------------------------------------------------------------------------
+
+    def start(self, shell: Shell, env: dict[str, str]) -> None:
+        self.task = asyncio.get_running_loop().create_task(
+            self._run(shell, env), name=f"createos-fake {self.process_id}"
+        )
+
+    async def _run(self, shell: Shell, env: dict[str, str]) -> None:
+        from fake_server.runtime import ProcessSignal
+
+        out_stream = "pty" if self.kind == "pty" else "stdout"
+        err_stream = "pty" if self.kind == "pty" else "stderr"
+
+        async def on_stdout(data: bytes) -> None:
+            self._emit(out_stream, data)
+
+        async def on_stderr(data: bytes) -> None:
+            self._emit(err_stream, data)
+
+        with self.clock.busy():
+            self.state = "running"
+            try:
+                code = await shell.run(
+                    [self.spec.cmd, *self.spec.args],
+                    cwd=self.spec.cwd,
+                    env=env,
+                    stdin=self.stdin,
+                    on_stdout=on_stdout,
+                    on_stderr=on_stderr,
+                )
+            except asyncio.CancelledError:
+                self._finish(None, self._kill_signal or "SIGKILL")
+            except ProcessSignal as exc:
+                self._finish(None, exc.signal)
+            except FileNotFoundError:
+                self._emit(err_stream, b"bash: cd: No such file or directory\n")
+                self._finish(1, None, state="failed")
+            else:
+                self._finish(code, None)
+
+    def _emit(self, stream: str, data: bytes) -> None:
+        if data and not self.tree_exited:
+            self.output.append(stream, data)
+            self._notify()
+
+    def _notify(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    def _finish(self, exit_code: int | None, signal: str | None, *, state: str = "exited") -> None:
+        if self.tree_exited:
+            return
+        self.exit_code = exit_code
+        self.signal = signal
+        self.state = state
+        self.leader_exited = self.tree_exited = True
+        self.finished_at = self.clock.time()
+        with contextlib.suppress(Exception):
+            self.stdin.close()
+        self._exited.set()
+        self._notify()
+        if self._on_exit is not None:
+            self._on_exit(self)
+
+    # -- control ------------------------------------------------------------------------------
+
+    def write_input(self, data: bytes) -> int:
+        if self.tree_exited:
+            raise Conflict("process has exited", code="process_exited")
+        if self.stdin.closed:
+            raise Conflict("stdin is closed", code="stdin_closed")
+        self.stdin.write(data)
+        self.input_seq += 1
+        return self.input_seq
+
+    def close_stdin(self) -> None:
+        if self.kind == "pty":
+            raise Conflict("a pty has no separate stdin to close", code="pty_stdin")
+        if self.stdin.closed:
+            raise Conflict("stdin is already closed", code="stdin_closed")
+        self.stdin.close()
+
+    def crash(self, signal: str = "SIGKILL") -> None:
+        """End the process at once, as if the kernel killed it (fault hook)."""
+        self._finish(None, signal)
+        self._cancel(signal)
+
+    def _cancel(self, signal: str) -> None:
+        self._kill_signal = signal
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    async def send_signal(self, signal: str) -> None:
+        if self.tree_exited:
+            raise Conflict("process has exited", code="process_exited")
+        if signal not in TERMINATING_SIGNALS:
+            return
+        if signal == "SIGTERM" and self._ignores_sigterm():
+            return
+        self.state = "terminating"
+        self._cancel(signal)
+        await self._settled()
+
+    async def kill(self, grace: float) -> None:
+        """SIGTERM, then SIGKILL once ``grace`` fake seconds pass without an exit."""
+        if self.tree_exited:
+            return
+        self.state = "terminating"
+        if self._ignores_sigterm():
+            if not await wait_event(self.clock, self._exited, grace):
+                self._cancel("SIGKILL")
+        else:
+            self._cancel("SIGTERM")
+        await self._settled()
+
+    async def _settled(self) -> None:
+        task = self.task
+        if task is not None and not task.done():
+            with self.clock.idle():
+                await asyncio.wait({task})
+
+    async def wait_exit(self, timeout: float) -> bool:
+        return await wait_event(self.clock, self._exited, timeout)
+
+    def evict_output(self, up_to_seq: int | None = None) -> None:
+        """Drop journaled output (fault hook); live readers behind it get an expiry frame."""
+        self.output.evict(up_to_seq)
+        self._notify()
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def follow(self, after: int, heartbeat: float) -> AsyncIterator[Frame]:
+        """Replay frames after ``after``, then live frames, then one exit frame."""
+        if after < 0:
+            raise Gone("output cursor must be >= 0")
+        if self.output.expired(after):
+            raise Gone("requested output was evicted")
+        cursor = after
+        while True:
+            changed = self._changed
+            if self.output.expired(cursor):
+                yield ExpiredFrame(self.output.oldest_seq)
+                return
+            for frame in self.output.after(cursor):
+                yield frame
+                cursor = frame.seq
+            if self.tree_exited and cursor >= self.output.newest_seq:
+                yield ExitFrame(self.exit_code, self.signal)
+                return
+            if changed is not self._changed:
+                continue
+            if not await wait_event(self.clock, changed, heartbeat):
+                yield HeartbeatFrame()

@@ -1,0 +1,101 @@
+"""Account operations on managed processes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fake_server.models.base import AccountBase
+from fake_server.models.errors import BadRequest, Gone, RequestTimeout
+from fake_server.models.process import KNOWN_SIGNALS, Process, ProcessSpec
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from fake_server.models.process import Frame
+
+__all__ = ["MAX_WAIT_MS", "ProcessOps"]
+
+MAX_WAIT_MS = 600_000
+MAX_GRACE_MS = 600_000
+
+
+class ProcessOps(AccountBase):
+    """create/list/get/connect/input/stdin-close/signal/wait/kill for managed processes."""
+
+    def create_process(self, sandbox_id: str, spec: ProcessSpec) -> Process:
+        from fake_server.runtime import Shell, StdinPipe
+
+        sandbox = self._running(sandbox_id)
+        env = self._env(sandbox, dict(spec.env))
+        cwd = self._check_cwd(sandbox, spec.cwd)
+        ids = self.ctx.ids
+        process = Process(
+            process_id=ids.process_id(),
+            pid=ids.pid(),
+            spec=ProcessSpec(spec.cmd, spec.args, cwd, spec.env, spec.pty),
+            created_at=self.ctx.clock.time(),
+            clock=self.ctx.clock,
+            stdin=StdinPipe(),
+            ignores_sigterm=lambda: _ignores_sigterm(self, process),
+        )
+        sandbox.processes[process.process_id] = process
+        process.start(Shell(sandbox.disk, self.ctx.clock, self.ctx.commands), env)
+        return process
+
+    def list_processes(self, sandbox_id: str) -> list[Process]:
+        return list(self._running(sandbox_id).processes.values())
+
+    def get_process(self, sandbox_id: str, process_id: str) -> Process:
+        return self._process(sandbox_id, process_id)
+
+    def connect_process(self, sandbox_id: str, process_id: str, after: int) -> AsyncIterator[Frame]:
+        process = self._process(sandbox_id, process_id)
+        if after < 0:
+            raise BadRequest("must be >= 0", field="after")
+        if process.output.expired(after):
+            raise Gone("requested output was evicted")
+        return process.follow(after, self.ctx.heartbeat_interval)
+
+    def write_process_input(self, sandbox_id: str, process_id: str, data: bytes) -> int:
+        return self._process(sandbox_id, process_id).write_input(data)
+
+    def close_process_stdin(self, sandbox_id: str, process_id: str) -> Process:
+        process = self._process(sandbox_id, process_id)
+        process.close_stdin()
+        return process
+
+    async def signal_process(self, sandbox_id: str, process_id: str, signal: str) -> Process:
+        process = self._process(sandbox_id, process_id)
+        if signal not in KNOWN_SIGNALS:
+            raise BadRequest("unknown signal", field="signal")
+        await process.send_signal(signal)
+        return process
+
+    async def wait_process(
+        self, sandbox_id: str, process_id: str, *, scope: str, timeout_ms: int
+    ) -> Process:
+        process = self._process(sandbox_id, process_id)
+        if scope not in ("tree", "leader"):
+            raise BadRequest("must be tree or leader", field="scope")
+        if not 0 <= timeout_ms <= MAX_WAIT_MS:
+            raise BadRequest(f"must be between 0 and {MAX_WAIT_MS}", field="timeout_ms")
+        if not await process.wait_exit(timeout_ms / 1000):
+            raise RequestTimeout("process is still running", code="wait_timeout")
+        return process
+
+    async def kill_process(self, sandbox_id: str, process_id: str, *, grace_ms: int) -> Process:
+        process = self._process(sandbox_id, process_id)
+        if not 0 <= grace_ms <= MAX_GRACE_MS:
+            raise BadRequest(f"must be between 0 and {MAX_GRACE_MS}", field="grace_ms")
+        await process.kill(grace_ms / 1000)
+        return process
+
+
+def _ignores_sigterm(account: AccountBase, process: Process) -> bool:
+    """Ask the runtime whether the process's current command shrugs off SIGTERM."""
+    import fake_server.runtime as runtime
+
+    helper = getattr(runtime, "ignores_sigterm", None)
+    if helper is not None and process.task is not None:
+        return bool(helper(process.task))
+    return False

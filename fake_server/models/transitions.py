@@ -1,0 +1,87 @@
+"""When asynchronous sandbox transitions complete: a frozen, per-fake policy."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Self
+
+__all__ = ["Step", "TransitionPolicy"]
+
+#: The transitional statuses a policy governs.
+TRANSITIONAL = ("creating", "pausing", "resuming", "destroying")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A transition completes once ``seconds`` of fake time have passed *and* ``reads`` GETs
+    of the sandbox have seen the transitional status."""
+
+    seconds: float = 0.0
+    reads: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.seconds >= 0 or self.reads < 0:
+            raise ValueError("a transition step needs seconds >= 0 and reads >= 0")
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionPolicy:
+    """Per-transition steps plus how long a destroyed sandbox stays visible before 404."""
+
+    creating: Step = Step(seconds=0.05)
+    pausing: Step = Step(seconds=2.0)
+    resuming: Step = Step(seconds=3.0)
+    destroying: Step = Step(seconds=0.05)
+    destroyed_visible_for: float = 60.0
+
+    @classmethod
+    def realistic(cls) -> Self:
+        """The default: creating 0.05 s, pausing 2 s, resuming 3 s, destroying 0.05 s."""
+        return cls()
+
+    @classmethod
+    def immediate(cls) -> Self:
+        """Every transition has completed by the next request."""
+        return cls(Step(), Step(), Step(), Step())
+
+    @classmethod
+    def after_reads(cls, n: int) -> Self:
+        """``n`` GETs see the transitional status; the next one sees the target."""
+        step = Step(reads=n)
+        return cls(step, step, step, step)
+
+    @classmethod
+    def after(cls, seconds: float) -> Self:
+        """Every transition takes ``seconds`` on the fake clock."""
+        step = Step(seconds=seconds)
+        return cls(step, step, step, step)
+
+    def override(self, **steps: Step | float | int) -> Self:
+        """Replace some steps: a float means seconds, an int means reads, or pass a ``Step``."""
+        changes: dict[str, Step] = {}
+        for name, value in steps.items():
+            if name not in TRANSITIONAL:
+                raise ValueError(f"unknown transition {name!r}; expected one of {TRANSITIONAL}")
+            if isinstance(value, Step):
+                changes[name] = value
+            elif isinstance(value, bool):
+                raise TypeError("a transition step is a Step, seconds (float) or reads (int)")
+            elif isinstance(value, int):
+                changes[name] = Step(reads=value)
+            else:
+                changes[name] = Step(seconds=float(value))
+        return dataclasses.replace(self, **changes)
+
+    def step(self, status: str) -> Step:
+        step: Step = getattr(self, status)
+        return step
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            **{
+                s: {"seconds": self.step(s).seconds, "reads": self.step(s).reads}
+                for s in TRANSITIONAL
+            },
+            "destroyed_visible_for": self.destroyed_visible_for,
+        }
