@@ -1,0 +1,269 @@
+"""The shared clock: virtual time moves only when everybody waits, across threads and loops."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+
+from fake_server.clock import DEFAULT_EPOCH, Clock, RealClock, VirtualClock
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+@pytest.fixture
+def manual() -> Iterator[VirtualClock]:
+    clock = VirtualClock(autojump=False)
+    yield clock
+    clock.close()
+
+
+@pytest.fixture
+def auto() -> Iterator[VirtualClock]:
+    clock = VirtualClock()
+    yield clock
+    clock.close()
+
+
+@pytest.fixture
+def eager() -> Iterator[VirtualClock]:
+    """Jumps the moment nothing blocks it: a negative check needs no real waiting."""
+    clock = VirtualClock(autojump_threshold=0.0)
+    yield clock
+    clock.close()
+
+
+async def spin(real_seconds: float = 0.02) -> None:
+    """Yield to other tasks and threads for a few switch intervals (a bounded negative check).
+
+    Nothing here waits on the wall clock for time to pass: this only gives the autojump
+    watcher thread the GIL long enough that a jump, if allowed, would certainly happen.
+    """
+    end = time.perf_counter() + real_seconds
+    while True:
+        await asyncio.sleep(0)
+        if time.perf_counter() >= end:
+            return
+
+
+def test_both_clocks_satisfy_the_protocol() -> None:
+    assert isinstance(RealClock(), Clock)
+    clock = VirtualClock()
+    assert isinstance(clock, Clock)
+    clock.close()
+
+
+def test_virtual_time_starts_where_asked_and_maps_to_a_fixed_epoch() -> None:
+    clock = VirtualClock(start=5.0, autojump=False)
+    assert clock.now() == 5.0
+    assert clock.time() == DEFAULT_EPOCH + 5.0
+    assert DEFAULT_EPOCH == 1_767_225_600.0  # 2026-01-01T00:00:00Z
+    clock.close()
+
+
+def test_advance_moves_time_and_refuses_to_go_back(manual: VirtualClock) -> None:
+    manual.advance(2.5)
+    manual.advance(0)
+    assert manual.now() == 2.5
+    assert manual.jumps == 2
+    with pytest.raises(ValueError) as info:
+        manual.advance(-1)
+    assert str(info.value) == "a clock cannot go backwards; advance() takes seconds >= 0"
+
+
+def test_bad_settings_and_sleeps_are_rejected() -> None:
+    with pytest.raises(ValueError) as info:
+        VirtualClock(autojump_threshold=-1)
+    assert str(info.value) == "autojump_threshold must be >= 0 real seconds"
+
+    async def nan() -> None:
+        await VirtualClock(autojump=False).sleep(float("nan"))
+
+    with pytest.raises(ValueError) as info:
+        asyncio.run(nan())
+    assert str(info.value) == "cannot sleep for NaN seconds"
+
+
+@pytest.mark.asyncio
+async def test_advance_wakes_sleepers_in_deadline_order(manual: VirtualClock) -> None:
+    woke: list[tuple[str, float]] = []
+
+    async def sleeper(name: str, seconds: float) -> None:
+        await manual.sleep(seconds)
+        woke.append((name, manual.now()))
+
+    tasks = [asyncio.create_task(sleeper(n, s)) for n, s in (("c", 3), ("a", 1), ("b", 2))]
+    await spin()
+    assert manual.next_deadline() == 1.0
+    manual.advance(2.5)
+    await spin()
+    # Both wake, in deadline order, and see the time advance() moved to.
+    assert woke == [("a", 2.5), ("b", 2.5)]
+    manual.advance(10)
+    await asyncio.gather(*tasks)
+    assert woke[-1] == ("c", 12.5)
+    assert manual.next_deadline() is None
+
+
+@pytest.mark.asyncio
+async def test_zero_and_negative_sleeps_yield_without_moving_time(manual: VirtualClock) -> None:
+    await manual.sleep(0)
+    await manual.sleep(-5)
+    assert manual.now() == 0.0
+    assert manual.jumps == 0
+
+
+@pytest.mark.asyncio
+async def test_without_autojump_only_advance_moves_time(manual: VirtualClock) -> None:
+    task = asyncio.create_task(manual.sleep(1))
+    await spin()
+    assert not task.done()
+    manual.advance(1)
+    await task
+    assert manual.now() == 1.0
+
+
+@pytest.mark.asyncio
+async def test_autojump_makes_a_long_timeout_cost_no_real_time(auto: VirtualClock) -> None:
+    started = time.perf_counter()
+    await auto.sleep(3600)
+    assert auto.now() == 3600.0
+    assert time.perf_counter() - started < 2.0
+
+
+@pytest.mark.asyncio
+async def test_autojump_goes_deadline_by_deadline(auto: VirtualClock) -> None:
+    woke: list[float] = []
+
+    async def sleeper(seconds: float) -> None:
+        await auto.sleep(seconds)
+        woke.append(auto.now())
+
+    await asyncio.gather(sleeper(30), sleeper(10), sleeper(20))
+    assert woke == [10.0, 20.0, 30.0]
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_sleep_no_longer_holds_a_deadline(auto: VirtualClock) -> None:
+    auto.autojump = False
+    long = asyncio.create_task(auto.sleep(100))
+    await spin()
+    long.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await long
+    auto.autojump = True
+    await auto.sleep(1)
+    assert auto.now() == 1.0
+
+
+@pytest.mark.asyncio
+async def test_busy_work_blocks_a_jump_until_it_waits(eager: VirtualClock) -> None:
+    sleeper = asyncio.create_task(eager.sleep(5))
+    with eager.busy():
+        await spin()
+        assert eager.now() == 0.0
+        assert not sleeper.done()
+        with eager.idle():  # waiting on something external gives the token back
+            await sleeper
+        assert eager.now() == 5.0
+
+
+@pytest.mark.asyncio
+async def test_a_busy_task_that_sleeps_lets_time_jump(auto: VirtualClock) -> None:
+    async def worker() -> float:
+        with auto.busy():
+            await auto.sleep(7)  # sleep() gives the busy token back while it waits
+            return auto.now()
+
+    assert await worker() == 7.0
+
+
+@pytest.mark.asyncio
+async def test_a_request_on_the_wire_blocks_a_jump_until_it_arrives(eager: VirtualClock) -> None:
+    sleeper = asyncio.create_task(eager.sleep(5))
+    eager.request_sent()
+    await spin()
+    assert not sleeper.done()
+    eager.request_arrived()
+    eager.response_sent()
+    await spin()
+    assert not sleeper.done()
+    eager.response_received()
+    await sleeper
+    assert eager.now() == 5.0
+
+
+@pytest.mark.asyncio
+async def test_sleepers_in_two_threads_share_one_timeline(auto: VirtualClock) -> None:
+    """The fake runs in a background thread with its own loop; the test in another."""
+    woke: list[tuple[str, float]] = []
+    lock = threading.Lock()
+
+    async def sleeper(name: str, seconds: float) -> None:
+        await auto.sleep(seconds)
+        with lock:
+            woke.append((name, auto.now()))
+
+    def background() -> None:
+        asyncio.run(sleeper("server", 5))
+
+    thread = threading.Thread(target=background)
+    thread.start()
+    await sleeper("test", 10)
+    await asyncio.to_thread(thread.join)
+    assert woke == [("server", 5.0), ("test", 10.0)]
+
+
+def test_advance_from_another_thread_wakes_a_sleeper() -> None:
+    clock = VirtualClock(autojump=False)
+    ready = threading.Event()
+    result: list[float] = []
+
+    async def sleeper() -> None:
+        task = asyncio.create_task(clock.sleep(30))
+        await asyncio.sleep(0)
+        ready.set()
+        await task
+        result.append(clock.now())
+
+    thread = threading.Thread(target=asyncio.run, args=(sleeper(),))
+    thread.start()
+    ready.wait()
+    while clock.next_deadline() is None:  # the sleep registers right after the event
+        time.sleep(0)
+    clock.advance(30)
+    thread.join()
+    assert result == [30.0]
+    clock.close()
+
+
+def test_a_sleeper_whose_loop_closed_does_not_break_advance() -> None:
+    clock = VirtualClock(autojump=False)
+
+    async def abandon() -> None:
+        task = asyncio.create_task(clock.sleep(5))
+        await asyncio.sleep(0)
+        del task  # asyncio.run cancels it when the loop closes
+
+    asyncio.run(abandon())
+    clock.advance(10)
+    assert clock.now() == 10.0
+    clock.close()
+
+
+@pytest.mark.asyncio
+async def test_real_clock_is_wall_time_with_no_op_hooks() -> None:
+    clock = RealClock()
+    assert 0.0 <= clock.now() < 1.0
+    assert abs(clock.time() - time.time()) < 1.0
+    with clock.busy(), clock.idle():
+        clock.request_sent()
+        clock.request_arrived()
+        clock.response_sent()
+        clock.response_received()
+    await clock.sleep(0)
+    clock.close()
