@@ -1,0 +1,60 @@
+"""What runs inside a fake sandbox: its filesystem and a real shell (bashkit) over it.
+
+Public API
+----------
+``SandboxDisk``
+    One sandbox's filesystem. It survives every process and every pause/resume; ``wipe()`` on
+    destroy. Preloaded with a small image: ``/bin`` and ``/usr/bin`` commands, ``/tmp``,
+    ``/root``, ``/home/sandbox`` (``$HOME``), ``/etc/os-release``.
+``Shell(disk, clock, commands).run(argv, cwd=, env=, stdin=, on_stdout=, on_stderr=)``
+    Runs one process in a fresh interpreter and returns its exit status. ``argv[0]`` may be
+    an absolute path (``/bin/bash``); scripts get GNU behaviour for ``realpath``, ``tar`` and a
+    ``sleep`` that runs on the fake's clock.
+``CommandRegistry`` / ``CommandIO`` / ``CommandFunc``
+    Commands a test adds to the image (``node``, ``git``…) as Python callables.
+``StdinPipe``
+    Live stdin of a managed process (``/input`` writes, ``/stdin/close`` closes).
+
+Killing and signals
+-------------------
+The owner runs ``shell.run(...)`` in an asyncio task. SIGKILL (and the end of a DELETE grace
+period) is ``task.cancel()``: ``CancelledError`` propagates out of ``run()`` at once, whatever the
+script is doing, and the disk keeps every write made so far. SIGTERM is
+``shell.deliver_sigterm(task)``: it cancels the task and returns True, or returns False without
+doing anything while the process is inside a registered command registered with
+``ignores_sigterm=True`` -- the owner then waits the grace period and cancels (SIGKILL).
+``ProcessSignal`` is for owners that want to raise a "killed by signal" outcome of their own;
+``run()`` itself reports a script's own ``kill -9 $$`` as exit status 137, as bashkit does.
+
+Standard input
+--------------
+``stdin=None``: empty. ``bytes``: the whole input. ``StdinPipe``: live. The input is fed
+through a pipeline stage; bashkit hands it to builtins and to ``bash -c`` as one string, so a
+script started with an open pipe begins once the pipe is closed (the provider closes stdin right
+after creating a process). A registered command run directly as ``argv`` streams it chunk by
+chunk instead.
+
+Time
+----
+The interpreter holds a ``clock.busy()`` token while it works; ``sleep``, waiting for stdin and
+registered commands give it back, so a ``VirtualClock`` jumps while a script sleeps.
+"""
+
+from __future__ import annotations
+
+from fake_server.runtime.commands import CommandFunc, CommandIO, CommandRegistry
+from fake_server.runtime.disk import HOME, SandboxDisk
+from fake_server.runtime.pipes import ProcessSignal, StdinPipe
+from fake_server.runtime.shell import BASE_ENV, Shell
+
+__all__ = [
+    "BASE_ENV",
+    "HOME",
+    "CommandFunc",
+    "CommandIO",
+    "CommandRegistry",
+    "ProcessSignal",
+    "SandboxDisk",
+    "Shell",
+    "StdinPipe",
+]

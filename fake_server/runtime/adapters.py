@@ -1,0 +1,145 @@
+"""Custom commands that tie the interpreter to the fake: ``sleep``, stdin, registered commands.
+
+* ``sleep`` waits on the fake's clock (bashkit's builtin sleeps in real time and ignores
+  cancellation), so a ``sleep 30`` under a ``VirtualClock`` costs no real time and a kill ends it
+  at once.
+* ``STDIN_COMMAND`` is the first stage of ``STDIN_COMMAND | <argv>``: it streams the process's
+  stdin (whole bytes or a live ``StdinPipe``) into the command.
+* registered commands receive a ``CommandIO``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+import re
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from fake_server.runtime.commands import CommandIO
+
+if TYPE_CHECKING:
+    import bashkit
+
+    from fake_server.runtime.commands import RegisteredCommand
+    from fake_server.runtime.pipes import StdinSource
+    from fake_server.runtime.runstate import RunState
+
+__all__ = ["STDIN_COMMAND", "registered_command", "sleep_command", "stdin_command"]
+
+#: Internal name of the stdin feeder; never on any disk, so scripts cannot stumble on it.
+STDIN_COMMAND = "__createos_stdin__"
+
+CommandCallback = Callable[["bashkit.CommandContext"], Awaitable[int]]
+
+_DURATION = re.compile(r"^(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?P<unit>[smhd]?)$")
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str) -> float | None:
+    """GNU ``sleep`` operand: a non-negative number with an optional s/m/h/d suffix."""
+    if text in ("inf", "infinity"):
+        return math.inf
+    match = _DURATION.match(text)
+    if match is None:
+        return None
+    return float(match["num"]) * _UNITS[match["unit"]]
+
+
+def sleep_command(run: RunState) -> CommandCallback:
+    """``sleep NUMBER[SUFFIX]...`` on the run's clock; operands add up as in GNU sleep."""
+
+    async def sleep(ctx: bashkit.CommandContext) -> int:
+        operands = [a for a in ctx.argv if a != "--"]
+        if not operands:
+            await _usage(ctx, "sleep: missing operand\n")
+            return 1
+        total = 0.0
+        for operand in operands:
+            seconds = parse_duration(operand)
+            if seconds is None:
+                await _usage(ctx, f"sleep: invalid time interval '{operand}'\n")
+                return 1
+            total += seconds
+        with run.waiting():
+            if math.isinf(total):
+                with run.clock.idle():
+                    await asyncio.get_running_loop().create_future()
+            else:
+                await run.clock.sleep(total)
+        return 0
+
+    return sleep
+
+
+async def _usage(ctx: bashkit.CommandContext, message: str) -> None:
+    name = ctx.name or "sleep"
+    await ctx.stderr.write(f"{message}Try '{name} --help' for more information.\n".encode())
+
+
+def stdin_command(run: RunState, source: StdinSource) -> CommandCallback:
+    """Feeds ``source`` into the pipeline; waits for a live pipe without holding the clock."""
+
+    async def feed(ctx: bashkit.CommandContext) -> int:
+        with run.waiting():
+            while True:
+                with run.clock.idle():
+                    chunk = await source.read_chunk()
+                if not chunk:
+                    return 0
+                await ctx.stdout.write(chunk)
+
+    return feed
+
+
+def registered_command(run: RunState, command: RegisteredCommand) -> CommandCallback:
+    """Adapts bashkit's ``CommandContext`` to the ``CommandIO`` a registered command expects."""
+
+    async def invoke(ctx: bashkit.CommandContext) -> int:
+        async def read_all() -> bytes:
+            chunks: list[bytes] = []
+            with run.clock.idle():
+                async for chunk in ctx.stdin:
+                    chunks.append(bytes(chunk))
+            return b"".join(chunks)
+
+        io = CommandIO(
+            argv=[command.name, *ctx.argv],
+            env=dict(ctx.env),
+            cwd=str(ctx.cwd),
+            disk=run.disk,
+            clock=run.clock,
+            _read=read_all,
+            _write_out=ctx.stdout.write,
+            _write_err=ctx.stderr.write,
+        )
+        with run.waiting(), run.ignoring_sigterm(command.ignores_sigterm), run.clock.busy():
+            try:
+                if command.is_async:
+                    result: Any = await command.func(io)  # type: ignore[misc]
+                else:
+                    io.stdin_data = await read_all()
+                    result = command.func(io)
+                    if inspect.isawaitable(result):
+                        result = await result
+                if io.stdout_buffer:
+                    await ctx.stdout.write(bytes(io.stdout_buffer))
+                if io.stderr_buffer:
+                    await ctx.stderr.write(bytes(io.stderr_buffer))
+            except Exception as exc:
+                # Like a crashing program: the sandbox's stderr shows it, the fake keeps going.
+                await ctx.stderr.write(f"{command.name}: {type(exc).__name__}: {exc}\n".encode())
+                return 1
+        return _status(result)
+
+    return invoke
+
+
+def _status(result: object) -> int:
+    if result is None:
+        return 0
+    if isinstance(result, bool | int):
+        return int(result) & 0xFF
+    code = getattr(result, "exit_code", None)
+    return int(code) & 0xFF if isinstance(code, int) else 1

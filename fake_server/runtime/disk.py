@@ -1,0 +1,239 @@
+"""One sandbox's filesystem: a bashkit ``FileSystem`` preloaded with a small Linux "image".
+
+The disk outlives every interpreter that runs over it (pause/resume keep it; destroy wipes
+it). The image holds ``/bin`` and ``/usr/bin`` wrapper scripts for bashkit's builtins, because
+bashkit only runs an absolute command path such as ``/bin/cat`` when that file exists; a
+``#!/bin/sh`` script that calls the builtin by name does exactly that.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+
+import bashkit
+
+from fake_server.runtime import vfs
+
+__all__ = ["HOME", "IMAGE_COMMANDS", "SandboxDisk", "wrapper_script"]
+
+#: The sandbox user's home directory (also ``$HOME`` and the default working directory).
+HOME = "/home/sandbox"
+
+#: Builtins installed as ``/bin/<name>`` and ``/usr/bin/<name>`` wrapper scripts.
+IMAGE_COMMANDS: tuple[str, ...] = (
+    "awk", "base64", "basename", "bash", "cat", "chmod", "cksum", "cmp", "comm", "cp",
+    "cut", "date", "dd", "df", "diff", "dirname", "du", "echo", "env", "expr", "false",
+    "file", "find", "grep", "gunzip", "gzip", "head", "hostname", "id", "install", "kill",
+    "ln", "ls", "md5sum", "mkdir", "mktemp", "mv", "nproc", "od", "paste", "printenv",
+    "printf", "pwd", "readlink", "realpath", "rm", "rmdir", "sed", "seq", "sh", "sha1sum",
+    "sha256sum", "sha512sum", "sleep", "sort", "split", "stat", "tac", "tail", "tar", "tee",
+    "test", "timeout", "touch", "tr", "true", "truncate", "uname", "uniq", "unlink", "wc",
+    "which", "whoami", "xargs", "yes",
+)  # fmt: skip
+
+_OS_RELEASE = b"""PRETTY_NAME="CreateOS fake sandbox (Debian GNU/Linux 12 compatible)"
+NAME="CreateOS fake sandbox"
+ID=debian
+VERSION_ID="12"
+"""
+
+_WRAPPER_PREFIX = b"#!/bin/sh\n# createos-fake image command\n"
+
+
+def wrapper_script(name: str) -> bytes:
+    """The executable that makes ``/usr/bin/<name>`` run the shell command ``name``."""
+    return _WRAPPER_PREFIX + f'{name} "$@"\n'.encode()
+
+
+class SandboxDisk:
+    """One sandbox's filesystem (bashkit ``FileSystem`` plus the image).
+
+    Paths are absolute; symlinks are followed with Linux semantics. Errors are the usual
+    ``OSError`` subclasses; after ``wipe()`` every call raises ``RuntimeError``.
+    """
+
+    def __init__(self) -> None:
+        self.fs = bashkit.FileSystem()
+        self._wiped = False
+        self._install_image()
+
+    # -- image --------------------------------------------------------------------------------
+
+    def _install_image(self) -> None:
+        for directory, mode in (
+            ("/bin", 0o755),
+            ("/usr/bin", 0o755),
+            ("/usr/local/bin", 0o755),
+            ("/etc", 0o755),
+            ("/tmp", 0o1777),
+            ("/root", 0o700),
+            (HOME, 0o755),
+        ):
+            self.fs.mkdir(directory, recursive=True)
+            self.fs.chmod(directory, mode)
+        for name in IMAGE_COMMANDS:
+            self.install_command(name)
+        self.fs.write_file("/etc/os-release", _OS_RELEASE)
+        self.fs.write_file("/etc/hostname", b"sandbox\n")
+
+    def install_command(self, name: str) -> None:
+        """Make ``/bin/<name>`` and ``/usr/bin/<name>`` run the shell command ``name``."""
+        self._check()
+        script = wrapper_script(name)
+        for directory in ("/bin", "/usr/bin"):
+            path = f"{directory}/{name}"
+            self.fs.write_file(path, script)
+            self.fs.chmod(path, 0o755)
+
+    def uninstall_command(self, name: str) -> None:
+        """Remove the wrappers ``install_command`` wrote (files changed since are kept)."""
+        if self._wiped:
+            return
+        for directory in ("/bin", "/usr/bin"):
+            path = f"{directory}/{name}"
+            if self.image_command(path) == name:
+                self.fs.remove(path)
+
+    def image_command(self, path: str) -> str | None:
+        """The command name when ``path`` is one of the image's wrapper scripts, else ``None``."""
+        self._check()
+        try:
+            real = vfs.resolve(self.fs, path, missing="none")
+            entry = vfs.lstat(self.fs, real)
+            if entry is None or entry.kind != "file" or entry.size > 256:
+                return None
+            data = self.fs.read_file(real)
+        except (OSError, RuntimeError):
+            return None
+        if not data.startswith(_WRAPPER_PREFIX):
+            return None
+        name = data[len(_WRAPPER_PREFIX) :].removesuffix(b' "$@"\n').decode(errors="replace")
+        return name if wrapper_script(name) == data else None
+
+    # -- file API -----------------------------------------------------------------------------
+
+    def read_file(self, path: str) -> bytes:
+        """The bytes of a regular file (symlinks followed)."""
+        real = self._resolve(path, missing="none")
+        if self._kind(real) == "directory":
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        try:
+            return bytes(self.fs.read_file(real))
+        except RuntimeError as exc:
+            raise vfs.os_error(exc, path) from None
+
+    def write_file(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+        """Create or replace a file, creating missing parent directories (like the files API)."""
+        self._check()
+        full = _absolute(path)
+        parent, name = posixpath.split(full)
+        if not name:
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        real_parent = vfs.mkdirs(self.fs, parent)
+        real = vfs.resolve(self.fs, posixpath.join(real_parent, name), missing="last")
+        if self._kind(real) == "directory":
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        try:
+            self.fs.write_file(real, bytes(data))
+            if mode is not None:
+                self.fs.chmod(real, mode & 0o7777)
+        except RuntimeError as exc:
+            raise vfs.os_error(exc, path) from None
+
+    def exists(self, path: str) -> bool:
+        """True when ``path`` exists (a symlink counts only if its target exists)."""
+        return self._kind_of(path) is not None
+
+    def is_dir(self, path: str) -> bool:
+        return self._kind_of(path) == "directory"
+
+    def is_file(self, path: str) -> bool:
+        return self._kind_of(path) == "file"
+
+    def mode(self, path: str) -> int:
+        """Permission bits of the file or directory ``path`` names (symlinks followed)."""
+        real = self._resolve(path, missing="none")
+        entry = vfs.lstat(self.fs, real)
+        if entry is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+        return entry.mode
+
+    def remove(self, path: str) -> None:
+        """Delete a file, a symlink (not its target) or a whole directory tree."""
+        self._check()
+        real = vfs.physical(self.fs, _absolute(path))
+        entry = vfs.lstat(self.fs, real)
+        if entry is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+        if real == "/":
+            raise PermissionError(errno.EPERM, os.strerror(errno.EPERM), path)
+        try:
+            self.fs.remove(real, recursive=entry.kind == "directory")
+        except RuntimeError as exc:
+            raise vfs.os_error(exc, path) from None
+
+    def wipe(self) -> None:
+        """Destroy: every file is gone and the disk refuses further use."""
+        if self._wiped:
+            return
+        for item in self.fs.read_dir("/"):
+            name = str(item["name"])
+            kind = item.get("metadata", {}).get("file_type")
+            try:
+                self.fs.remove("/" + name, recursive=kind == "directory")
+            except RuntimeError:
+                continue
+        self._wiped = True
+
+    @property
+    def wiped(self) -> bool:
+        return self._wiped
+
+    def used_bytes(self) -> int:
+        """Sum of regular file sizes (symlinks not followed), for inspection and quotas."""
+        self._check()
+        total = 0
+        stack = ["/"]
+        while stack:
+            directory = stack.pop()
+            try:
+                items = self.fs.read_dir(directory)
+            except RuntimeError:
+                continue
+            for item in items:
+                meta = item.get("metadata", {})
+                kind = meta.get("file_type")
+                if kind == "directory":
+                    stack.append(posixpath.join(directory, str(item["name"])))
+                elif kind == "file":
+                    total += int(meta.get("size", 0))
+        return total
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _check(self) -> None:
+        if self._wiped:
+            raise RuntimeError("the sandbox disk was wiped (sandbox destroyed)")
+
+    def _resolve(self, path: str, *, missing: vfs.Missing) -> str:
+        self._check()
+        return vfs.resolve(self.fs, _absolute(path), missing=missing)
+
+    def _kind(self, real: str) -> str | None:
+        entry = vfs.lstat(self.fs, real)
+        return None if entry is None else entry.kind
+
+    def _kind_of(self, path: str) -> str | None:
+        try:
+            real = self._resolve(path, missing="last")
+        except OSError:
+            return None
+        return self._kind(real)
+
+
+def _absolute(path: str) -> str:
+    if not isinstance(path, str) or not path.startswith("/") or "\0" in path:
+        raise ValueError("sandbox paths must be absolute and contain no NUL")
+    return path

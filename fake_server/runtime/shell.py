@@ -1,0 +1,184 @@
+"""Run a command line inside a sandbox: a fresh bashkit interpreter over the sandbox's disk."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import bashkit
+
+from fake_server.runtime import adapters, vfs
+from fake_server.runtime.disk import HOME, IMAGE_COMMANDS
+from fake_server.runtime.pipes import BytesSource, StdinPipe
+from fake_server.runtime.realpath import realpath_command
+from fake_server.runtime.runstate import RunState
+from fake_server.runtime.tar import tar_command
+
+if TYPE_CHECKING:
+    from fake_server.clock import Clock
+    from fake_server.runtime.commands import CommandRegistry
+    from fake_server.runtime.disk import SandboxDisk
+    from fake_server.runtime.pipes import StdinSource
+
+__all__ = ["BASE_ENV", "Shell"]
+
+Sink = Callable[[bytes], Awaitable[None]]
+
+#: The environment every process starts with; ``env`` passed to ``run()`` is laid over it.
+BASE_ENV: Mapping[str, str] = {
+    "HOME": HOME,
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "USER": "sandbox",
+    "LOGNAME": "sandbox",
+    "SHELL": "/bin/bash",
+    "LANG": "C.UTF-8",
+}
+
+# bashkit's default profile caps a run at 10,000 commands and 1 MiB of output; a sandbox
+# process may run for the whole test session, so the limits are set far out of reach.
+_LIMITS: dict[str, Any] = {
+    "max_commands": 1_000_000_000,
+    "max_loop_iterations": 1_000_000_000,
+    "timeout_seconds": 10_000_000.0,
+    "profile": bashkit.ExecutionProfile.Interactive,
+}
+
+
+class Shell:
+    """Runs processes of one sandbox; every ``run()`` gets its own interpreter, all share the disk.
+
+    Killing: run ``run()`` in a task and cancel it (SIGKILL semantics; ``CancelledError``
+    propagates at once). For SIGTERM call ``deliver_sigterm(task)``.
+    """
+
+    def __init__(self, disk: SandboxDisk, clock: Clock, commands: CommandRegistry) -> None:
+        self._disk = disk
+        self._clock = clock
+        self._commands = commands
+        self._runs: dict[asyncio.Task[Any], RunState] = {}
+        commands.attach(disk)
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | StdinPipe | None = None,
+        on_stdout: Sink,
+        on_stderr: Sink,
+    ) -> int:
+        """Run ``argv`` to completion, streaming its output; returns the exit status (0..255).
+
+        Raises ``FileNotFoundError``/``NotADirectoryError`` before running anything when
+        ``cwd`` is not a directory, ``ValueError`` for an empty argv or NUL bytes, and
+        ``RuntimeError`` when the disk was wiped.
+        """
+        args = _check_argv(argv)
+        workdir = self._workdir(cwd)
+        environment = dict(BASE_ENV)
+        environment.update(_check_env(env or {}))
+        self._commands.attach(self._disk)
+        state = RunState(self._clock, self._disk)
+        bash = bashkit.Bash(
+            username="sandbox", hostname="sandbox", cwd=workdir, env=environment, **_LIMITS
+        )
+        bash.mount("/", self._disk.fs)
+        self._install_commands(bash, state, stdin)
+        script = self._script(args, workdir, piped=stdin is not None)
+        task = asyncio.current_task()
+        if task is not None:
+            self._runs[task] = state
+        state.start()
+        try:
+            result = await bash.execute(script, stdout=on_stdout, stderr=on_stderr)
+        except (bashkit.BashError, RuntimeError):
+            await on_stderr(b"bash: the interpreter failed\n")
+            return 2
+        finally:
+            state.stop()
+            if task is not None:
+                self._runs.pop(task, None)
+        return int(result.exit_code) & 0xFF
+
+    def sigterm_ignored(self, task: asyncio.Task[Any]) -> bool:
+        """True while the process in ``task`` runs a registered command that ignores SIGTERM."""
+        state = self._runs.get(task)
+        return state is not None and state.ignores_sigterm
+
+    def deliver_sigterm(self, task: asyncio.Task[Any]) -> bool:
+        """SIGTERM: cancel ``task`` now and return True, or return False if it is ignored.
+
+        On False the owner waits its grace period and then cancels the task (SIGKILL).
+        """
+        if self.sigterm_ignored(task):
+            return False
+        task.cancel()
+        return True
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _workdir(self, cwd: str | None) -> str:
+        workdir = HOME if cwd is None or cwd == "" else cwd
+        if "\0" in workdir:
+            raise ValueError("cwd must not contain NUL")
+        workdir = vfs.abspath(workdir, HOME)
+        if self._disk.is_dir(workdir):
+            return workdir
+        if self._disk.exists(workdir):
+            raise NotADirectoryError("the working directory is not a directory")
+        raise FileNotFoundError("the working directory does not exist")
+
+    def _install_commands(
+        self, bash: bashkit.Bash, state: RunState, stdin: bytes | StdinPipe | None
+    ) -> None:
+        bash.add_command("sleep", adapters.sleep_command(state))
+        bash.add_command("realpath", realpath_command())
+        bash.add_command("tar", tar_command())
+        for command in self._commands.commands():
+            bash.add_command(command.name, adapters.registered_command(state, command))
+        if stdin is not None:
+            source: StdinSource = stdin if isinstance(stdin, StdinPipe) else BytesSource(stdin)
+            bash.add_command(adapters.STDIN_COMMAND, adapters.stdin_command(state, source))
+
+    def _script(self, args: list[str], workdir: str, *, piped: bool) -> str:
+        program = args[0]
+        if "/" in program:
+            name = self._disk.image_command(vfs.abspath(program, workdir))
+            if name is not None and (
+                name in IMAGE_COMMANDS or self._commands.get(name) is not None
+            ):
+                program = name  # run the command itself: streams stdin, keeps $$ and exec
+        line = " ".join(_quote(a) for a in [program, *args[1:]])
+        return f"{adapters.STDIN_COMMAND} | {line}" if piped else line
+
+
+def _quote(word: str) -> str:
+    """Single-quote ``word`` for bash (quoted command names are never keywords)."""
+    return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
+def _check_argv(argv: Sequence[str]) -> list[str]:
+    if isinstance(argv, str | bytes):
+        raise TypeError("argv must be a sequence of strings, not a string")
+    args = list(argv)
+    if not args or not args[0]:
+        raise ValueError("argv must name a command")
+    for arg in args:
+        if not isinstance(arg, str):
+            raise TypeError("argv items must be strings")
+        if "\0" in arg:
+            raise ValueError("argv must not contain NUL")
+    return args
+
+
+def _check_env(env: Mapping[str, str]) -> dict[str, str]:
+    checked: dict[str, str] = {}
+    for key, value in env.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError("environment keys and values must be strings")
+        if not key or "=" in key or "\0" in key or "\0" in value:
+            raise ValueError("environment keys must be non-empty without '=' or NUL")
+        checked[key] = value
+    return checked
