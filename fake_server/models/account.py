@@ -131,7 +131,9 @@ def _check_envs(envs: tuple[tuple[str, str], ...]) -> None:
     for key, value in envs:
         if not ENV_KEY.match(key):
             raise BadRequest("keys must match ^[A-Za-z_][A-Za-z0-9_]*$", field="envs")
-        size = len(value.encode())
+        if "\x00" in value:
+            raise BadRequest("values must not contain NUL", field="envs")
+        size = len(value.encode(errors="surrogatepass"))
         if size > MAX_ENV_VALUE:
             raise BadRequest(f"values must be at most {MAX_ENV_VALUE} bytes", field="envs")
         total += size + len(key)

@@ -21,12 +21,20 @@ def check_abs_path(path: object, field: str = "path") -> str:
     """An absolute, NUL-free guest path, normalised (``..`` collapsed)."""
     if not isinstance(path, str) or not path:
         raise BadRequest("is required", field=field)
-    if "\x00" in path or len(path) > MAX_PATH:
+    if "\x00" in path or len(path) > MAX_PATH or not _encodable(path):
         raise BadRequest("is not a valid path", field=field)
     if not path.startswith("/"):
         raise BadRequest("must be an absolute path", field=field)
     normal = posixpath.normpath(path)
     return "/" + normal.lstrip("/")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class AccountBase:
@@ -65,6 +73,8 @@ class AccountBase:
         undeclared = [key for key in env if key not in sandbox.envs]
         if undeclared:
             raise BadRequest("only env keys declared at sandbox creation may be set", field="env")
+        if any("\x00" in value for value in env.values()):
+            raise BadRequest("values must not contain NUL", field="env")
         return {**sandbox.envs, **env}
 
     def _check_cwd(self, sandbox: Sandbox, cwd: str | None) -> str | None:

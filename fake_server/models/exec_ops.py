@@ -14,7 +14,7 @@ from fake_server.models.errors import BadRequest, NotFound
 from fake_server.models.waiting import wait_event
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncGenerator
 
     from fake_server.models.sandbox import Sandbox
 
@@ -95,7 +95,9 @@ class ExecOps(AccountBase):
         from fake_server.runtime import ProcessSignal, Shell
 
         shell = Shell(job.sandbox.disk, self.ctx.clock, self.ctx.commands)
-        with self.ctx.clock.busy():
+        # The runtime holds its own busy token while the interpreter works; the caller's
+        # token (a request handler's) must not keep a virtual clock from jumping meanwhile.
+        with self.ctx.clock.idle():
             try:
                 code = await shell.run(
                     job.argv,
@@ -119,12 +121,12 @@ class ExecOps(AccountBase):
         exec_ms = round((self.ctx.clock.now() - start) * 1000, 3)
         return ExecResult(code, out.text(), err.text(), error, exec_ms)
 
-    def exec_stream(self, sandbox_id: str, spec: ExecSpec) -> AsyncIterator[ExecEvent]:
+    def exec_stream(self, sandbox_id: str, spec: ExecSpec) -> AsyncGenerator[ExecEvent, None]:
         """Validate now (errors become HTTP statuses), then stream events as they happen."""
         job = self._prepare(sandbox_id, spec)
         return self._stream(job)
 
-    async def _stream(self, job: _Prepared) -> AsyncIterator[ExecEvent]:
+    async def _stream(self, job: _Prepared) -> AsyncGenerator[ExecEvent, None]:
         events: deque[ExecEvent] = deque()
         state = {"changed": asyncio.Event()}
 

@@ -16,7 +16,7 @@ from fake_server.models.output import OutputFrame, OutputJournal
 from fake_server.models.waiting import wait_event
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncGenerator, Callable
 
     from fake_server.clock import Clock
     from fake_server.runtime import Shell, StdinPipe
@@ -73,7 +73,6 @@ class Process:
         clock: Clock,
         stdin: StdinPipe,
         on_exit: Callable[[Process], None] | None = None,
-        ignores_sigterm: Callable[[], bool] = lambda: False,
     ) -> None:
         self.process_id = process_id
         self.pid = pid
@@ -95,11 +94,12 @@ class Process:
         self._exited = asyncio.Event()
         self._kill_signal: str | None = None
         self._on_exit = on_exit
-        self._ignores_sigterm = ignores_sigterm
+        self._shell: Shell | None = None
 
     # -- running ------------------------------------------------------------------------------
 
     def start(self, shell: Shell, env: dict[str, str]) -> None:
+        self._shell = shell
         self.task = asyncio.get_running_loop().create_task(
             self._run(shell, env), name=f"createos-fake {self.process_id}"
         )
@@ -116,26 +116,26 @@ class Process:
         async def on_stderr(data: bytes) -> None:
             self._emit(err_stream, data)
 
-        with self.clock.busy():
-            self.state = "running"
-            try:
-                code = await shell.run(
-                    [self.spec.cmd, *self.spec.args],
-                    cwd=self.spec.cwd,
-                    env=env,
-                    stdin=self.stdin,
-                    on_stdout=on_stdout,
-                    on_stderr=on_stderr,
-                )
-            except asyncio.CancelledError:
-                self._finish(None, self._kill_signal or "SIGKILL")
-            except ProcessSignal as exc:
-                self._finish(None, exc.signal)
-            except FileNotFoundError:
-                self._emit(err_stream, b"bash: cd: No such file or directory\n")
-                self._finish(1, None, state="failed")
-            else:
-                self._finish(code, None)
+        # No busy token here: the runtime holds one while the interpreter works.
+        self.state = "running"
+        try:
+            code = await shell.run(
+                [self.spec.cmd, *self.spec.args],
+                cwd=self.spec.cwd,
+                env=env,
+                stdin=self.stdin,
+                on_stdout=on_stdout,
+                on_stderr=on_stderr,
+            )
+        except asyncio.CancelledError:
+            self._finish(None, self._kill_signal or "SIGKILL")
+        except ProcessSignal as exc:
+            self._finish(None, exc.signal)
+        except FileNotFoundError:
+            self._emit(err_stream, b"bash: cd: No such file or directory\n")
+            self._finish(1, None, state="failed")
+        else:
+            self._finish(code, None)
 
     def _emit(self, stream: str, data: bytes) -> None:
         if data and not self.tree_exited:
@@ -184,6 +184,12 @@ class Process:
         self._finish(None, signal)
         self._cancel(signal)
 
+    def _ignores_sigterm(self) -> bool:
+        """Whether the command running now shrugs off SIGTERM (a registered command may)."""
+        if self._shell is None or self.task is None:
+            return False
+        return self._shell.sigterm_ignored(self.task)
+
     def _cancel(self, signal: str) -> None:
         self._kill_signal = signal
         if self.task is not None and not self.task.done():
@@ -228,7 +234,7 @@ class Process:
 
     # -- reading ------------------------------------------------------------------------------
 
-    async def follow(self, after: int, heartbeat: float) -> AsyncIterator[Frame]:
+    async def follow(self, after: int, heartbeat: float) -> AsyncGenerator[Frame, None]:
         """Replay frames after ``after``, then live frames, then one exit frame."""
         if after < 0:
             raise Gone("output cursor must be >= 0")

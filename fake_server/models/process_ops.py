@@ -9,7 +9,7 @@ from fake_server.models.errors import BadRequest, Gone, RequestTimeout
 from fake_server.models.process import KNOWN_SIGNALS, Process, ProcessSpec
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncGenerator
 
     from fake_server.models.process import Frame
 
@@ -36,7 +36,6 @@ class ProcessOps(AccountBase):
             created_at=self.ctx.clock.time(),
             clock=self.ctx.clock,
             stdin=StdinPipe(),
-            ignores_sigterm=lambda: _ignores_sigterm(self, process),
         )
         sandbox.processes[process.process_id] = process
         process.start(Shell(sandbox.disk, self.ctx.clock, self.ctx.commands), env)
@@ -48,7 +47,9 @@ class ProcessOps(AccountBase):
     def get_process(self, sandbox_id: str, process_id: str) -> Process:
         return self._process(sandbox_id, process_id)
 
-    def connect_process(self, sandbox_id: str, process_id: str, after: int) -> AsyncIterator[Frame]:
+    def connect_process(
+        self, sandbox_id: str, process_id: str, after: int
+    ) -> AsyncGenerator[Frame, None]:
         process = self._process(sandbox_id, process_id)
         if after < 0:
             raise BadRequest("must be >= 0", field="after")
@@ -89,13 +90,3 @@ class ProcessOps(AccountBase):
             raise BadRequest(f"must be between 0 and {MAX_GRACE_MS}", field="grace_ms")
         await process.kill(grace_ms / 1000)
         return process
-
-
-def _ignores_sigterm(account: AccountBase, process: Process) -> bool:
-    """Ask the runtime whether the process's current command shrugs off SIGTERM."""
-    import fake_server.runtime as runtime
-
-    helper = getattr(runtime, "ignores_sigterm", None)
-    if helper is not None and process.task is not None:
-        return bool(helper(process.task))
-    return False

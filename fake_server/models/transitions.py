@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Self
 
@@ -71,7 +70,14 @@ class TransitionPolicy:
                 changes[name] = Step(reads=value)
             else:
                 changes[name] = Step(seconds=float(value))
-        return dataclasses.replace(self, **changes)
+        pick = {name: changes.get(name, self.step(name)) for name in TRANSITIONAL}
+        return type(self)(
+            creating=pick["creating"],
+            pausing=pick["pausing"],
+            resuming=pick["resuming"],
+            destroying=pick["destroying"],
+            destroyed_visible_for=self.destroyed_visible_for,
+        )
 
     def step(self, status: str) -> Step:
         step: Step = getattr(self, status)

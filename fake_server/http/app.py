@@ -1,0 +1,51 @@
+"""The aiohttp application factory."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from aiohttp import web
+
+from fake_server.http.keys import ERRORS_KEY, FAKE_KEY, WORLD_KEY
+from fake_server.http.middlewares import auth_middleware, core_middleware
+from fake_server.http.routes import ROUTES
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from aiohttp.typedefs import Middleware
+
+    from fake_server.server import FakeCreateOS
+
+__all__ = ["CLIENT_MAX_SIZE", "create_app"]
+
+#: For JSON bodies; uploads stream in chunks and are bounded separately.
+CLIENT_MAX_SIZE = 64 * 1024 * 1024
+
+
+def create_app(
+    fake: FakeCreateOS, *, extra_middlewares: Iterable[Middleware] | None = None
+) -> web.Application:
+    """The fake's app: API routes, control routes, and middlewares in a fixed order.
+
+    ``extra_middlewares`` (and ``fake.middlewares``) run after authentication, right before
+    the handler: that is where fault injection hooks in.
+    """
+    from fake_server.control import register_control_routes
+    from fake_server.ratelimit import RateLimiter, rate_limit_middleware
+
+    middlewares: list[Middleware] = [core_middleware]
+    if fake.rate_limit is not None:
+        limiter = RateLimiter(fake.rate_limit, clock=fake.clock)
+        middlewares.append(cast("Middleware", rate_limit_middleware(limiter)))
+    middlewares.append(auth_middleware)
+    middlewares.extend(fake.middlewares)
+    middlewares.extend(extra_middlewares or ())
+    app = web.Application(middlewares=middlewares, client_max_size=CLIENT_MAX_SIZE)
+    app[WORLD_KEY] = fake.world
+    app[ERRORS_KEY] = fake.errors
+    app[FAKE_KEY] = fake
+    for method, path, operation, handler in ROUTES:
+        app.router.add_route(method, path, handler, name=operation)
+    register_control_routes(app, fake)
+    return app

@@ -1,0 +1,187 @@
+"""The fault middleware: asks ``fake.faults`` what to do with each API request and does it.
+
+Installed after auth (so the account is known) and before the handler, inside the core
+middleware (so an injected ``HttpError`` gets the real envelope and the journal records it).
+Transport faults close the connection and hand aiohttp a response it can no longer send, which
+aiohttp treats as a client disconnect: nothing is logged, ``fake.errors`` stays empty.
+
+What httpx sees (and the provider reports as "CreateOS connection failed."):
+
+* ``ResetBeforeResponse`` -> ``httpx.ReadError`` (TCP RST, no byte of the reply);
+* ``EmptyReply`` -> ``httpx.RemoteProtocolError`` (FIN, no byte of the reply);
+* ``ResetAfterHeaders``, a cut stream or a truncated download -> status and headers arrive,
+  then reading the body raises ``httpx.RemoteProtocolError`` or ``httpx.ReadError``;
+* ``LostReply`` -> like ``EmptyReply`` for JSON operations, but the operation was committed;
+  on a stream operation the body is cut right after the headers.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from fake_server.faults import (
+    Call,
+    EmptyReply,
+    HttpError,
+    LostReply,
+    ResetAfterHeaders,
+    ResetBeforeResponse,
+    StreamAction,
+)
+from fake_server.http.fault_streams import StreamCut, drop_connection, wrap_writer
+from fake_server.http.keys import ACCOUNT_KEY, OPERATION_KEY, STREAM_KEY, STREAM_WRAPPERS_KEY
+from fake_server.models import ApiError, Event
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from fake_server.clock import Clock
+    from fake_server.faults import FaultFiring, Faults
+    from fake_server.models import Journal
+
+    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+    Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
+
+__all__ = ["DROPPED_STATUS", "fault_middleware", "journal_listener"]
+
+#: Status journaled for a request whose connection a fault dropped before any reply.
+DROPPED_STATUS = 499
+_MAX_QUERY = 20
+_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    408: "wait_timeout",
+    409: "conflict",
+    410: "output_offset_expired",
+    429: "rate_limited",
+    500: "internal_error",
+    502: "bad_gateway",
+    503: "service_unavailable",
+    504: "gateway_timeout",
+}
+_ERROR_CLASSES: dict[int, type[ApiError]] = {}
+
+
+def fault_middleware(faults: Faults, clock: Clock) -> Middleware:
+    """The middleware for ``faults``; consult it for every request that reaches it."""
+
+    @web.middleware
+    async def inject_faults(request: web.Request, handler: Handler) -> web.StreamResponse:
+        plan = faults.plan(_call(request))
+        if plan.empty:
+            return await handler(request)
+        if plan.latency > 0:
+            await clock.sleep(plan.latency)
+        faults.apply_out_of_band(plan)
+        action = plan.response
+        if action is None:
+            return await handler(request)
+        if isinstance(action, HttpError):
+            raise _error(action)
+        if isinstance(action, ResetBeforeResponse | EmptyReply):
+            drop_connection(request, reset=isinstance(action, ResetBeforeResponse))
+            return web.Response(status=DROPPED_STATUS)
+        if isinstance(action, ResetAfterHeaders):
+            response = web.StreamResponse(
+                status=action.status, headers={"Content-Type": "application/json"}
+            )
+            response.content_length = 64
+            await response.prepare(request)
+            drop_connection(request, reset=False)
+            return response
+        if isinstance(action, LostReply):
+            return await _lost_reply(request, handler)
+        if isinstance(action, StreamAction):
+            return await _faulty_stream(request, handler, action, clock)
+        return await handler(request)  # pragma: no cover - every response action is handled
+
+    return inject_faults
+
+
+def journal_listener(journal: Journal) -> Callable[[FaultFiring], None]:
+    """Records each firing in the fake's journal (``kind="fault"``), stamped with its time."""
+
+    def record(firing: FaultFiring) -> None:
+        journal.record(
+            Event(
+                time=firing.at,
+                kind="fault",
+                operation=firing.operation,
+                method=firing.method,
+                path=firing.path,
+                account_id=firing.account,
+                sandbox_id=firing.sandbox_id,
+                process_id=firing.process_id,
+                detail=f"fault#{firing.fault_id} {firing.fault.action!r}",
+            )
+        )
+
+    return record
+
+
+def _call(request: web.Request) -> Call:
+    match = request.match_info
+    query = {k: v[:200] for k, v in list(request.query.items())[:_MAX_QUERY]}
+    return Call(
+        operation=request[OPERATION_KEY],
+        method=request.method,
+        path=request.path[:300],
+        query=query,
+        sandbox_id=match.get("sandbox_id"),
+        process_id=match.get("process_id"),
+        account=request.get(ACCOUNT_KEY),
+    )
+
+
+def _error(action: HttpError) -> ApiError:
+    cls = _ERROR_CLASSES.get(action.status)
+    if cls is None:
+        cls = type(
+            f"Injected{action.status}",
+            (ApiError,),
+            {"status": action.status, "default_code": _CODES.get(action.status, "injected")},
+        )
+        _ERROR_CLASSES[action.status] = cls
+    message = action.message or HTTPStatus(action.status).phrase.lower()
+    headers = {} if action.retry_after is None else {"Retry-After": str(action.retry_after)}
+    return cls(message, code=action.code, headers=headers)
+
+
+async def _lost_reply(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Commit the operation, then drop the reply (for streams: right after the headers)."""
+
+    def lose(writer: Any) -> Any:
+        drop_connection(request, reset=False)
+        raise StreamCut("reply lost by an injected fault")
+
+    request[STREAM_WRAPPERS_KEY].append(lose)
+    try:
+        response = await handler(request)
+    except StreamCut:
+        return _prepared(request)
+    drop_connection(request, reset=False)
+    return response
+
+
+async def _faulty_stream(
+    request: web.Request, handler: Handler, action: StreamAction, clock: Clock
+) -> web.StreamResponse:
+    request[STREAM_WRAPPERS_KEY].append(lambda writer: wrap_writer(writer, action, request, clock))
+    try:
+        return await handler(request)
+    except StreamCut:
+        return _prepared(request)
+
+
+def _prepared(request: web.Request) -> web.StreamResponse:
+    """The response the handler had started when the stream was cut."""
+    writer = request.get(STREAM_KEY)
+    response = getattr(writer, "response", None)
+    if isinstance(response, web.StreamResponse):
+        return response
+    return web.Response(status=DROPPED_STATUS)

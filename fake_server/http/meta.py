@@ -1,0 +1,60 @@
+"""Handlers for the account-independent and identity routes: health, catalog, whoami."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from fake_server.http import wire
+from fake_server.http.keys import BACKEND_KEY, WORLD_KEY
+
+__all__ = ["health", "list_rootfs", "list_shapes", "readiness", "whoami"]
+
+
+async def health(request: web.Request) -> web.Response:
+    return web.json_response(wire.success({"up": True}))
+
+
+async def readiness(request: web.Request) -> web.Response:
+    data = {"ready": True, "reason": "", "scheduler_last_ok_ms_ago": 0}
+    return web.json_response(wire.success(data))
+
+
+async def list_shapes(request: web.Request) -> web.Response:
+    shapes = list(request.app[WORLD_KEY].ctx.catalog.shapes.values())
+    limit = wire.query_int(request, "limit", 50)
+    offset = wire.query_int(request, "offset", 0)
+    page = shapes[offset : offset + max(1, min(limit, 500))]
+    data = {
+        "data": [
+            {
+                "id": s.id,
+                "vcpu": s.vcpu,
+                "mem_mib": s.mem_mib,
+                "default_disk_mib": s.default_disk_mib,
+                "cpu_quota_pct": s.cpu_quota_pct,
+            }
+            for s in page
+        ],
+        "pagination": {"total": len(shapes), "limit": limit, "offset": offset, "count": len(page)},
+    }
+    return web.json_response(wire.success(data))
+
+
+async def list_rootfs(request: web.Request) -> web.Response:
+    catalog = request.app[WORLD_KEY].ctx.catalog
+    entries = [
+        {
+            "name": e.name,
+            "description": e.description,
+            "deprecated": e.deprecated,
+            "successor": e.successor,
+        }
+        for e in catalog.rootfs.values()
+    ]
+    data = {"rootfs": list(catalog.rootfs), "default": catalog.default_rootfs, "entries": entries}
+    return web.json_response(wire.success(data))
+
+
+async def whoami(request: web.Request) -> web.Response:
+    account = request[BACKEND_KEY]
+    return web.json_response(wire.success(wire.stats_json(account.id, account.whoami())))

@@ -1,0 +1,167 @@
+"""Middlewares: the core one (operation name, journal, clock, envelopes, 500 capture) and auth.
+
+Order, outermost first: core → rate limit (optional) → auth → extra (faults) → handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import traceback
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from fake_server.http.errors import error_response
+from fake_server.http.keys import (
+    ACCOUNT_KEY,
+    BACKEND_KEY,
+    ERRORS_KEY,
+    OPERATION_KEY,
+    STREAM_WRAPPERS_KEY,
+    WORLD_KEY,
+)
+from fake_server.models import (
+    ApiError,
+    BadRequest,
+    Event,
+    InternalError,
+    MethodNotAllowed,
+    NotImplementedByFake,
+    PayloadTooLarge,
+    Unauthorized,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+__all__ = ["OPEN_OPERATIONS", "auth_middleware", "core_middleware", "operation_of"]
+
+#: Operations served without an API key (the SDK calls them with ``skip_auth``).
+OPEN_OPERATIONS = frozenset(
+    {"health", "readiness", "list_shapes", "list_rootfs", "not_implemented", "method_not_allowed"}
+)
+#: Headers the docs accept for the key; clients use ``X-Api-Key``.
+KEY_HEADERS = ("X-Api-Key", "X-Auth-Token", "X-Access-Token")
+
+
+def operation_of(request: web.Request) -> str:
+    """The stable operation name: the route's name, refined for streaming exec."""
+    match = request.match_info
+    if isinstance(match.http_exception, web.HTTPMethodNotAllowed):
+        return "method_not_allowed"
+    if match.http_exception is not None:
+        return "not_implemented"
+    name = match.route.name or "not_implemented"
+    if name == "exec" and request.query.get("stream", "").lower() in ("true", "1"):
+        return "exec_stream"
+    return name
+
+
+def _known_routes(request: web.Request) -> list[str]:
+    routes = set()
+    for resource in request.app.router.resources():
+        info = resource.get_info()
+        path = info.get("path") or info.get("formatter")
+        if isinstance(path, str):
+            routes.add(path)
+    return sorted(routes)
+
+
+def _unmatched(request: web.Request) -> ApiError:
+    exc = request.match_info.http_exception
+    if isinstance(exc, web.HTTPMethodNotAllowed):
+        allowed = ", ".join(sorted(exc.allowed_methods))
+        return MethodNotAllowed(
+            f"method not allowed; allowed: {allowed}", headers={"Allow": allowed}
+        )
+    known = _known_routes(request)
+    nearest = difflib.get_close_matches(request.path[:300], known, n=3, cutoff=0.0)
+    return NotImplementedByFake(
+        "this route is not implemented by the CreateOS fake; nearest known routes: "
+        + ", ".join(nearest)
+    )
+
+
+def _from_http(exc: web.HTTPException) -> ApiError:
+    if exc.status == 413:
+        return PayloadTooLarge("request body is too large", field="body")
+    if exc.status == 405:
+        return MethodNotAllowed("method not allowed")
+    if exc.status < 500:
+        return BadRequest("request could not be processed", code="bad_request")
+    return InternalError("internal error in the fake")
+
+
+@web.middleware
+async def core_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Names the operation, journals request and response, renders every error."""
+    world = request.app[WORLD_KEY]
+    clock = world.ctx.clock
+    journal = world.ctx.journal
+    clock.request_arrived()
+    operation = operation_of(request)
+    request[OPERATION_KEY] = operation
+    request[STREAM_WRAPPERS_KEY] = []
+    match = request.match_info
+    sandbox_id = match.get("sandbox_id")
+    process_id = match.get("process_id")
+    path = request.path[:300]
+    journal.record(
+        Event(
+            time=clock.now(),
+            kind="request",
+            operation=operation,
+            method=request.method,
+            path=path,
+            sandbox_id=sandbox_id,
+            process_id=process_id,
+        )
+    )
+    response: web.StreamResponse
+    with clock.busy():
+        try:
+            if match.http_exception is not None:
+                raise _unmatched(request)
+            response = await handler(request)
+        except ApiError as error:
+            response = error_response(error)
+        except web.HTTPException as exc:
+            response = error_response(_from_http(exc))
+        except (asyncio.CancelledError, ConnectionResetError):
+            raise
+        except Exception:
+            request.app[ERRORS_KEY].append((operation, traceback.format_exc()))
+            response = error_response(InternalError("internal error in the fake"))
+    if not response.prepared:
+        clock.response_sent()
+    journal.record(
+        Event(
+            time=clock.now(),
+            kind="response",
+            operation=operation,
+            method=request.method,
+            path=path,
+            status=response.status,
+            account_id=request.get(ACCOUNT_KEY),
+            sandbox_id=sandbox_id,
+            process_id=process_id,
+        )
+    )
+    return response
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Each API key is an account; control routes accept any account's key."""
+    if request[OPERATION_KEY] in OPEN_OPERATIONS:
+        return await handler(request)
+    key = next((request.headers[h] for h in KEY_HEADERS if request.headers.get(h)), None)
+    account = request.app[WORLD_KEY].account_for_key(key.strip()) if key else None
+    if account is None:
+        raise Unauthorized("missing or invalid API key", code="unauthorized")
+    request[ACCOUNT_KEY] = account.id
+    request[BACKEND_KEY] = account
+    return await handler(request)

@@ -1,0 +1,67 @@
+"""Per-request stream writers (NDJSON frames, raw bodies): the seam faults wrap to cut,
+stall, corrupt or duplicate what a client receives."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from fake_server.http.keys import STREAM_KEY, STREAM_WRAPPERS_KEY, WORLD_KEY
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["BodyWriter", "FrameWriter", "open_body", "open_ndjson"]
+
+
+class FrameWriter:
+    """Writes one JSON object per line."""
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        self.response = response
+
+    async def write_frame(self, frame: Mapping[str, Any]) -> None:
+        await self.write_line(json.dumps(frame, separators=(",", ":")).encode() + b"\n")
+
+    async def write_line(self, line: bytes) -> None:
+        """Raw bytes, for faults that send malformed lines."""
+        await self.response.write(line)
+
+
+class BodyWriter:
+    """Writes raw body bytes (file downloads)."""
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        self.response = response
+
+    async def write(self, data: bytes) -> None:
+        await self.response.write(data)
+
+
+def _wrap(request: web.Request, writer: Any) -> Any:
+    for wrapper in request.get(STREAM_WRAPPERS_KEY, []):
+        writer = wrapper(writer)
+    request[STREAM_KEY] = writer
+    return writer
+
+
+async def _prepare(request: web.Request, response: web.StreamResponse) -> None:
+    request.app[WORLD_KEY].ctx.clock.response_sent()
+    await response.prepare(request)
+
+
+async def open_ndjson(request: web.Request) -> tuple[web.StreamResponse, Any]:
+    """Start a 200 NDJSON response; returns it and the (possibly wrapped) frame writer."""
+    response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+    await _prepare(request, response)
+    return response, _wrap(request, FrameWriter(response))
+
+
+async def open_body(request: web.Request, length: int) -> tuple[web.StreamResponse, Any]:
+    """Start a 200 octet-stream response of ``length`` bytes; returns it and its writer."""
+    response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+    response.content_length = length
+    await _prepare(request, response)
+    return response, _wrap(request, BodyWriter(response))

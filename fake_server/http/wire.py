@@ -1,0 +1,352 @@
+"""The wire contract in one place: request parsing into typed specs, models into JSON."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from fake_server.models import (
+    BadRequest,
+    ExecError,
+    ExecExit,
+    ExecHeartbeat,
+    ExecOutput,
+    ExecSpec,
+    ExitFrame,
+    ExpiredFrame,
+    HeartbeatFrame,
+    OutputFrame,
+    ProcessSpec,
+    SandboxSpec,
+)
+from fake_server.runtime import HOME
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from aiohttp import web
+
+    from fake_server.models import ExecEvent, ExecResult, Frame, Page, Process, Sandbox, Stats
+
+__all__ = [
+    "exec_event",
+    "exec_result",
+    "iso",
+    "parse_create_sandbox",
+    "parse_exec",
+    "parse_process",
+    "process_frame",
+    "process_json",
+    "query_int",
+    "read_json",
+    "sandbox_json",
+    "success",
+]
+
+MAX_JSON_BYTES = 8 * 1024 * 1024
+_INT = re.compile(r"^[0-9]{1,15}$")
+
+
+def success(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {"status": "success", "data": dict(data)}
+
+
+def iso(timestamp: float | None) -> str | None:
+    if timestamp is None:
+        return None
+    moment = datetime.fromtimestamp(timestamp, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# -- request parsing ------------------------------------------------------------------------
+
+
+async def read_json(request: web.Request, *, optional: bool = False) -> dict[str, Any]:
+    """The body as a JSON object; an empty body is ``{}`` when ``optional``."""
+    if request.content_length is not None and request.content_length > MAX_JSON_BYTES:
+        raise BadRequest("is too large", field="body")
+    raw = await request.content.read(MAX_JSON_BYTES + 1)
+    if len(raw) > MAX_JSON_BYTES:
+        raise BadRequest("is too large", field="body")
+    if not raw.strip():
+        if optional:
+            return {}
+        raise BadRequest("must be a JSON object", field="body")
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise BadRequest("is not valid JSON", field="body") from None
+    if not isinstance(body, dict):
+        raise BadRequest("must be a JSON object", field="body")
+    try:  # json.loads lets lone surrogates through; nothing downstream can encode them
+        json.dumps(body, ensure_ascii=False).encode()
+    except (UnicodeEncodeError, RecursionError, ValueError):
+        raise BadRequest("must be valid UTF-8 JSON", field="body") from None
+    return body
+
+
+def query_int(request: web.Request, name: str, default: int) -> int:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    if not _INT.match(raw):
+        raise BadRequest("must be a non-negative integer", field=name)
+    return int(raw)
+
+
+def _str(body: Mapping[str, Any], name: str, *, required: bool = False) -> str | None:
+    value = body.get(name)
+    if value is None:
+        if required:
+            raise BadRequest("is required", field=name)
+        return None
+    if not isinstance(value, str):
+        raise BadRequest("must be a string", field=name)
+    if required and not value:
+        raise BadRequest("is required", field=name)
+    return value
+
+
+def _str_list(body: Mapping[str, Any], name: str) -> tuple[str, ...]:
+    value = body.get(name)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadRequest("must be a list of strings", field=name)
+    return tuple(value)
+
+
+def _str_map(body: Mapping[str, Any], name: str) -> tuple[tuple[str, str], ...]:
+    value = body.get(name)
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise BadRequest("must be an object of string values", field=name)
+    return tuple(value.items())
+
+
+def _bool(body: Mapping[str, Any], name: str) -> bool:
+    value = body.get(name, False)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise BadRequest("must be a boolean", field=name)
+    return value
+
+
+def _int(body: Mapping[str, Any], name: str) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**53:
+        raise BadRequest("must be a non-negative integer", field=name)
+    return value
+
+
+def _no_nul(*values: str | None) -> None:
+    for value in values:
+        if value is not None and "\x00" in value:
+            raise BadRequest("must not contain NUL", field="cmd")
+
+
+def parse_create_sandbox(body: Mapping[str, Any]) -> SandboxSpec:
+    shape = _str(body, "shape", required=True)
+    assert shape is not None  # narrowed by required=True
+    extras: dict[str, Any] = {
+        "egress": list(_str_list(body, "egress")),
+        "ssh_pubkeys": list(_str_list(body, "ssh_pubkeys")),
+        "networks": body.get("networks") if isinstance(body.get("networks"), list) else [],
+        "disk_mib": _int(body, "disk_mib"),
+        "auto_pause_after_seconds": _int(body, "auto_pause_after_seconds"),
+    }
+    return SandboxSpec(
+        shape=shape,
+        rootfs=_str(body, "rootfs") or "",
+        region=_str(body, "region") or "",
+        name=_str(body, "name"),
+        ingress_enabled=_bool(body, "ingress_enabled"),
+        envs=_str_map(body, "envs"),
+        extras=extras,
+    )
+
+
+def parse_exec(body: Mapping[str, Any], query_stream: str | None) -> tuple[ExecSpec, bool]:
+    """The command and whether to stream (``?stream=true`` or body ``stream: true``)."""
+    cmd = _str(body, "cmd", required=True)
+    assert cmd is not None
+    args = _str_list(body, "args")
+    stdin = _str(body, "stdin")
+    _no_nul(cmd, *args)
+    spec = ExecSpec(
+        cmd=cmd, args=args, stdin=stdin, cwd=_str(body, "cwd") or None, env=_str_map(body, "env")
+    )
+    stream = _bool(body, "stream") or (query_stream or "").lower() in ("true", "1")
+    return spec, stream
+
+
+def parse_process(body: Mapping[str, Any]) -> ProcessSpec:
+    cmd = _str(body, "cmd", required=True)
+    assert cmd is not None
+    args = _str_list(body, "args")
+    _no_nul(cmd, *args)
+    pty = body.get("pty")
+    size: tuple[int, int] | None = None
+    if pty is not None:
+        if not isinstance(pty, dict):
+            raise BadRequest("must be an object with rows and cols", field="pty")
+        rows, cols = _int(pty, "rows") or 24, _int(pty, "cols") or 80
+        size = (rows, cols)
+    return ProcessSpec(
+        cmd=cmd, args=args, cwd=_str(body, "cwd") or None, env=_str_map(body, "env"), pty=size
+    )
+
+
+def parse_input(body: Mapping[str, Any]) -> bytes:
+    raw = _str(body, "data_base64", required=False)
+    if raw is None:
+        raise BadRequest("is required", field="data_base64")
+    try:
+        return base64.b64decode(raw, validate=True)
+    except ValueError:
+        raise BadRequest("must be base64", field="data_base64") from None
+
+
+def parse_signal(body: Mapping[str, Any]) -> str:
+    signal = _str(body, "signal", required=True)
+    assert signal is not None
+    return signal
+
+
+# -- responses ------------------------------------------------------------------------------
+
+
+def sandbox_json(s: Sandbox) -> dict[str, Any]:
+    extras = s.spec.extras
+    return {
+        "id": s.id,
+        "status": s.status,
+        "name": s.name,
+        "ip": s.ip,
+        "shape": s.shape.id,
+        "rootfs": s.spec.rootfs,
+        "region": s.spec.region,
+        "vcpu": s.shape.vcpu,
+        "mem_mib": s.shape.mem_mib,
+        "disk_mib": extras.get("disk_mib") or s.shape.default_disk_mib,
+        "spawn_ms": s.spawn_ms,
+        "egress": list(extras.get("egress") or []),
+        "created_at": iso(s.created_at),
+        "running_at": iso(s.running_at),
+        "paused_at": iso(s.paused_at),
+        "last_resumed_at": iso(s.last_resumed_at),
+        "destroyed_at": iso(s.destroyed_at),
+        "ingress_enabled": s.spec.ingress_enabled,
+        "ingress_url_template": "",
+        "envs": sorted(s.envs),
+        "ssh_pubkeys": list(extras.get("ssh_pubkeys") or []),
+        "auto_pause_after_seconds": extras.get("auto_pause_after_seconds"),
+        "created_by": s.account_id,
+    }
+
+
+def sandbox_page(page: Page) -> dict[str, Any]:
+    return {
+        "data": [sandbox_json(s) for s in page.items],
+        "pagination": {
+            "total": page.total,
+            "limit": page.limit,
+            "offset": page.offset,
+            "count": len(page.items),
+        },
+    }
+
+
+def stats_json(user_id: str, stats: Stats) -> dict[str, Any]:
+    return {
+        "user_id": user_id,
+        "stats": {
+            "running": stats.running,
+            "paused": stats.paused,
+            "other": stats.other,
+            "total": stats.total,
+        },
+    }
+
+
+def exec_result(result: ExecResult) -> dict[str, Any]:
+    return {
+        "result": {
+            "exit_code": result.exit_code,
+            "stdout": result.stdout,
+            "stderr": result.stderr,
+            "error": result.error,
+        },
+        "exec_ms": result.exec_ms,
+    }
+
+
+def exec_event(event: ExecEvent) -> dict[str, Any]:
+    if isinstance(event, ExecOutput):
+        return {event.stream: event.text}
+    if isinstance(event, ExecHeartbeat):
+        return {"hb": True}
+    if isinstance(event, ExecExit):
+        return {"exit_code": event.exit_code}
+    if isinstance(event, ExecError):
+        return {"error": event.message}
+    raise TypeError(f"not an exec event: {type(event).__name__}")
+
+
+def process_json(p: Process) -> dict[str, Any]:
+    return {
+        "process_id": p.process_id,
+        "kind": p.kind,
+        "pid": p.pid,
+        "state": p.state,
+        "leader_exited": p.leader_exited,
+        "tree_exited": p.tree_exited,
+        "created_at": iso(p.created_at),
+        "finished_at": iso(p.finished_at),
+        "exit_code": p.exit_code,
+        "signal": p.signal,
+        "cmd": p.spec.cmd,
+        "args": list(p.spec.args),
+        "cwd": p.spec.cwd or HOME,
+        "foreground": None
+        if p.tree_exited
+        else {"pid": p.pid, "cmd": p.spec.cmd, "args": list(p.spec.args)},
+        "output": {
+            "oldest_seq": p.output.oldest_seq,
+            "newest_seq": p.output.newest_seq,
+            "bytes": p.output.bytes,
+        },
+    }
+
+
+def process_frame(frame: Frame) -> dict[str, Any]:
+    if isinstance(frame, OutputFrame):
+        return {
+            "type": "data",
+            "seq": frame.seq,
+            "stream": frame.stream,
+            "data_base64": base64.b64encode(frame.data).decode(),
+        }
+    if isinstance(frame, HeartbeatFrame):
+        return {"type": "heartbeat"}
+    if isinstance(frame, ExitFrame):
+        exit_frame: dict[str, Any] = {"type": "exit"}
+        if frame.exit_code is not None:
+            exit_frame["exit_code"] = frame.exit_code
+        if frame.signal is not None:
+            exit_frame["signal"] = frame.signal
+        return exit_frame
+    if isinstance(frame, ExpiredFrame):
+        return {
+            "type": "error",
+            "error": "output_offset_expired",
+            "oldest_available_seq": frame.oldest_available_seq,
+        }
+    raise TypeError(f"not a process frame: {type(frame).__name__}")

@@ -1,0 +1,291 @@
+"""``FakeCreateOS``: the fake API server, in a background thread or in the caller's loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING, Self, TypeVar
+
+from aiohttp import web
+
+from fake_server.clock import VirtualClock
+from fake_server.models import (
+    Catalog,
+    Context,
+    IdGenerator,
+    Journal,
+    Sandbox,
+    TransitionPolicy,
+    World,
+)
+from fake_server.runtime import CommandRegistry
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from aiohttp.typedefs import Middleware
+
+    from fake_server.clock import Clock
+
+__all__ = ["FakeCreateOS"]
+
+_T = TypeVar("_T")
+
+
+class FakeCreateOS:
+    """A running fake of the CreateOS API.
+
+    ``start()`` serves from a background thread with its own event loop (usable from sync and
+    async code); ``async with FakeCreateOS() as fake:`` serves in the caller's loop.
+
+    Args:
+        seed: seeds ids, names, addresses and the default API key.
+        clock: defaults to a fresh ``VirtualClock``.
+        transitions: when async transitions complete (default ``TransitionPolicy.realistic()``).
+        api_key: the default account's key (default: seeded ``cos_live_<32 hex>``).
+        rate_limit: requests per minute per caller; ``None`` turns it off.
+        host, port: where to listen; port 0 picks a free port.
+    """
+
+    __test__ = False
+
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        clock: Clock | None = None,
+        transitions: TransitionPolicy | None = None,
+        api_key: str | None = None,
+        rate_limit: int | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        if rate_limit is not None and (isinstance(rate_limit, bool) or rate_limit < 1):
+            raise ValueError("rate_limit must be None (off) or at least 1 request per minute")
+        self.seed = seed
+        self.clock: Clock = clock if clock is not None else VirtualClock()
+        self.rate_limit = rate_limit
+        self.host = host
+        self.port = port
+        self.commands = CommandRegistry()
+        self.journal = Journal()
+        self.errors: list[tuple[str, str]] = []
+        #: Extra aiohttp middlewares (fault injection), run after auth; read when serving starts.
+        self.middlewares: list[Middleware] = []
+        #: Callables adding ``/_fake/...`` routes to the app's router; read when serving starts.
+        self.control_registrars: list[Callable[[web.UrlDispatcher], None]] = []
+        self._policy = transitions if transitions is not None else TransitionPolicy.realistic()
+        self._ids = IdGenerator(seed, self.clock)
+        self._fixed_key = api_key
+        self.world = World(
+            Context(
+                clock=self.clock,
+                ids=self._ids,
+                commands=self.commands,
+                journal=self.journal,
+                catalog=Catalog(),
+                policy=self._policy,
+            )
+        )
+        self.api_key = self._add_default_account()
+        self._runner: web.AppRunner | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def _add_default_account(self) -> str:
+        key = self._fixed_key if self._fixed_key is not None else self._ids.api_key()
+        self.world.add_account(key)
+        return key
+
+    # -- addresses ----------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The origin, e.g. ``http://127.0.0.1:41234``; the API lives under ``url + "/v1"``."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        return self.url + "/v1"
+
+    @property
+    def transitions(self) -> TransitionPolicy:
+        return self.world.ctx.policy
+
+    @transitions.setter
+    def transitions(self, policy: TransitionPolicy) -> None:
+        self.world.ctx.policy = policy
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.world.ctx.catalog
+
+    # -- serving in the caller's loop ---------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.start_async()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def start_async(self) -> Self:
+        """Serve in the running loop."""
+        if self._runner is not None:
+            raise RuntimeError("this fake is already serving")
+        from fake_server.http import create_app
+
+        self._loop = asyncio.get_running_loop()
+        runner = web.AppRunner(
+            create_app(self), handle_signals=False, handler_cancellation=True, access_log=None
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, shutdown_timeout=0.0)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = int(runner.addresses[0][1])
+        self._closed = False
+        return self
+
+    async def aclose(self) -> None:
+        """Stop serving and kill every process; idempotent."""
+        runner, self._runner = self._runner, None
+        self._kill_processes()
+        if runner is not None:
+            await runner.cleanup()
+        await asyncio.sleep(0)  # let cancelled process tasks finish
+
+    # -- serving from a thread ----------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Serve from a background thread; returns once the port is bound."""
+        if self._thread is not None or self._runner is not None:
+            raise RuntimeError("this fake is already serving")
+        ready = threading.Event()
+        failure: list[BaseException] = []
+        loop = asyncio.new_event_loop()
+
+        def main() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.start_async())
+            except BaseException as exc:
+                failure.append(exc)
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            try:
+                loop.run_forever()
+            finally:
+                loop.run_until_complete(self.aclose())
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.close()
+
+        thread = threading.Thread(target=main, name="createos-fake-server", daemon=True)
+        thread.start()
+        ready.wait()
+        if failure:
+            thread.join()
+            raise failure[0]
+        self._thread = thread
+        return self
+
+    def close(self) -> None:
+        """Stop serving (thread mode: stop the loop and join); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        thread, self._thread = self._thread, None
+        if thread is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            thread.join(timeout=10)
+        elif self._runner is not None and self._loop is not None:
+            self._loop.create_task(self.aclose())
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- accounts, inspection, reset ----------------------------------------------------------
+
+    def add_account(self, api_key: str | None = None) -> str:
+        """Another account; returns its key (seeded when not given)."""
+        return self._call(lambda: self.world.add_account(api_key).api_key)
+
+    def sandbox(self, sandbox_id: str) -> Sandbox:
+        """The sandbox model (status settled), from any account; KeyError when unknown."""
+
+        def find() -> Sandbox:
+            sandbox = self.world.find_sandbox(sandbox_id)
+            if sandbox is None:
+                raise KeyError(sandbox_id)
+            sandbox.settle()
+            return sandbox
+
+        return self._call(find)
+
+    def sandboxes(self) -> list[Sandbox]:
+        def every() -> list[Sandbox]:
+            found = self.world.sandboxes()
+            for sandbox in found:
+                sandbox.settle()
+            return found
+
+        return self._call(every)
+
+    def reset(self) -> None:
+        """Back to a fresh fake on the same port: only the default account, no sandboxes,
+        empty journal and errors, ids reseeded, the initial transition policy."""
+
+        def clear() -> None:
+            self.world.clear()
+            self.journal.clear()
+            self.errors.clear()
+            self._ids.reseed(self.seed)
+            self.world.ctx.policy = self._policy
+            self.api_key = self._add_default_account()
+
+        self._call(clear)
+
+    def _kill_processes(self) -> None:
+        for sandbox in self.world.sandboxes():
+            for process in sandbox.processes.values():
+                process.crash("SIGKILL")
+
+    def _call(self, func: Callable[[], _T]) -> _T:
+        """Run ``func`` on the server's loop when called from another thread."""
+        loop = self._loop
+        if self._thread is None or loop is None or _running_loop() is loop:
+            return func()
+        done = threading.Event()
+        result: list[_T] = []
+        error: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                result.append(func())
+            except BaseException as exc:
+                error.append(exc)
+            finally:
+                done.set()
+
+        loop.call_soon_threadsafe(run)
+        done.wait()
+        if error:
+            raise error[0]
+        return result[0]
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
