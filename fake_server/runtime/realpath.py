@@ -27,8 +27,11 @@ _MESSAGES = {
 }
 
 
-def realpath_command() -> Callable[[bashkit.CommandContext], Awaitable[int]]:
-    """``realpath [-e|-m] [-s] [-q] [-z] [--] FILE...``."""
+def realpath_command(fs: bashkit.FileSystem) -> Callable[[bashkit.CommandContext], Awaitable[int]]:
+    """``realpath [-e|-m] [-s] [-q] [-z] [--] FILE...`` over the disk ``fs``.
+
+    The interpreter's own ``ctx.fs`` follows symlinks in ``stat``, so the disk is used instead.
+    """
 
     async def realpath(ctx: bashkit.CommandContext) -> int:
         missing: vfs.Missing = "last"
@@ -90,7 +93,7 @@ def realpath_command() -> Callable[[bashkit.CommandContext], Awaitable[int]]:
                 if not operand:
                     raise OSError(errno.ENOENT, "")
                 if follow:
-                    out.append(vfs.resolve(ctx.fs, operand, cwd=ctx.cwd, missing=missing) + end)
+                    out.append(vfs.resolve(fs, operand, cwd=ctx.cwd, missing=missing) + end)
                 else:
                     out.append(_lexical(operand, ctx.cwd) + end)
             except OSError as exc:

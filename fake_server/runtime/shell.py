@@ -134,8 +134,8 @@ class Shell:
         self, bash: bashkit.Bash, state: RunState, stdin: bytes | StdinPipe | None
     ) -> None:
         bash.add_command("sleep", adapters.sleep_command(state))
-        bash.add_command("realpath", realpath_command())
-        bash.add_command("tar", tar_command())
+        bash.add_command("realpath", realpath_command(self._disk.fs))
+        bash.add_command("tar", tar_command(self._disk.fs))
         for command in self._commands.commands():
             bash.add_command(command.name, adapters.registered_command(state, command))
         if stdin is not None:
