@@ -50,7 +50,12 @@ from fake_server.faults.rules import (
     FaultRegistry,
     Plan,
 )
-from fake_server.faults.spec import FaultSpecError, action_to_json, fault_from_json
+from fake_server.faults.spec import (
+    FaultSpecError,
+    action_from_json,
+    action_to_json,
+    fault_from_json,
+)
 
 __all__ = [
     "DEFAULT",
@@ -87,6 +92,7 @@ __all__ = [
     "TamperFile",
     "TruncatedDownload",
     "UnknownTargetError",
+    "action_from_json",
     "action_to_json",
     "fault_from_json",
 ]

@@ -39,7 +39,14 @@ from fake_server.faults.actions import (
 )
 from fake_server.faults.rules import DEFAULT, Call, Fault
 
-__all__ = ["ACTION_TYPES", "FaultSpecError", "QueryEquals", "action_to_json", "fault_from_json"]
+__all__ = [
+    "ACTION_TYPES",
+    "FaultSpecError",
+    "QueryEquals",
+    "action_from_json",
+    "action_to_json",
+    "fault_from_json",
+]
 
 ACTION_TYPES: Final[dict[str, type[Action]]] = {
     cls.kind: cls
@@ -113,7 +120,7 @@ def fault_from_json(spec: object) -> Fault:
     operation = spec.get("operation")
     if not isinstance(operation, str):
         raise FaultSpecError("operation", "required string, an operation name or *")
-    action = _action_from_json(spec.get("action"))
+    action = action_from_json(spec.get("action"))
     kwargs: dict[str, Any] = {}
     for key in _ID_FIELDS:
         value = spec.get(key)
@@ -149,7 +156,8 @@ def action_to_json(action: Action) -> dict[str, object]:
     return out
 
 
-def _action_from_json(spec: object) -> Action:
+def action_from_json(spec: object) -> Action:
+    """Build an action from its JSON form, or raise ``FaultSpecError``."""
     if not isinstance(spec, Mapping):
         raise FaultSpecError("action", 'required object with a "type"')
     kind = spec.get("type")

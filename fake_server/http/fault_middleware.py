@@ -25,12 +25,14 @@ from aiohttp import web
 from fake_server.faults import (
     Call,
     EmptyReply,
+    Faults,
     HttpError,
     LostReply,
     ResetAfterHeaders,
     ResetBeforeResponse,
     StreamAction,
 )
+from fake_server.faults.world import WorldTarget
 from fake_server.http.fault_streams import StreamCut, drop_connection, wrap_writer
 from fake_server.http.keys import ACCOUNT_KEY, OPERATION_KEY, STREAM_KEY, STREAM_WRAPPERS_KEY
 from fake_server.models import ApiError, Event
@@ -38,15 +40,23 @@ from fake_server.models import ApiError, Event
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from aiohttp.typedefs import Middleware
+
     from fake_server.clock import Clock
-    from fake_server.faults import FaultFiring, Faults
+    from fake_server.faults import FaultFiring
     from fake_server.models import Journal
+    from fake_server.server import FakeCreateOS
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-    Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 
-__all__ = ["DROPPED_STATUS", "fault_middleware", "journal_listener"]
+__all__ = [
+    "DROPPED_STATUS",
+    "fault_middleware",
+    "install_faults",
+    "journal_listener",
+]
 
+CONTROL_PREFIX = "/_fake/"
 #: Status journaled for a request whose connection a fault dropped before any reply.
 DROPPED_STATUS = 499
 _MAX_QUERY = 20
@@ -72,6 +82,8 @@ def fault_middleware(faults: Faults, clock: Clock) -> Middleware:
 
     @web.middleware
     async def inject_faults(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path.startswith(CONTROL_PREFIX):  # the fake's own API is never faulted
+            return await handler(request)
         plan = faults.plan(_call(request))
         if plan.empty:
             return await handler(request)
@@ -185,3 +197,31 @@ def _prepared(request: web.Request) -> web.StreamResponse:
     if isinstance(response, web.StreamResponse):
         return response
     return web.Response(status=DROPPED_STATUS)
+
+
+def install_faults(fake: FakeCreateOS) -> Faults:
+    """Give ``fake`` its ``faults`` registry: middleware, journal entries and control routes.
+
+    ``FakeCreateOS.__init__`` calls this once (``self.faults = install_faults(self)``) before it
+    serves; calling it again returns the installed registry. ``fake.reset()`` should call
+    ``fake.faults.clear()`` and ``fake.faults.reseed(fake.seed)``.
+    """
+    existing = getattr(fake, "faults", None)
+    if isinstance(existing, Faults):
+        return existing
+    from fake_server.control_faults import fault_routes
+
+    faults = Faults(
+        seed=fake.seed,
+        clock=fake.clock,
+        target=WorldTarget(fake.world, lambda: getattr(fake, "_loop", None)),
+    )
+    faults.listeners.append(journal_listener(fake.journal))
+    fake.middlewares.append(fault_middleware(faults, fake.clock))
+
+    def register(router: web.UrlDispatcher) -> None:
+        router.add_routes(fault_routes(faults))
+
+    fake.control_registrars.append(register)
+    fake.faults = faults  # type: ignore[attr-defined]
+    return faults
