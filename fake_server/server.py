@@ -138,10 +138,14 @@ class FakeCreateOS:
 
         self._loop = asyncio.get_running_loop()
         runner = web.AppRunner(
-            create_app(self), handle_signals=False, handler_cancellation=True, access_log=None
+            create_app(self),
+            handle_signals=False,
+            handler_cancellation=True,
+            access_log=None,
+            shutdown_timeout=0.0,
         )
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, shutdown_timeout=0.0)
+        site = web.TCPSite(runner, self.host, self.port)
         try:
             await site.start()
         except BaseException:

@@ -33,6 +33,8 @@ STATUSES = (
     "destroyed",
     "failed",
 )
+#: Float slack, so advancing by 2.9 then 0.1 completes a 3 s step.
+_EPSILON = 1e-9
 _TARGET = {
     "creating": "running",
     "pausing": "paused",
@@ -107,7 +109,7 @@ class Sandbox:
         if pending is not None and pending.status == self.status:
             step = self.ctx.policy.step(pending.status)
             due = pending.started + step.seconds
-            if self.clock.now() >= due and pending.reads >= step.reads:
+            if self.clock.now() >= due - _EPSILON and pending.reads >= step.reads:
                 self._complete(_TARGET[pending.status], max(due, pending.started))
             elif read:
                 pending.reads += 1

@@ -1,0 +1,106 @@
+"""``createos-fake serve``: the fake on a real clock, for manual and out-of-process use."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import errno
+import signal
+import sys
+from typing import TYPE_CHECKING
+
+from fake_server.clock import RealClock
+from fake_server.models import TransitionPolicy
+from fake_server.server import FakeCreateOS
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["main"]
+
+
+def _rate_limit(text: str) -> int | None:
+    if text == "off":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a positive integer or 'off'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be a positive integer or 'off'")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be an integer 0-65535") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError("must be an integer 0-65535")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="createos-fake", description="A fake of the CreateOS sandbox API."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve the fake API until Ctrl-C or SIGTERM")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=_port, default=8080, help="0 picks a free port")
+    serve.add_argument("--api-key", default=None, help="the default account's key")
+    serve.add_argument("--seed", type=int, default=0)
+    serve.add_argument(
+        "--rate-limit", type=_rate_limit, default=300, help="requests/minute per key, or 'off'"
+    )
+    serve.add_argument("--transitions", choices=("realistic", "immediate"), default="realistic")
+    return parser
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    policy = (
+        TransitionPolicy.immediate()
+        if args.transitions == "immediate"
+        else TransitionPolicy.realistic()
+    )
+    fake = FakeCreateOS(
+        seed=args.seed,
+        clock=RealClock(),
+        transitions=policy,
+        api_key=args.api_key,
+        rate_limit=args.rate_limit,
+        host=args.host,
+        port=args.port,
+    )
+    try:
+        await fake.start_async()
+    except OSError as exc:
+        reason = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror
+        print(f"createos-fake: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
+        return 1
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"{fake.url}/v1", flush=True)
+    print(f"api key: {fake.api_key}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await fake.aclose()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    with contextlib.suppress(KeyboardInterrupt):
+        return asyncio.run(_serve(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

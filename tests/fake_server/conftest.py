@@ -1,0 +1,49 @@
+"""Fixtures for the fake's own tests: a fake served in the test's loop and a client for it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+
+
+@pytest_asyncio.fixture(name="fake")
+async def _fake() -> AsyncIterator[FakeCreateOS]:
+    """A fake in the test's loop: VirtualClock, immediate transitions, seed 0."""
+    async with FakeCreateOS(clock=VirtualClock(), transitions=TransitionPolicy.immediate()) as fake:
+        yield fake
+        assert fake.errors == []
+
+
+@pytest_asyncio.fixture(name="client")
+async def _client(fake: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
+    """An httpx client authenticated as the fake's default account."""
+    async with httpx.AsyncClient(
+        base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=10
+    ) as client:
+        yield client
+
+
+@pytest.fixture(name="make_sandbox")
+def _make_sandbox(
+    client: httpx.AsyncClient,
+) -> Callable[..., Awaitable[str]]:
+    """Create a sandbox and wait until it is running; returns its id."""
+
+    async def make(**fields: Any) -> str:
+        body = {"shape": "s-1vcpu-1gb", **fields}
+        response = await client.post("/v1/sandboxes", json=body)
+        assert response.status_code == 201, response.text
+        sandbox_id: str = response.json()["data"]["id"]
+        for _ in range(10):
+            status = (await client.get(f"/v1/sandboxes/{sandbox_id}")).json()["data"]["status"]
+            if status == "running":
+                return sandbox_id
+        raise AssertionError("sandbox never reached running")
+
+    return make
