@@ -26,6 +26,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import functools
+import importlib
 import json
 import re
 from typing import TYPE_CHECKING, Any
@@ -91,6 +92,20 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+@functools.cache
+def _preload_network_backend() -> None:
+    """Import what httpcore would import lazily inside the first request.
+
+    That import takes tens of milliseconds (far more on a loaded machine) while the request is
+    "on the wire" for a virtual clock, which stops trusting a transit after 250 ms real time and
+    may then jump to a pending deadline. Loading it up front, while the provider holds the clock
+    busy, keeps the first request as quick as the others.
+    """
+    for module in ("httpcore._backends.anyio", "anyio._backends._asyncio"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+
+
 class HttpPool:
     """One ``httpx.AsyncClient`` per API URL, reused until ``aclose()``."""
 
@@ -102,6 +117,7 @@ class HttpPool:
     def get(self, api_url: str) -> httpx.AsyncClient:
         client = self._clients.get(api_url)
         if client is None or client.is_closed:
+            _preload_network_backend()
             client = httpx.AsyncClient(
                 verify=_ssl_context(),
                 follow_redirects=False,

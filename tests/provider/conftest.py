@@ -15,9 +15,12 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from fake_server.clock import VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server.http.keys import OPERATION_KEY
+from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+AioHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @dataclass
@@ -85,3 +88,81 @@ async def _scripted(clock: VirtualClock) -> AsyncIterator[ScriptedApi]:
     api.url = f"http://127.0.0.1:{port}"
     yield api
     await runner.cleanup()
+
+
+@dataclass
+class Injector:
+    """Answers chosen fake operations with an error status or a dropped connection, in order.
+
+    ``fail("exec", 503)`` makes the next ``exec`` answer 503 without running; ``status=0``
+    closes the connection instead (a transport failure). Installed as a fake middleware.
+    """
+
+    plans: dict[str, list[int]] = field(default_factory=dict)
+
+    def fail(self, operation: str, *statuses: int) -> None:
+        self.plans.setdefault(operation, []).extend(statuses)
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: AioHandler) -> web.StreamResponse:
+        queue = self.plans.get(request.get(OPERATION_KEY, ""))
+        if not queue:
+            return await handler(request)
+        status = queue.pop(0)
+        if status == 0:
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response(status=204)
+        if status >= 500:
+            body: dict[str, object] = {"status": "error", "code": "injected", "message": "boom"}
+        else:
+            body = {"status": "fail", "data": {"code": "injected", "message": "test-secret"}}
+        return web.json_response(body, status=status)
+
+
+@pytest_asyncio.fixture(name="fake")
+async def _fake(clock: VirtualClock) -> AsyncIterator[FakeCreateOS]:
+    injector = Injector()
+    fake = FakeCreateOS(seed=0, clock=clock, transitions=TransitionPolicy.immediate())
+    fake.middlewares.append(injector.middleware)
+    fake.injector = injector  # type: ignore[attr-defined]
+    async with fake:
+        yield fake
+    assert fake.errors == []
+
+
+@pytest.fixture(name="injector")
+def _injector(fake: FakeCreateOS) -> Injector:
+    injector: Injector = fake.injector  # type: ignore[attr-defined]
+    return injector
+
+
+@pytest_asyncio.fixture(name="provider")
+async def _provider(clock: VirtualClock) -> AsyncIterator[CreateosProvider]:
+    provider = CreateosProvider(clock=clock, pacer=Pacer.disabled(), environ={})
+    yield provider
+    await provider.shutdown()
+
+
+def make_env(
+    fake: FakeCreateOS, *, company: str = "company-a", environment: str = "env-a", **config: Any
+) -> Environment:
+    """An environment pointing at ``fake``; keyword arguments override config keys."""
+    base: dict[str, Any] = {"apiUrl": fake.url, "apiKey": fake.api_key, "shape": "s-1vcpu-1gb"}
+    base.update(config)
+    return Environment(company_id=company, environment_id=environment, config=base)
+
+
+@pytest.fixture(name="env")
+def _env(fake: FakeCreateOS) -> Environment:
+    return make_env(fake)
+
+
+@pytest.fixture(name="reuse_env")
+def _reuse_env(fake: FakeCreateOS) -> Environment:
+    return make_env(fake, reuseLease=True)
+
+
+def operations(fake: FakeCreateOS) -> list[str]:
+    """The fake's request operation names so far, in order."""
+    return fake.journal.operations()
