@@ -62,6 +62,8 @@ class SandboxDisk:
     # -- image --------------------------------------------------------------------------------
 
     def _install_image(self) -> None:
+        if vfs.lstat(self.fs, "/home/user") is not None:  # bashkit's default user home
+            self.fs.remove("/home/user", recursive=True)
         for directory, mode in (
             ("/bin", 0o755),
             ("/usr/bin", 0o755),

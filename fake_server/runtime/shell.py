@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,9 @@ BASE_ENV: Mapping[str, str] = {
     "SHELL": "/bin/bash",
     "LANG": "C.UTF-8",
 }
+
+# bashkit appends hints ("Did you mean …", "Compilers … are not available") GNU bash never prints.
+_HINT = re.compile(rb"(: command not found)[^\n]+")
 
 # bashkit's default profile caps a run at 10,000 commands and 1 MiB of output; a sandbox
 # process may run for the whole test session, so the limits are set far out of reach.
@@ -90,9 +94,13 @@ class Shell:
         task = asyncio.current_task()
         if task is not None:
             self._runs[task] = state
+
+        async def stderr(data: bytes) -> None:
+            await on_stderr(_HINT.sub(rb"\1", data) if b"command not found" in data else data)
+
         state.start()
         try:
-            result = await bash.execute(script, stdout=on_stdout, stderr=on_stderr)
+            result = await bash.execute(script, stdout=on_stdout, stderr=stderr)
         except (bashkit.BashError, RuntimeError):
             await on_stderr(b"bash: the interpreter failed\n")
             return 2

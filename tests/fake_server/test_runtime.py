@@ -1,0 +1,629 @@
+"""The sandbox runtime: a real shell over each sandbox's disk, as the provider's scripts need it."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import tarfile
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pytest
+import pytest_asyncio
+
+from fake_server.clock import VirtualClock
+from fake_server.runtime import (
+    HOME,
+    CommandIO,
+    CommandRegistry,
+    SandboxDisk,
+    Shell,
+    StdinPipe,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+    chunks: list[tuple[str, float, bytes]] = field(default_factory=list)
+
+
+@dataclass
+class Box:
+    disk: SandboxDisk
+    clock: VirtualClock
+    commands: CommandRegistry
+    shell: Shell
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        stdin: bytes | StdinPipe | None = None,
+        on_chunk: Callable[[str, bytes], Awaitable[None]] | None = None,
+    ) -> Result:
+        result = Result(0, "", "")
+
+        def sink(stream: str) -> Callable[[bytes], Awaitable[None]]:
+            async def write(data: bytes) -> None:
+                result.chunks.append((stream, self.clock.now(), data))
+                if on_chunk is not None:
+                    await on_chunk(stream, data)
+
+            return write
+
+        result.code = await self.shell.run(
+            argv, cwd=cwd, env=env, stdin=stdin, on_stdout=sink("out"), on_stderr=sink("err")
+        )
+        result.stdout = b"".join(d for s, _, d in result.chunks if s == "out").decode()
+        result.stderr = b"".join(d for s, _, d in result.chunks if s == "err").decode()
+        return result
+
+    async def sh(self, script: str, **kwargs: object) -> Result:
+        return await self.run(["/bin/bash", "-lc", script], **kwargs)  # type: ignore[arg-type]
+
+
+@pytest_asyncio.fixture
+async def box() -> AsyncIterator[Box]:
+    clock = VirtualClock()
+    disk = SandboxDisk()
+    commands = CommandRegistry()
+    yield Box(disk, clock, commands, Shell(disk, clock, commands))
+    clock.close()
+
+
+def q(value: str) -> str:
+    """The provider's quoting: single quotes, each ' as '"'"'."""
+    return "'" + value.replace("'", "'\"'\"'") + "'"
+
+
+# -- image and absolute paths -----------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_absolute_command_paths_run_the_image_commands(box: Box) -> None:
+    box.disk.write_file("/tmp/in.txt", b"marker")
+
+    assert (await box.run(["/bin/cat", "/tmp/in.txt"])).stdout == "marker"
+    assert (await box.run(["/bin/echo", "a b", "c"])).stdout == "a b c\n"
+    made = await box.run(["/bin/mkdir", "-p", "--", "/w/deep/er"])
+    assert made.code == 0
+    assert box.disk.is_dir("/w/deep/er")
+    removed = await box.run(["/bin/rm", "-f", "--", "/tmp/in.txt", "/tmp/never-existed"])
+    assert (removed.code, removed.stderr) == (0, "")
+    assert not box.disk.exists("/tmp/in.txt")
+    env = await box.run(["/usr/bin/env", "X=1", "/bin/bash", "-c", 'echo "$X" "$HOME"'])
+    assert env.stdout == f"1 {HOME}\n"
+    inner = await box.sh("/bin/echo one; /usr/bin/printf '%s\\n' two; /bin/sh -c 'echo three'")
+    assert inner.stdout == "one\ntwo\nthree\n"
+
+
+@pytest.mark.asyncio
+async def test_image_has_home_tmp_and_os_release(box: Box) -> None:
+    result = await box.sh('echo "$HOME"; pwd; test -d /tmp && test -d /root && echo dirs')
+    assert result.stdout == f"{HOME}\n{HOME}\ndirs\n"
+    assert box.disk.read_file("/etc/os-release").startswith(b'PRETTY_NAME="CreateOS fake')
+
+
+@pytest.mark.asyncio
+async def test_unknown_commands_exit_127_with_a_bash_message(box: Box) -> None:
+    missing = await box.run(["node", "-v"])
+    assert (missing.code, missing.stderr) == (127, "bash: line 1: node: command not found\n")
+    absolute = await box.run(["/usr/bin/node"])
+    assert absolute.code == 127
+    assert absolute.stderr == "bash: line 1: /usr/bin/node: No such file or directory\n"
+
+
+# -- the provider's scripts -------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_provider_wrapper_script_runs_exactly_as_on_linux(box: Box) -> None:
+    box.disk.write_file("/w/keep", b"")
+    box.disk.write_file("/tmp/in", b"line one\nline two\n")
+    script = (
+        f"cd -- {q('/w')} || exit\n"
+        f"exec env  X={q(chr(39).join(['a', 'b']))} {q('/bin/echo')} {q('x')} < {q('/tmp/in')}"
+    )
+    assert script == "cd -- '/w' || exit\nexec env  X='a'\"'\"'b' '/bin/echo' 'x' < '/tmp/in'"
+    plain = await box.run(["/bin/bash", "-lc", script])
+    assert (plain.code, plain.stdout, plain.stderr) == (0, "x\n", "")
+
+    inner = 'echo "$X|$(pwd)"; cat'
+    showing = (
+        f"cd -- {q('/w')} || exit\n"
+        f"exec env  X={q('a' + chr(39) + 'b $(touch /bad)')} {q('/bin/bash')} {q('-c')} "
+        f"{q(inner)} < {q('/tmp/in')}\necho notreached"
+    )
+    shown = await box.run(["/bin/bash", "-lc", showing])
+    assert (shown.code, shown.stderr) == (0, "")
+    assert shown.stdout == "a'b $(touch /bad)|/w\nline one\nline two\n"
+    assert not box.disk.exists("/bad")
+
+
+@pytest.mark.asyncio
+async def test_wrapper_script_with_missing_directory_exits_1(box: Box) -> None:
+    result = await box.run(["/bin/bash", "-lc", "cd -- '/gone' || exit\nexec env  '/bin/echo' x"])
+    assert result.code == 1
+    assert result.stdout == ""
+    assert result.stderr == "bash: line 1: cd: /gone: No such file or directory\n"
+
+
+@pytest.mark.asyncio
+async def test_exec_replaces_the_shell_and_keeps_the_exit_status(box: Box) -> None:
+    result = await box.sh("exec env A=1 /bin/bash -c 'echo $A; exit 7'; echo notreached")
+    assert (result.code, result.stdout) == (7, "1\n")
+
+
+@pytest.mark.asyncio
+async def test_remote_guard_and_inbound_file_steps(box: Box) -> None:
+    box.disk.write_file("/paperclip-workspace/.keep", b"")
+    box.disk.write_file("/tmp/scratch", b"payload")
+    guard = (
+        'root=$(realpath /paperclip-workspace) && [ "$root" = /paperclip-workspace ] || exit 1\n'
+        "resolved=$(realpath -m -- '/paperclip-workspace/new/dir/f.txt') || exit 1\n"
+        'case "$resolved" in "$root"|"$root"/*) ;; *) exit 1;; esac\n'
+        'mkdir -p -- "$(dirname -- "$resolved")" && chmod 640 /tmp/scratch '
+        '&& mv -f -- /tmp/scratch "$resolved"'
+    )
+    result = await box.sh(guard)
+    assert (result.code, result.stderr) == (0, "")
+    assert box.disk.read_file("/paperclip-workspace/new/dir/f.txt") == b"payload"
+    assert box.disk.mode("/paperclip-workspace/new/dir/f.txt") == 0o640
+    assert not box.disk.exists("/tmp/scratch")
+
+    box.disk.fs.symlink("/etc", "/paperclip-workspace/escape")
+    escaped = await box.sh(
+        "root=$(realpath /paperclip-workspace); "
+        "resolved=$(realpath -m -- /paperclip-workspace/escape/passwd); "
+        'case "$resolved" in "$root"/*) echo inside;; *) echo "outside $resolved"; exit 1;; esac'
+    )
+    assert (escaped.code, escaped.stdout) == (1, "outside /etc/passwd\n")
+
+
+# -- realpath ---------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_realpath_follows_chains_and_relative_links(box: Box) -> None:
+    fs = box.disk.fs
+    box.disk.write_file("/data/real/file.txt", b"x")
+    fs.symlink("real", "/data/rel")  # relative target
+    fs.symlink("/data/rel", "/data/abs")  # chain: abs -> rel -> real
+    fs.symlink("../data/abs/file.txt", "/tmp/f")
+    result = await box.run(
+        ["realpath", "/data/abs", "/data/abs/file.txt", "/tmp/f", "rel/./file.txt"], cwd="/data"
+    )
+    assert result.stdout == (
+        "/data/real\n/data/real/file.txt\n/data/real/file.txt\n/data/real/file.txt\n"
+    )
+    assert result.code == 0
+
+
+@pytest.mark.asyncio
+async def test_realpath_missing_components_default_e_and_m(box: Box) -> None:
+    box.disk.write_file("/data/real/file.txt", b"x")
+    box.disk.fs.symlink("/data/real", "/data/link")
+    last_missing = await box.run(["realpath", "/data/link/new"])
+    assert (last_missing.code, last_missing.stdout) == (0, "/data/real/new\n")
+    deeper = await box.run(["realpath", "/data/link/no/new"])
+    assert deeper.code == 1
+    assert deeper.stderr == "realpath: /data/link/no/new: No such file or directory\n"
+    existing = await box.run(["realpath", "-e", "--", "/data/link/new"])
+    assert existing.stderr == "realpath: /data/link/new: No such file or directory\n"
+    missing = await box.run(["realpath", "-m", "--", "/data/link/no/../new/x", "/a/../../b"])
+    assert (missing.code, missing.stdout) == (0, "/data/real/new/x\n/b\n")
+    not_dir = await box.run(["realpath", "/data/real/file.txt/x"])
+    assert not_dir.stderr == "realpath: /data/real/file.txt/x: Not a directory\n"
+
+
+@pytest.mark.asyncio
+async def test_realpath_symlink_loop_fails(box: Box) -> None:
+    box.disk.fs.mkdir("/loop")
+    box.disk.fs.symlink("b", "/loop/a")
+    box.disk.fs.symlink("a", "/loop/b")
+    for flag in ("", "-m"):
+        result = await box.run(["realpath", *([flag] if flag else []), "/loop/a/x"])
+        assert result.code == 1
+        assert result.stderr == "realpath: /loop/a/x: Too many levels of symbolic links\n"
+
+
+# -- tar --------------------------------------------------------------------------------------
+
+
+def _tree(disk: SandboxDisk) -> None:
+    disk.write_file("/src/top.txt", b"top", mode=0o640)
+    disk.write_file("/src/bin/run.sh", b"#!/bin/sh\n", mode=0o755)
+    disk.write_file("/src/logs/today.log", b"log")
+    disk.write_file("/src/node_modules/pkg/index.js", b"js")
+    disk.write_file("/src/notes.log", b"log")
+    disk.fs.chmod("/src/bin", 0o700)
+    disk.fs.symlink("top.txt", "/src/rel-link")
+    disk.fs.symlink("/src/bin", "/src/abs-link")
+
+
+def _members(disk: SandboxDisk, path: str) -> dict[str, tarfile.TarInfo]:
+    with tarfile.open(fileobj=io.BytesIO(disk.read_file(path))) as archive:
+        return {m.name: m for m in archive.getmembers()}
+
+
+@pytest.mark.asyncio
+async def test_tar_create_keeps_links_modes_and_dot_names(box: Box) -> None:
+    _tree(box.disk)
+    result = await box.sh("tar -cf /tmp/out.tar -C /src .")
+    assert (result.code, result.stderr) == (0, "")
+    members = _members(box.disk, "/tmp/out.tar")
+    assert sorted(members) == [
+        ".",
+        "./abs-link",
+        "./bin",
+        "./bin/run.sh",
+        "./logs",
+        "./logs/today.log",
+        "./node_modules",
+        "./node_modules/pkg",
+        "./node_modules/pkg/index.js",
+        "./notes.log",
+        "./rel-link",
+        "./top.txt",
+    ]
+    assert members["./rel-link"].issym()
+    assert members["./rel-link"].linkname == "top.txt"
+    assert members["./abs-link"].issym()
+    assert members["./abs-link"].linkname == "/src/bin"
+    assert members["./top.txt"].mode == 0o640
+    assert members["./bin"].isdir()
+    assert members["./bin"].mode == 0o700
+    assert members["./bin/run.sh"].mode == 0o755
+
+
+@pytest.mark.asyncio
+async def test_tar_excludes_use_gnu_unanchored_globs(box: Box) -> None:
+    _tree(box.disk)
+    result = await box.sh(
+        "tar --exclude='*.log' --exclude=node_modules --exclude='bin/' -cf /tmp/x.tar -C /src ."
+    )
+    assert result.code == 0
+    assert sorted(_members(box.disk, "/tmp/x.tar")) == [
+        ".",
+        "./abs-link",
+        "./logs",
+        "./rel-link",
+        "./top.txt",
+    ]
+
+
+@pytest.mark.asyncio
+async def test_tar_dereference_stores_link_targets(box: Box) -> None:
+    _tree(box.disk)
+    result = await box.sh("tar -h -cf /tmp/h.tar -C /src rel-link abs-link")
+    assert result.code == 0
+    members = _members(box.disk, "/tmp/h.tar")
+    assert members["rel-link"].isfile()
+    assert members["rel-link"].size == 3
+    assert members["rel-link"].mode == 0o640
+    assert members["abs-link"].isdir()
+    assert "abs-link/run.sh" in members
+
+
+@pytest.mark.asyncio
+async def test_tar_round_trip_restores_links_modes_and_directories(box: Box) -> None:
+    _tree(box.disk)
+    result = await box.sh(
+        "tar -cf /tmp/rt.tar -C /src . && mkdir -p /dst && tar -xf /tmp/rt.tar -C /dst"
+    )
+    assert (result.code, result.stderr) == (0, "")
+    assert box.disk.fs.read_link("/dst/rel-link") == "top.txt"
+    assert box.disk.fs.read_link("/dst/abs-link") == "/src/bin"
+    assert box.disk.read_file("/dst/rel-link") == b"top"
+    assert box.disk.mode("/dst/top.txt") == 0o640
+    assert box.disk.mode("/dst/bin") == 0o700
+    assert box.disk.mode("/dst/bin/run.sh") == 0o755
+    assert box.disk.read_file("/dst/node_modules/pkg/index.js") == b"js"
+    gz = await box.sh("tar -czf /tmp/rt.tgz -C /src top.txt && tar -tzf /tmp/rt.tgz")
+    assert gz.stdout == "top.txt\n"
+
+
+@pytest.mark.asyncio
+async def test_tar_extract_strips_leading_slash_and_refuses_dotdot(box: Box) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name in ("/abs.txt", "../evil.txt", "ok/../../evil2.txt", "fine.txt"):
+            info = tarfile.TarInfo(name)
+            info.size = 2
+            archive.addfile(info, io.BytesIO(b"hi"))
+    box.disk.write_file("/tmp/bad.tar", buffer.getvalue())
+    box.disk.fs.mkdir("/dst")
+    result = await box.sh("tar -xf /tmp/bad.tar -C /dst")
+    assert result.code == 2
+    assert result.stderr == (
+        "tar: Removing leading `/' from member names\n"
+        "tar: ../evil.txt: Member name contains '..'\n"
+        "tar: ok/../../evil2.txt: Member name contains '..'\n"
+        "tar: Exiting with failure status due to previous errors\n"
+    )
+    assert box.disk.read_file("/dst/abs.txt") == b"hi"
+    assert box.disk.read_file("/dst/fine.txt") == b"hi"
+    assert not box.disk.exists("/evil.txt")
+    assert not box.disk.exists("/evil2.txt")
+    assert not box.disk.exists("/abs.txt")
+
+
+@pytest.mark.asyncio
+async def test_tar_errors_are_gnu_shaped(box: Box) -> None:
+    missing = await box.sh("tar -cf /tmp/a.tar -C / nope")
+    assert missing.code == 2
+    assert missing.stderr == (
+        "tar: nope: Cannot stat: No such file or directory\n"
+        "tar: Exiting with failure status due to previous errors\n"
+    )
+    garbage = await box.sh("echo garbage > /tmp/g.tar; tar -xf /tmp/g.tar -C /tmp")
+    assert garbage.code == 2
+    assert garbage.stderr == (
+        "tar: This does not look like a tar archive\ntar: Error is not recoverable: exiting now\n"
+    )
+    usage = await box.sh("tar -q")
+    assert usage.code == 2
+    assert usage.stderr.startswith("tar: invalid option -- 'q'\n")
+
+
+# -- sleep and the clock ----------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_sleep_runs_on_the_virtual_clock(box: Box) -> None:
+    start_real, start_virtual = time.perf_counter(), box.clock.now()
+    result = await box.sh("sleep 30; sleep 1.5 0.5s; sleep 2m")
+    assert result.code == 0
+    assert box.clock.now() - start_virtual == pytest.approx(152.0)
+    assert time.perf_counter() - start_real < 2.0
+
+
+@pytest.mark.asyncio
+async def test_sleep_rejects_bad_intervals(box: Box) -> None:
+    result = await box.sh("sleep soon")
+    assert result.code == 1
+    assert result.stderr == (
+        "sleep: invalid time interval 'soon'\nTry 'sleep --help' for more information.\n"
+    )
+    missing = await box.sh("sleep")
+    assert missing.stderr == "sleep: missing operand\nTry 'sleep --help' for more information.\n"
+
+
+@pytest.mark.asyncio
+async def test_output_streams_before_a_sleep_ends(box: Box) -> None:
+    result = await box.sh("echo before; sleep 5; echo after")
+    stamps = [(data, now) for stream, now, data in result.chunks if stream == "out"]
+    assert stamps == [(b"before\n", 0.0), (b"after\n", 5.0)]
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Yield to the loop until ``condition`` holds (the interpreter works on other threads)."""
+    deadline = time.perf_counter() + 5.0
+    while not condition():
+        assert time.perf_counter() < deadline, "condition never became true"
+        await asyncio.sleep(0)
+
+
+@pytest.mark.asyncio
+async def test_cancelling_mid_sleep_kills_at_once_and_keeps_the_disk() -> None:
+    clock = VirtualClock(autojump=False)
+    disk = SandboxDisk()
+    shell = Shell(disk, clock, CommandRegistry())
+    seen: list[bytes] = []
+
+    async def out(data: bytes) -> None:
+        seen.append(data)
+
+    task = asyncio.create_task(
+        shell.run(
+            [
+                "/bin/bash",
+                "-c",
+                "echo 1 > /tmp/state; echo started; sleep 1000; echo 2 > /tmp/state",
+            ],
+            on_stdout=out,
+            on_stderr=out,
+        )
+    )
+    await _until(lambda: clock.next_deadline() is not None and bool(seen))
+    assert shell.deliver_sigterm(task) is True
+    began = time.perf_counter()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.perf_counter() - began < 1.0
+    assert seen == [b"started\n"]
+    assert disk.read_file("/tmp/state") == b"1\n"
+    assert clock.now() == 0.0
+    again = await Shell(disk, clock, CommandRegistry()).run(
+        ["cat", "/tmp/state"], on_stdout=out, on_stderr=out
+    )
+    assert again == 0
+    assert seen[-1] == b"1\n"
+    clock.close()
+
+
+# -- registered commands ----------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_registered_command_gets_argv_env_cwd_stdin_and_sets_the_status(box: Box) -> None:
+    calls: list[CommandIO] = []
+
+    async def node(cmd: CommandIO) -> int:
+        calls.append(cmd)
+        data = await cmd.read_stdin()
+        await cmd.write_stdout(b"got:" + data.upper())
+        await cmd.write_stderr(b"warning\n")
+        return 3
+
+    box.commands.register("node", node)
+    result = await box.sh("cd /tmp && printf abc | FOO=bar /usr/bin/node -e 'x y'; echo status=$?")
+    assert result.stdout == "got:ABCstatus=3\n"
+    assert result.stderr == "warning\n"
+    assert calls[0].argv == ["node", "-e", "x y"]
+    assert calls[0].env["FOO"] == "bar"
+    assert calls[0].cwd == "/tmp"
+    assert calls[0].disk is box.disk
+
+    direct = await box.run(["node", "--version"], stdin=b"piped")
+    assert (direct.code, direct.stdout) == (3, "got:PIPED")
+
+
+@pytest.mark.asyncio
+async def test_sync_registered_command_and_unregister(box: Box) -> None:
+    def git(cmd: CommandIO) -> int:
+        cmd.stdout_buffer += b"git " + b" ".join(a.encode() for a in cmd.argv[1:]) + b"\n"
+        cmd.stdout_buffer += cmd.stdin_data
+        return 0
+
+    box.commands.register("git", git)
+    assert box.commands.names() == ["git"]
+    assert box.disk.is_file("/usr/bin/git")
+    result = await box.run(["/usr/bin/git", "status"], stdin=b"in\n")
+    assert (result.code, result.stdout) == (0, "git status\nin\n")
+
+    box.commands.unregister("git")
+    assert not box.disk.exists("/usr/bin/git")
+    gone = await box.run(["git"])
+    assert gone.code == 127
+
+
+@pytest.mark.asyncio
+async def test_registered_command_that_raises_reports_on_stderr(box: Box) -> None:
+    async def broken(cmd: CommandIO) -> int:
+        raise LookupError("no such ref")
+
+    box.commands.register("broken", broken)
+    result = await box.run(["broken"])
+    assert (result.code, result.stderr) == (1, "broken: LookupError: no such ref\n")
+
+
+@pytest.mark.asyncio
+async def test_sigterm_is_ignored_only_inside_an_ignoring_command() -> None:
+    clock = VirtualClock(autojump=False)
+    disk = SandboxDisk()
+    commands = CommandRegistry()
+    entered = asyncio.Event()
+
+    async def daemon(cmd: CommandIO) -> int:
+        entered.set()
+        await cmd.clock.sleep(10_000)
+        return 0
+
+    commands.register("daemon", daemon, ignores_sigterm=True)
+    shell = Shell(disk, clock, commands)
+
+    async def drop(data: bytes) -> None:
+        return None
+
+    task = asyncio.create_task(shell.run(["daemon"], on_stdout=drop, on_stderr=drop))
+    await entered.wait()
+    assert shell.sigterm_ignored(task) is True
+    assert shell.deliver_sigterm(task) is False
+    assert not task.done()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert shell.sigterm_ignored(task) is False
+    clock.close()
+
+
+# -- stdin ------------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_live_stdin_pipe_is_read_until_closed(box: Box) -> None:
+    pipe = StdinPipe()
+    task = asyncio.create_task(box.run(["/bin/bash", "-c", "cat; echo done"], stdin=pipe))
+    pipe.write(b"one\n")
+    pipe.write(b"two\n")
+    await asyncio.sleep(0)
+    pipe.close()
+    result = await task
+    assert (result.code, result.stdout) == (0, "one\ntwo\ndone\n")
+    with pytest.raises(BrokenPipeError, match="stdin is closed"):
+        pipe.write(b"late")
+
+
+# -- disk -------------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_disk_survives_between_interpreters(box: Box) -> None:
+    await box.sh("mkdir -p /w && echo kept > /w/f && ln -s f /w/l")
+    other = Shell(box.disk, box.clock, box.commands)
+    out: list[bytes] = []
+
+    async def collect(data: bytes) -> None:
+        out.append(data)
+
+    assert await other.run(["cat", "/w/l"], on_stdout=collect, on_stderr=collect) == 0
+    assert out == [b"kept\n"]
+    assert box.disk.read_file("/w/l") == b"kept\n"
+
+
+def test_disk_file_api_errors_and_symlinks() -> None:
+    disk = SandboxDisk()
+    disk.write_file("/a/b/c.txt", b"123", mode=0o600)
+    assert disk.read_file("/a/b/c.txt") == b"123"
+    assert disk.mode("/a/b/c.txt") == 0o600
+    assert disk.is_dir("/a/b")
+    assert disk.is_file("/a/b/c.txt")
+    disk.fs.symlink("b", "/a/rel")
+    assert disk.read_file("/a/rel/c.txt") == b"123"
+    disk.write_file("/a/rel/d.txt", b"via link")
+    assert disk.read_file("/a/b/d.txt") == b"via link"
+    with pytest.raises(FileNotFoundError):
+        disk.read_file("/a/nope")
+    with pytest.raises(IsADirectoryError):
+        disk.read_file("/a/b")
+    with pytest.raises(IsADirectoryError):
+        disk.write_file("/a/b", b"x")
+    with pytest.raises(NotADirectoryError):
+        disk.write_file("/a/b/c.txt/x", b"x")
+    before = disk.used_bytes()
+    disk.remove("/a/rel")
+    assert disk.is_dir("/a/b")
+    disk.remove("/a")
+    assert not disk.exists("/a")
+    assert disk.used_bytes() == before - 3 - 8
+
+
+@pytest.mark.asyncio
+async def test_wiped_disk_refuses_everything(box: Box) -> None:
+    box.disk.write_file("/w/f", b"x")
+    box.disk.wipe()
+    assert box.disk.wiped
+    with pytest.raises(RuntimeError, match="wiped"):
+        box.disk.read_file("/w/f")
+    with pytest.raises(RuntimeError, match="wiped"):
+        await box.run(["true"])
+    assert box.disk.fs.read_dir("/") == []
+
+
+@pytest.mark.asyncio
+async def test_missing_cwd_raises_before_running_anything(box: Box) -> None:
+    ran: list[str] = []
+
+    def probe(cmd: CommandIO) -> int:
+        ran.append(cmd.cwd)
+        return 0
+
+    box.commands.register("probe", probe)
+    with pytest.raises(FileNotFoundError, match="the working directory does not exist"):
+        await box.run(["probe"], cwd="/nowhere")
+    box.disk.write_file("/file", b"")
+    with pytest.raises(NotADirectoryError):
+        await box.run(["probe"], cwd="/file")
+    assert ran == []
+    assert (await box.run(["probe"], cwd="/tmp")).code == 0
+    assert ran == ["/tmp"]
