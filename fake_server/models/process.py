@@ -227,6 +227,10 @@ class Process:
     async def wait_exit(self, timeout: float) -> bool:
         return await wait_event(self.clock, self._exited, timeout)
 
+    def write_output(self, stream: str, data: bytes) -> None:
+        """Journal output as if the process wrote it (fault and test hook)."""
+        self._emit(stream, data)
+
     def evict_output(self, up_to_seq: int | None = None) -> None:
         """Drop journaled output (fault hook); live readers behind it get an expiry frame."""
         self.output.evict(up_to_seq)
