@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
-import httpx
 import pytest
 
-from fake_server import FakeCreateOS
-from fake_server.runtime import CommandIO
+if TYPE_CHECKING:
+    import httpx
+
+    from fake_server import FakeCreateOS
+    from fake_server.runtime import CommandIO
 
 pytestmark = pytest.mark.asyncio
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 import pytest_asyncio
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
-from fake_server.runtime import CommandIO
+
+if TYPE_CHECKING:
+    from fake_server.runtime import CommandIO
 
 pytestmark = pytest.mark.asyncio
 
@@ -59,7 +61,8 @@ async def test_create_returns_the_full_resource(client: httpx.AsyncClient, sandb
     )
     assert response.status_code == 201
     process = response.json()["data"]
-    assert process["process_id"].startswith("proc-") and len(process["process_id"]) == 31
+    assert process["process_id"].startswith("proc-")
+    assert len(process["process_id"]) == 31
     assert {
         k: process[k]
         for k in (
@@ -86,7 +89,8 @@ async def test_create_returns_the_full_resource(client: httpx.AsyncClient, sandb
         "cwd": "/tmp",
         "finished_at": None,
     }
-    assert isinstance(process["pid"], int) and process["pid"] > 100
+    assert isinstance(process["pid"], int)
+    assert process["pid"] > 100
     assert process["output"] == {"oldest_seq": 1, "newest_seq": 0, "bytes": 0}
     listed = (await client.get(f"/v1/sandboxes/{sandbox}/processes")).json()["data"]
     assert [p["process_id"] for p in listed["processes"]] == [process["process_id"]]

@@ -38,7 +38,8 @@ async def test_create_returns_creating_projection_then_running(
     )
     assert response.status_code == 201
     data = response.json()["data"]
-    assert data["id"].startswith("sb-") and len(data["id"]) == 29
+    assert data["id"].startswith("sb-")
+    assert len(data["id"]) == 29
     assert {k: data[k] for k in ("status", "name", "shape", "rootfs", "region")} == {
         "status": "creating",
         "name": "my-box",
@@ -134,7 +135,8 @@ async def test_health_readiness_and_catalog_need_no_key(fake: FakeCreateOS) -> N
     assert health.json() == {"status": "success", "data": {"up": True}}
     assert ready.json()["data"] == {"ready": True, "reason": "", "scheduler_last_ok_ms_ago": 0}
     ids = [s["id"] for s in shapes.json()["data"]["data"]]
-    assert len(ids) == 11 and "s-0.25vcpu-512mb" in ids
+    assert len(ids) == 11
+    assert "s-0.25vcpu-512mb" in ids
     quarter = next(s for s in shapes.json()["data"]["data"] if s["id"] == "s-0.25vcpu-512mb")
     assert quarter == {
         "id": "s-0.25vcpu-512mb",
@@ -361,4 +363,5 @@ async def test_ids_are_seeded_and_reproducible() -> None:
                 data = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()["data"]
                 ids.append((fake.api_key, data["id"], data["name"], data["ip"]))
     assert ids[0] == ids[1]
-    assert ids[0][0].startswith("cos_live_") and len(ids[0][0]) == 41
+    assert ids[0][0].startswith("cos_live_")
+    assert len(ids[0][0]) == 41
