@@ -1,0 +1,152 @@
+"""Envelopes for everything that goes wrong: unknown routes, wrong methods, bad bodies, bugs."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+import pytest
+
+from fake_server.models import Account
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    import httpx
+
+    from fake_server import FakeCreateOS
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix"),
+    [
+        ("POST", "/fork"),
+        ("PUT", "/egress"),
+        ("GET", "/egress"),
+        ("GET", "/bandwidth"),
+        ("POST", "/access-token"),
+        ("GET", "/computer/screen"),
+        ("POST", "/networks"),
+        ("GET", "/disks"),
+        ("POST", "/processes/proc-1/resize"),
+    ],
+)
+async def test_sdk_routes_the_fake_lacks_are_501(
+    fake: FakeCreateOS, client: httpx.AsyncClient, method: str, suffix: str
+) -> None:
+    response = await client.request(method, f"/v1/sandboxes/sb-1{suffix}")
+    assert response.status_code == 501
+    body = response.json()
+    assert body["status"] == "error"
+    assert body["code"] == "not_implemented_by_fake"
+    assert body["message"].startswith(
+        "this route is not implemented by the CreateOS fake; nearest known routes: /v1/"
+    )
+    assert fake.journal.responses("not_implemented")[-1].status == 501
+
+
+async def test_unknown_top_level_route_names_nearest_routes(client: httpx.AsyncClient) -> None:
+    response = await client.get("/v1/templates")
+    assert response.json() == {
+        "status": "error",
+        "code": "not_implemented_by_fake",
+        "message": "this route is not implemented by the CreateOS fake; nearest known routes: "
+        "/v1/shapes, /v1/sandboxes, /v1/rootfs",
+    }
+
+
+async def test_wrong_method_on_a_known_path_is_405(client: httpx.AsyncClient) -> None:
+    response = await client.patch("/v1/sandboxes/sb-1")
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "DELETE, GET"
+    assert response.json() == {
+        "status": "fail",
+        "data": {
+            "code": "method_not_allowed",
+            "message": "method not allowed; allowed: DELETE, GET",
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"{not json", "is not valid JSON"),
+        (b"[1, 2]", "must be a JSON object"),
+        (b"", "must be a JSON object"),
+        (b'"shape"', "must be a JSON object"),
+        (b'{"shape": "\\ud800"}', "must be valid UTF-8 JSON"),
+        (b"\xff\xfe", "is not valid JSON"),
+    ],
+)
+async def test_malformed_bodies_are_400(
+    client: httpx.AsyncClient, content: bytes, message: str
+) -> None:
+    response = await client.post(
+        "/v1/sandboxes", content=content, headers={"Content-Type": "application/json"}
+    )
+    assert (response.status_code, response.json()) == (
+        400,
+        {"status": "fail", "data": {"body": message}},
+    )
+
+
+async def test_unknown_sandbox_is_404_not_501(client: httpx.AsyncClient) -> None:
+    response = await client.post("/v1/sandboxes/sb-unknown/exec", json={"cmd": "true"})
+    assert (response.status_code, response.json()) == (
+        404,
+        {"status": "fail", "data": {"code": "sandbox_not_found", "message": "sandbox not found"}},
+    )
+
+
+async def test_a_bug_in_the_fake_is_a_500_envelope_and_recorded(
+    fake: FakeCreateOS, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: Account) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(Account, "whoami", broken)
+    response = await client.get("/v1/whoami")
+    assert (response.status_code, response.json()) == (
+        500,
+        {"status": "error", "code": "internal_error", "message": "internal error in the fake"},
+    )
+    [(operation, trace)] = fake.errors
+    assert operation == "whoami"
+    assert "RuntimeError: boom" in trace
+    fake.errors.clear()
+
+
+async def test_error_messages_never_echo_keys_or_paths(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: Callable[..., Awaitable[str]]
+) -> None:
+    sandbox_id = await make_sandbox()
+    secret_path = "/secret-dir/token-abc123"
+    missing = await client.get(f"/v1/sandboxes/{sandbox_id}/files", params={"path": secret_path})
+    wrong_key = await client.get("/v1/whoami", headers={"X-Api-Key": "cos_live_leaked"})
+    for response in (missing, wrong_key):
+        assert "token-abc123" not in response.text
+        assert "cos_live_leaked" not in response.text
+    assert "token-abc123" not in fake.journal.format()
+
+
+async def test_oversized_upload_is_413_before_the_body_is_read(
+    fake: FakeCreateOS, make_sandbox: Callable[..., Awaitable[str]]
+) -> None:
+    sandbox_id = await make_sandbox()
+    reader, writer = await asyncio.open_connection(fake.host, fake.port)
+    head = (
+        f"PUT /v1/sandboxes/{sandbox_id}/files?path=/big HTTP/1.1\r\n"
+        f"Host: fake\r\nX-Api-Key: {fake.api_key}\r\n"
+        f"Content-Length: {600 * 1024 * 1024}\r\n\r\n"
+    )
+    writer.write(head.encode())
+    await writer.drain()
+    status_line = await reader.readline()
+    rest = await reader.read(4096)
+    writer.close()
+    await writer.wait_closed()
+    assert status_line.startswith(b"HTTP/1.1 413")
+    assert rest.endswith(b'{"status": "fail", "data": {"body": "upload is too large"}}')
