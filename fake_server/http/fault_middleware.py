@@ -165,9 +165,16 @@ def _error(action: HttpError) -> ApiError:
 
 
 async def _lost_reply(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Commit the operation, then drop the reply (for streams: right after the headers)."""
+    """Commit the operation, then drop the reply.
+
+    A streamed exec still runs the command to the end (its output goes nowhere) before the
+    connection drops; a process connection or a download drops right after the headers.
+    """
+    committing = request[OPERATION_KEY] == "exec_stream"
 
     def lose(writer: Any) -> Any:
+        if committing:
+            return _Swallow(writer.response)
         drop_connection(request, reset=False)
         raise StreamCut("reply lost by an injected fault")
 
@@ -178,6 +185,22 @@ async def _lost_reply(request: web.Request, handler: Handler) -> web.StreamRespo
         return _prepared(request)
     drop_connection(request, reset=False)
     return response
+
+
+class _Swallow:
+    """A writer that sends nothing: the handler runs to completion, the client gets no body."""
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        self.response = response
+
+    async def write_frame(self, frame: object) -> None:
+        return None
+
+    async def write_line(self, line: bytes) -> None:
+        return None
+
+    async def write(self, data: bytes) -> None:
+        return None
 
 
 async def _faulty_stream(
