@@ -1,0 +1,70 @@
+"""``python -m fake_server serve``: prints the URL first, serves, exits 0 on SIGINT."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+
+import httpx
+
+
+def test_serve_prints_url_serves_and_stops_on_sigint() -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "fake_server", "serve", "--port", "0", "--api-key", "k-123"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        _exercise(process)
+
+
+def _exercise(process: subprocess.Popen[str]) -> None:
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        assert url.endswith("/v1")
+        assert process.stdout.readline().strip() == "api key: k-123"
+        origin = url.removesuffix("/v1")
+        assert httpx.get(origin + "/healthz").json() == {"status": "success", "data": {"up": True}}
+        whoami = httpx.get(url + "/whoami", headers={"X-Api-Key": "k-123"})
+        assert whoami.status_code == 200
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.stderr is not None
+    assert process.stderr.read() == ""
+
+
+def test_bad_flag_is_a_usage_error() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "fake_server", "serve", "--rate-limit", "fast"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "argument --rate-limit: must be a positive integer or 'off'" in result.stderr
+
+
+def test_port_in_use_is_one_line_and_exit_1() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "fake_server", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"createos-fake: cannot listen on 127.0.0.1:{port}: address already in use\n"
+    )
+    assert result.stdout == ""
