@@ -226,10 +226,24 @@ def validate_archive(archive: Path, *, limit: int = MAX_EXTRACT_BYTES) -> int:
     return files
 
 
+def _strict_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+    """tarfile's ``data`` filter, but directories keep their modes (owner rwx always kept).
+
+    The root entry (``.``) is the target itself, whose mode the caller decides.
+
+    The ``data`` filter already strips set-id bits and group/other write bits from files; it
+    would give every directory the default mode, which loses what the sandbox had.
+    """
+    filtered = tarfile.data_filter(member, dest)
+    if filtered is not None and member.isdir() and posixpath.normpath(member.name) != ".":
+        filtered = filtered.replace(mode=(member.mode & 0o755) | 0o700, deep=False)
+    return filtered
+
+
 def extract_archive(archive: Path, target: Path) -> None:
     """Extract a validated archive into the existing directory ``target``, strictly."""
     try:
         with tarfile.open(archive, mode="r:") as tar:
-            tar.extractall(target, filter="data")
+            tar.extractall(target, filter=_strict_filter)
     except tarfile.FilterError:
         raise _unsafe() from None

@@ -219,3 +219,22 @@ def test_extraction_refuses_host_links_leading_out(tmp_path: Path) -> None:
         extract_archive(archive, dest)
     assert str(info.value) == UNSAFE
     assert list(elsewhere.iterdir()) == []
+
+
+def test_extraction_keeps_directory_modes_but_not_the_roots(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "private").mkdir(parents=True)
+    (src / "private").chmod(0o750)
+    (src / "shared").mkdir()
+    (src / "shared").chmod(0o777)
+    src.chmod(0o755)
+    archive = tmp_path / "a.tar"
+    build_archive(src, archive)
+    validate_archive(archive)
+    dest = tmp_path / "dest"
+    dest.mkdir(mode=0o700)
+    dest.chmod(0o700)
+    extract_archive(archive, dest)
+    assert (dest / "private").stat().st_mode & 0o777 == 0o750
+    assert (dest / "shared").stat().st_mode & 0o777 == 0o755  # no group/other write
+    assert dest.stat().st_mode & 0o777 == 0o700

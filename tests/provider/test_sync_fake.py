@@ -102,7 +102,7 @@ def host_tree(root: Path) -> dict[str, str]:
             if stat.S_ISLNK(info.st_mode):
                 tree[rel] = f"link:{os.readlink(path)}"
             elif stat.S_ISDIR(info.st_mode):
-                tree[rel] = "dir"
+                tree[rel] = f"dir:{oct(info.st_mode & 0o777)}"
             else:
                 tree[rel] = f"file:{path.read_bytes().decode()}:{oct(info.st_mode & 0o777)}"
     return tree
@@ -311,6 +311,7 @@ async def test_failed_download_never_leaves_a_partial_target(
 async def test_directory_round_trip(sandbox: Sandbox, tmp_path: Path) -> None:
     src = tmp_path / "src"
     (src / "a" / "b").mkdir(parents=True)
+    (src / "a").chmod(0o750)
     (src / "a" / "b" / "deep.txt").write_text("deep")
     (src / "a" / "b" / "deep.txt").chmod(0o640)
     (src / "top.txt").write_text("top")
