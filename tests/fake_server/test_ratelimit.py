@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import httpx
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 
+from fake_server import FakeCreateOS
 from fake_server.clock import VirtualClock
 from fake_server.models.errors import RateLimited
 from fake_server.ratelimit import RateLimiter, caller_of, rate_limit_middleware
@@ -109,3 +111,33 @@ async def test_the_middleware_raises_the_fakes_429_and_skips_control_routes(
     assert info.value.code == "rate_limited"
     for _ in range(3):
         assert (await middleware(request("/_fake/journal"), handler)).status == 200
+
+
+@pytest.mark.asyncio
+async def test_a_rate_limited_fake_answers_429_with_the_envelope_until_a_slot_frees() -> None:
+    clock = VirtualClock(autojump=False)
+    async with FakeCreateOS(clock=clock, rate_limit=3) as fake:
+        other_key = fake.add_account()
+        async with httpx.AsyncClient(base_url=fake.url, timeout=10) as client:
+            key = {"X-Api-Key": fake.api_key}
+            for _ in range(3):
+                assert (await client.get("/v1/whoami", headers=key)).status_code == 200
+                clock.advance(10)
+            limited = await client.get("/v1/whoami", headers=key)
+            assert limited.status_code == 429
+            assert limited.headers["Retry-After"] == "30"  # the first slot frees at t=60
+            assert limited.json() == {
+                "status": "fail",
+                "data": {"code": "rate_limited", "message": "rate limit exceeded; retry later"},
+            }
+            other = await client.get("/v1/whoami", headers={"X-Api-Key": other_key})
+            assert other.status_code == 200
+            assert (await client.get("/_fake/state", headers=key)).status_code == 200
+            clock.advance(30)
+            assert (await client.get("/v1/whoami", headers=key)).status_code == 200
+        assert fake.errors == []
+    clock.close()
+
+
+def test_rate_limiting_is_off_by_default() -> None:
+    assert FakeCreateOS().rate_limit is None
