@@ -26,7 +26,13 @@ from pytest_createos.provider._client import (
     identifier,
     operation_label,
 )
-from pytest_createos.provider._signal import AbortController, OperationCancelled, OperationTimeout
+from pytest_createos.provider._signal import (
+    AbortController,
+    OperationCancelled,
+    OperationTimeout,
+    any_signal,
+    deadline_signal,
+)
 from tests.provider.conftest import success
 
 if TYPE_CHECKING:
@@ -471,3 +477,104 @@ async def test_new_provider_and_first_request_are_cheap(scripted: ScriptedApi) -
         await provider.shutdown()
     assert min(costs[1:]) < 0.005
     assert scripted.requests() == ["DELETE /v1/sandboxes/sb-1"] * 5
+
+
+# -- abort signals (the client's cancellation primitive) ----------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_deadline_close_stops_its_timer(scripted: ScriptedApi) -> None:
+    """A closed deadline never fires and leaves no sleeper on the clock."""
+    clock = scripted.clock
+    with deadline_signal(clock, 5) as signal:
+        await asyncio.sleep(0)  # let the timer task start sleeping
+        assert clock.next_deadline() == pytest.approx(5)
+    await asyncio.sleep(0)
+    assert clock.next_deadline() is None
+    await clock.sleep(10)
+    assert not signal.aborted
+
+
+@pytest.mark.asyncio
+async def test_any_signal_takes_the_first_reason(scripted: ScriptedApi) -> None:
+    """A combined signal aborts with whichever source fired first."""
+    controller = AbortController()
+    with (
+        deadline_signal(scripted.clock, 1) as deadline,
+        any_signal(controller.signal, deadline) as combined,
+    ):
+        await scripted.clock.sleep(2)
+        controller.abort()
+        assert isinstance(combined.reason, OperationTimeout)
+    assert str(combined.reason) == "CreateOS operation timed out."
+
+
+@pytest.mark.asyncio
+async def test_run_on_an_aborted_signal_does_not_start_the_work() -> None:
+    """An already-aborted signal raises at once; the coroutine is closed, not leaked."""
+    controller = AbortController()
+    controller.abort(OperationTimeout())
+    started = []
+
+    async def work() -> None:
+        started.append(True)
+
+    with pytest.raises(OperationTimeout):
+        await controller.signal.run(work())
+    assert started == []
+
+
+@pytest.mark.asyncio
+async def test_outside_cancellation_is_not_swallowed(scripted: ScriptedApi) -> None:
+    """Cancelling the caller's task still cancels it, even inside a signal scope."""
+    controller = AbortController()
+
+    async def waiter() -> None:
+        await controller.signal.sleep(scripted.clock, 100)
+
+    task = asyncio.ensure_future(waiter())
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+@pytest.mark.asyncio
+async def test_abort_interrupts_sleep_with_its_reason(scripted: ScriptedApi) -> None:
+    """An abort while sleeping raises the reason at that moment of clock time."""
+    controller = AbortController()
+
+    async def abort_at_one() -> None:
+        await scripted.clock.sleep(1)
+        controller.abort()
+
+    aborter = asyncio.ensure_future(abort_at_one())
+    with pytest.raises(OperationCancelled):
+        await controller.signal.sleep(scripted.clock, 100)
+    await aborter
+    assert scripted.clock.now() == pytest.approx(1)
+
+
+def test_public_names_are_sorted_and_importable() -> None:
+    """The curated namespace is the provider's whole contract."""
+    import pytest_createos.provider as provider
+
+    assert provider.__all__ == sorted(provider.__all__)
+    for name in provider.__all__:
+        assert getattr(provider, name) is not None
+    assert {
+        "CreateosProvider",
+        "Environment",
+        "Lease",
+        "RealizedWorkspace",
+        "ExecuteResult",
+        "SyncOperation",
+        "FileMapping",
+        "PostUploadCommand",
+        "SyncResult",
+        "ProbeResult",
+        "ConfigValidation",
+        "CreateosError",
+        "CreateosApiError",
+        "CreateosCleanupError",
+    } <= set(provider.__all__)
