@@ -10,12 +10,9 @@ environment is applied with ``exec env K='v' …`` inside the script because the
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
 
 from ._errors import CreateosError
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
 
 __all__ = [
     "COMMAND_REQUIRED",
@@ -69,6 +66,10 @@ def build_wrapper_script(
     """
     if not isinstance(command, str) or command == "":
         raise CreateosError(COMMAND_REQUIRED)
+    if isinstance(args, str | bytes) or not isinstance(args, Sequence):
+        raise CreateosError(NOT_A_STRING)  # a bare string would be split into characters
+    if env is not None and not isinstance(env, Mapping):
+        raise CreateosError(INVALID_ENV)
     lines: list[str] = []
     if cwd:
         lines.append(f"cd -- {quote(cwd)} || exit")

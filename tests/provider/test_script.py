@@ -76,3 +76,17 @@ def test_non_string_argument_is_rejected() -> None:
     with pytest.raises(CreateosError) as info:
         build_wrapper_script("ls", [1])  # type: ignore[list-item]
     assert str(info.value) == "Sandbox command values must be strings."
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"args": "rm -rf /"}, "Sandbox command values must be strings."),
+        ({"args": None}, "Sandbox command values must be strings."),
+        ({"env": ["A=1"]}, "Invalid sandbox environment variable."),
+    ],
+)
+def test_wrong_container_types_are_refused(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(CreateosError) as info:
+        build_wrapper_script("ls", **kwargs)  # type: ignore[arg-type]
+    assert str(info.value) == message
