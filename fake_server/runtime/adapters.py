@@ -62,7 +62,8 @@ def sleep_command(run: RunState) -> CommandCallback:
                 await _usage(ctx, f"sleep: invalid time interval '{operand}'\n")
                 return 1
             total += seconds
-        with run.waiting():
+        await run.settle(ctx)
+        with run.waiting(), run.killed_on_cancel():
             if math.isinf(total):
                 with run.clock.idle():
                     await asyncio.get_running_loop().create_future()
@@ -82,7 +83,8 @@ def stdin_command(run: RunState, source: StdinSource) -> CommandCallback:
     """Feeds ``source`` into the pipeline; waits for a live pipe without holding the clock."""
 
     async def feed(ctx: bashkit.CommandContext) -> int:
-        with run.waiting():
+        await run.settle(ctx)
+        with run.waiting(), run.killed_on_cancel():
             while True:
                 with run.clock.idle():
                     chunk = await source.read_chunk()
@@ -114,7 +116,13 @@ def registered_command(run: RunState, command: RegisteredCommand) -> CommandCall
             _write_out=ctx.stdout.write,
             _write_err=ctx.stderr.write,
         )
-        with run.waiting(), run.ignoring_sigterm(command.ignores_sigterm), run.clock.busy():
+        await run.settle(ctx)
+        with (
+            run.waiting(),
+            run.killed_on_cancel(),
+            run.ignoring_sigterm(command.ignores_sigterm),
+            run.clock.busy(),
+        ):
             try:
                 if command.is_async:
                     result: Any = await command.func(io)  # type: ignore[misc]

@@ -9,16 +9,22 @@ in.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    import bashkit
+
     from fake_server.clock import Clock
     from fake_server.runtime.disk import SandboxDisk
 
-__all__ = ["RunState"]
+__all__ = ["RunState", "Sink"]
+
+Sink = Callable[[bytes], Awaitable[None]]
 
 
 class RunState:
@@ -31,6 +37,54 @@ class RunState:
         self._waiting = 0
         self._active = False
         self._ignoring_sigterm = 0
+        self._stop_interpreter: Callable[[], None] | None = None
+        self.killed = False
+        self._in_flight = 0
+        self._drained = asyncio.Event()
+        self._drained.set()
+
+    def bind(self, stop_interpreter: Callable[[], None]) -> None:
+        """What ``kill()`` calls to stop the interpreter (``Bash.cancel``)."""
+        self._stop_interpreter = stop_interpreter
+
+    def kill(self) -> None:
+        """The process was killed: stop the interpreter before it runs one more command.
+
+        bashkit keeps executing a script on its own threads after the awaiting task is
+        cancelled; without this, the commands after an interrupted ``sleep`` would still run.
+        """
+        self.killed = True
+        if self._stop_interpreter is not None:
+            self._stop_interpreter()
+
+    def track(self, sink: Sink) -> Sink:
+        """Wrap an output sink so ``settle()`` can wait for deliveries in progress."""
+
+        async def deliver(data: bytes) -> None:
+            self._in_flight += 1
+            self._drained.clear()
+            try:
+                await sink(data)
+            finally:
+                self._in_flight -= 1
+                if self._in_flight == 0:
+                    self._drained.set()
+
+        return deliver
+
+    async def settle(self, ctx: bashkit.CommandContext) -> None:
+        """Let output written before this command reach the owner before time may jump.
+
+        bashkit hands output to the sinks from its own threads, concurrently with starting a
+        custom command; without this a ``VirtualClock`` could jump over a ``sleep`` before the
+        ``echo`` that preceded it was recorded. An empty write queues behind earlier output.
+        """
+        await ctx.stdout.write(b"")
+        await ctx.stderr.write(b"")
+        for _ in range(2):
+            await asyncio.sleep(0)
+        while self._in_flight:
+            await self._drained.wait()
 
     def start(self) -> None:
         """The interpreter starts working: time must not jump until it waits."""
@@ -52,6 +106,16 @@ class RunState:
             self._waiting -= 1
             if self._waiting == 0 and self._active:
                 self._acquire()
+
+    @contextlib.contextmanager
+    def killed_on_cancel(self) -> Iterator[None]:
+        """A custom command interrupted by cancellation means the process is being killed."""
+        try:
+            yield
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                self.kill()
+            raise
 
     @contextlib.contextmanager
     def ignoring_sigterm(self, ignores: bool) -> Iterator[None]:

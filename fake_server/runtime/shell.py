@@ -89,18 +89,24 @@ class Shell:
             username="sandbox", hostname="sandbox", cwd=workdir, env=environment, **_LIMITS
         )
         bash.mount("/", self._disk.fs)
+        state.bind(bash.cancel)
         self._install_commands(bash, state, stdin)
         script = self._script(args, workdir, piped=stdin is not None)
         task = asyncio.current_task()
         if task is not None:
             self._runs[task] = state
 
-        async def stderr(data: bytes) -> None:
+        async def filtered_stderr(data: bytes) -> None:
             await on_stderr(_HINT.sub(rb"\1", data) if b"command not found" in data else data)
+
+        stdout, stderr = state.track(on_stdout), state.track(filtered_stderr)
 
         state.start()
         try:
-            result = await bash.execute(script, stdout=on_stdout, stderr=stderr)
+            result = await bash.execute(script, stdout=stdout, stderr=stderr)
+        except asyncio.CancelledError:
+            state.kill()
+            raise
         except (bashkit.BashError, RuntimeError):
             await on_stderr(b"bash: the interpreter failed\n")
             return 2
