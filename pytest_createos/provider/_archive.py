@@ -29,15 +29,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_EXTRACT_BYTES",
+    "SYMLINK_DESTINATION",
     "UNSAFE_ARCHIVE",
     "build_archive",
     "extract_archive",
+    "extract_into",
     "is_excluded",
     "validate_archive",
 ]
 
 MAX_EXTRACT_BYTES = 10 * 1024**3
 UNSAFE_ARCHIVE = "CreateOS archive contains unsafe entries or exceeds the extraction limit."
+SYMLINK_DESTINATION = "CreateOS archive destination cannot be a symlink."
 _MAX_LINK_HOPS = 40
 _ALLOWED_TYPES = {tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.DIRTYPE, tarfile.SYMTYPE}
 _ALLOWED_TYPES.add(tarfile.LNKTYPE)
@@ -247,3 +250,16 @@ def extract_archive(archive: Path, target: Path) -> None:
             tar.extractall(target, filter=_strict_filter)
     except tarfile.FilterError:
         raise _unsafe() from None
+
+
+def extract_into(archive: Path, target: Path, mode: int | None) -> None:
+    """Create ``target`` (``mode``, default 0700) and extract a validated archive into it.
+
+    A symlink at ``target`` is refused: it would redirect the whole tree elsewhere.
+    """
+    if target.is_symlink():
+        raise CreateosError(SYMLINK_DESTINATION)
+    target.mkdir(mode=mode if mode is not None else 0o700, parents=True, exist_ok=True)
+    extract_archive(archive, target)
+    if mode is not None:
+        target.chmod(mode)

@@ -31,14 +31,21 @@ import uuid
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Literal
 
-from ._archive import build_archive, extract_archive, validate_archive
+from ._archive import build_archive, extract_into, validate_archive
 from ._client import identifier
 from ._clock import busy
 from ._errors import CreateosError
 from ._execute import execute_command
 from ._script import NUL_IN_VALUE, quote
 from ._signal import any_signal, deadline_signal
-from ._types import ExecuteParams, SyncOperationResult, SyncResult
+from ._types import (
+    ExecuteParams,
+    FileMapping,
+    PostUploadCommand,
+    SyncOperation,
+    SyncOperationResult,
+    SyncResult,
+)
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -46,7 +53,7 @@ if TYPE_CHECKING:
     from ._client import CreateosClient
     from ._clock import Clock
     from ._signal import AbortSignal
-    from ._types import ExecuteResult, FileMapping, PostUploadCommand, SyncOperation
+    from ._types import ExecuteResult
 
     ExecuteFn = Callable[..., Awaitable[ExecuteResult]]
 
@@ -70,10 +77,10 @@ ESCAPES = "CreateOS transfer path escapes the workspace."
 INVALID_TIMEOUT = "Invalid CreateOS transfer timeout."
 OUTBOUND_COMMANDS = "Outbound CreateOS transfers cannot run post-upload commands."
 COMMAND_FAILED = "CreateOS transfer command failed."
-SYMLINK_DESTINATION = "CreateOS archive destination cannot be a symlink."
 # Not in the spec: the JavaScript types rule these out; ours, in the spec's wording.
 INVALID_EXCLUDE = "Invalid CreateOS transfer exclusion."
 INVALID_COMMAND = "Invalid CreateOS transfer command."
+INVALID_OPERATION = "Invalid CreateOS transfer operation."
 
 Direction = Literal["in", "out"]
 
@@ -98,6 +105,11 @@ def assert_remote_path(path: object) -> str:
     return normalized
 
 
+def _sequence_of(values: object, kind: type) -> bool:
+    """A list or tuple (never a bare string) whose items are all ``kind``."""
+    return isinstance(values, list | tuple) and all(isinstance(v, kind) for v in values)
+
+
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -108,13 +120,14 @@ def _check_mapping(mapping: FileMapping, direction: Direction) -> None:
     if direction == "in" and mapping.kind == "directory" and mapping.follow_symlinks:
         raise CreateosError(NO_FOLLOW_SYMLINKS)
     host = mapping.source if direction == "in" else mapping.target
+    host = os.fspath(host) if isinstance(host, os.PathLike) else host
     if not isinstance(host, str) or not os.path.isabs(host) or "\x00" in host:
         raise CreateosError(HOST_PATH)
     if mapping.mode is not None and not (_is_int(mapping.mode) and 0 <= mapping.mode <= 0o777):
         raise CreateosError(INVALID_MODE)
     assert_remote_path(mapping.target if direction == "in" else mapping.source)
-    if isinstance(mapping.exclude, str) or not all(
-        isinstance(p, str) and p and "\x00" not in p for p in mapping.exclude
+    if not _sequence_of(mapping.exclude, str) or not all(
+        p and "\x00" not in p for p in mapping.exclude
     ):
         raise CreateosError(INVALID_EXCLUDE)
 
@@ -135,6 +148,12 @@ def validate_operations(
 ) -> str:
     """Check the whole batch; return the sandbox id. Raises before anything is touched."""
     sandbox_id = identifier(lease_id)
+    if not _sequence_of(operations, SyncOperation) or not all(
+        _sequence_of(op.mappings, FileMapping)
+        and _sequence_of(op.post_upload_commands, PostUploadCommand)
+        for op in operations
+    ):
+        raise CreateosError(INVALID_OPERATION)
     for operation in operations:
         for mapping in operation.mappings:
             _check_mapping(mapping, direction)
@@ -294,7 +313,7 @@ class _Sync:
         archive = temp / "data"
         received = await self._download(scratch, archive, 0o600)
         files = await asyncio.to_thread(validate_archive, archive)
-        await asyncio.to_thread(_extract_into, archive, Path(mapping.target), mapping.mode)
+        await asyncio.to_thread(extract_into, archive, Path(mapping.target), mapping.mode)
         return files, received
 
     async def _upload(self, source: Path, scratch: str) -> int:
@@ -339,15 +358,6 @@ def _write_all(handle: int, data: bytes) -> None:
     while view:
         written = os.write(handle, view)
         view = view[written:]
-
-
-def _extract_into(archive: Path, target: Path, mode: int | None) -> None:
-    if target.is_symlink():
-        raise CreateosError(SYMLINK_DESTINATION)
-    target.mkdir(mode=mode if mode is not None else 0o700, parents=True, exist_ok=True)
-    extract_archive(archive, target)
-    if mode is not None:
-        target.chmod(mode)
 
 
 async def sync_files(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -16,7 +17,6 @@ from pytest_createos.provider._types import FileMapping, PostUploadCommand, Sync
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
-    from pathlib import Path
 
     from fake_server.clock import VirtualClock
 
@@ -225,3 +225,33 @@ async def test_invalid_lease_id(scripted: ScriptedApi, client: CreateosClient) -
         await sync_files(client, "../sb", [_op(_GOOD)], "in", AbortController().signal)
     assert str(info.value) == "CreateOS returned an invalid resource ID."
     assert scripted.calls == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "operations",
+    [
+        [{"operation_id": "op", "mappings": []}],
+        "op",
+        [SyncOperation("op", mappings=[{"kind": "file"}])],  # type: ignore[list-item]
+        [SyncOperation("op", post_upload_commands=["true"])],  # type: ignore[list-item]
+        [SyncOperation("op", mappings=None)],  # type: ignore[arg-type]
+    ],
+)
+async def test_wrongly_shaped_operations(
+    scripted: ScriptedApi, client: CreateosClient, operations: Any
+) -> None:
+    with pytest.raises(CreateosError) as info:
+        await sync_files(client, "sb-1", operations, "in", AbortController().signal)
+    assert str(info.value) == "Invalid CreateOS transfer operation."
+    assert scripted.calls == []
+
+
+def test_host_paths_may_be_path_objects_and_exclude_must_be_a_list() -> None:
+    from pytest_createos.provider._sync import validate_operations
+
+    mapping = FileMapping("file", Path("/host/a"), f"{W}/a")  # type: ignore[arg-type]
+    assert validate_operations("sb-1", [_op(mapping)], "in") == "sb-1"
+    with pytest.raises(CreateosError) as info:
+        validate_operations("sb-1", [_op(_inbound(exclude=None))], "in")
+    assert str(info.value) == "Invalid CreateOS transfer exclusion."
