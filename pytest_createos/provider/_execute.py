@@ -119,7 +119,6 @@ async def execute_command(
                         client, sandbox_id, params, script, stdin_path, signal, output, progress
                     )
                     await output.flush()
-                progress.completed = True
                 return _result(output, progress, exit_frame)
             except Exception:
                 if progress.creation_ambiguous and progress.process_id is None:
@@ -180,7 +179,9 @@ async def _run(
     except CreateosApiError as error:
         if error.status != 409:
             raise
-    return await _Follower(client, base, signal, output).follow()
+    exit_frame = await _Follower(client, base, signal, output).follow()
+    progress.completed = True  # the tree exited: nothing left to kill
+    return exit_frame
 
 
 class _Follower:
