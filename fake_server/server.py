@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Self, TypeVar
 from aiohttp import web
 
 from fake_server.clock import VirtualClock
+from fake_server.faults import Faults
+from fake_server.faults.world import WorldTarget
 from fake_server.models import (
     Catalog,
     Context,
@@ -88,6 +90,10 @@ class FakeCreateOS:
             )
         )
         self.api_key = self._add_default_account()
+        #: Fault injection rules and out-of-band changes (``fake_server.faults``).
+        self.faults = Faults(
+            seed=seed, clock=self.clock, target=WorldTarget(self.world, lambda: self._loop)
+        )
         self._runner: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -254,6 +260,8 @@ class FakeCreateOS:
             self.journal.clear()
             self.errors.clear()
             self._ids.reseed(self.seed)
+            self.faults.clear()
+            self.faults.reseed(self.seed)
             self.world.ctx.policy = self._policy
             self.api_key = self._add_default_account()
 
