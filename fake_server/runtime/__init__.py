@@ -15,6 +15,10 @@ Public API
 ``StdinPipe``
     Live stdin of a managed process (``/input`` writes, ``/stdin/close`` closes).
 
+GNU overrides of bashkit builtins: ``realpath`` (symlinks resolved; ``-e``/``-m``), ``tar``
+(links kept as links, modes, ``--exclude``, ``-h``, ``-z``), ``sleep`` and ``timeout`` (on the
+fake's clock, interruptible).
+
 Killing and signals
 -------------------
 The owner runs ``shell.run(...)`` in an asyncio task. SIGKILL (and the end of a DELETE grace
@@ -37,7 +41,16 @@ chunk instead.
 Time
 ----
 The interpreter holds a ``clock.busy()`` token while it works; ``sleep``, waiting for stdin and
-registered commands give it back, so a ``VirtualClock`` jumps while a script sleeps.
+registered commands give it back, so a ``VirtualClock`` jumps while a script sleeps. Output
+written before a ``sleep`` reaches ``on_stdout`` before time may jump.
+
+Known bashkit limits
+--------------------
+* bashkit delivers output in bursts, stdout before stderr within one burst, so the exact
+  interleaving of the two streams between two waits is not kept (each stream's order is).
+* One file may hold at most 10,000,000 bytes and a disk 100,000,000 bytes (bashkit's fixed
+  in-memory limits); writes beyond raise ``OSError`` ``EFBIG``/``ENOSPC``.
+* ``kill -9 $$`` inside a script ends it with exit status 137, not a signal.
 """
 
 from __future__ import annotations

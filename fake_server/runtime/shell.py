@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from fake_server.runtime.pipes import BytesSource, StdinPipe
 from fake_server.runtime.realpath import realpath_command
 from fake_server.runtime.runstate import RunState
 from fake_server.runtime.tar import tar_command
+from fake_server.runtime.timeout import timeout_command
 
 if TYPE_CHECKING:
     from fake_server.clock import Clock
@@ -75,9 +77,9 @@ class Shell:
     ) -> int:
         """Run ``argv`` to completion, streaming its output; returns the exit status (0..255).
 
-        Raises ``FileNotFoundError``/``NotADirectoryError`` before running anything when
-        ``cwd`` is not a directory, ``ValueError`` for an empty argv or NUL bytes, and
-        ``RuntimeError`` when the disk was wiped.
+        Raises ``FileNotFoundError`` before running anything when ``cwd`` is not a directory
+        (``errno`` ``ENOENT`` or ``ENOTDIR``), ``ValueError``/``TypeError`` for an empty argv,
+        non-strings or NUL bytes, and ``RuntimeError`` when the disk was wiped.
         """
         args = _check_argv(argv)
         workdir = self._workdir(cwd)
@@ -85,6 +87,27 @@ class Shell:
         environment.update(_check_env(env or {}))
         self._commands.attach(self._disk)
         state = RunState(self._clock, self._disk)
+        task = asyncio.current_task()
+        if task is not None:
+            self._runs[task] = state
+        try:
+            return await self._execute(
+                state, args, workdir, environment, stdin, on_stdout, on_stderr
+            )
+        finally:
+            if task is not None:
+                self._runs.pop(task, None)
+
+    async def _execute(
+        self,
+        state: RunState,
+        args: list[str],
+        workdir: str,
+        environment: dict[str, str],
+        stdin: bytes | StdinPipe | None,
+        on_stdout: Sink,
+        on_stderr: Sink,
+    ) -> int:
         bash = bashkit.Bash(
             username="sandbox", hostname="sandbox", cwd=workdir, env=environment, **_LIMITS
         )
@@ -92,15 +115,11 @@ class Shell:
         state.bind(bash.cancel)
         self._install_commands(bash, state, stdin)
         script = self._script(args, workdir, piped=stdin is not None)
-        task = asyncio.current_task()
-        if task is not None:
-            self._runs[task] = state
 
         async def filtered_stderr(data: bytes) -> None:
             await on_stderr(_HINT.sub(rb"\1", data) if b"command not found" in data else data)
 
         stdout, stderr = state.track(on_stdout), state.track(filtered_stderr)
-
         state.start()
         try:
             result = await bash.execute(script, stdout=stdout, stderr=stderr)
@@ -112,9 +131,14 @@ class Shell:
             return 2
         finally:
             state.stop()
-            if task is not None:
-                self._runs.pop(task, None)
         return int(result.exit_code) & 0xFF
+
+    async def _spawn(
+        self, argv: list[str], cwd: str, env: dict[str, str], stdin: bytes, out: Sink, err: Sink
+    ) -> int:
+        """A child process of a custom command (``timeout``): its own interpreter, same disk."""
+        state = RunState(self._clock, self._disk)
+        return await self._execute(state, argv, cwd, env, stdin, out, err)
 
     def sigterm_ignored(self, task: asyncio.Task[Any]) -> bool:
         """True while the process in ``task`` runs a registered command that ignores SIGTERM."""
@@ -141,8 +165,8 @@ class Shell:
         if self._disk.is_dir(workdir):
             return workdir
         if self._disk.exists(workdir):
-            raise NotADirectoryError("the working directory is not a directory")
-        raise FileNotFoundError("the working directory does not exist")
+            raise FileNotFoundError(errno.ENOTDIR, "the working directory is not a directory")
+        raise FileNotFoundError(errno.ENOENT, "the working directory does not exist")
 
     def _install_commands(
         self, bash: bashkit.Bash, state: RunState, stdin: bytes | StdinPipe | None
@@ -150,6 +174,7 @@ class Shell:
         bash.add_command("sleep", adapters.sleep_command(state))
         bash.add_command("realpath", realpath_command(self._disk.fs))
         bash.add_command("tar", tar_command(self._disk.fs))
+        bash.add_command("timeout", timeout_command(state, self._spawn))
         for command in self._commands.commands():
             bash.add_command(command.name, adapters.registered_command(state, command))
         if stdin is not None:

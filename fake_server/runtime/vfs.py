@@ -49,6 +49,8 @@ def os_error(exc: BaseException, path: str = "") -> OSError:
     """Turn bashkit's ``RuntimeError("io error: …")`` into the matching ``OSError``."""
     text = str(exc).lower()
     table = (
+        ("too large", errno.EFBIG),
+        ("filesystem full", errno.ENOSPC),
         ("not a directory", errno.ENOTDIR),
         ("is a directory", errno.EISDIR),
         ("not empty", errno.ENOTEMPTY),

@@ -405,6 +405,21 @@ async def test_output_streams_before_a_sleep_ends(box: Box) -> None:
     assert stamps == [(b"before\n", 0.0), (b"after\n", 5.0)]
 
 
+@pytest.mark.asyncio
+async def test_timeout_runs_on_the_virtual_clock(box: Box) -> None:
+    timed_out = await box.sh(
+        "timeout 1 bash -c 'echo 1 > /tmp/t; sleep 5; echo 2 > /tmp/t'; echo rc=$?; sleep 10"
+    )
+    assert timed_out.stdout == "rc=124\n"
+    assert box.clock.now() == pytest.approx(11.0)
+    assert box.disk.read_file("/tmp/t") == b"1\n"
+    finished = await box.sh("echo in | timeout 10 bash -c 'cat; sleep 2; exit 3'; echo rc=$?")
+    assert finished.stdout == "in\nrc=3\n"
+    assert box.clock.now() == pytest.approx(13.0)
+    killed = await box.sh("timeout -s KILL 1 sleep 5; echo $?; timeout --preserve-status 1 sleep 5")
+    assert (killed.code, killed.stdout) == (143, "137\n")
+
+
 async def _until(condition: Callable[[], bool]) -> None:
     """Yield to the loop until ``condition`` holds (the interpreter works on other threads)."""
     deadline = time.perf_counter() + 5.0
@@ -622,7 +637,7 @@ async def test_missing_cwd_raises_before_running_anything(box: Box) -> None:
     with pytest.raises(FileNotFoundError, match="the working directory does not exist"):
         await box.run(["probe"], cwd="/nowhere")
     box.disk.write_file("/file", b"")
-    with pytest.raises(NotADirectoryError):
+    with pytest.raises(FileNotFoundError, match="the working directory is not a directory"):
         await box.run(["probe"], cwd="/file")
     assert ran == []
     assert (await box.run(["probe"], cwd="/tmp")).code == 0
