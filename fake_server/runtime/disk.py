@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+import re
 
 import bashkit
 
@@ -39,6 +40,7 @@ ID=debian
 VERSION_ID="12"
 """
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _WRAPPER_PREFIX = b"#!/bin/sh\n# createos-fake image command\n"
 
 
@@ -238,4 +240,4 @@ class SandboxDisk:
 def _absolute(path: str) -> str:
     if not isinstance(path, str) or not path.startswith("/") or "\0" in path:
         raise ValueError("sandbox paths must be absolute and contain no NUL")
-    return path
+    return _SURROGATE.sub("\ufffd", path)  # undecodable bytes in a query string

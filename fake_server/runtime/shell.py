@@ -39,6 +39,7 @@ BASE_ENV: Mapping[str, str] = {
 }
 
 # bashkit appends hints ("Did you mean …", "Compilers … are not available") GNU bash never prints.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _HINT = re.compile(rb"(: command not found)[^\n]+")
 
 # bashkit's default profile caps a run at 10,000 commands and 1 MiB of output; a sandbox
@@ -161,7 +162,7 @@ class Shell:
         workdir = HOME if cwd is None or cwd == "" else cwd
         if "\0" in workdir:
             raise ValueError("cwd must not contain NUL")
-        workdir = vfs.abspath(workdir, HOME)
+        workdir = vfs.abspath(_utf8(workdir), HOME)
         if self._disk.is_dir(workdir):
             return workdir
         if self._disk.exists(workdir):
@@ -193,6 +194,15 @@ class Shell:
         return f"{adapters.STDIN_COMMAND} | {line}" if piped else line
 
 
+def _utf8(text: str) -> str:
+    """Lone surrogates (from JSON ``\\udcxx`` escapes) become U+FFFD, as Go's JSON decoder does."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
 def _quote(word: str) -> str:
     """Single-quote ``word`` for bash (quoted command names are never keywords)."""
     return "'" + word.replace("'", "'\"'\"'") + "'"
@@ -209,7 +219,7 @@ def _check_argv(argv: Sequence[str]) -> list[str]:
             raise TypeError("argv items must be strings")
         if "\0" in arg:
             raise ValueError("argv must not contain NUL")
-    return args
+    return [_utf8(arg) for arg in args]
 
 
 def _check_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -219,5 +229,5 @@ def _check_env(env: Mapping[str, str]) -> dict[str, str]:
             raise TypeError("environment keys and values must be strings")
         if not key or "=" in key or "\0" in key or "\0" in value:
             raise ValueError("environment keys must be non-empty without '=' or NUL")
-        checked[key] = value
+        checked[_utf8(key)] = _utf8(value)
     return checked

@@ -122,6 +122,20 @@ async def test_unknown_commands_exit_127_with_a_bash_message(box: Box) -> None:
     assert absolute.stderr == "bash: line 1: /usr/bin/node: No such file or directory\n"
 
 
+@pytest.mark.asyncio
+async def test_bad_input_is_rejected_or_repaired_without_running(box: Box) -> None:
+    with pytest.raises(ValueError, match="argv must name a command"):
+        await box.run([])
+    with pytest.raises(ValueError, match="argv must not contain NUL"):
+        await box.run(["echo", "a\0b"])
+    with pytest.raises(ValueError, match="environment keys must be non-empty without '=' or NUL"):
+        await box.run(["true"], env={"A=B": "1"})
+    repaired = await box.run(["/bin/echo", "x\udcffy"], env={"V": "\udcff"})
+    assert repaired.stdout == "x\ufffdy\n"
+    box.disk.write_file("/tmp/\udcff", b"odd name")
+    assert box.disk.read_file("/tmp/\ufffd") == b"odd name"
+
+
 # -- the provider's scripts -------------------------------------------------------------------
 
 
