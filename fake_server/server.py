@@ -165,10 +165,12 @@ class FakeCreateOS:
     async def aclose(self) -> None:
         """Stop serving and kill every process; idempotent."""
         runner, self._runner = self._runner, None
-        self._kill_processes()
+        tasks = self._kill_processes()
         if runner is not None:
             await runner.cleanup()
-        await asyncio.sleep(0)  # let cancelled process tasks finish
+        if tasks:
+            # Cancelled interpreters stop at once; the bound only guards against a stuck one.
+            await asyncio.wait(tasks, timeout=1.0)
 
     # -- serving from a thread ----------------------------------------------------------------
 
@@ -267,10 +269,14 @@ class FakeCreateOS:
 
         self._call(clear)
 
-    def _kill_processes(self) -> None:
+    def _kill_processes(self) -> list[asyncio.Task[None]]:
+        tasks = []
         for sandbox in self.world.sandboxes():
             for process in sandbox.processes.values():
                 process.crash("SIGKILL")
+                if process.task is not None and not process.task.done():
+                    tasks.append(process.task)
+        return tasks
 
     def _call(self, func: Callable[[], _T]) -> _T:
         """Run ``func`` on the server's loop when called from another thread."""
