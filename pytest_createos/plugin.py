@@ -1,3 +1,254 @@
-"""The pytest plugin: options, markers and fixtures (filled in by the plugin issue)."""
+"""The pytest plugin: options (with ini twins), markers, fixtures, report header and journal.
+
+Thin on purpose: the fake lives in ``fake_server``, the provider in ``pytest_createos.provider``;
+private modules here hold options, markers, the background loop, per-test state and reports.
+"""
 
 from __future__ import annotations
+
+import uuid
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_createos._bridge import BridgedProvider
+from pytest_createos._live import live_target
+from pytest_createos._markers import MARKER_HELP, MarkerError, faults_for, marker_errors
+from pytest_createos._markers import settings_for as _settings_for
+from pytest_createos._options import add_options, read_options
+from pytest_createos._report import header_line, journal_text, problems
+from pytest_createos._session import Run, Session
+from pytest_createos.provider import CreateosError, Environment, Lease, Pacer
+
+if TYPE_CHECKING:
+    from collections.abc import Generator, Iterator
+
+    from fake_server import FakeCreateOS, VirtualClock
+    from pytest_createos._bridge import RunSync
+    from pytest_createos._options import Options
+
+__all__ = ["CreateosWarning"]
+
+COMPANY_ID = "pytest-createos"
+ENVIRONMENT_ID = "pytest-createos-env"
+
+_OPTIONS_KEY = pytest.StashKey["Options"]()
+_RUN_KEY = pytest.StashKey[Run]()
+
+
+class CreateosWarning(pytest.PytestWarning):
+    """A teardown check set to ``warn`` (leaked sandboxes, unfired faults)."""
+
+
+# -- hooks ------------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in MARKER_HELP.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    config.stash[_OPTIONS_KEY] = read_options(config)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return header_line(config.stash[_OPTIONS_KEY])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marker mistakes stop the run before any test, all of them listed at once."""
+    seed = config.stash[_OPTIONS_KEY].seed
+    found = [p for item in items for p in marker_errors(item, seed)]
+    if found:
+        raise pytest.UsageError("pytest-createos marker errors:\n" + "\n".join(found))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failing phase of a test that used the fake gets the fake's journal as a section."""
+    report = yield
+    run = item.stash.get(_RUN_KEY, None)
+    if run is not None and report.failed:
+        report.sections.append(("createos journal", journal_text(run)))
+    return report
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _options(request: pytest.FixtureRequest) -> Options:
+    return request.config.stash[_OPTIONS_KEY]
+
+
+def _is_live(request: pytest.FixtureRequest) -> bool:
+    return _options(request).live and request.node.get_closest_marker("createos_live") is not None
+
+
+def _settings(request: pytest.FixtureRequest) -> Any:
+    try:
+        return _settings_for(request.node, _options(request).seed)
+    except MarkerError as error:  # pragma: no cover -- collection already refused it
+        raise pytest.UsageError(str(error)) from None
+
+
+# -- fixtures ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def _createos_session(pytestconfig: pytest.Config) -> Iterator[Session]:
+    """Session scope: the worker's fake and background loop, started on first use."""
+    session = Session(pytestconfig.stash[_OPTIONS_KEY])
+    yield session
+    session.close()
+
+
+@pytest.fixture
+def createos_fake(
+    request: pytest.FixtureRequest, _createos_session: Session
+) -> Iterator[FakeCreateOS]:
+    """A running ``FakeCreateOS``, reset for this test.
+
+    Scope: function (one session-scoped server per worker underneath; a test costs a reset).
+    Type: ``fake_server.FakeCreateOS`` (``url``, ``api_key``, ``journal``, ``faults``,
+    ``clock``, ``sandbox(id)``, ``sandboxes()``, ``add_account()``, ``commands``).
+    Default: seed 0 (``--createos-seed``), ``TransitionPolicy.immediate()``, no rate limit; the
+    ``createos`` marker changes these and ``createos_fault`` markers arm faults.
+    At teardown the test fails when the fake raised internally, when sandboxes were left
+    running or paused (``--createos-leak-check``) or armed faults never fired
+    (``--createos-unfired-faults``). Skipped for ``createos_live`` tests under --createos-live.
+    """
+    if _is_live(request):
+        pytest.skip("createos: this test needs the fake and is skipped under --createos-live")
+    run = _createos_session.begin(_settings(request), faults_for(request.node))
+    request.node.stash[_RUN_KEY] = run
+    yield run.fake
+    failures, notes = problems(run, _createos_session.options)
+    for note in notes:
+        warnings.warn(CreateosWarning(note), stacklevel=1)
+    if failures:
+        pytest.fail("\n\n".join(failures), pytrace=False)
+
+
+@pytest.fixture
+def createos_clock(createos_fake: FakeCreateOS, _createos_session: Session) -> VirtualClock:
+    """The fake's ``VirtualClock``, shared with ``createos_provider``.
+
+    Scope: function (the same clock object for the whole run; it never goes back, so measure
+    durations as differences of ``now()``). Type: ``fake_server.VirtualClock``.
+    Default: autojump on, so waits on it take no real time; ``advance(seconds)`` moves it.
+    """
+    return _createos_session.clock
+
+
+@pytest.fixture
+def createos_env(request: pytest.FixtureRequest, _createos_session: Session) -> Environment:
+    """An ``Environment`` whose config points at the fake (or the live API).
+
+    Scope: function. Type: ``pytest_createos.provider.Environment``.
+    Default: company ``pytest-createos``, environment ``pytest-createos-env``, config
+    ``{"apiUrl": fake.url, "apiKey": fake.api_key, "shape": "s-1vcpu-1gb",
+    "reuseLease": False}``; the ``createos`` marker sets ``shape`` and ``reuse_lease``.
+    """
+    settings = _settings(request)
+    if _is_live(request):
+        if request.node.get_closest_marker("createos_fault") is not None:
+            pytest.skip("createos: fault tests run only on the fake, not under --createos-live")
+        target = live_target()
+        if isinstance(target, str):
+            pytest.skip(target)
+        return target.environment(reuse_lease=settings.reuse_lease)
+    fake: FakeCreateOS = request.getfixturevalue("createos_fake")
+    config = {
+        "apiUrl": fake.url,
+        "apiKey": fake.api_key,
+        "shape": settings.shape,
+        "reuseLease": settings.reuse_lease,
+    }
+    return Environment(company_id=COMPANY_ID, environment_id=ENVIRONMENT_ID, config=config)
+
+
+@pytest.fixture
+def createos_provider(
+    request: pytest.FixtureRequest, createos_env: Environment, _createos_session: Session
+) -> Iterator[BridgedProvider]:
+    """A ``CreateosProvider`` on the fake's clock, shut down at teardown.
+
+    Scope: function. Type: ``pytest_createos.provider.CreateosProvider`` (a subclass whose
+    coroutines run on the plugin's background loop, so it works from any test loop).
+    Default: the fake's ``VirtualClock``, pacing off, no ``CREATEOS_API_KEY`` fallback. Await
+    its methods in async tests; in sync tests wrap them: ``createos_run(provider.x(...))``.
+    Under --createos-live: real clock, 300 ms pacing, ``os.environ``.
+    """
+    session = _createos_session
+    if _is_live(request):
+        provider = BridgedProvider(session.bridge)
+    else:
+        provider = BridgedProvider(
+            session.bridge, clock=session.clock, pacer=Pacer.disabled(), environ={}
+        )
+    yield provider
+    provider.shutdown_blocking()
+
+
+@pytest.fixture
+def createos_lease(
+    request: pytest.FixtureRequest, createos_env: Environment, _createos_session: Session
+) -> Iterator[Lease]:
+    """A lease acquired for ``createos_env`` before the test, destroyed at teardown.
+
+    Scope: function. Type: ``pytest_createos.provider.Lease`` (``provider_lease_id`` is the
+    sandbox id, ``metadata`` what ``resume_lease`` needs). Default: a running sandbox of
+    shape ``s-1vcpu-1gb`` with ``/paperclip-workspace`` prepared. It was acquired by an
+    internal provider: use it with ``createos_provider`` like any stored lease.
+    """
+    session = _createos_session
+    live = _is_live(request)
+    provider = session.lease_provider(live=live)
+    lease = session.bridge.run(
+        provider.acquire_lease(createos_env, run_id=f"pytest-{uuid.uuid4().hex[:12]}")
+    )
+    yield lease
+    try:
+        session.bridge.run(
+            provider.destroy_lease(createos_env, lease.provider_lease_id, lease.metadata)
+        )
+    except CreateosError as error:
+        pytest.fail(
+            f"createos_lease: destroying lease {lease.provider_lease_id} failed: {error}",
+            pytrace=False,
+        )
+
+
+@pytest.fixture
+def createos_sdk(request: pytest.FixtureRequest, createos_env: Environment) -> Iterator[Any]:
+    """The official SDK client (``createos.Client``) pointed at the fake (or the live API).
+
+    Scope: function. Type: ``createos.Client``; closed at teardown. Default: the fake's URL and
+    key and, on the fake, no SDK retries (its back-off sleeps in real time). Skipped when the
+    ``createos-sandbox`` package is not installed.
+    """
+    createos = pytest.importorskip(
+        "createos", reason="createos_sdk needs the official SDK: pip install createos-sandbox"
+    )
+    config = createos_env.config
+    retry = None if _is_live(request) else createos.RetryOptions(max_retries=0)
+    client = createos.Client(api_key=config["apiKey"], base_url=config["apiUrl"], retry=retry)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def createos_run(_createos_session: Session) -> RunSync:
+    """Run a coroutine to completion from a sync test: ``createos_run(provider.x(...))``.
+
+    Scope: function. Type: ``pytest_createos.RunSync``, a callable
+    ``(awaitable, *, timeout=None) -> result``. Default: no timeout (``timeout`` is in real
+    seconds). The coroutine runs on the plugin's background loop, where ``createos_provider``
+    runs too; in async tests ``await`` instead.
+    """
+    return _createos_session.bridge.run

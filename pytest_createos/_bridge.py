@@ -1,0 +1,136 @@
+"""One private event loop in a background thread, and a provider that always runs on it.
+
+httpx's ``AsyncClient`` belongs to the loop it first ran in, and pytest-asyncio and anyio close
+a test's loop *before* plain fixtures are torn down. So the plugin's providers never run in the
+test's loop: every coroutine method is relayed to this loop, awaited from whatever loop the test
+uses (or run to completion from a sync test), and teardown can always shut them down cleanly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import threading
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from pytest_createos.provider import CreateosProvider
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Coroutine
+
+__all__ = ["BRIDGED_METHODS", "BackgroundLoop", "BridgedProvider", "RunSync"]
+
+_T = TypeVar("_T")
+_T_co = TypeVar("_T_co", covariant=True)
+
+#: Every coroutine method of ``CreateosProvider``; a test checks none is missing.
+BRIDGED_METHODS = (
+    "acquire_lease",
+    "destroy_lease",
+    "execute",
+    "probe",
+    "realize_workspace",
+    "release_lease",
+    "resume_lease",
+    "shutdown",
+    "sync_in",
+    "sync_out",
+)
+
+
+class RunSync(Protocol):
+    """The ``createos_run`` fixture: run a coroutine to completion from a sync test."""
+
+    def __call__(self, awaitable: Awaitable[_T], /, *, timeout: float | None = None) -> _T:
+        """Run ``awaitable`` on the plugin's loop; ``timeout`` is in real seconds."""
+        ...
+
+
+class BackgroundLoop:
+    """An asyncio loop serving from a daemon thread until ``close()``."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        self._thread = threading.Thread(
+            target=self._main, args=(ready,), name="createos-plugin-loop", daemon=True
+        )
+        self._thread.start()
+        ready.wait()
+
+    def _main(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(ready.set)
+        try:
+            self.loop.run_forever()
+        finally:
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
+
+    def run(self, awaitable: Awaitable[_T], /, *, timeout: float | None = None) -> _T:
+        """Run ``awaitable`` here and block the calling thread until it is done."""
+        if threading.current_thread() is self._thread:
+            raise RuntimeError(
+                "createos_run cannot be used inside a coroutine it runs; await it instead"
+            )
+        future = asyncio.run_coroutine_threadsafe(_as_coroutine(awaitable), self.loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError(
+                f"createos_run: the coroutine did not finish within {timeout} real seconds"
+            ) from None
+
+    async def relay(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        """Await ``coroutine`` on this loop from any asyncio loop (cancellation follows)."""
+        try:
+            current = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        if current is self.loop:
+            return await coroutine
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        return await asyncio.wrap_future(future)
+
+    def close(self) -> None:
+        """Stop the loop and join its thread; idempotent."""
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+
+
+async def _as_coroutine(awaitable: Awaitable[_T]) -> _T:
+    return await awaitable
+
+
+def _relayed(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
+    method = getattr(CreateosProvider, name)
+
+    @functools.wraps(method)
+    async def relayed(self: BridgedProvider, *args: Any, **kwargs: Any) -> Any:
+        return await self._bridge.relay(method(self, *args, **kwargs))
+
+    return relayed
+
+
+class BridgedProvider(CreateosProvider):
+    """A ``CreateosProvider`` whose coroutines run on the plugin's background loop.
+
+    Await its methods from any asyncio test loop, or pass them to ``createos_run`` in a sync
+    test. Log callbacks given to ``execute`` are called from the background thread.
+    """
+
+    def __init__(self, bridge: BackgroundLoop, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._bridge = bridge
+
+    def shutdown_blocking(self) -> None:
+        """Shut down on the background loop from sync code (the fixture's teardown)."""
+        self._bridge.run(CreateosProvider.shutdown(self))
+
+
+for _name in BRIDGED_METHODS:
+    setattr(BridgedProvider, _name, _relayed(_name))

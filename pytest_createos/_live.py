@@ -1,0 +1,48 @@
+"""Live mode: where the real CreateOS API is and which tests go there."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pytest_createos._markers import DEFAULT_SHAPE
+from pytest_createos.provider import Environment
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["LIVE_COMPANY", "LIVE_ENVIRONMENT", "LiveTarget", "live_target"]
+
+DEFAULT_API_URL = "https://api.sb.createos.sh"
+LIVE_COMPANY = "pytest-createos"
+LIVE_ENVIRONMENT = "pytest-createos-live"
+
+
+@dataclass(frozen=True, slots=True)
+class LiveTarget:
+    """The real API from ``CREATEOS_API_URL``, ``CREATEOS_API_KEY`` and ``CREATEOS_SHAPE``."""
+
+    api_url: str
+    api_key: str = field(default="", repr=False)  # a secret: never in reprs or reports
+    shape: str = DEFAULT_SHAPE
+
+    def environment(self, *, reuse_lease: bool) -> Environment:
+        config = {
+            "apiUrl": self.api_url,
+            "apiKey": self.api_key,
+            "shape": self.shape,
+            "reuseLease": reuse_lease,
+        }
+        return Environment(LIVE_COMPANY, LIVE_ENVIRONMENT, config)
+
+
+def live_target(environ: Mapping[str, str] | None = None) -> LiveTarget | str:
+    """The target, or the reason live tests must skip (never the key's value)."""
+    env = os.environ if environ is None else environ
+    key = env.get("CREATEOS_API_KEY", "").strip()
+    if not key:
+        return "createos live mode needs CREATEOS_API_KEY in the environment"
+    url = env.get("CREATEOS_API_URL", "").strip() or DEFAULT_API_URL
+    shape = env.get("CREATEOS_SHAPE", "").strip() or DEFAULT_SHAPE
+    return LiveTarget(api_url=url, api_key=key, shape=shape)

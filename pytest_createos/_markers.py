@@ -1,0 +1,120 @@
+"""The ``createos`` and ``createos_fault`` markers: validation and per-test settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fake_server.faults import Fault
+from fake_server.models import TransitionPolicy
+
+if TYPE_CHECKING:
+    import pytest
+
+__all__ = [
+    "DEFAULT_SHAPE",
+    "MARKER_HELP",
+    "MarkerSettings",
+    "faults_for",
+    "marker_errors",
+    "settings_for",
+]
+
+DEFAULT_SHAPE = "s-1vcpu-1gb"
+_SETTINGS = ("seed", "transitions", "reuse_lease", "shape", "rate_limit")
+_POLICIES = {"immediate": TransitionPolicy.immediate, "realistic": TransitionPolicy.realistic}
+
+MARKER_HELP = {
+    "createos": "createos(seed=int, transitions='immediate'|'realistic'|TransitionPolicy, "
+    "reuse_lease=bool, shape=str, rate_limit=int|None): per-test settings of the CreateOS fake",
+    "createos_fault": "createos_fault(operation, action, **schedule): arm a fault on the "
+    "CreateOS fake for this test (same arguments as fake_server.faults.Fault)",
+    "createos_live": "createos_live: run this test against the real CreateOS API under "
+    "--createos-live (against the fake otherwise)",
+}
+
+
+class MarkerError(ValueError):
+    """A marker argument the plugin cannot use; reported as a usage error."""
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerSettings:
+    """What the ``createos`` marker chose for one test, over the run's defaults."""
+
+    seed: int
+    transitions: TransitionPolicy
+    transitions_name: str
+    reuse_lease: bool
+    shape: str
+    rate_limit: int | None
+
+
+def _merged(item: pytest.Item) -> dict[str, Any]:
+    """Marker keyword arguments, the closest marker (function over class over module) winning."""
+    merged: dict[str, Any] = {}
+    for marker in item.iter_markers("createos"):
+        if marker.args:
+            raise MarkerError("@pytest.mark.createos takes keyword arguments only")
+        for key, value in marker.kwargs.items():
+            merged.setdefault(key, value)
+    return merged
+
+
+def _policy(value: object) -> tuple[TransitionPolicy, str]:
+    if isinstance(value, TransitionPolicy):
+        return value, "custom"
+    if isinstance(value, str) and value in _POLICIES:
+        return _POLICIES[value](), value
+    raise MarkerError(
+        "createos(transitions=...) must be 'immediate', 'realistic' or a TransitionPolicy"
+    )
+
+
+def settings_for(item: pytest.Item, default_seed: int) -> MarkerSettings:
+    """The settings for ``item``; raises ``MarkerError`` with a corrective message."""
+    kwargs = _merged(item)
+    unknown = sorted(set(kwargs) - set(_SETTINGS))
+    if unknown:
+        raise MarkerError(
+            f"@pytest.mark.createos got unknown argument(s) {', '.join(unknown)}; "
+            f"allowed: {', '.join(_SETTINGS)}"
+        )
+    seed = kwargs.get("seed", default_seed)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise MarkerError("createos(seed=...) must be an integer")
+    policy, name = _policy(kwargs.get("transitions", "immediate"))
+    reuse = kwargs.get("reuse_lease", False)
+    if not isinstance(reuse, bool):
+        raise MarkerError("createos(reuse_lease=...) must be True or False")
+    shape = kwargs.get("shape", DEFAULT_SHAPE)
+    if not isinstance(shape, str) or not shape.strip():
+        raise MarkerError("createos(shape=...) must be a non-empty string")
+    rate_limit = kwargs.get("rate_limit")
+    if rate_limit is not None and (
+        isinstance(rate_limit, bool) or not isinstance(rate_limit, int) or rate_limit < 1
+    ):
+        raise MarkerError("createos(rate_limit=...) must be None (off) or an integer >= 1")
+    return MarkerSettings(seed, policy, name, reuse, shape, rate_limit)
+
+
+def faults_for(item: pytest.Item) -> list[Fault]:
+    """Fresh ``Fault`` objects for every ``createos_fault`` marker on ``item``, outermost first."""
+    faults: list[Fault] = []
+    for marker in reversed(list(item.iter_markers("createos_fault"))):
+        try:
+            faults.append(Fault(*marker.args, **marker.kwargs))
+        except (TypeError, ValueError) as error:
+            raise MarkerError(f"@pytest.mark.createos_fault: {error}") from None
+    return faults
+
+
+def marker_errors(item: pytest.Item, default_seed: int) -> list[str]:
+    """Every marker problem of ``item``, for one usage error at collection time."""
+    problems: list[str] = []
+    for check in (lambda: settings_for(item, default_seed), lambda: faults_for(item)):
+        try:
+            check()
+        except MarkerError as error:
+            problems.append(f"{item.nodeid}: {error}")
+    return problems

@@ -1,0 +1,109 @@
+"""Command-line options, their ini twins, and the run-wide settings read from them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import pytest
+
+__all__ = ["CHECK_MODES", "Options", "add_options", "read_options"]
+
+CheckMode = Literal["fail", "warn", "off"]
+CHECK_MODES: tuple[CheckMode, ...] = ("fail", "warn", "off")
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Run-wide settings: the default seed, the teardown checks and live mode."""
+
+    seed: int = 0
+    leak_check: CheckMode = "fail"
+    unfired_faults: CheckMode = "fail"
+    live: bool = False
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register every ``--createos-*`` option with its ini twin (the option wins)."""
+    group = parser.getgroup("createos", "CreateOS fake and live API")
+    group.addoption(
+        "--createos-seed",
+        dest="createos_seed",
+        default=None,
+        help="default seed of the fake for every test (ids, keys, probabilistic faults); "
+        "ini: createos_seed; default 0",
+    )
+    group.addoption(
+        "--createos-leak-check",
+        dest="createos_leak_check",
+        default=None,
+        help="what a test that leaves sandboxes running or paused gets: fail|warn|off; "
+        "ini: createos_leak_check; default fail",
+    )
+    group.addoption(
+        "--createos-unfired-faults",
+        dest="createos_unfired_faults",
+        default=None,
+        help="what a test whose armed faults never fired gets: fail|warn|off; "
+        "ini: createos_unfired_faults; default fail",
+    )
+    group.addoption(
+        "--createos-live",
+        dest="createos_live",
+        action="store_const",
+        const="true",
+        default=None,
+        help="run tests marked createos_live against the real API (CREATEOS_API_URL, "
+        "CREATEOS_API_KEY, CREATEOS_SHAPE); ini: createos_live; default off",
+    )
+    parser.addini("createos_seed", "default seed of the fake (int)", default="0")
+    parser.addini("createos_leak_check", "fail|warn|off for leaked sandboxes", default="fail")
+    parser.addini("createos_unfired_faults", "fail|warn|off for unfired faults", default="fail")
+    parser.addini("createos_live", "run createos_live tests against the real API", default="0")
+
+
+def _value(config: pytest.Config, name: str) -> str:
+    option = config.getoption(name)
+    if option is not None:
+        return str(option)
+    return str(config.getini(name)).strip()
+
+
+def _mode(config: pytest.Config, name: str) -> CheckMode:
+    text = _value(config, name).lower()
+    for mode in CHECK_MODES:
+        if text == mode:
+            return mode
+    flag = "--" + name.replace("_", "-")
+    raise pytest.UsageError(f"{flag} (ini {name}) must be one of fail, warn, off; got {text!r}")
+
+
+def _seed(config: pytest.Config) -> int:
+    text = _value(config, "createos_seed")
+    try:
+        return int(text)
+    except ValueError:
+        raise pytest.UsageError(
+            f"--createos-seed (ini createos_seed) must be an integer; got {text!r}"
+        ) from None
+
+
+def _flag(config: pytest.Config) -> bool:
+    text = _value(config, "createos_live").lower()
+    truth: dict[str, bool] = {"1": True, "true": True, "yes": True, "on": True}
+    truth.update({"0": False, "false": False, "no": False, "off": False, "": False})
+    if text not in truth:
+        raise pytest.UsageError(
+            f"--createos-live (ini createos_live) must be true or false; got {text!r}"
+        )
+    return truth[text]
+
+
+def read_options(config: pytest.Config) -> Options:
+    """Parse and validate the options once per run; bad values are a usage error."""
+    return Options(
+        seed=_seed(config),
+        leak_check=_mode(config, "createos_leak_check"),
+        unfired_faults=_mode(config, "createos_unfired_faults"),
+        live=_flag(config),
+    )

@@ -1,0 +1,162 @@
+"""The plugin's per-worker state: one fake, one background loop, reset and checked per test."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server.http.fault_middleware import install_faults
+from fake_server.ratelimit import RateLimiter, rate_limit_middleware
+from pytest_createos._bridge import BackgroundLoop
+from pytest_createos._markers import DEFAULT_SHAPE
+from pytest_createos.provider import CreateosProvider, Environment, Pacer
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
+
+    from fake_server.faults import Fault, Faults
+    from pytest_createos._markers import MarkerSettings
+    from pytest_createos._options import Options
+
+__all__ = ["AUTOJUMP_THRESHOLD", "Run", "Session"]
+
+#: Real seconds of quiet before the session clock jumps. The clock's 2 ms default lets a jump
+#: slip into synchronous work inside the fake that holds no busy token (e.g. building a shell
+#: for an exec on a loaded machine) and expire the provider's deadline; 20 ms is robust and
+#: still makes a 3 s resume with 250 ms polls take well under a second.
+AUTOJUMP_THRESHOLD = 0.02
+
+
+class _RateLimitSwitch:
+    """A rate limiter the plugin can swap per test (the fake fixes its own at start)."""
+
+    def __init__(self) -> None:
+        self.limiter: RateLimiter | None = None
+
+    @web.middleware
+    async def middleware(
+        self,
+        request: web.Request,
+        handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+    ) -> web.StreamResponse:
+        limiter = self.limiter
+        if limiter is None:
+            return await handler(request)
+        return await rate_limit_middleware(limiter)(request, handler)
+
+
+@dataclass(slots=True)
+class Run:
+    """One test's use of the fake: what it was configured with and when it started."""
+
+    fake: FakeCreateOS
+    faults: Faults
+    settings: MarkerSettings
+    started: float
+
+
+class Session:
+    """Lazily starts the fake and the background loop on first use; ``close()`` at the end."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self._fake: FakeCreateOS | None = None
+        self._faults: Faults | None = None
+        self._clock: VirtualClock | None = None
+        self._bridge: BackgroundLoop | None = None
+        self._lease_providers: dict[bool, CreateosProvider] = {}
+        self._limits = _RateLimitSwitch()
+
+    @property
+    def fake(self) -> FakeCreateOS:
+        if self._fake is None:
+            clock = VirtualClock(autojump_threshold=AUTOJUMP_THRESHOLD)
+            fake = FakeCreateOS(
+                seed=self.options.seed, clock=clock, transitions=TransitionPolicy.immediate()
+            )
+            self._faults = install_faults(fake)
+            fake.middlewares.append(self._limits.middleware)
+            fake.start()
+            self._fake, self._clock = fake, clock
+            self._warm_up(fake, clock)
+        return self._fake
+
+    def _warm_up(self, fake: FakeCreateOS, clock: VirtualClock) -> None:
+        """One lease lifecycle with time frozen, so first-use imports inside the fake and the
+        provider cannot look like a quiet system to the autojump (a spurious timeout)."""
+        provider = self.lease_provider(live=False)
+        env = Environment(
+            company_id="pytest-createos",
+            environment_id="warm-up",
+            config={"apiUrl": fake.url, "apiKey": fake.api_key, "shape": DEFAULT_SHAPE},
+        )
+
+        async def lifecycle() -> None:
+            lease = await provider.acquire_lease(env)
+            await provider.execute(env, lease, "true")
+            await provider.destroy_lease(env, lease.provider_lease_id, lease.metadata)
+
+        clock.autojump = False
+        try:
+            with contextlib.suppress(Exception):
+                self.bridge.run(lifecycle(), timeout=30)
+        finally:
+            clock.autojump = True
+
+    @property
+    def clock(self) -> VirtualClock:
+        self.fake  # noqa: B018 -- starting the fake creates its clock
+        assert self._clock is not None
+        return self._clock
+
+    @property
+    def bridge(self) -> BackgroundLoop:
+        if self._bridge is None:
+            self._bridge = BackgroundLoop()
+        return self._bridge
+
+    def lease_provider(self, *, live: bool) -> CreateosProvider:
+        """The provider behind ``createos_lease`` (runs on the bridge; one per mode)."""
+        provider = self._lease_providers.get(live)
+        if provider is None:
+            if live:
+                provider = CreateosProvider()
+            else:
+                provider = CreateosProvider(clock=self.clock, pacer=Pacer.disabled(), environ={})
+            self._lease_providers[live] = provider
+        return provider
+
+    def begin(self, settings: MarkerSettings, faults: Sequence[Fault]) -> Run:
+        """Reset the fake for a test and apply its marker settings and faults."""
+        fake = self.fake
+        registry = self._faults
+        assert registry is not None
+        fake.seed = settings.seed
+        fake.reset()
+        registry.clear()
+        registry.reseed(settings.seed)
+        fake.transitions = settings.transitions
+        self._limits.limiter = (
+            None
+            if settings.rate_limit is None
+            else RateLimiter(settings.rate_limit, clock=fake.clock)
+        )
+        for fault in faults:
+            registry.add(fault)
+        return Run(fake=fake, faults=registry, settings=settings, started=fake.clock.now())
+
+    def close(self) -> None:
+        """Shut everything down in dependency order; idempotent."""
+        providers, self._lease_providers = list(self._lease_providers.values()), {}
+        if self._bridge is not None:
+            for provider in providers:
+                self._bridge.run(provider.shutdown(), timeout=10)
+            self._bridge.close()
+        if self._fake is not None:
+            self._fake.close()
+        if self._clock is not None:
+            self._clock.close()
