@@ -99,12 +99,16 @@ def registered_command(run: RunState, command: RegisteredCommand) -> CommandCall
     """Adapts bashkit's ``CommandContext`` to the ``CommandIO`` a registered command expects."""
 
     async def invoke(ctx: bashkit.CommandContext) -> int:
+        cache: list[bytes] = []
+
         async def read_all() -> bytes:
-            chunks: list[bytes] = []
-            with run.clock.idle():
-                async for chunk in ctx.stdin:
-                    chunks.append(bytes(chunk))
-            return b"".join(chunks)
+            if not cache:
+                chunks: list[bytes] = []
+                with run.clock.idle():
+                    async for chunk in ctx.stdin:
+                        chunks.append(bytes(chunk))
+                cache.append(b"".join(chunks))
+            return cache[0]
 
         io = CommandIO(
             argv=[command.name, *ctx.argv],

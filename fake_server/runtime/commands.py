@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from fake_server.runtime.disk import IMAGE_COMMANDS
+
 if TYPE_CHECKING:
     from fake_server.clock import Clock
     from fake_server.runtime.disk import SandboxDisk
@@ -39,6 +41,10 @@ class CommandIO:
     ``write_stdout()``/``write_stderr()``; a plain (sync) callable finds its whole stdin in
     ``stdin_data`` and appends output to ``stdout_buffer``/``stderr_buffer``, which are sent
     when it returns.
+
+    While it runs, the command counts as busy for a ``VirtualClock``: wait with
+    ``clock.sleep()``, and wrap waits on anything outside the fake in ``clock.idle()``, or time
+    will not move meanwhile.
     """
 
     argv: list[str]
@@ -101,8 +107,12 @@ class CommandRegistry:
                 disk.install_command(name)
 
     def unregister(self, name: str) -> None:
-        """Remove ``name`` and its wrappers; unknown names are ignored."""
-        if self._commands.pop(name, None) is None:
+        """Remove ``name`` and its wrappers; unknown names are ignored.
+
+        A name the image itself provides (``sed``, ``tar``…) keeps its wrappers and falls back
+        to the built-in command.
+        """
+        if self._commands.pop(name, None) is None or name in IMAGE_COMMANDS:
             return
         for disk in list(self._disks):
             disk.uninstall_command(name)

@@ -527,6 +527,15 @@ async def test_sync_registered_command_and_unregister(box: Box) -> None:
 
 
 @pytest.mark.asyncio
+async def test_registering_an_image_command_overrides_it_until_unregistered(box: Box) -> None:
+    box.commands.register("sed", lambda cmd: 42)
+    assert (await box.run(["/bin/sed", "-n", "p"])).code == 42
+    box.commands.unregister("sed")
+    restored = await box.run(["/bin/sed", "s/a/b/"], stdin=b"a\n")
+    assert (restored.code, restored.stdout) == (0, "b\n")
+
+
+@pytest.mark.asyncio
 async def test_registered_command_that_raises_reports_on_stderr(box: Box) -> None:
     async def broken(cmd: CommandIO) -> int:
         raise LookupError("no such ref")
