@@ -17,6 +17,7 @@ What httpx sees (and the provider reports as "CreateOS connection failed."):
 
 from __future__ import annotations
 
+import weakref
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
@@ -223,28 +224,33 @@ def _prepared(request: web.Request) -> web.StreamResponse:
 
 
 def install_faults(fake: FakeCreateOS) -> Faults:
-    """Give ``fake`` its ``faults`` registry: middleware, journal entries and control routes.
+    """Wire ``fake.faults`` into ``fake``: middleware, journal entries and control routes.
 
-    ``FakeCreateOS.__init__`` calls this once (``self.faults = install_faults(self)``) before it
-    serves; calling it again returns the installed registry. ``fake.reset()`` should call
-    ``fake.faults.clear()`` and ``fake.faults.reseed(fake.seed)``.
+    Uses the fake's registry when it has one (else creates it). Idempotent per fake; must run
+    before the fake starts serving, since middlewares and routes are read at start.
     """
-    existing = getattr(fake, "faults", None)
-    if isinstance(existing, Faults):
-        return existing
+    faults = getattr(fake, "faults", None)
+    if not isinstance(faults, Faults):
+        faults = Faults(
+            seed=fake.seed,
+            clock=fake.clock,
+            target=WorldTarget(fake.world, lambda: getattr(fake, "_loop", None)),
+        )
+        fake.faults = faults
+    if fake in _INSTALLED:
+        return faults
+    _INSTALLED.add(fake)
     from fake_server.control_faults import fault_routes
 
-    faults = Faults(
-        seed=fake.seed,
-        clock=fake.clock,
-        target=WorldTarget(fake.world, lambda: getattr(fake, "_loop", None)),
-    )
-    faults.listeners.append(journal_listener(fake.journal))
-    fake.middlewares.append(fault_middleware(faults, fake.clock))
+    registry = faults
+    registry.listeners.append(journal_listener(fake.journal))
+    fake.middlewares.append(fault_middleware(registry, fake.clock))
 
     def register(router: web.UrlDispatcher) -> None:
-        router.add_routes(fault_routes(faults))
+        router.add_routes(fault_routes(registry))
 
     fake.control_registrars.append(register)
-    fake.faults = faults  # type: ignore[attr-defined]
     return faults
+
+
+_INSTALLED: weakref.WeakSet[FakeCreateOS] = weakref.WeakSet()
