@@ -6,6 +6,8 @@ from aiohttp import web
 
 from fake_server.http import wire
 from fake_server.http.keys import BACKEND_KEY, WORLD_KEY
+from fake_server.models import BadRequest
+from fake_server.models.account import MAX_LIMIT
 
 __all__ = ["health", "list_rootfs", "list_shapes", "readiness", "whoami"]
 
@@ -23,7 +25,9 @@ async def list_shapes(request: web.Request) -> web.Response:
     shapes = list(request.app[WORLD_KEY].ctx.catalog.shapes.values())
     limit = wire.query_int(request, "limit", 50)
     offset = wire.query_int(request, "offset", 0)
-    page = shapes[offset : offset + max(1, min(limit, 500))]
+    if not 1 <= limit <= MAX_LIMIT:
+        raise BadRequest(f"must be between 1 and {MAX_LIMIT}", field="limit")
+    page = shapes[offset : offset + limit]
     data = {
         "data": [
             {
