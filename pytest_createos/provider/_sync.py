@@ -81,6 +81,8 @@ COMMAND_FAILED = "CreateOS transfer command failed."
 INVALID_EXCLUDE = "Invalid CreateOS transfer exclusion."
 INVALID_COMMAND = "Invalid CreateOS transfer command."
 INVALID_OPERATION = "Invalid CreateOS transfer operation."
+NOT_A_FILE = "CreateOS transfer source is not a readable host file."
+NOT_A_DIRECTORY = "CreateOS transfer source is not a readable host directory."
 
 Direction = Literal["in", "out"]
 
@@ -227,6 +229,7 @@ class _Sync:
         self.signal.raise_if_aborted()
         scratch = f"{SCRATCH_PREFIX}{uuid.uuid4()}"
         if direction == "in":
+            await asyncio.to_thread(_check_source, mapping)  # before anything is created
             temp_parent = None
         else:
             temp_parent = str(PurePath(mapping.target).parent)
@@ -253,8 +256,6 @@ class _Sync:
     async def _in_file(self, mapping: FileMapping, scratch: str, temp: Path) -> tuple[int, int]:
         del temp  # inbound files stream straight from the source
         info = await asyncio.to_thread(os.stat, mapping.source)
-        if not stat.S_ISREG(info.st_mode):
-            raise CreateosError(HOST_PATH)
         sent = await self._upload(Path(mapping.source), scratch)
         mode = mapping.mode if mapping.mode is not None else info.st_mode & 0o777
         await self.remote(
@@ -351,6 +352,18 @@ class _Sync:
         cwd = command.cwd if command.cwd is not None else WORKSPACE_ROOT
         await self.remote(_guard(cwd))
         await self.remote(command.command, cwd=cwd, timeout_ms=command.timeout_ms)
+
+
+def _check_source(mapping: FileMapping) -> None:
+    """The inbound source exists and is what the mapping says (links followed)."""
+    try:
+        mode = os.stat(mapping.source).st_mode
+    except (OSError, ValueError):
+        mode = 0
+    if mapping.kind == "file" and not stat.S_ISREG(mode):
+        raise CreateosError(NOT_A_FILE)
+    if mapping.kind == "directory" and not stat.S_ISDIR(mode):
+        raise CreateosError(NOT_A_DIRECTORY)
 
 
 def _write_all(handle: int, data: bytes) -> None:

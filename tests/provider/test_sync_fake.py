@@ -408,3 +408,25 @@ async def test_several_operations_report_in_order(sandbox: Sandbox, tmp_path: Pa
         SyncOperationResult("second", 2, 3),
         SyncOperationResult("empty", 0, 0),
     ]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("kind", "name", "message"),
+    [
+        ("file", "missing", "CreateOS transfer source is not a readable host file."),
+        ("file", "a-dir", "CreateOS transfer source is not a readable host file."),
+        ("directory", "a-file", "CreateOS transfer source is not a readable host directory."),
+        ("directory", "missing", "CreateOS transfer source is not a readable host directory."),
+    ],
+)
+async def test_inbound_source_must_match_its_kind(
+    sandbox: Sandbox, tmp_path: Path, kind: str, name: str, message: str
+) -> None:
+    (tmp_path / "a-dir").mkdir()
+    (tmp_path / "a-file").write_text("x")
+    before = len(sandbox.fake.journal.requests())
+    with pytest.raises(CreateosError) as info:
+        await sandbox.sync_in(op(FileMapping(kind, str(tmp_path / name), f"{W}/t")))
+    assert str(info.value) == message
+    assert len(sandbox.fake.journal.requests()) == before
