@@ -28,6 +28,7 @@ import shutil
 import stat
 import tempfile
 import uuid
+from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Literal
 
@@ -189,22 +190,15 @@ def _mode(mode: int) -> str:
 # -- the run -------------------------------------------------------------------------------------
 
 
+@dataclass(slots=True)
 class _Sync:
     """One ``sync_files`` call: the client, the signal and the remote command runner."""
 
-    def __init__(
-        self,
-        client: CreateosClient,
-        sandbox_id: str,
-        signal: AbortSignal,
-        clock: Clock,
-        execute: ExecuteFn,
-    ) -> None:
-        self.client = client
-        self.sandbox_id = sandbox_id
-        self.signal = signal
-        self.clock = clock
-        self._execute = execute
+    client: CreateosClient
+    sandbox_id: str
+    signal: AbortSignal
+    clock: Clock
+    execute: ExecuteFn
 
     async def remote(
         self, script: str, *, cwd: str = WORKSPACE_ROOT, timeout_ms: int | None = None
@@ -212,13 +206,13 @@ class _Sync:
         """Run ``/bin/bash -c script``; a timeout or non-zero exit fails the transfer."""
         params = ExecuteParams(command="/bin/bash", args=("-c", script), cwd=cwd)
         if timeout_ms is None:
-            result = await self._execute(
+            result = await self.execute(
                 self.client, self.sandbox_id, params, self.signal, None, clock=self.clock
             )
         else:
             async with deadline_signal(self.clock, timeout_ms / 1000) as deadline:
                 async with any_signal(self.signal, deadline) as combined:
-                    result = await self._execute(
+                    result = await self.execute(
                         self.client, self.sandbox_id, params, combined, None, clock=self.clock
                     )
         if result.timed_out or result.exit_code != 0:
