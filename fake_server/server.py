@@ -11,6 +11,7 @@ from aiohttp import web
 from fake_server.clock import VirtualClock
 from fake_server.faults import Faults
 from fake_server.faults.world import WorldTarget
+from fake_server.http.fault_middleware import install_faults
 from fake_server.models import (
     Catalog,
     Context,
@@ -94,6 +95,7 @@ class FakeCreateOS:
         self.faults = Faults(
             seed=seed, clock=self.clock, target=WorldTarget(self.world, lambda: self._loop)
         )
+        install_faults(self)  # middleware, journal listener and /_fake/faults routes
         self._runner: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
