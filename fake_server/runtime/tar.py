@@ -12,62 +12,26 @@ import gzip
 import io
 import posixpath
 import tarfile
-import time
-from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from fake_server.runtime import vfs
-from fake_server.runtime.tararg import TarOptions, TarUsageError, parse_tar_args
+from fake_server.runtime.tararg import (
+    FAILED,
+    FATAL,
+    TRY,
+    TarRun,
+    TarUsageError,
+    is_excluded,
+    parse_tar_args,
+)
+from fake_server.runtime.tarread import read_archive
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     import bashkit
 
-__all__ = ["is_excluded", "tar_command"]
-
-_TRY = "Try 'tar --help' or 'tar --usage' for more information.\n"
-_FATAL = "tar: Error is not recoverable: exiting now\n"
-_FAILED = "tar: Exiting with failure status due to previous errors\n"
-_REASONS = {
-    errno.ENOENT: "No such file or directory",
-    errno.ENOTDIR: "Not a directory",
-    errno.EISDIR: "Is a directory",
-    errno.ELOOP: "Too many levels of symbolic links",
-    errno.EEXIST: "File exists",
-}
-
-
-def is_excluded(name: str, patterns: list[str]) -> bool:
-    """GNU ``--exclude``: an unanchored glob (``*`` crosses ``/``) on the member name."""
-    if not patterns:
-        return False
-    clean = name.rstrip("/")
-    while clean.startswith("./"):
-        clean = clean[2:]
-    parts = [p for p in clean.split("/") if p]
-    candidates = {name.rstrip("/")} | {"/".join(parts[i:]) for i in range(len(parts))}
-    candidates.discard("")
-    for pattern in patterns:
-        wanted = pattern.rstrip("/") or pattern
-        if any(fnmatchcase(c, wanted) for c in candidates):
-            return True
-    return False
-
-
-@dataclass
-class _Run:
-    ctx: bashkit.CommandContext
-    opts: TarOptions
-    fs: bashkit.FileSystem
-    errors: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    listing: list[str] = field(default_factory=list)
-
-    def fail(self, name: str, what: str, exc: OSError | None = None, reason: str = "") -> None:
-        why = reason or _REASONS.get((exc.errno if exc else 0) or 0, "Input/output error")
-        self.errors.append(f"tar: {name}: {what}: {why}\n")
+__all__ = ["tar_command"]
 
 
 def tar_command(fs: bashkit.FileSystem) -> Callable[[bashkit.CommandContext], Awaitable[int]]:
@@ -81,13 +45,13 @@ def tar_command(fs: bashkit.FileSystem) -> Callable[[bashkit.CommandContext], Aw
         try:
             opts = parse_tar_args(list(ctx.argv))
         except TarUsageError as exc:
-            await ctx.stderr.write(f"tar: {exc}\n{_TRY}".encode())
+            await ctx.stderr.write(f"tar: {exc}\n{TRY}".encode())
             return 2
-        run = _Run(ctx, opts, fs)
+        run = TarRun(ctx, opts, fs)
         try:
-            status = await (_create(run) if opts.mode == "create" else _read(run))
-        except (OSError, RuntimeError, ValueError, RecursionError, tarfile.TarError):
-            run.errors.append("tar: Unexpected error\n" + _FATAL)
+            status = await (_create(run) if opts.mode == "create" else read_archive(run))
+        except Exception:  # a damaged archive or a bug must not take the fake down
+            run.errors.append("tar: Unexpected error\n" + FATAL)
             status = 2
         if run.warnings or run.errors:
             await ctx.stderr.write("".join(run.warnings + run.errors).encode())
@@ -99,11 +63,11 @@ def tar_command(fs: bashkit.FileSystem) -> Callable[[bashkit.CommandContext], Aw
 # -- create -----------------------------------------------------------------------------------
 
 
-async def _create(run: _Run) -> int:
+async def _create(run: TarRun) -> int:
     opts, ctx = run.opts, run.ctx
     if not opts.operands:
         await ctx.stderr.write(
-            b"tar: Cowardly refusing to create an empty archive\n" + _TRY.encode()
+            b"tar: Cowardly refusing to create an empty archive\n" + TRY.encode()
         )
         return 2
     to_stdout = opts.archive == "-"
@@ -139,10 +103,10 @@ async def _create(run: _Run) -> int:
         except (OSError, RuntimeError) as exc:
             error = exc if isinstance(exc, OSError) else vfs.os_error(exc)
             run.fail(opts.archive, "Cannot open", error)
-            run.errors.append(_FATAL)
+            run.errors.append(FATAL)
             return 2
     if run.errors:
-        run.errors.append(_FAILED)
+        run.errors.append(FAILED)
         return 2
     return 0
 
@@ -153,7 +117,7 @@ def _member_name(name: str) -> str:
     return "/".join(kept) or "."
 
 
-def _try_resolve(run: _Run, path: str) -> str | None:
+def _try_resolve(run: TarRun, path: str) -> str | None:
     try:
         return vfs.resolve(run.fs, path, cwd=run.ctx.cwd, missing="last")
     except OSError:
@@ -161,7 +125,7 @@ def _try_resolve(run: _Run, path: str) -> str | None:
 
 
 def _add(
-    run: _Run,
+    run: TarRun,
     archive: tarfile.TarFile,
     name: str,
     source: str,
@@ -223,177 +187,3 @@ def _add(
         _add(
             run, archive, prefix + child, posixpath.join(real, child), archive_real, ancestors=inner
         )
-
-
-# -- extract and list -------------------------------------------------------------------------
-
-
-async def _read(run: _Run) -> int:
-    opts, ctx = run.opts, run.ctx
-    if opts.archive == "-":
-        data = b"".join([bytes(chunk) async for chunk in ctx.stdin])
-    else:
-        try:
-            real = vfs.resolve(run.fs, opts.archive, cwd=ctx.cwd, missing="none")
-            data = bytes(run.fs.read_file(real))
-        except (OSError, RuntimeError) as exc:
-            error = exc if isinstance(exc, OSError) else vfs.os_error(exc)
-            run.fail(opts.archive, "Cannot open", error)
-            run.errors.append(_FATAL)
-            return 2
-    try:
-        archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")  # noqa: SIM115 - in memory
-        members = archive.getmembers()
-    except (tarfile.TarError, EOFError, OSError, ValueError):
-        run.errors.append("tar: This does not look like a tar archive\n" + _FATAL)
-        return 2
-    wanted = [posixpath.normpath(op).lstrip("/") for _, op in opts.operands]
-    found: set[str] = set()
-    selected: list[tuple[tarfile.TarInfo, str]] = []
-    warned = False
-    for member in members:
-        name = member.name
-        if name.startswith("/"):
-            if not warned and opts.mode == "extract":
-                run.warnings.append("tar: Removing leading `/' from member names\n")
-                warned = True
-            name = name.lstrip("/")
-        if is_excluded(name, opts.excludes):
-            continue
-        if wanted:
-            clean = posixpath.normpath(name) if name else "."
-            hit = next((w for w in wanted if clean == w or clean.startswith(w + "/")), None)
-            if hit is None:
-                continue
-            found.add(hit)
-        selected.append((member, name))
-    for want in wanted:
-        if want not in found:
-            run.errors.append(f"tar: {want}: Not found in archive\n")
-    if opts.mode == "list":
-        lines = [_list_line(m, n, verbose=opts.verbose) for m, n in selected]
-        await ctx.stdout.write("".join(lines).encode())
-    else:
-        destination = opts.directory or "."
-        try:
-            root = vfs.resolve(run.fs, destination, cwd=ctx.cwd, missing="none")
-            if (entry := vfs.lstat(run.fs, root)) is None or entry.kind != "directory":
-                raise NotADirectoryError(errno.ENOTDIR, "")
-        except OSError as exc:
-            run.fail(destination, "Cannot open", exc)
-            run.errors.append(_FATAL)
-            return 2
-        _extract_all(run, archive, selected, root)
-        if opts.verbose:
-            await ctx.stdout.write("".join(n + "\n" for _, n in selected).encode())
-    if run.errors:
-        run.errors.append(_FAILED)
-        return 2
-    return 0
-
-
-def _list_line(member: tarfile.TarInfo, name: str, *, verbose: bool) -> str:
-    shown = name + ("/" if member.isdir() and not name.endswith("/") else "")
-    if not verbose:
-        return shown + "\n"
-    kind = "d" if member.isdir() else "l" if member.issym() else "h" if member.islnk() else "-"
-    perms = "".join(ch if member.mode & (1 << (8 - i)) else "-" for i, ch in enumerate("rwxrwxrwx"))
-    stamp = time.strftime("%Y-%m-%d %H:%M", time.gmtime(member.mtime))
-    owner = f"{member.uname or member.uid}/{member.gname or member.gid}"
-    line = f"{kind}{perms} {owner} {member.size:>8} {stamp} {shown}"
-    if member.issym():
-        line += f" -> {member.linkname}"
-    elif member.islnk():
-        line += f" link to {member.linkname}"
-    return line + "\n"
-
-
-def _extract_all(
-    run: _Run, archive: tarfile.TarFile, selected: list[tuple[tarfile.TarInfo, str]], root: str
-) -> None:
-    directory_modes: list[tuple[str, int]] = []
-    for member, name in selected:
-        parts = [p for p in name.split("/") if p and p != "."]
-        if ".." in parts:
-            run.errors.append(f"tar: {member.name}: Member name contains '..'\n")
-            continue
-        parts = parts[run.opts.strip :] if run.opts.strip else parts
-        if run.opts.strip and not parts:
-            continue
-        try:
-            _extract_one(run, archive, member, parts, root, directory_modes)
-        except OSError as exc:
-            run.fail(name, "Cannot open", exc)
-        except RuntimeError as exc:
-            run.fail(name, "Cannot open", vfs.os_error(exc))
-    # Directory modes last and deepest first, so a read-only directory can still be filled.
-    for path, mode in sorted(directory_modes, key=lambda item: -item[0].count("/")):
-        try:
-            run.fs.chmod(path, mode)
-        except RuntimeError:
-            continue
-
-
-def _extract_one(
-    run: _Run,
-    archive: tarfile.TarFile,
-    member: tarfile.TarInfo,
-    parts: list[str],
-    root: str,
-    directory_modes: list[tuple[str, int]],
-) -> None:
-    fs = run.fs
-    if not parts:  # "./": the destination itself
-        if member.isdir():
-            directory_modes.append((root, member.mode & 0o7777))
-        return
-    parent = vfs.mkdirs(fs, posixpath.join(root, *parts[:-1])) if len(parts) > 1 else root
-    target = posixpath.join(parent, parts[-1])
-    existing = vfs.lstat(fs, target)
-    if member.isdir():
-        if existing is not None and existing.kind == "directory":
-            pass
-        elif existing is not None and existing.kind == "symlink":
-            resolved = vfs.resolve(fs, target, missing="all")
-            found = vfs.lstat(fs, resolved)
-            if found is None or found.kind != "directory":
-                fs.remove(target)
-                fs.mkdir(target)
-            else:
-                target = resolved
-        else:
-            if existing is not None:
-                fs.remove(target)
-            fs.mkdir(target)
-        directory_modes.append((target, member.mode & 0o7777))
-        return
-    if existing is not None and run.opts.keep:
-        run.errors.append(f"tar: {member.name}: Cannot open: File exists\n")
-        return
-    if existing is not None and existing.kind == "directory":
-        raise IsADirectoryError(errno.EISDIR, "")
-    if member.issym():
-        if existing is not None:
-            fs.remove(target)
-        fs.symlink(member.linkname, target)
-        return
-    if member.islnk():
-        link_parts = [p for p in member.linkname.split("/") if p and p != "."]
-        link_parts = link_parts[run.opts.strip :] if run.opts.strip else link_parts
-        source = vfs.resolve(fs, posixpath.join(root, *link_parts), missing="none")
-        payload = bytes(fs.read_file(source))
-        mode = vfs.lstat(fs, source)
-        if existing is not None:
-            fs.remove(target)
-        fs.write_file(target, payload)
-        fs.chmod(target, mode.mode if mode else 0o644)
-        return
-    if not member.isfile():
-        run.errors.append(f"tar: {member.name}: Cannot mknod: Operation not permitted\n")
-        return
-    extracted = archive.extractfile(member)
-    payload = extracted.read() if extracted is not None else b""
-    if existing is not None:
-        fs.remove(target)
-    fs.write_file(target, payload)
-    fs.chmod(target, member.mode & 0o7777)

@@ -1,10 +1,25 @@
-"""GNU ``tar`` command-line parsing (the subset the provider, SDKs and everyday scripts use)."""
+"""GNU ``tar``: command-line parsing (the subset scripts use), exclusion, shared run state."""
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
-__all__ = ["TarOptions", "TarUsageError", "parse_tar_args"]
+if TYPE_CHECKING:
+    import bashkit
+
+__all__ = [
+    "FAILED",
+    "FATAL",
+    "TRY",
+    "TarOptions",
+    "TarRun",
+    "TarUsageError",
+    "is_excluded",
+    "parse_tar_args",
+]
 
 _ONE_OF = "You must specify {} the '-Acdtrux', '--delete' or '--test-label' options"
 _MORE_THAN_ONE = (
@@ -185,3 +200,48 @@ def _long(opts: TarOptions, arg: str, queue: list[str]) -> None:
         _value(opts, name, value)
     else:
         raise TarUsageError(f"unrecognized option '{arg}'")
+
+
+TRY = "Try 'tar --help' or 'tar --usage' for more information.\n"
+FATAL = "tar: Error is not recoverable: exiting now\n"
+FAILED = "tar: Exiting with failure status due to previous errors\n"
+REASONS = {
+    errno.ENOENT: "No such file or directory",
+    errno.ENOTDIR: "Not a directory",
+    errno.EISDIR: "Is a directory",
+    errno.ELOOP: "Too many levels of symbolic links",
+    errno.EEXIST: "File exists",
+}
+
+
+def is_excluded(name: str, patterns: list[str]) -> bool:
+    """GNU ``--exclude``: an unanchored glob (``*`` crosses ``/``) on the member name."""
+    if not patterns:
+        return False
+    clean = name.rstrip("/")
+    while clean.startswith("./"):
+        clean = clean[2:]
+    parts = [p for p in clean.split("/") if p]
+    candidates = {name.rstrip("/")} | {"/".join(parts[i:]) for i in range(len(parts))}
+    candidates.discard("")
+    for pattern in patterns:
+        wanted = pattern.rstrip("/") or pattern
+        if any(fnmatchcase(c, wanted) for c in candidates):
+            return True
+    return False
+
+
+@dataclass
+class TarRun:
+    """One tar invocation: its context, options, the disk, and messages for stderr."""
+
+    ctx: bashkit.CommandContext
+    opts: TarOptions
+    fs: bashkit.FileSystem
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    listing: list[str] = field(default_factory=list)
+
+    def fail(self, name: str, what: str, exc: OSError | None = None, reason: str = "") -> None:
+        why = reason or REASONS.get((exc.errno if exc else 0) or 0, "Input/output error")
+        self.errors.append(f"tar: {name}: {what}: {why}\n")
