@@ -1,14 +1,23 @@
-"""An in-process fake of the CreateOS sandbox API, served by aiohttp, on an injectable clock."""
+"""An in-process fake of the CreateOS sandbox API, served by aiohttp, on an injectable clock.
+
+Start here: ``FakeCreateOS`` (the server), ``TransitionPolicy`` (when lifecycle transitions
+complete), ``VirtualClock`` (time that jumps while everything waits), ``Fault`` (fault
+injection rules for ``fake.faults.add``). The reference is ``docs/fake-server.md``.
+"""
 
 from __future__ import annotations
 
 from fake_server.clock import Clock, RealClock, VirtualClock
-from fake_server.models import Journal, Step, TransitionPolicy
+from fake_server.faults import Fault, Faults
+from fake_server.models import Event, Journal, Step, TransitionPolicy
 from fake_server.server import FakeCreateOS
 
 __all__ = [
     "Clock",
+    "Event",
     "FakeCreateOS",
+    "Fault",
+    "Faults",
     "Journal",
     "RealClock",
     "Step",

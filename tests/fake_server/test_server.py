@@ -191,3 +191,12 @@ async def test_control_registrars_add_routes() -> None:
         async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
             assert (await c.get("/_fake/ping")).json()["data"] == {"pong": True}
     assert fake.journal.operations() == ["fake_ping"]
+
+
+def test_public_names_are_sorted_and_importable() -> None:
+    import fake_server
+
+    assert fake_server.__all__ == sorted(fake_server.__all__)
+    for name in fake_server.__all__:
+        assert getattr(fake_server, name) is not None
+    assert FakeCreateOS.__test__ is False  # type: ignore[attr-defined]
