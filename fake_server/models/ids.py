@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from faker import Generator
 from faker.providers.lorem.en_US import Provider as _Lorem
 
 if TYPE_CHECKING:
@@ -29,6 +30,11 @@ class IdGenerator:
         self.seed = seed
         self._rng = random.Random(seed)
         self._pid = 100
+        # faker's own generator, seeded separately: realistic addresses without the cost of
+        # a full ``Faker()`` (150 ms) per fake.
+        self._faker = Generator()
+        self._faker.seed_instance(seed)
+        self._internet: Any = None
 
     def ulid(self) -> str:
         """26 Crockford base32 chars: 48 bits of fake-clock milliseconds, 80 seeded random bits."""
@@ -62,8 +68,13 @@ class IdGenerator:
         return f"{first}-{second}-{self._rng.getrandbits(16):04x}"
 
     def private_ip(self) -> str:
-        rng = self._rng
-        return f"10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(2, 254)}"
+        """A private 10.0.0.0/8 address from faker (its internet provider loads lazily)."""
+        if self._internet is None:
+            from faker.providers.internet import Provider as Internet
+
+            self._internet = Internet(self._faker)
+        address: str = self._internet.ipv4_private(address_class="a")
+        return address
 
     def spawn_ms(self) -> float:
         return round(self._rng.uniform(30.0, 100.0), 1)
