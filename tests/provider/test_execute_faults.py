@@ -170,3 +170,16 @@ async def test_truncated_download_keeps_the_old_target(sandbox: Sandbox, tmp_pat
 
 def _names(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir())
+
+
+@pytest.mark.asyncio
+async def test_euro_split_across_frames_and_a_reconnect(sandbox: Sandbox) -> None:
+    sandbox.fake.faults.add(Fault("connect_process", CutStream(after_frames=1)))
+    logged: list[tuple[str, str]] = []
+    result = await sandbox.run(
+        ["-c", r"printf '\xe2'; sleep 1; printf '\x82\xac'"],
+        log=lambda stream, text: logged.append((stream, text)),
+    )
+    assert result.stdout == "€"
+    assert logged == [("stdout", "€")]
+    assert sandbox.count("connect_process") == 2
