@@ -1,5 +1,48 @@
-"""pytest-createos: fixtures and markers for testing CreateOS sandbox code against a fake."""
+"""pytest-createos: fixtures and markers for testing CreateOS sandbox code against a fake.
+
+The names here are the types tests annotate fixtures with. The fake's types are loaded on
+first access, so importing the provider never imports ``fake_server``.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import TYPE_CHECKING, Any
+
+from pytest_createos._bridge import RunSync
+from pytest_createos._report import CreateosWarning
+from pytest_createos.provider import CreateosProvider, Environment, ExecuteResult, Lease
+
+if TYPE_CHECKING:
+    from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+    from fake_server.faults import Fault
+
+__all__ = [
+    "CreateosProvider",
+    "CreateosWarning",
+    "Environment",
+    "ExecuteResult",
+    "FakeCreateOS",
+    "Fault",
+    "Lease",
+    "RunSync",
+    "TransitionPolicy",
+    "VirtualClock",
+]
+
+_FROM_FAKE = {
+    "FakeCreateOS": "fake_server",
+    "TransitionPolicy": "fake_server",
+    "VirtualClock": "fake_server",
+    "Fault": "fake_server.faults",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _FROM_FAKE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_createos' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

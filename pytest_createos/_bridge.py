@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import inspect
 import threading
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -71,6 +72,8 @@ class BackgroundLoop:
     def run(self, awaitable: Awaitable[_T], /, *, timeout: float | None = None) -> _T:
         """Run ``awaitable`` here and block the calling thread until it is done."""
         if threading.current_thread() is self._thread:
+            if inspect.iscoroutine(awaitable):
+                awaitable.close()  # it will never run; do not warn that it was never awaited
             raise RuntimeError(
                 "createos_run cannot be used inside a coroutine it runs; await it instead"
             )

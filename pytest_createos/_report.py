@@ -9,12 +9,18 @@ if TYPE_CHECKING:
     from pytest_createos._options import Options
     from pytest_createos._session import Run
 
-__all__ = ["JOURNAL_LIMIT", "LEAKING", "header_line", "journal_text", "problems"]
+import pytest
+
+__all__ = ["JOURNAL_LIMIT", "LEAKING", "CreateosWarning", "header_line", "journal_text", "problems"]
 
 #: Statuses of a sandbox that still exists and costs money.
 LEAKING = frozenset({"creating", "running", "pausing", "paused", "resuming", "error"})
 #: Events shown for a failing test; older ones are summarised in one line.
 JOURNAL_LIMIT = 60
+
+
+class CreateosWarning(pytest.PytestWarning):
+    """A teardown check set to ``warn`` (leaked sandboxes, unfired faults)."""
 
 
 def header_line(options: Options) -> str:

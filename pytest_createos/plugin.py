@@ -17,7 +17,7 @@ from pytest_createos._live import live_target
 from pytest_createos._markers import MARKER_HELP, MarkerError, faults_for, marker_errors
 from pytest_createos._markers import settings_for as _settings_for
 from pytest_createos._options import add_options, read_options
-from pytest_createos._report import header_line, journal_text, problems
+from pytest_createos._report import CreateosWarning, header_line, journal_text, problems
 from pytest_createos._session import Run, Session
 from pytest_createos.provider import CreateosError, Environment, Lease, Pacer
 
@@ -35,10 +35,6 @@ ENVIRONMENT_ID = "pytest-createos-env"
 
 _OPTIONS_KEY = pytest.StashKey["Options"]()
 _RUN_KEY = pytest.StashKey[Run]()
-
-
-class CreateosWarning(pytest.PytestWarning):
-    """A teardown check set to ``warn`` (leaked sandboxes, unfired faults)."""
 
 
 # -- hooks ------------------------------------------------------------------------------------

@@ -1,0 +1,35 @@
+"""Helpers for plugin tests: inner pytest runs with their own ini (the outer one is strict)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+INI = """\
+[pytest]
+asyncio_mode = {mode}
+asyncio_default_fixture_loop_scope = function
+filterwarnings =
+    error
+{extra}
+"""
+
+MakeIni = Callable[..., None]
+
+
+@pytest.fixture(name="make_ini")
+def _make_ini(pytester: pytest.Pytester) -> MakeIni:
+    """Write the inner run's ini: pytest-asyncio ``mode``, warnings as errors, ``extra`` lines."""
+
+    def make(*, mode: str = "strict", extra: str = "") -> None:
+        pytester.makeini(INI.format(mode=mode, extra=extra))
+
+    return make
+
+
+@pytest.fixture(name="inner")
+def _inner(pytester: pytest.Pytester, make_ini: MakeIni) -> pytest.Pytester:
+    """A pytester with the default inner ini (strict asyncio, warnings are errors)."""
+    make_ini()
+    return pytester
