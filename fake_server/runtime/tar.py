@@ -83,6 +83,10 @@ async def _create(run: TarRun) -> int:
                     stripped = True
                 name = name.lstrip("/") or "."
             base = vfs.abspath(directory, ctx.cwd) if directory else ctx.cwd
+            if not _is_directory(run, base):
+                run.fail(directory, "Cannot open", FileNotFoundError(errno.ENOENT, ""))
+                run.errors.append(FATAL)
+                return 2
             source = vfs.abspath(operand, base)
             _add(run, archive, _member_name(name), source, archive_real, top=True)
     data = buffer.getvalue()
@@ -109,6 +113,14 @@ async def _create(run: TarRun) -> int:
         run.errors.append(FAILED)
         return 2
     return 0
+
+
+def _is_directory(run: TarRun, path: str) -> bool:
+    try:
+        entry = vfs.lstat(run.fs, vfs.resolve(run.fs, path, missing="none"))
+    except OSError:
+        return False
+    return entry is not None and entry.kind == "directory"
 
 
 def _member_name(name: str) -> str:

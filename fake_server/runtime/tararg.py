@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import posixpath
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
@@ -157,7 +158,8 @@ def _value(opts: TarOptions, option: str, value: str) -> None:
     if option in ("f", "--file"):
         opts.archive = value
     elif option in ("C", "--directory"):
-        opts.directory = value
+        # Each -C is a chdir, so a relative one is relative to the previous -C.
+        opts.directory = posixpath.join(opts.directory, value) if opts.directory else value
     elif option == "--exclude":
         opts.excludes.append(value)
     elif option == "--strip-components":

@@ -264,6 +264,13 @@ async def test_tar_errors_are_gnu_shaped(box: Box) -> None:
     assert garbage.stderr == (
         "tar: This does not look like a tar archive\ntar: Error is not recoverable: exiting now\n"
     )
+    no_dir = await box.sh("tar -cf /tmp/b.tar -C /nope .")
+    assert no_dir.code == 2
+    assert no_dir.stderr == (
+        "tar: /nope: Cannot open: No such file or directory\n"
+        "tar: Error is not recoverable: exiting now\n"
+    )
+    assert not box.disk.exists("/tmp/b.tar")
     usage = await box.sh("tar -q")
     assert usage.code == 2
     assert usage.stderr.startswith("tar: invalid option -- 'q'\n")
