@@ -123,13 +123,14 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
     response: web.StreamResponse
     with clock.busy():
         try:
-            if match.http_exception is not None:
-                raise _unmatched(request)
+            # Unmatched routes run the chain too (their handler raises the router's 404/405),
+            # so fault injection sees ``not_implemented`` requests like any other.
             response = await handler(request)
         except ApiError as error:
             response = error_response(error)
         except web.HTTPException as exc:
-            response = error_response(_from_http(exc))
+            unmatched = match.http_exception is not None and exc is match.http_exception
+            response = error_response(_unmatched(request) if unmatched else _from_http(exc))
         except (asyncio.CancelledError, ConnectionResetError):
             raise
         except Exception:

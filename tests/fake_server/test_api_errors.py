@@ -150,3 +150,15 @@ async def test_oversized_upload_is_413_before_the_body_is_read(
     await writer.wait_closed()
     assert status_line.startswith(b"HTTP/1.1 413")
     assert rest.endswith(b'{"status": "fail", "data": {"body": "upload is too large"}}')
+
+
+async def test_unknown_routes_pass_through_fault_middlewares(
+    fake: FakeCreateOS, client: httpx.AsyncClient
+) -> None:
+    from fake_server import Fault
+    from fake_server.faults import HttpError
+
+    fake.faults.add(Fault("not_implemented", HttpError(503)))
+    first = await client.get("/v1/templates")
+    second = await client.get("/v1/templates")
+    assert (first.status_code, second.status_code) == (503, 501)
