@@ -34,7 +34,7 @@ from urllib.parse import quote
 
 import httpx
 
-from pytest_createos.provider._clock import idle, notify
+from pytest_createos.provider._clock import notify, reading
 from pytest_createos.provider._errors import CreateosApiError, CreateosError
 from pytest_createos.provider._signal import deadline_signal
 
@@ -198,7 +198,7 @@ class CreateosClient:
                     raise CreateosApiError(status, operation_label(path))
                 yield response, signal
             finally:
-                with idle(self._clock), contextlib.suppress(Exception):
+                with contextlib.suppress(Exception):
                     await response.aclose()
         finally:
             if own is not None:
@@ -207,7 +207,7 @@ class CreateosClient:
     async def _send(self, request: httpx.Request, signal: AbortSignal) -> httpx.Response:
         notify(self._clock, "request_sent")
         try:
-            with idle(self._clock), signal.scope():
+            with reading(self._clock), signal.scope():
                 return await self._http.send(request, stream=True)
         except Exception as exc:
             if signal.aborted and exc is signal.reason:
@@ -217,8 +217,10 @@ class CreateosClient:
             notify(self._clock, "response_received")
 
     async def _read_all(self, response: httpx.Response, signal: AbortSignal) -> bytes:
+        # A JSON body follows its headers at once; staying busy here (unlike a stream read)
+        # keeps a virtual clock from jumping to a deadline while the bytes are being read.
         try:
-            with idle(self._clock), signal.scope():
+            with signal.scope():
                 return await response.aread()
         except Exception as exc:
             if signal.aborted and exc is signal.reason:
@@ -229,7 +231,7 @@ class CreateosClient:
         iterator = response.aiter_bytes()
         while True:
             try:
-                with idle(self._clock), signal.scope():
+                with reading(self._clock), signal.scope():
                     chunk = await anext(iterator)
             except StopAsyncIteration:
                 return

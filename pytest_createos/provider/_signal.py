@@ -198,10 +198,12 @@ class DeadlineSignal(_ClosableSignal):
         if seconds <= 0:
             self._abort(OperationTimeout())
         else:
-            self._task = asyncio.get_running_loop().create_task(self._expire(clock, seconds))
+            # The deadline is fixed now, not when the timer task first runs.
+            at = clock.now() + seconds
+            self._task = asyncio.get_running_loop().create_task(self._expire(clock, at))
 
-    async def _expire(self, clock: Clock, seconds: float) -> None:
-        await clock.sleep(seconds)
+    async def _expire(self, clock: Clock, at: float) -> None:
+        await clock.sleep(at - clock.now())
         self._task = None
         self._abort(OperationTimeout())
 

@@ -47,14 +47,16 @@ class ScriptedApi:
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         self.clock.request_arrived()
-        body = await request.read()
-        self.calls.append(Call(request.method, request.raw_path, dict(request.headers), body))
-        if self.handler is None:
-            raise AssertionError("no handler scripted for this test")
-        try:
-            return await self.handler(request)
-        finally:
-            self.clock.response_sent()
+        # Busy while handling, like the fake: a virtual clock must not jump meanwhile.
+        with self.clock.busy():
+            body = await request.read()
+            self.calls.append(Call(request.method, request.raw_path, dict(request.headers), body))
+            if self.handler is None:
+                raise AssertionError("no handler scripted for this test")
+            try:
+                return await self.handler(request)
+            finally:
+                self.clock.response_sent()
 
     def requests(self) -> list[str]:
         """``"METHOD /path?query"`` for every call, in order."""

@@ -469,14 +469,16 @@ async def test_new_provider_and_first_request_are_cheap(scripted: ScriptedApi) -
         "apiUrl": scripted.url,
     }
     costs = []
-    for _ in range(5):
-        started = time.perf_counter()
+    for _ in range(8):
+        # CPU time of this process (client and in-loop server): wall time on a shared,
+        # loaded machine measures the neighbours, not us.
+        started = time.process_time()
         provider = CreateosProvider(clock=scripted.clock, pacer=Pacer.disabled())
         await provider.destroy_lease(env, "sb-1", metadata)
-        costs.append(time.perf_counter() - started)
+        costs.append(time.process_time() - started)
         await provider.shutdown()
     assert min(costs[1:]) < 0.005
-    assert scripted.requests() == ["DELETE /v1/sandboxes/sb-1"] * 5
+    assert scripted.requests() == ["DELETE /v1/sandboxes/sb-1"] * 8
 
 
 # -- abort signals (the client's cancellation primitive) ----------------------------------------
@@ -486,8 +488,8 @@ async def test_new_provider_and_first_request_are_cheap(scripted: ScriptedApi) -
 async def test_deadline_close_stops_its_timer(scripted: ScriptedApi) -> None:
     """A closed deadline never fires and leaves no sleeper on the clock."""
     clock = scripted.clock
-    with deadline_signal(clock, 5) as signal:
-        await asyncio.sleep(0)  # let the timer task start sleeping
+    with clock.busy(), deadline_signal(clock, 5) as signal:
+        await asyncio.sleep(0)  # let the timer task start sleeping (busy: no jump meanwhile)
         assert clock.next_deadline() == pytest.approx(5)
     await asyncio.sleep(0)
     assert clock.next_deadline() is None
@@ -548,7 +550,9 @@ async def test_abort_interrupts_sleep_with_its_reason(scripted: ScriptedApi) -> 
         await scripted.clock.sleep(1)
         controller.abort()
 
-    aborter = asyncio.ensure_future(abort_at_one())
+    with scripted.clock.busy():
+        aborter = asyncio.ensure_future(abort_at_one())
+        await asyncio.sleep(0)  # the aborter sleeps on the clock before anyone can jump
     with pytest.raises(OperationCancelled):
         await controller.signal.sleep(scripted.clock, 100)
     await aborter

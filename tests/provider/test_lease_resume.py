@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from fake_server import TransitionPolicy
 from pytest_createos.provider import CreateosApiError, CreateosCleanupError, CreateosError, Lease
 from tests.provider.conftest import make_env, operations
 
@@ -200,6 +201,7 @@ async def test_states_that_cannot_resume_raise(
     """``destroying`` or ``forking`` is not expiry evidence; it raises instead."""
     lease = await provider.acquire_lease(env, run_id="r1")
     assert lease.provider_lease_id is not None
+    fake.transitions = TransitionPolicy.after(3600.0)  # ``destroying`` stays visible
     fake.sandbox(lease.provider_lease_id).force_status(status)
     with pytest.raises(CreateosError) as caught:
         await provider.resume_lease(env, lease.provider_lease_id, lease.metadata)

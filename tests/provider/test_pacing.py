@@ -90,12 +90,15 @@ async def test_caller_aborted_while_queued_rejects_at_once_and_keeps_spacing(
             await take_turn(pacer, clock, "b", log, signal=controller.signal)
         return clock.now()
 
-    first = asyncio.ensure_future(take_turn(pacer, clock, "a", log))
-    await asyncio.sleep(0)
-    second = asyncio.ensure_future(cancelled_turn())
-    await asyncio.sleep(0)
-    third = asyncio.ensure_future(take_turn(pacer, clock, "c", log))
-    aborted_at, rejected_at, *_ = await asyncio.gather(abort_later(), second, first, third)
+    with clock.busy():  # every caller queues before the clock may move
+        first = asyncio.ensure_future(take_turn(pacer, clock, "a", log))
+        await asyncio.sleep(0)
+        second = asyncio.ensure_future(cancelled_turn())
+        await asyncio.sleep(0)
+        third = asyncio.ensure_future(take_turn(pacer, clock, "c", log))
+        aborter = asyncio.ensure_future(abort_later())
+        await asyncio.sleep(0)
+    aborted_at, rejected_at, *_ = await asyncio.gather(aborter, second, first, third)
     assert rejected_at == pytest.approx(aborted_at) == pytest.approx(0.1)
     assert log == [("a", 0.0), ("c", pytest.approx(0.6))]
 

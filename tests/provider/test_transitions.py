@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pytest
 import pytest_asyncio
@@ -17,6 +17,7 @@ from tests.provider.conftest import success
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    from fake_server.clock import VirtualClock
     from tests.provider.conftest import ScriptedApi
 
 
@@ -51,7 +52,9 @@ def script(api: ScriptedApi, reads: list[str], posts: list[int] | None = None) -
 
 
 async def drive(client: CreateosClient, desired: str, seconds: float = 60) -> None:
-    with deadline_signal(client.clock, seconds) as signal:
+    # Busy like the provider's facade: the clock may only jump while the loop waits.
+    clock = cast("VirtualClock", client.clock)
+    with clock.busy(), deadline_signal(clock, seconds) as signal:
         await transition(client, "sb-1", desired, signal)  # type: ignore[arg-type]
 
 
