@@ -53,6 +53,8 @@ class ProcessOps(AccountBase):
         process = self._process(sandbox_id, process_id)
         if after < 0:
             raise BadRequest("must be >= 0", field="after")
+        if after > process.output.newest_seq:
+            raise BadRequest("is beyond the newest output", field="after")
         if process.output.expired(after):
             raise Gone("requested output was evicted")
         return process.follow(after, self.ctx.heartbeat_interval)

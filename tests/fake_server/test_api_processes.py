@@ -137,6 +137,11 @@ async def test_connect_replays_then_exits(
     assert frames(tail.text) == [data(3, "c\n"), {"type": "exit", "exit_code": 7}]
     done = await client.get(base + "/connect", params={"after": 3})
     assert frames(done.text) == [{"type": "exit", "exit_code": 7}]
+    ahead = await client.get(base + "/connect", params={"after": 4})
+    assert (ahead.status_code, ahead.json()) == (
+        400,
+        {"status": "fail", "data": {"after": "is beyond the newest output"}},
+    )
 
 
 async def test_connect_streams_live_frames_with_heartbeats(
