@@ -49,7 +49,7 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+    from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 
     from ._client import CreateosClient
     from ._clock import Clock
@@ -314,16 +314,18 @@ class _Sync:
     async def _upload(self, source: Path, scratch: str) -> int:
         sent = 0
 
-        async def chunks(handle: int) -> AsyncIterator[bytes]:
+        async def chunks(handle: int) -> AsyncGenerator[bytes, None]:
             nonlocal sent
             while chunk := await asyncio.to_thread(os.read, handle, _CHUNK):
                 sent += len(chunk)
                 yield chunk
 
         handle = await asyncio.to_thread(os.open, source, os.O_RDONLY)
+        body = chunks(handle)
         try:
-            await self.client.upload(self.sandbox_id, scratch, chunks(handle), signal=self.signal)
+            await self.client.upload(self.sandbox_id, scratch, body, signal=self.signal)
         finally:
+            await body.aclose()  # a failed upload may leave it half-read
             await asyncio.to_thread(os.close, handle)
         return sent
 

@@ -183,3 +183,23 @@ async def test_euro_split_across_frames_and_a_reconnect(sandbox: Sandbox) -> Non
     assert result.stdout == "€"
     assert logged == [("stdout", "€")]
     assert sandbox.count("connect_process") == 2
+
+
+@pytest.mark.asyncio
+async def test_failed_upload_leaves_no_target_and_no_scratch(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    source = tmp_path / "src.bin"
+    source.write_bytes(b"x" * 200_000)
+    sandbox.fake.faults.add(Fault("upload_file", HttpError(500)))
+    operation = SyncOperation("o", [FileMapping("file", str(source), "/paperclip-workspace/t")])
+    with pytest.raises(CreateosError) as info:
+        await sandbox.provider.sync_in(sandbox.env, sandbox.lease, [operation])
+    assert str(info.value) == "CreateOS request failed (HTTP 500) during file transfer."
+    lease_id = sandbox.lease.provider_lease_id
+    assert lease_id is not None
+    disk = sandbox.fake.sandbox(lease_id).disk
+    assert disk.exists("/paperclip-workspace/t") is False
+    names = [entry["name"] for entry in disk.fs.read_dir("/tmp")]
+    assert [n for n in names if n.startswith("paperclip-createos-transfer-")] == []
+    assert sandbox.fake.journal.operations()[-1] == "exec"  # the scratch rm still ran
