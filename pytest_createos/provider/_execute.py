@@ -116,7 +116,15 @@ async def execute_command(
             try:
                 with signal.scope():
                     exit_frame = await _run(
-                        client, sandbox_id, params, script, stdin_path, signal, output, progress
+                        client,
+                        sandbox_id,
+                        params,
+                        script,
+                        stdin_path,
+                        signal,
+                        output,
+                        progress,
+                        clock,
                     )
                     await output.flush()
                 return _result(output, progress, exit_frame)
@@ -154,6 +162,7 @@ async def _run(
     signal: AbortSignal,
     output: ProcessOutput,
     progress: _Progress,
+    clock: Clock,
 ) -> ExitFrame:
     if stdin_path is not None and params.stdin is not None:
         progress.staged = True  # set first: a PUT that fails midway may still leave a file
@@ -179,7 +188,7 @@ async def _run(
     except CreateosApiError as error:
         if error.status != 409:
             raise
-    exit_frame = await _Follower(client, base, signal, output).follow()
+    exit_frame = await _Follower(client, base, signal, output, clock).follow()
     progress.completed = True  # the tree exited: nothing left to kill
     return exit_frame
 
@@ -188,9 +197,15 @@ class _Follower:
     """Reads ``/connect`` frames from the cursor on, reconnecting a bounded number of times."""
 
     def __init__(
-        self, client: CreateosClient, base: str, signal: AbortSignal, output: ProcessOutput
+        self,
+        client: CreateosClient,
+        base: str,
+        signal: AbortSignal,
+        output: ProcessOutput,
+        clock: Clock,
     ) -> None:
         self._client = client
+        self._clock = clock
         self._base = base
         self._signal = signal
         self._output = output
@@ -232,7 +247,7 @@ class _Follower:
         self._reconnects += 1
         if self._reconnects > MAX_RECONNECTS:
             raise CreateosError(message)
-        await self._signal.sleep(self._client.clock, RECONNECT_DELAY)
+        await self._signal.sleep(self._clock, RECONNECT_DELAY)
 
     async def _read(self, chunks: AsyncIterator[str]) -> ExitFrame | None:
         """Handle one connection's frames; the exit frame, or None at end of stream."""
