@@ -30,7 +30,7 @@ from pytest_createos.provider._errors import CreateosApiError, CreateosCleanupEr
 from pytest_createos.provider._execute import execute_command
 from pytest_createos.provider._pacing import Pacer
 from pytest_createos.provider._scopes import ScopeRegistry
-from pytest_createos.provider._signal import deadline_signal
+from pytest_createos.provider._signal import DeadlineSignal, deadline_signal
 from pytest_createos.provider._sync import sync_files
 from pytest_createos.provider._transitions import transition
 from pytest_createos.provider._types import (
@@ -264,11 +264,8 @@ class CreateosProvider:
                     clock=self._clock,
                     timeout_ms_cleanup=config.timeout_ms,
                 )
-            if (
-                result.timed_out
-                or not _is_zero(result.exit_code)
-                or _PROBE_TOKEN not in (result.stdout)
-            ):
+            ready = _PROBE_TOKEN in result.stdout
+            if result.timed_out or not _is_zero(result.exit_code) or not ready:
                 raise CreateosError("CreateOS command probe failed.")
             return ProbeResult(ok=True, summary=_PROBE_OK)
         except Exception as error:
@@ -317,7 +314,7 @@ class CreateosProvider:
             lease_id=lease_id,
         )
 
-    def _deadline(self, config: CreateosConfig) -> Any:
+    def _deadline(self, config: CreateosConfig) -> DeadlineSignal:
         return deadline_signal(self._clock, config.timeout_ms / 1000)
 
     async def _prepare(self, client: CreateosClient, sandbox_id: str, signal: AbortSignal) -> str:
