@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_createos.provider import Pacer
+from pytest_createos.provider import CreateosProvider, Environment, Pacer
 from pytest_createos.provider._client import CreateosClient, HttpPool
 from pytest_createos.provider._signal import AbortController, OperationCancelled
 from tests.provider.conftest import success
@@ -154,3 +155,39 @@ async def test_every_request_takes_a_turn(scripted: ScriptedApi) -> None:
     await asyncio.gather(*(client.request_json("GET", "/sandboxes/sb-1") for _ in range(3)))
     await pool.aclose()
     assert arrivals == pytest.approx([0.0, 0.3, 0.6])
+
+
+@pytest.mark.asyncio
+async def test_queues_are_keyed_by_url_digest(clock: VirtualClock) -> None:
+    """The pacer remembers SHA-256 digests of API URLs, never the URLs themselves."""
+    pacer = Pacer()
+    await pacer.wait(URL, clock=clock)
+    assert list(pacer._last_start) == [hashlib.sha256(URL.encode()).hexdigest()]
+
+
+@pytest.mark.asyncio
+async def test_provider_paces_by_default(scripted: ScriptedApi) -> None:
+    """Without a pacer argument the provider spaces its requests 300 ms apart."""
+    arrivals: list[float] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        arrivals.append(scripted.clock.now())
+        return success({})
+
+    scripted.handler = handler
+    provider = CreateosProvider(clock=scripted.clock)
+    env = Environment(
+        company_id="c",
+        environment_id="e",
+        config={"apiUrl": scripted.url, "shape": "s", "apiKey": "k"},
+    )
+    metadata = {
+        "provider": "createos",
+        "companyId": "c",
+        "environmentId": "e",
+        "apiUrl": scripted.url,
+    }
+    await provider.destroy_lease(env, "sb-1", metadata)
+    await provider.destroy_lease(env, "sb-2", metadata)
+    await provider.shutdown()
+    assert arrivals == pytest.approx([0.0, 0.3])
