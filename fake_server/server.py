@@ -274,6 +274,7 @@ class FakeCreateOS:
     def _kill_processes(self) -> list[asyncio.Task[None]]:
         tasks = []
         for sandbox in self.world.sandboxes():
+            sandbox.cancel_timer()
             for process in sandbox.processes.values():
                 process.crash("SIGKILL")
                 if process.task is not None and not process.task.done():

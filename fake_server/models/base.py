@@ -89,5 +89,6 @@ class AccountBase:
         """Make a sandbox vanish (fault hook): its processes die, later requests get 404."""
         sandbox = self.sandboxes.pop(sandbox_id, None)
         if sandbox is not None:
+            sandbox.cancel_timer()
             for process in sandbox.processes.values():
                 process.crash("SIGKILL")

@@ -7,6 +7,7 @@ stamped with its scheduled time.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -99,7 +100,9 @@ class Sandbox:
         self.processes: dict[str, Process] = {}
         self.status = "creating"
         self._pending: _Pending | None = _Pending("creating", self.clock.now())
+        self._timer: asyncio.Task[None] | None = None
         self._record("", "creating", self.clock.now())
+        self._schedule()
 
     # -- the state machine --------------------------------------------------------------------
 
@@ -136,6 +139,31 @@ class Sandbox:
         self._record(self.status, status, self.clock.now())
         self.status = status
         self._pending = _Pending(status, self.clock.now())
+        self._schedule()
+
+    def _schedule(self) -> None:
+        """Put the completion time on the clock, so a virtual clock can jump to it even when
+        the only client polls on wall time (the official SDK, curl)."""
+        self.cancel_timer()
+        pending = self._pending
+        if pending is None:
+            return
+        seconds = self.ctx.policy.step(pending.status).seconds
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # used outside the server (unit tests): settling stays lazy
+            return
+        if seconds > 0:
+            self._timer = loop.create_task(self._settle_after(seconds))
+
+    async def _settle_after(self, seconds: float) -> None:
+        await self.clock.sleep(seconds)
+        self.settle()
+
+    def cancel_timer(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None and not timer.done():
+            timer.cancel()
 
     def _record(self, old: str, new: str, at: float) -> None:
         self.ctx.journal.record(
@@ -199,3 +227,4 @@ class Sandbox:
         self._record(self.status, status, self.clock.now())
         self.status = status
         self._pending = _Pending(status, self.clock.now()) if status in _TARGET else None
+        self._schedule()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 import httpx
@@ -365,3 +366,20 @@ async def test_ids_are_seeded_and_reproducible() -> None:
     assert ids[0] == ids[1]
     assert ids[0][0].startswith("cos_live_")
     assert len(ids[0][0]) == 41
+
+
+async def test_pending_transitions_are_on_the_clock_for_wall_time_pollers() -> None:
+    """The official SDK polls on wall time; the completion time must be a clock deadline so
+    a virtual clock jumps to it once everything is quiet."""
+    clock = VirtualClock(autojump=False)
+    async with FakeCreateOS(clock=clock) as fake:
+        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+            sandbox_id = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()[
+                "data"
+            ]["id"]
+            assert clock.next_deadline() == pytest.approx(0.05)
+            clock.advance(0.05)
+            await asyncio.sleep(0)  # the fake's timer task runs (same loop)
+            assert fake.sandbox(sandbox_id).status == "running"
+            await c.post(f"/v1/sandboxes/{sandbox_id}/pause")
+            assert clock.next_deadline() == pytest.approx(2.05)
