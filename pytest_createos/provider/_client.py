@@ -217,10 +217,8 @@ class CreateosClient:
             notify(self._clock, "response_received")
 
     async def _read_all(self, response: httpx.Response, signal: AbortSignal) -> bytes:
-        # A JSON body follows its headers at once; staying busy here (unlike a stream read)
-        # keeps a virtual clock from jumping to a deadline while the bytes are being read.
         try:
-            with signal.scope():
+            with reading(self._clock), signal.scope():
                 return await response.aread()
         except Exception as exc:
             if signal.aborted and exc is signal.reason:
