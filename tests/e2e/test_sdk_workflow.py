@@ -113,3 +113,19 @@ def test_listing_through_the_sdk(fake: FakeCreateOS, client: Client) -> None:
     listed = {s.id: s.data.shape for s in client.list_sandboxes()}
     assert listed[created.id] == "s-2vcpu-2gb"
     assert client.get_sandbox(created.id).status == SandboxStatus.RUNNING
+
+
+def test_realistic_transitions_complete_for_the_sdk_on_a_virtual_clock() -> None:
+    """The SDK polls on wall time; the fake's virtual clock still reaches each completion."""
+    with FakeCreateOS() as fake, Client(fake.api_key, base_url=fake.url) as client:
+        sandbox = client.create_sandbox(CreateSandboxRequest(shape="s-1vcpu-1gb"))
+        sandbox.wait_until_running()
+        sandbox.pause()
+        sandbox.wait_until_paused()
+        assert fake.clock.now() == pytest.approx(2.05)
+        assert [e.detail for e in fake.journal.transitions(sandbox.id)] == [
+            "- -> creating",
+            "creating -> running",
+            "running -> pausing",
+            "pausing -> paused",
+        ]
