@@ -56,7 +56,6 @@ __all__ = ["CreateosProvider"]
 _MARKER = re.compile(r"[0-9a-f-]{36}")
 _MISSING = object()
 _PROBE_TOKEN = "paperclip-createos-ready"
-_EXPIRED = Lease(provider_lease_id=None, metadata={"expired": True})
 
 
 class CreateosProvider:
@@ -150,25 +149,25 @@ class CreateosProvider:
             raise CreateosError("CreateOS lease cleanup must finish before resume.")
         marker = lease_metadata.get("marker")
         if not isinstance(marker, str) or not _MARKER.fullmatch(marker):
-            return _EXPIRED
+            return _expired()
         for key in ("shape", "rootfs", "region"):
             if not _strictly_equal(lease_metadata.get(key, _MISSING), getattr(config, key)):
-                return _EXPIRED
+                return _expired()
         with busy(self._clock), self._deadline(config) as signal:
             try:
                 sandbox = await client.get_sandbox(provider_lease_id, signal=signal)
                 if sandbox["status"] in ("destroyed", "failed"):
-                    return _EXPIRED
+                    return _expired()
                 await transition(client, provider_lease_id, "running", signal)
                 result = await client.exec(
                     provider_lease_id, "/bin/cat", [MARKER_PATH], signal=signal
                 )
             except CreateosApiError as error:
                 if error.status == 404:
-                    return _EXPIRED
+                    return _expired()
                 raise
         if not _is_zero(result.get("exit_code")) or result.get("stdout") != marker:
-            return _EXPIRED
+            return _expired()
         return Lease(
             provider_lease_id=provider_lease_id,
             metadata={**lease_metadata, "resumedLease": True},
@@ -401,6 +400,11 @@ class CreateosProvider:
 
 
 _PROBE_OK = "CreateOS sandbox creation and command execution succeeded."
+
+
+def _expired() -> Lease:
+    """A fresh expired lease (hosts may mutate what they get back)."""
+    return Lease(provider_lease_id=None, metadata={"expired": True})
 
 
 def _is_zero(value: object) -> bool:
