@@ -166,7 +166,7 @@ async def _run(
 ) -> ExitFrame:
     if stdin_path is not None and params.stdin is not None:
         progress.staged = True  # set first: a PUT that fails midway may still leave a file
-        payload = params.stdin.encode("utf-8", errors="replace")
+        payload = _utf8(params.stdin)
         await client.upload(sandbox_id, stdin_path, payload, signal=signal)
     body: dict[str, object] = {"cmd": "/bin/bash", "args": ["-lc", script]}
     if params.cwd:
@@ -191,6 +191,15 @@ async def _run(
     exit_frame = await _Follower(client, base, signal, output, clock).follow()
     progress.completed = True  # the tree exited: nothing left to kill
     return exit_frame
+
+
+def _utf8(text: str) -> bytes:
+    """UTF-8 as JavaScript's TextEncoder does it: a lone surrogate becomes U+FFFD."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        fixed = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return fixed.encode("utf-8")
 
 
 class _Follower:

@@ -258,6 +258,13 @@ async def test_stdin_is_staged_redirected_and_removed(server: Server, run: Run) 
 
 
 @pytest.mark.asyncio
+async def test_stdin_lone_surrogate_is_sent_as_replacement_char(server: Server, run: Run) -> None:
+    server.connects = [Connect([exit_frame(0)])]
+    await run(ExecuteParams(command="cat", stdin="a\ud800b"))
+    assert list(server.uploads.values()) == ["a\ufffdb".encode()]
+
+
+@pytest.mark.asyncio
 async def test_stdin_close_conflict_is_tolerated(server: Server, run: Run) -> None:
     server.close_status = 409
     server.connects = [Connect([exit_frame(0)])]
