@@ -104,7 +104,7 @@ def test_each_test_gets_a_reset_fake(inner: pytest.Pytester) -> None:
             assert KEYS == [createos_fake.api_key]
         """
     )
-    inner.runpytest("-p", "no:randomly").assert_outcomes(passed=2)
+    inner.runpytest().assert_outcomes(passed=2)
 
 
 def test_lease_is_destroyed_at_teardown(inner: pytest.Pytester) -> None:

@@ -1,0 +1,126 @@
+"""Teardown checks and reports: leaks, unfired faults, fake errors, the journal section."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
+
+    from tests.plugin.conftest import MakeIni
+
+LEAKING_TEST = """
+import pytest
+
+@pytest.mark.asyncio
+async def test_leaks(createos_provider, createos_env):
+    await createos_provider.acquire_lease(createos_env)
+"""
+
+UNFIRED_TEST = """
+import pytest
+from fake_server.faults import HttpError
+
+@pytest.mark.createos_fault("resume_sandbox", HttpError(503))
+def test_never_resumes(createos_fake):
+    pass
+"""
+
+
+def test_a_leaked_sandbox_fails_the_test_at_teardown_naming_it(inner: pytest.Pytester) -> None:
+    """A sandbox left running is an error at teardown with its id and status."""
+    inner.makepyfile(LEAKING_TEST)
+    result = inner.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_leaks*",
+            "createos: 1 sandbox(es) left running or paused without a live lease: "
+            "sb-* (running). Destroy them (provider.destroy_lease) or use the createos_lease "
+            "fixture; --createos-leak-check=warn|off relaxes this check.",
+        ]
+    )
+
+
+def test_leak_check_warn_and_off(pytester: pytest.Pytester, make_ini: MakeIni) -> None:
+    """``warn`` reports a CreateosWarning and passes; ``off`` says nothing."""
+    make_ini(extra="    default::pytest_createos.CreateosWarning")
+    pytester.makepyfile(LEAKING_TEST)
+    warned = pytester.runpytest("--createos-leak-check=warn")
+    warned.assert_outcomes(passed=1, warnings=1)
+    warned.stdout.fnmatch_lines(["*CreateosWarning: createos: 1 sandbox(es) left running*"])
+    silent = pytester.runpytest("--createos-leak-check=off")
+    silent.assert_outcomes(passed=1)
+
+
+def test_an_unfired_fault_fails_the_test(inner: pytest.Pytester) -> None:
+    """A fault armed by a marker that never fires is an error naming the fault."""
+    inner.makepyfile(UNFIRED_TEST)
+    result = inner.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "createos: 1 armed fault(s) never fired: Fault(resume_sandbox HttpError(status=503*"
+            "times=1). --createos-unfired-faults=warn|off relaxes this check."
+        ]
+    )
+
+
+def test_unfired_fault_check_can_be_turned_off_in_the_ini(
+    pytester: pytest.Pytester, make_ini: MakeIni
+) -> None:
+    """The ini twin ``createos_unfired_faults = off`` silences the check."""
+    make_ini(extra="createos_unfired_faults = off")
+    pytester.makepyfile(UNFIRED_TEST)
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_fake_internal_errors_fail_the_test_with_the_traceback(inner: pytest.Pytester) -> None:
+    """An exception inside the fake during the test fails it at teardown, traceback shown."""
+    inner.makepyfile(
+        """
+        def test_fake_breaks(createos_fake):
+            createos_fake.errors.append(
+                ("exec", "Traceback (most recent call last):\\nRuntimeError: fake bug")
+            )
+        """
+    )
+    result = inner.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "createos: the fake failed internally during this test (1 error(s))",
+            "--- in exec ---",
+            "Traceback (most recent call last):",
+            "RuntimeError: fake bug",
+        ]
+    )
+
+
+def test_a_failing_test_shows_the_fakes_journal(inner: pytest.Pytester) -> None:
+    """The journal section lists this test's requests with fake times from its start."""
+    inner.makepyfile(
+        """
+        def test_fails(createos_lease):
+            assert False, "boom"
+        """
+    )
+    result = inner.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- createos journal -*",
+            "seed 0, transitions immediate, fake time elapsed *s, * events",
+            "     0.000s request    create_sandbox POST /v1/sandboxes",
+            "*upload_file PUT /v1/sandboxes/sb-*/files -> 200*",
+        ]
+    )
+    assert "X-Api-Key" not in result.stdout.str()
+
+
+def test_a_passing_test_prints_no_journal(inner: pytest.Pytester) -> None:
+    """Only failures get the section, so passing runs stay quiet."""
+    inner.makepyfile("def test_ok(createos_lease):\n    pass\n")
+    result = inner.runpytest("-rA")
+    result.assert_outcomes(passed=1)
+    assert "createos journal" not in result.stdout.str()

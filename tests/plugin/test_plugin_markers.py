@@ -1,0 +1,168 @@
+"""The ``createos`` and ``createos_fault`` markers: settings per test, faults armed, misuse."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
+
+
+def test_createos_marker_settings_reach_the_fake_and_env(inner: pytest.Pytester) -> None:
+    """seed, shape, reuse_lease and transitions apply to this test only; closest marker wins."""
+    inner.makepyfile(
+        """
+        import pytest
+        from fake_server import TransitionPolicy
+
+        pytestmark = pytest.mark.createos(seed=7, shape="s-2vcpu-4gb")
+        KEYS = {}
+
+        def test_module_settings(createos_fake, createos_env):
+            KEYS["seed7"] = createos_fake.api_key
+            assert createos_fake.seed == 7
+            assert createos_env.config["shape"] == "s-2vcpu-4gb"
+            assert createos_env.config["reuseLease"] is False
+            assert createos_fake.transitions == TransitionPolicy.immediate()
+
+        @pytest.mark.createos(seed=0, reuse_lease=True, transitions="realistic")
+        def test_closest_marker_wins(createos_fake, createos_env):
+            assert createos_fake.seed == 0
+            assert createos_fake.api_key != KEYS["seed7"]
+            assert createos_env.config["shape"] == "s-2vcpu-4gb"
+            assert createos_env.config["reuseLease"] is True
+            assert createos_fake.transitions == TransitionPolicy.realistic()
+
+        @pytest.mark.createos(transitions=TransitionPolicy.after_reads(2))
+        def test_policy_object(createos_fake):
+            assert createos_fake.transitions == TransitionPolicy.after_reads(2)
+            assert createos_fake.api_key == KEYS["seed7"]
+        """
+    )
+    inner.runpytest().assert_outcomes(passed=3)
+
+
+def test_realistic_transitions_take_fake_time_not_real_time(inner: pytest.Pytester) -> None:
+    """Releasing a reusable lease waits for ``pausing`` (2 s) on the virtual clock."""
+    inner.makepyfile(
+        """
+        import time
+        import pytest
+
+        @pytest.mark.createos(transitions="realistic", reuse_lease=True)
+        def test_pause(
+            createos_provider, createos_env, createos_run, createos_clock, createos_fake
+        ):
+            lease = createos_run(createos_provider.acquire_lease(createos_env))
+            start, real = createos_clock.now(), time.perf_counter()
+            createos_run(
+                createos_provider.release_lease(
+                    createos_env, lease.provider_lease_id, lease.metadata
+                )
+            )
+            assert createos_fake.sandbox(lease.provider_lease_id).status == "paused"
+            assert createos_clock.now() - start >= 2.0
+            assert time.perf_counter() - real < 2.0
+            createos_run(
+                createos_provider.destroy_lease(
+                    createos_env, lease.provider_lease_id, lease.metadata
+                )
+            )
+        """
+    )
+    inner.runpytest().assert_outcomes(passed=1)
+
+
+def test_rate_limit_marker_answers_429(inner: pytest.Pytester) -> None:
+    """``rate_limit=2`` admits two requests per minute of fake time, then 429 + Retry-After."""
+    inner.makepyfile(
+        """
+        import httpx
+        import pytest
+
+        def whoami(fake):
+            return httpx.get(fake.url + "/v1/whoami", headers={"X-Api-Key": fake.api_key})
+
+        @pytest.mark.createos(rate_limit=2)
+        def test_limited(createos_fake):
+            assert [whoami(createos_fake).status_code for _ in range(3)] == [200, 200, 429]
+            assert int(whoami(createos_fake).headers["Retry-After"]) >= 1
+
+        def test_unlimited_again(createos_fake):
+            assert {whoami(createos_fake).status_code for _ in range(5)} == {200}
+        """
+    )
+    inner.runpytest().assert_outcomes(passed=2)
+
+
+def test_fault_marker_arms_a_fault_for_one_test(inner: pytest.Pytester) -> None:
+    """``createos_fault`` takes Fault's arguments; the next test starts without it."""
+    inner.makepyfile(
+        """
+        import pytest
+        from fake_server.faults import HttpError
+        from pytest_createos.provider import CreateosApiError
+
+        @pytest.mark.createos_fault("create_sandbox", HttpError(503), times=2)
+        @pytest.mark.asyncio
+        async def test_armed(createos_provider, createos_env, createos_fake):
+            for _ in range(2):
+                with pytest.raises(CreateosApiError) as caught:
+                    await createos_provider.acquire_lease(createos_env)
+                assert str(caught.value) == (
+                    "CreateOS request failed (HTTP 503) during sandbox lifecycle."
+                )
+            assert len(createos_fake.faults.fired) == 2
+
+        def test_clean(createos_fake):
+            assert createos_fake.faults.faults == []
+        """
+    )
+    inner.runpytest().assert_outcomes(passed=2)
+
+
+def test_marker_mistakes_are_one_usage_error(inner: pytest.Pytester) -> None:
+    """Unknown arguments and bad values stop the run before any test, each one named."""
+    inner.makepyfile(
+        """
+        import pytest
+        from fake_server.faults import HttpError
+
+        @pytest.mark.createos(sede=1)
+        def test_typo():
+            pass
+
+        @pytest.mark.createos("immediate")
+        def test_positional():
+            pass
+
+        @pytest.mark.createos(transitions="slow", seed="1")
+        def test_values():
+            pass
+
+        @pytest.mark.createos_fault("nope", HttpError(503))
+        def test_fault():
+            pass
+
+        @pytest.mark.createos_fault("get_sandbox", HttpError(503), when_ever=1)
+        def test_fault_kwarg():
+            pass
+        """
+    )
+    result = inner.runpytest()
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: pytest-createos marker errors:",
+            "test_marker_mistakes_are_one_usage_error.py::test_typo: @pytest.mark.createos got "
+            "unknown argument(s) sede; allowed: seed, transitions, reuse_lease, shape, rate_limit",
+            "test_marker_mistakes_are_one_usage_error.py::test_positional: "
+            "@pytest.mark.createos takes keyword arguments only",
+            "test_marker_mistakes_are_one_usage_error.py::test_values: "
+            "createos(seed=...) must be an integer",
+            "test_marker_mistakes_are_one_usage_error.py::test_fault: "
+            "@pytest.mark.createos_fault: unknown operation 'nope'; known: *",
+            "test_marker_mistakes_are_one_usage_error.py::test_fault_kwarg: "
+            "@pytest.mark.createos_fault: *unexpected keyword argument 'when_ever'",
+        ]
+    )
