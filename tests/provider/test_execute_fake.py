@@ -164,6 +164,9 @@ async def test_timeout_keeps_partial_output_and_kills_the_tree(sandbox: Sandbox)
     assert sandbox.clock.now() - start < 60
     pid = result.metadata["processId"]
     assert f"DELETE /v1/sandboxes/{sandbox.id}/processes/{pid}" in sandbox.requests()
+    process = sandbox.fake.sandbox(sandbox.id).processes[pid]
+    assert process.tree_exited is True
+    assert process.signal is not None  # killed, not exited on its own
 
 
 @pytest.mark.asyncio
