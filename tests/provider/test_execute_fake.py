@@ -207,3 +207,22 @@ async def test_large_output_is_captured_whole_below_the_cap(sandbox: Sandbox) ->
 
 def _listdir(disk: object, path: str) -> list[str]:
     return [entry["name"] for entry in disk.fs.read_dir(path)]  # type: ignore[attr-defined]
+
+
+@pytest.mark.asyncio
+async def test_output_over_the_cap_keeps_the_tail_and_says_so(sandbox: Sandbox) -> None:
+    client = sandbox.provider._client(parse_config(sandbox.env.config))
+    logged: list[str] = []
+    result = await execute_command(
+        client,
+        sandbox.id,
+        ExecuteParams("/bin/bash", ("-c", "for i in $(seq 1 300); do echo $i; done; echo e >&2")),
+        AbortController().signal,
+        lambda stream, text: logged.append(text) if stream == "stdout" else None,
+        clock=sandbox.clock,
+        capture_limit=8,
+    )
+    assert result.stdout == "299\n300\n"  # the last 8 characters
+    assert result.stderr == "e\n"
+    assert result.metadata["outputTruncated"] is True
+    assert "".join(logged) == "".join(f"{i}\n" for i in range(1, 301))
