@@ -42,6 +42,12 @@ def _port(text: str) -> int:
     return value
 
 
+def _api_key(text: str) -> str:
+    if not text or not text.isprintable() or len(text) > 512 or text != text.strip():
+        raise argparse.ArgumentTypeError("must be 1-512 printable characters, no surrounding spaces")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="createos-fake", description="A fake of the CreateOS sandbox API."
@@ -50,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve the fake API until Ctrl-C or SIGTERM")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=_port, default=8080, help="0 picks a free port")
-    serve.add_argument("--api-key", default=None, help="the default account's key")
+    serve.add_argument("--api-key", type=_api_key, default=None, help="the default key")
     serve.add_argument("--seed", type=int, default=0)
     serve.add_argument(
         "--rate-limit", type=_rate_limit, default=300, help="requests/minute per key, or 'off'"

@@ -8,6 +8,9 @@ import subprocess
 import sys
 
 import httpx
+import pytest
+
+from fake_server.__main__ import main
 
 
 def test_serve_prints_url_serves_and_stops_on_sigint() -> None:
@@ -41,7 +44,26 @@ def _exercise(process: subprocess.Popen[str]) -> None:
     assert process.stderr.read() == ""
 
 
-def test_bad_flag_is_a_usage_error() -> None:
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--rate-limit", "fast"], "argument --rate-limit: must be a positive integer or 'off'"),
+        (["--port", "70000"], "argument --port: must be an integer 0-65535"),
+        (["--api-key", ""], "argument --api-key: must be 1-512 printable characters"),
+        (["--transitions", "slow"], "argument --transitions: invalid choice: 'slow'"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_bad_flags_are_usage_errors(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["serve", *flags])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_flag_in_a_subprocess_exits_2_without_traceback() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "fake_server", "serve", "--rate-limit", "fast"],
         capture_output=True,
@@ -49,7 +71,9 @@ def test_bad_flag_is_a_usage_error() -> None:
         timeout=30,
     )
     assert result.returncode == 2
-    assert "argument --rate-limit: must be a positive integer or 'off'" in result.stderr
+    assert result.stderr.endswith(
+        "error: argument --rate-limit: must be a positive integer or 'off'\n"
+    )
 
 
 def test_port_in_use_is_one_line_and_exit_1() -> None:
