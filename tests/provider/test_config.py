@@ -6,6 +6,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_createos.provider import CreateosError, CreateosProvider, Environment, Pacer
 
@@ -280,3 +282,42 @@ def test_configured_key_wins_over_the_host_variable() -> None:
     assert resolve_api_key(config, {"CREATEOS_API_KEY": "host"}) == "mine"
     fallback = parse_config({"apiUrl": "https://api.sb.createos.sh/v1", "shape": "s"})
     assert resolve_api_key(fallback, {"CREATEOS_API_KEY": "  host  "}) == "host"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=40),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+CONFIG_KEYS = st.sampled_from(
+    ["apiUrl", "apiKey", "shape", "timeoutMs", "reuseLease", "rootfs", "region", "other"]
+)
+URLS = st.one_of(
+    st.text(max_size=60),
+    st.builds(
+        "{}://{}{}".format,
+        st.sampled_from(["https", "http", "HTTP", "file", "ftp", ""]),
+        st.text(max_size=30),
+        st.text(max_size=20),
+    ),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(config=st.dictionaries(CONFIG_KEYS, JSON_VALUES, max_size=8), url=URLS)
+def test_validation_never_raises(config: dict[str, Any], url: str) -> None:
+    """Any JSON config gets a verdict: ok with a normalized config, or exactly one message."""
+    provider = CreateosProvider()
+    for candidate in (config, {**config, "apiUrl": url, "shape": "s"}):
+        result = provider.validate_config(candidate)
+        if result.ok:
+            assert result.normalized_config is not None
+            assert result.errors == []
+            normalized = result.normalized_config["apiUrl"]
+            assert normalized.startswith(("https://", "http://"))
+            assert provider.validate_config(result.normalized_config).ok
+        else:
+            assert len(result.errors) == 1
+            assert result.errors[0].endswith(".")
