@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from fake_server import TransitionPolicy
 from pytest_createos.provider import CreateosApiError, CreateosError
 from tests.provider.conftest import make_env, operations
 
@@ -194,3 +195,23 @@ async def test_command_timeout_is_not_cancellation(
     assert (result.timed_out, result.exit_code) == (True, None)
     echoed = await provider.execute(env, lease, "/bin/echo", ["still", "here"])
     assert echoed.stdout == "still here\n"
+
+
+@pytest.mark.asyncio
+async def test_realistic_pause_and_resume_take_only_virtual_time(
+    fake: FakeCreateOS, provider: CreateosProvider, reuse_env: Environment
+) -> None:
+    """Seconds-long pause and resume are polled on the virtual clock, not waited for."""
+    fake.transitions = TransitionPolicy.realistic()
+    lease = await provider.acquire_lease(reuse_env, run_id="r1")
+    assert lease.provider_lease_id is not None
+    started = fake.clock.now()
+    await provider.release_lease(reuse_env, lease.provider_lease_id, lease.metadata)
+    paused_at = fake.clock.now()
+    assert fake.sandbox(lease.provider_lease_id).status == "paused"
+    assert paused_at - started >= 2.0
+    resumed = await provider.resume_lease(reuse_env, lease.provider_lease_id, lease.metadata)
+    assert resumed.metadata["resumedLease"] is True
+    assert fake.clock.now() - paused_at >= 3.0
+    assert operations(fake).count("pause_sandbox") == 1
+    assert operations(fake).count("resume_sandbox") == 1
