@@ -100,6 +100,7 @@ class FakeCreateOS:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._closing: asyncio.Task[None] | None = None
 
     def _add_default_account(self) -> str:
         key = self._fixed_key if self._fixed_key is not None else self._ids.api_key()
@@ -220,7 +221,8 @@ class FakeCreateOS:
             self._loop.call_soon_threadsafe(self._loop.stop)
             thread.join(timeout=10)
         elif self._runner is not None and self._loop is not None:
-            self._loop.create_task(self.aclose())
+            # In-loop mode from sync code: schedule the shutdown; ``await aclose()`` is better.
+            self._closing = self._loop.create_task(self.aclose())
 
     def __enter__(self) -> Self:
         return self.start()
