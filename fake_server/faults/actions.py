@@ -146,12 +146,20 @@ class EmptyReply(ResponseAction):
 
 @dataclass(frozen=True)
 class ResetAfterHeaders(ResponseAction):
-    """Send ``status`` and headers, then reset: the failure shows up while reading the body."""
+    """Send a status line and headers, then drop the connection before the body.
+
+    With ``status=None`` (the default) the operation runs first and its own status and headers
+    go out, as when a server commits, starts replying and dies; a client that trusts the status
+    without reading the body (uploads) sees success. With an explicit ``status`` the operation
+    never runs, as when a proxy answers and then fails.
+    """
 
     kind: ClassVar[str] = "reset_after_headers"
-    status: int = 200
+    status: int | None = None
 
     def __post_init__(self) -> None:
+        if self.status is None:
+            return
         if isinstance(self.status, bool) or not isinstance(self.status, int):
             raise ValueError("status must be an integer HTTP status")
         if not 200 <= self.status <= 599:

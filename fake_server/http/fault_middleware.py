@@ -34,6 +34,7 @@ from fake_server.faults import (
     StreamAction,
 )
 from fake_server.faults.world import WorldTarget
+from fake_server.http.errors import error_response
 from fake_server.http.fault_streams import StreamCut, drop_connection, wrap_writer
 from fake_server.http.keys import ACCOUNT_KEY, OPERATION_KEY, STREAM_KEY, STREAM_WRAPPERS_KEY
 from fake_server.models import ApiError, Event
@@ -100,13 +101,7 @@ def fault_middleware(faults: Faults, clock: Clock) -> Middleware:
             drop_connection(request, reset=isinstance(action, ResetBeforeResponse))
             return web.Response(status=DROPPED_STATUS)
         if isinstance(action, ResetAfterHeaders):
-            response = web.StreamResponse(
-                status=action.status, headers={"Content-Type": "application/json"}
-            )
-            response.content_length = 64
-            await response.prepare(request)
-            drop_connection(request, reset=False)
-            return response
+            return await _reset_after_headers(request, handler, action)
         if isinstance(action, LostReply):
             return await _lost_reply(request, handler)
         if isinstance(action, StreamAction):
@@ -163,6 +158,40 @@ def _error(action: HttpError) -> ApiError:
     message = action.message or HTTPStatus(action.status).phrase.lower()
     headers = {} if action.retry_after is None else {"Retry-After": str(action.retry_after)}
     return cls(message, code=action.code, headers=headers)
+
+
+async def _reset_after_headers(
+    request: web.Request, handler: Handler, action: ResetAfterHeaders
+) -> web.StreamResponse:
+    """Headers go out, the body never does; see ``ResetAfterHeaders`` for which status."""
+    if action.status is not None:
+        response = web.StreamResponse(
+            status=action.status, headers={"Content-Type": "application/json"}
+        )
+        response.content_length = 64
+        await response.prepare(request)
+        drop_connection(request, reset=False)
+        return response
+
+    def at_first_write(writer: Any) -> Any:  # a streamed body: its headers are already out
+        drop_connection(request, reset=False)
+        raise StreamCut("reset after the headers by an injected fault")
+
+    request[STREAM_WRAPPERS_KEY].append(at_first_write)
+    try:
+        committed = await handler(request)
+    except StreamCut:
+        return _prepared(request)
+    except ApiError as error:
+        committed = error_response(error)
+    if committed.prepared:
+        drop_connection(request, reset=False)
+        return committed
+    response = web.StreamResponse(status=committed.status, headers=committed.headers)
+    response.content_length = max(1, committed.content_length or 0)
+    await response.prepare(request)
+    drop_connection(request, reset=False)
+    return response
 
 
 async def _lost_reply(request: web.Request, handler: Handler) -> web.StreamResponse:

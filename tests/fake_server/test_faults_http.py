@@ -172,6 +172,25 @@ async def test_reset_after_headers_delivers_the_status_then_fails_the_body(
 
 
 @pytest.mark.asyncio
+async def test_reset_after_headers_by_default_commits_and_sends_the_real_status(
+    faulty: FakeCreateOS, faults: Faults, api: httpx.AsyncClient
+) -> None:
+    sandbox_id = await running_sandbox(api)
+    faults.add(Fault("upload_file", ResetAfterHeaders()))
+    url = f"/v1/sandboxes/{sandbox_id}/files"
+    async with api.stream("PUT", url, params={"path": "/tmp/m"}, content=b"marker") as response:
+        assert response.status_code == 200  # a client that skips the body sees success
+        with pytest.raises(httpx.RemoteProtocolError):
+            await response.aread()
+    assert faulty.sandbox(sandbox_id).disk.read_file("/tmp/m") == b"marker"
+    faults.add(Fault("get_sandbox", ResetAfterHeaders(status=503)))
+    async with api.stream("GET", f"/v1/sandboxes/{sandbox_id}") as response:
+        assert response.status_code == 503
+        with pytest.raises(httpx.RemoteProtocolError):
+            await response.aread()
+
+
+@pytest.mark.asyncio
 async def test_a_lost_create_reply_leaves_a_sandbox_the_client_never_heard_of(
     faults: Faults, api: httpx.AsyncClient
 ) -> None:
