@@ -24,9 +24,21 @@ async def _fake() -> AsyncIterator[FakeCreateOS]:
 
 @pytest_asyncio.fixture(name="client")
 async def _client(fake: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
-    """An httpx client authenticated as the fake's default account."""
+    """An httpx client authenticated as the fake's default account that reports its requests
+    to the clock (so the virtual clock never waits for a stale in-flight reply)."""
+    clock = fake.clock
+
+    async def sent(request: httpx.Request) -> None:
+        clock.request_sent()
+
+    async def received(response: httpx.Response) -> None:
+        clock.response_received()
+
     async with httpx.AsyncClient(
-        base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=10
+        base_url=fake.url,
+        headers={"X-Api-Key": fake.api_key},
+        timeout=10,
+        event_hooks={"request": [sent], "response": [received]},
     ) as client:
         yield client
 

@@ -267,6 +267,7 @@ async def test_kill_escalates_to_sigkill_after_the_grace() -> None:
     async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()) as fake:
 
         async def stubborn(io: CommandIO) -> int:
+            await io.write_stdout(b"ready\n")
             await io.clock.sleep(1000)
             return 0
 
@@ -279,6 +280,9 @@ async def test_kill_escalates_to_sigkill_after_the_grace() -> None:
             created = await c.post(f"/v1/sandboxes/{sandbox}/processes", json={"cmd": "stubborn"})
             base = f"/v1/sandboxes/{sandbox}/processes/{created.json()['data']['process_id']}"
             await c.post(base + "/stdin/close")
+            async with c.stream("GET", base + "/connect") as stream:
+                # SIGTERM only bounces off once the command is running (it "installed a handler").
+                assert json.loads(await anext(stream.aiter_lines())) == data(1, "ready\n")
             before = clock.now()
             killed = (await c.delete(base, params={"grace_ms": 2500})).json()["data"]
             assert clock.now() - before == pytest.approx(2.5)
