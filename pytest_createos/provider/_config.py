@@ -29,7 +29,9 @@ __all__ = [
     "metadata_matches",
     "parse_config",
     "resolve_api_key",
+    "resumable_marker",
     "scope_key",
+    "valid_timeout_ms",
 ]
 
 DEFAULT_API_URL = "https://api.sb.createos.sh"
@@ -45,6 +47,8 @@ _URL_RULES = (
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 _HOST = re.compile(r"[a-z0-9.-]+|\[[0-9a-f:.]+\]")
 _DEFAULT_PORTS = {"https": 443, "http": 80}
+_MARKER = re.compile(r"[0-9a-f-]{36}")
+_MISSING = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +154,33 @@ def metadata_matches(
     )
 
 
+def resumable_marker(metadata: Mapping[str, Any], config: CreateosConfig) -> str | None:
+    """The stored marker if the lease may be resumed under ``config``, else ``None``.
+
+    ``shape``, ``rootfs`` and ``region`` must equal the config strictly (a missing key is not
+    ``null``), so a changed environment expires its old leases without a request.
+    """
+    marker = metadata.get("marker")
+    if not isinstance(marker, str) or not _MARKER.fullmatch(marker):
+        return None
+    for key in ("shape", "rootfs", "region"):
+        stored, configured = metadata.get(key, _MISSING), getattr(config, key)
+        if type(stored) is not type(configured) or stored != configured:
+            return None
+    return marker
+
+
+def valid_timeout_ms(value: object) -> bool:
+    """An integral number of milliseconds in 1..86400000 (booleans are not numbers)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value == int(value)
+        and 1 <= value <= MAX_TIMEOUT_MS
+    )
+
+
 def scope_key(
     config: CreateosConfig, api_key: str, *, company_id: str, environment_id: str, lease_id: str
 ) -> str:
@@ -170,9 +201,7 @@ def _optional_string(raw: Mapping[str, Any], key: str) -> str | None:
 def _timeout_ms(value: object) -> int:
     if value is None:
         return DEFAULT_TIMEOUT_MS
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise CreateosError(f"timeoutMs must be an integer between 1 and {MAX_TIMEOUT_MS}.")
-    if not math.isfinite(value) or value != int(value) or not 1 <= value <= MAX_TIMEOUT_MS:
+    if not isinstance(value, int | float) or not valid_timeout_ms(value):
         raise CreateosError(f"timeoutMs must be an integer between 1 and {MAX_TIMEOUT_MS}.")
     return int(value)
 

@@ -9,7 +9,6 @@ on the network or on other tasks gives it back.
 
 from __future__ import annotations
 
-import re
 import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -17,14 +16,15 @@ from pytest_createos.provider._client import CreateosClient, HttpPool
 from pytest_createos.provider._clock import Clock, SystemClock, busy, idle
 from pytest_createos.provider._config import (
     MARKER_PATH,
-    MAX_TIMEOUT_MS,
     WORKSPACE,
     CreateosConfig,
     lease_metadata,
     metadata_matches,
     parse_config,
     resolve_api_key,
+    resumable_marker,
     scope_key,
+    valid_timeout_ms,
 )
 from pytest_createos.provider._errors import CreateosApiError, CreateosCleanupError, CreateosError
 from pytest_createos.provider._execute import execute_command
@@ -53,8 +53,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CreateosProvider"]
 
-_MARKER = re.compile(r"[0-9a-f-]{36}")
-_MISSING = object()
 _PROBE_TOKEN = "paperclip-createos-ready"
 
 
@@ -147,12 +145,9 @@ class CreateosProvider:
         scope = self._scopes.get(self._scope_key(env, config, provider_lease_id))
         if scope is not None and (scope.closing or scope.unconfirmed):
             raise CreateosError("CreateOS lease cleanup must finish before resume.")
-        marker = lease_metadata.get("marker")
-        if not isinstance(marker, str) or not _MARKER.fullmatch(marker):
+        marker = resumable_marker(lease_metadata, config)
+        if marker is None:
             return _expired()
-        for key in ("shape", "rootfs", "region"):
-            if not _strictly_equal(lease_metadata.get(key, _MISSING), getattr(config, key)):
-                return _expired()
         with busy(self._clock), self._deadline(config) as signal:
             try:
                 sandbox = await client.get_sandbox(provider_lease_id, signal=signal)
@@ -209,7 +204,7 @@ class CreateosProvider:
         """Run a command in the lease's sandbox as a managed process (spec §3)."""
         config, client, key, lease_id = self._open_scope(env, lease)
         timeout = config.timeout_ms if timeout_ms is None else timeout_ms
-        if not _valid_timeout(timeout):
+        if not valid_timeout_ms(timeout):
             raise CreateosError("Invalid CreateOS command timeout.")
         params = ExecuteParams(command=command, args=args, cwd=cwd, env=env_vars, stdin=stdin)
         return await self._scopes.track(
@@ -410,17 +405,3 @@ def _expired() -> Lease:
 def _is_zero(value: object) -> bool:
     """JavaScript ``value === 0``: a number equal to zero, never ``False``."""
     return isinstance(value, int | float) and not isinstance(value, bool) and value == 0
-
-
-def _strictly_equal(stored: object, configured: str | None) -> bool:
-    """JavaScript ``===`` between stored metadata and config (missing is not ``None``)."""
-    return stored is not _MISSING and type(stored) is type(configured) and stored == configured
-
-
-def _valid_timeout(value: object) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and value == int(value)
-        and 1 <= value <= MAX_TIMEOUT_MS
-    )
