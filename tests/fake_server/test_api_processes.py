@@ -323,13 +323,16 @@ async def test_unknown_process_is_404(client: httpx.AsyncClient, sandbox: str) -
     assert (response.status_code, response.json()["data"]["code"]) == (404, "process_not_found")
 
 
-async def test_destroy_kills_processes(
+async def test_destroy_kills_processes_and_wipes_the_disk(
     fake: FakeCreateOS, client: httpx.AsyncClient, sandbox: str, start: Start
 ) -> None:
     process_id = await start("sleep 1000")
     process = fake.sandbox(sandbox).processes[process_id]
+    disk = fake.sandbox(sandbox).disk
     await client.delete(f"/v1/sandboxes/{sandbox}")
     assert (process.tree_exited, process.signal) == (True, "SIGKILL")
+    with pytest.raises(RuntimeError):
+        disk.read_file("/etc/os-release")
 
 
 async def test_processes_keep_running_across_pause(
