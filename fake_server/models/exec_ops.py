@@ -14,7 +14,7 @@ from fake_server.models.errors import BadRequest, NotFound
 from fake_server.models.waiting import wait_event
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator
+    from collections.abc import AsyncGenerator, Callable
 
     from fake_server.models.sandbox import Sandbox
 
@@ -195,7 +195,7 @@ _SIGNUMS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGKILL": 9, "SIGTERM": 15}
 class _Sink:
     """Collects one output stream as text, decoding UTF-8 across chunk boundaries."""
 
-    def __init__(self, emit: _Emit | None = None) -> None:
+    def __init__(self, emit: Callable[[str], None] | None = None) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._parts: list[str] = []
         self._emit = emit
@@ -217,9 +217,3 @@ class _Sink:
     def text(self) -> str:
         self.flush()
         return "".join(self._parts)
-
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    _Emit = Callable[[str], None]
