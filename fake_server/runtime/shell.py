@@ -12,6 +12,7 @@ import bashkit
 
 from fake_server.runtime import adapters, vfs
 from fake_server.runtime.disk import HOME, IMAGE_COMMANDS
+from fake_server.runtime.interactive import reads_commands_from_stdin, run_interactive
 from fake_server.runtime.pipes import BytesSource, StdinPipe
 from fake_server.runtime.realpath import realpath_command
 from fake_server.runtime.runstate import RunState
@@ -114,8 +115,9 @@ class Shell:
         )
         bash.mount("/", self._disk.fs)
         state.bind(bash.cancel)
-        self._install_commands(bash, state, stdin)
-        script = self._script(args, workdir, piped=stdin is not None)
+        program = self._program(args[0], workdir)
+        interactive = isinstance(stdin, StdinPipe) and reads_commands_from_stdin(program, args[1:])
+        self._install_commands(bash, state, None if interactive else stdin)
 
         async def filtered_stderr(data: bytes) -> None:
             await on_stderr(_HINT.sub(rb"\1", data) if b"command not found" in data else data)
@@ -123,6 +125,10 @@ class Shell:
         stdout, stderr = state.track(on_stdout), state.track(filtered_stderr)
         state.start()
         try:
+            if isinstance(stdin, StdinPipe) and interactive:
+                return await run_interactive(bash, state, stdin, stdout, stderr)
+            line = " ".join(_quote(a) for a in [program, *args[1:]])
+            script = f"{adapters.STDIN_COMMAND} | {line}" if stdin is not None else line
             result = await bash.execute(script, stdout=stdout, stderr=stderr)
         except asyncio.CancelledError:
             state.kill()
@@ -135,10 +141,16 @@ class Shell:
         return int(result.exit_code) & 0xFF
 
     async def _spawn(
-        self, argv: list[str], cwd: str, env: dict[str, str], stdin: bytes, out: Sink, err: Sink
+        self,
+        state: RunState,
+        argv: list[str],
+        cwd: str,
+        env: dict[str, str],
+        stdin: bytes,
+        out: Sink,
+        err: Sink,
     ) -> int:
         """A child process of a custom command (``timeout``): its own interpreter, same disk."""
-        state = RunState(self._clock, self._disk)
         return await self._execute(state, argv, cwd, env, stdin, out, err)
 
     def sigterm_ignored(self, task: asyncio.Task[Any]) -> bool:
@@ -182,16 +194,19 @@ class Shell:
             source: StdinSource = stdin if isinstance(stdin, StdinPipe) else BytesSource(stdin)
             bash.add_command(adapters.STDIN_COMMAND, adapters.stdin_command(state, source))
 
-    def _script(self, args: list[str], workdir: str, *, piped: bool) -> str:
-        program = args[0]
+    def _program(self, program: str, workdir: str) -> str:
+        """An image path such as ``/bin/bash`` becomes the command itself.
+
+        Running the command rather than its wrapper script keeps stdin streaming into
+        registered commands, and ``$$``, ``exec`` and signals on the process itself.
+        """
         if "/" in program:
             name = self._disk.image_command(vfs.abspath(program, workdir))
             if name is not None and (
                 name in IMAGE_COMMANDS or self._commands.get(name) is not None
             ):
-                program = name  # run the command itself: streams stdin, keeps $$ and exec
-        line = " ".join(_quote(a) for a in [program, *args[1:]])
-        return f"{adapters.STDIN_COMMAND} | {line}" if piped else line
+                return name
+        return program
 
 
 def _utf8(text: str) -> str:

@@ -12,15 +12,18 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.adapters import parse_duration
+from fake_server.runtime.runstate import RunState
 
 if TYPE_CHECKING:
     import bashkit
 
-    from fake_server.runtime.runstate import RunState, Sink
+    from fake_server.runtime.runstate import Sink
 
 __all__ = ["Spawn", "timeout_command"]
 
-Spawn = Callable[[list[str], str, dict[str, str], bytes, "Sink", "Sink"], Awaitable[int]]
+Spawn = Callable[
+    ["RunState", list[str], str, dict[str, str], bytes, "Sink", "Sink"], Awaitable[int]
+]
 
 _TRY = "Try 'timeout --help' for more information.\n"
 _SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "KILL": 9, "USR1": 10, "USR2": 12, "TERM": 15}
@@ -75,8 +78,13 @@ def timeout_command(
             return 125
         stdin = b"".join([bytes(chunk) async for chunk in ctx.stdin])
         await run.settle(ctx)
+        # The child counts as busy from now on, so time cannot jump between this task starting
+        # to wait and the child's task first running; stop() below covers a child never run.
+        child_state = RunState(run.clock, run.disk)
+        child_state.start()
+        command, cwd, env = args[1:], str(ctx.cwd), dict(ctx.env)
         child = asyncio.ensure_future(
-            spawn(args[1:], str(ctx.cwd), dict(ctx.env), stdin, ctx.stdout.write, ctx.stderr.write)
+            spawn(child_state, command, cwd, env, stdin, ctx.stdout.write, ctx.stderr.write)
         )
         waits: set[asyncio.Future[object]] = {child}  # type: ignore[arg-type]
         timer: asyncio.Future[None] | None = None
@@ -92,6 +100,7 @@ def timeout_command(
                         future.cancel()
                         with contextlib.suppress(asyncio.CancelledError):
                             await future
+                child_state.stop()
         if not child.cancelled():
             return int(child.result())
         if signal == 9:

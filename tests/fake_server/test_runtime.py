@@ -378,6 +378,37 @@ async def test_live_stdin_pipe_is_read_until_closed(box: Box) -> None:
         pipe.write(b"late")
 
 
+@pytest.mark.asyncio
+async def test_a_shell_without_c_runs_each_line_as_it_arrives(box: Box) -> None:
+    pipe = StdinPipe()
+    lines: list[bytes] = []
+    arrived = asyncio.Event()
+
+    async def on_chunk(stream: str, data: bytes) -> None:
+        lines.append(data)
+        arrived.set()
+
+    task = asyncio.create_task(box.run(["/bin/bash"], stdin=pipe, cwd="/tmp", on_chunk=on_chunk))
+    pipe.write(b'X=1; cd /root\nif true; then\n  echo "$X $(pwd)"\nfi\n')
+    await arrived.wait()
+    assert lines == [b"1 /root\n"]
+    assert not task.done()
+    pipe.write(b"f() { echo f$1; }\nf 9; exit 7\necho never\n")
+    result = await task
+    assert (result.code, result.stdout) == (7, "1 /root\nf9\n")
+    assert not pipe.closed
+
+
+@pytest.mark.asyncio
+async def test_a_shell_reading_stdin_ends_with_the_last_status_at_eof(box: Box) -> None:
+    pipe = StdinPipe()
+    pipe.write(b"echo a; fals")
+    pipe.write(b"e")
+    pipe.close()
+    result = await box.run(["sh", "-i"], stdin=pipe)
+    assert (result.code, result.stdout) == (1, "a\n")
+
+
 # -- disk -------------------------------------------------------------------------------------
 
 

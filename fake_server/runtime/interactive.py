@@ -1,0 +1,81 @@
+"""A shell that reads its commands from a live stdin pipe (``bash`` with no ``-c``, a PTY shell).
+
+bashkit hands stdin to a builtin only once the pipe is closed, so ``bash`` fed from an open
+pipe would never start. Instead one interpreter stays alive and runs each complete command as
+its line arrives, like a real shell reading from a pipe or terminal; ``exit``, ``exec`` and
+``set -e`` end it. Shell state (variables, functions, ``cd``) carries from line to line.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import bashkit
+
+if TYPE_CHECKING:
+    from fake_server.runtime.pipes import StdinSource
+    from fake_server.runtime.runstate import RunState, Sink
+
+__all__ = ["ALIVE_COMMAND", "reads_commands_from_stdin", "run_interactive"]
+
+#: Internal command appended after each chunk: reaching it proves the shell did not exit.
+ALIVE_COMMAND = "__createos_alive__"
+
+_SHELLS = frozenset({"bash", "sh"})
+# Options that keep bash reading commands from stdin.
+_STDIN_OPTIONS = frozenset({"-i", "-l", "-s", "--login", "--norc", "--noprofile", "-"})
+
+
+def reads_commands_from_stdin(name: str, options: list[str]) -> bool:
+    """True for ``bash``/``sh`` without ``-c`` and without a script file operand."""
+    return name in _SHELLS and all(option in _STDIN_OPTIONS for option in options)
+
+
+async def run_interactive(
+    bash: bashkit.Bash, state: RunState, source: StdinSource, out: Sink, err: Sink
+) -> int:
+    """Run commands from ``source`` line by line until ``exit`` or end of input."""
+    alive: list[int] = []
+
+    async def mark_alive(ctx: bashkit.CommandContext) -> int:
+        alive.append(1)
+        last = ctx.argv[0] if ctx.argv else "0"
+        return int(last) if last.isdigit() else 0  # keeps the chunk's exit status
+
+    bash.add_command(ALIVE_COMMAND, mark_alive)
+    status = 0
+    pending = ""  # complete lines not yet forming a complete command
+    partial = ""  # text after the last newline
+    eof = False
+    while not eof:
+        with state.waiting(), state.clock.idle():
+            chunk = await source.read_chunk()
+        if chunk:
+            partial += chunk.decode("utf-8", "replace")
+            *lines, partial = partial.split("\n")
+        else:
+            eof = True
+            lines, partial = ([partial] if partial else []), ""
+        for line in lines:
+            pending += line + "\n"
+            if not eof and _incomplete(bash, pending):
+                continue
+            script, pending = pending, ""
+            alive.clear()
+            result = await bash.execute(f"{script}\n{ALIVE_COMMAND} $?", stdout=out, stderr=err)
+            status = int(result.exit_code) & 0xFF
+            if not alive:
+                return status
+    if pending:
+        result = await bash.execute(pending, stdout=out, stderr=err)
+        status = int(result.exit_code) & 0xFF
+    return status
+
+
+def _incomplete(bash: bashkit.Bash, script: str) -> bool:
+    """Whether ``script`` stops in the middle of a command (an open ``if``, quote, heredoc…)."""
+    try:
+        bash.analyze(script)
+    except bashkit.BashError as exc:
+        return "unexpected end of file" in str(exc) or "unterminated" in str(exc).lower()
+    return False
