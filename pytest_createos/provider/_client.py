@@ -23,6 +23,7 @@ sharing one ``ssl.SSLContext`` built once per process (building one costs ~30 ms
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import contextlib
 import functools
@@ -107,32 +108,47 @@ def _preload_network_backend() -> None:
 
 
 class HttpPool:
-    """One ``httpx.AsyncClient`` per API URL, reused until ``aclose()``."""
+    """One ``httpx.AsyncClient`` per API URL, reused until ``aclose()``.
+
+    Connections belong to the event loop that opened them; a provider used from another loop
+    (a long-lived provider across per-test loops) gets a fresh client there.
+    """
 
     __slots__ = ("_clients",)
 
     def __init__(self) -> None:
-        self._clients: dict[str, httpx.AsyncClient] = {}
+        self._clients: dict[str, tuple[asyncio.AbstractEventLoop | None, httpx.AsyncClient]] = {}
 
     def get(self, api_url: str) -> httpx.AsyncClient:
-        client = self._clients.get(api_url)
-        if client is None or client.is_closed:
-            _preload_network_backend()
-            client = httpx.AsyncClient(
-                verify=_ssl_context(),
-                follow_redirects=False,
-                timeout=None,  # deadlines run on the injected clock, not on wall time
-                # Proxy settings from the environment must not divert loopback (the fake).
-                trust_env=not api_url.startswith(_LOOPBACK_PREFIXES),
-            )
-            self._clients[api_url] = client
+        loop = _running_loop()
+        entry = self._clients.get(api_url)
+        if entry is not None and entry[0] is loop and not entry[1].is_closed:
+            return entry[1]
+        _preload_network_backend()
+        client = httpx.AsyncClient(
+            verify=_ssl_context(),
+            follow_redirects=False,
+            timeout=None,  # deadlines run on the injected clock, not on wall time
+            # Proxy settings from the environment must not divert loopback (the fake).
+            trust_env=not api_url.startswith(_LOOPBACK_PREFIXES),
+        )
+        self._clients[api_url] = (loop, client)
         return client
 
     async def aclose(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            with contextlib.suppress(Exception):
-                await client.aclose()
+        entries, self._clients = list(self._clients.values()), {}
+        loop = _running_loop()
+        for owner, client in entries:
+            if owner is loop:
+                with contextlib.suppress(Exception):
+                    await client.aclose()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 class CreateosClient:

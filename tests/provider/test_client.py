@@ -582,3 +582,16 @@ def test_public_names_are_sorted_and_importable() -> None:
         "CreateosApiError",
         "CreateosCleanupError",
     } <= set(provider.__all__)
+
+
+def test_pool_gives_each_event_loop_its_own_client() -> None:
+    """A provider that outlives an event loop still works in the next one."""
+    pool = HttpPool()
+
+    async def use() -> object:
+        return pool.get("https://a.test")
+
+    first = asyncio.run(use())
+    second = asyncio.run(use())
+    assert first is not second
+    asyncio.run(pool.aclose())
