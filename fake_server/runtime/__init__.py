@@ -32,11 +32,13 @@ doing anything while the process is inside a registered command registered with
 
 Standard input
 --------------
-``stdin=None``: empty. ``bytes``: the whole input. ``StdinPipe``: live. The input is fed
-through a pipeline stage; bashkit hands it to builtins and to ``bash -c`` as one string, so a
-script started with an open pipe begins once the pipe is closed (the provider closes stdin right
-after creating a process). A registered command run directly as ``argv`` streams it chunk by
-chunk instead.
+``stdin=None``: empty. ``bytes``: the whole input. ``StdinPipe``: live. A shell that reads its
+commands from stdin (``bash``, ``sh``, ``bash -i``/``-l``/``-s``: no ``-c``, no script file --
+what a PTY runs) executes each complete command as its line arrives and ends at ``exit`` or end
+of input. Otherwise the input is fed through a pipeline stage; bashkit hands it to builtins and
+to ``bash -c`` as one string, so such a script started with an open pipe begins once the pipe is
+closed (the provider closes stdin right after creating a process). A registered command run
+directly as ``argv`` receives it chunk by chunk instead.
 
 Time
 ----
@@ -51,6 +53,7 @@ Known bashkit limits
 * One file may hold at most 10,000,000 bytes and a disk 100,000,000 bytes (bashkit's fixed
   in-memory limits); writes beyond raise ``OSError`` ``EFBIG``/``ENOSPC``.
 * ``kill -9 $$`` inside a script ends it with exit status 137, not a signal.
+* A script waits for its background jobs (``sleep 100 &``) before it ends.
 """
 
 from __future__ import annotations
