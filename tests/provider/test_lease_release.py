@@ -215,3 +215,16 @@ async def test_realistic_pause_and_resume_take_only_virtual_time(
     assert fake.clock.now() - paused_at >= 3.0
     assert operations(fake).count("pause_sandbox") == 1
     assert operations(fake).count("resume_sandbox") == 1
+
+
+@pytest.mark.asyncio
+async def test_finished_work_leaves_no_per_lease_state(
+    fake: FakeCreateOS, provider: CreateosProvider, reuse_env: Environment
+) -> None:
+    """Scopes exist only while something is running, closing or unconfirmed (bounded memory)."""
+    lease = await provider.acquire_lease(reuse_env, run_id="r1")
+    for word in ("a", "b", "c"):
+        result = await provider.execute(reuse_env, lease, "/bin/echo", [word])
+        assert result.stdout == f"{word}\n"
+    await provider.release_lease(reuse_env, lease.provider_lease_id, lease.metadata)
+    assert len(provider._scopes) == 0
