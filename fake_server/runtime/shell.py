@@ -40,8 +40,8 @@ BASE_ENV: Mapping[str, str] = {
 }
 
 # bashkit appends hints ("Did you mean …", "Compilers … are not available") GNU bash never prints.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _HINT = re.compile(rb"(: command not found)[^\n]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # bashkit's default profile caps a run at 10,000 commands and 1 MiB of output; a sandbox
 # process may run for the whole test session, so the limits are set far out of reach.

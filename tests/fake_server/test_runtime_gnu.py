@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
+import re
 import tarfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fake_server.clock import VirtualClock
 from fake_server.runtime import CommandRegistry, SandboxDisk, Shell
@@ -274,3 +278,41 @@ async def test_tar_errors_are_gnu_shaped(box: Box) -> None:
     usage = await box.sh("tar -q")
     assert usage.code == 2
     assert usage.stderr.startswith("tar: invalid option -- 'q'\n")
+
+
+# -- robustness -------------------------------------------------------------------------------
+
+_WORDS = st.sampled_from(
+    [
+        "-c", "-x", "-t", "-f", "-C", "-h", "-z", "-v", "-cf", "-xzf", "--exclude", "--exclude=*",
+        "--file=/tmp/a.tar", "--strip-components=1", "-m", "-e", "-s", "-q", "--", "-", ".",
+        "..", "/", "/tmp", "/tmp/a.tar", "/w", "/w/l", "nope", "", "*", "1", "0", "-1", "2m",
+        "x\ny", "é", "-k", "-xf", "-tvf", "/w/l", "--keep-old-files", "a/../b",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    command=st.sampled_from(["tar", "realpath", "sleep", "timeout 1 sleep"]),
+    args=st.lists(_WORDS, max_size=6),
+)
+def test_overridden_commands_never_crash_on_any_arguments(command: str, args: list[str]) -> None:
+    async def scenario() -> Result:
+        clock = VirtualClock()
+        disk = SandboxDisk()
+        disk.write_file("/w/f", b"data")
+        disk.fs.symlink("/w", "/w/l")
+        try:
+            box = Box(disk, Shell(disk, clock, CommandRegistry()))
+            quoted = " ".join("'" + a.replace("'", "'\"'\"'") + "'" for a in args)
+            return await asyncio.wait_for(
+                box.sh(f"cd /w; tar -cf /tmp/a.tar f; {command} {quoted}"), 10
+            )
+        finally:
+            clock.close()
+
+    result = asyncio.run(scenario())
+    assert result.code in {0, 1, 2, 124, 125, 127}
+    assert re.search(r"\w(Error|Exception):|Traceback", result.stderr) is None  # no Python leak
+    assert "Unexpected error" not in result.stderr
