@@ -132,7 +132,7 @@ class CommandRegistry:
 
     def attach(self, disk: SandboxDisk) -> None:
         """Install every registered command on ``disk`` and keep it updated from now on."""
-        if disk not in self._disks:
+        if disk not in self._disks and not disk.wiped:
             self._disks.add(disk)
             for name in self._commands:
                 disk.install_command(name)

@@ -78,6 +78,10 @@ async def box() -> AsyncIterator[Box]:
     clock.close()
 
 
+async def _drop(data: bytes) -> None:
+    return None
+
+
 def q(value: str) -> str:
     """The provider's quoting: single quotes, each ' as '"'"'."""
     return "'" + value.replace("'", "'\"'\"'") + "'"
@@ -462,6 +466,11 @@ async def test_wiped_disk_refuses_everything(box: Box) -> None:
         box.disk.read_file("/w/f")
     with pytest.raises(RuntimeError, match="wiped"):
         await box.run(["true"])
+    box.commands.register("node", lambda cmd: 0)
+    with pytest.raises(RuntimeError, match="wiped"):
+        await Shell(box.disk, box.clock, box.commands).run(
+            ["node"], on_stdout=_drop, on_stderr=_drop
+        )
     assert box.disk.fs.read_dir("/") == []
 
 
