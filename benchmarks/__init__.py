@@ -1,0 +1,1 @@
+"""Ratio benchmarks: standalone scripts (``python benchmarks/bench_xxx.py``), not pytest tests."""

@@ -1,0 +1,142 @@
+"""Benchmark 3: what a test pays to have a fake, and what an idle sandbox costs.
+
+* start + stop of an in-process fake (``async with FakeCreateOS()``) against a bare aiohttp
+  app started and cleaned up the same way (goal: the fake under 5 ms); thread mode
+  (``start()``/``close()``) is reported for information;
+* memory per idle sandbox with 1,000 alive, created over HTTP and settled to ``running``
+  (goal < 2 MiB): the tracemalloc delta of Python allocations, and the RSS delta, which also
+  counts native memory such as bashkit's filesystems.
+
+Run: ``python benchmarks/bench_startup.py [--rounds N] [--smoke] [--json PATH]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import sys
+import tracemalloc
+from typing import TYPE_CHECKING
+
+import aiohttp
+from aiohttp import web
+
+from benchmarks._common import Report, finish, interleave_async, median, parse_args, timer
+from benchmarks._servers import SHAPE, BareServer, serve_fake
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["main", "run"]
+
+MIB = 1024 * 1024
+START_STOP_GOAL_MS = 5.0
+SANDBOX_GOAL_MIB = 2.0
+
+
+async def _fake_cycle(clock: VirtualClock) -> float:
+    start = timer()
+    async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()):
+        pass
+    return timer() - start
+
+
+async def _bare_cycle() -> float:
+    start = timer()
+    server = BareServer(web.Application())
+    await server.start()
+    await server.stop()
+    return timer() - start
+
+
+def _thread_cycle(clock: VirtualClock) -> float:
+    start = timer()
+    FakeCreateOS(clock=clock).start().close()
+    return timer() - start
+
+
+def _rss_bytes() -> int:
+    """Resident set size from /proc (Linux); 0 where it is not available."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+async def _idle_sandboxes(count: int) -> tuple[float, float]:
+    """Bytes per sandbox (tracemalloc, RSS) with ``count`` running sandboxes on one fake."""
+    async with serve_fake() as fake, aiohttp.ClientSession() as session:
+        session.headers["X-Api-Key"] = fake.api_key
+        create = f"{fake.api_url}/sandboxes"
+        # One sandbox first, so one-off costs (imports, caches) are not charged per sandbox.
+        async with session.post(create, json={"shape": SHAPE}) as response:
+            await response.read()
+        fake.sandboxes()
+        gc.collect()
+        tracemalloc.start()
+        try:
+            traced_before = tracemalloc.get_traced_memory()[0]
+            rss_before = _rss_bytes()
+            for _ in range(count):
+                async with session.post(create, json={"shape": SHAPE}) as response:
+                    await response.read()
+                    if response.status != 201:
+                        raise RuntimeError(f"create_sandbox answered HTTP {response.status}")
+            alive = [s for s in fake.sandboxes() if s.status == "running"]
+            if len(alive) != count + 1:
+                raise RuntimeError("not every sandbox reached running")
+            del alive
+            gc.collect()
+            traced = tracemalloc.get_traced_memory()[0] - traced_before
+            rss = _rss_bytes() - rss_before
+        finally:
+            tracemalloc.stop()
+    return traced / count, rss / count
+
+
+async def run(rounds: int, cycles: int, sandboxes: int) -> Report:
+    report = Report("fake start/stop and memory per idle sandbox", rounds)
+    clock = VirtualClock()
+    try:
+        await _fake_cycle(clock)  # imports and first-use caches outside the measurement
+        await _bare_cycle()
+
+        async def fake_batch() -> float:
+            return median([await _fake_cycle(clock) for _ in range(cycles)])
+
+        async def bare_batch() -> float:
+            return median([await _bare_cycle() for _ in range(cycles)])
+
+        samples = await interleave_async({"fake": fake_batch, "bare": bare_batch}, rounds)
+        threaded = median(
+            [await asyncio.to_thread(_thread_cycle, clock) for _ in range(max(1, rounds))]
+        )
+    finally:
+        clock.close()
+    fake_ms, bare_ms = median(samples["fake"]) * 1e3, median(samples["bare"]) * 1e3
+    report.add("fake start+stop (in loop)", fake_ms, "ms")
+    report.add("bare aiohttp start+stop", bare_ms, "ms")
+    report.add("fake / bare", fake_ms / bare_ms, "x")
+    report.add("fake start+close (thread)", threaded * 1e3, "ms", "for information")
+    traced, rss = await _idle_sandboxes(sandboxes)
+    report.add("idle sandboxes alive", sandboxes + 1, "sandboxes")
+    report.add("per sandbox (tracemalloc)", traced / 1024, "KiB")
+    report.add("per sandbox (RSS delta)", rss / 1024, "KiB", "includes native memory")
+    report.goal("fake start+stop", fake_ms, START_STOP_GOAL_MS, "ms", higher_is_better=False)
+    worst = max(traced, rss) / MIB
+    report.goal("memory per idle sandbox", worst, SANDBOX_GOAL_MIB, "MiB", higher_is_better=False)
+    return report
+
+
+def main(argv: Sequence[str] | None = None, *, quiet: bool = False) -> Report:
+    args = parse_args(argv, __doc__ or "", default_rounds=7)
+    cycles = args.scale.pick(full=10, smoke=2)
+    sandboxes = args.scale.pick(full=1000, smoke=5)
+    return finish(asyncio.run(run(args.rounds, cycles, sandboxes)), args, quiet=quiet)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,89 @@
+"""The benchmarks still run: each one's ``main`` with tiny counts, in this process.
+
+They are scripts outside the test run, so without this they would rot silently when the fake
+or the provider changes. Figures from a smoke run mean nothing; what is checked is that every
+benchmark completes its scenario and reports the figures and goals it promises.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import TYPE_CHECKING
+
+import pytest
+
+from benchmarks import bench_provider, bench_requests, bench_startup, bench_transfer, run_all
+from benchmarks._common import Goal, Report
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+SMOKE = ["--smoke"]
+
+EXPECTED_GOALS = {
+    bench_requests: ["fake rate / bare rate"],
+    bench_transfer: ["files: fake / bare throughput", "output live rate"],
+    bench_startup: ["fake start+stop", "memory per idle sandbox"],
+    bench_provider: [
+        "later provider + request",
+        "lifecycle fake / canned",
+        "wall-clock sleeps in a lifecycle",
+    ],
+}
+
+
+@functools.cache
+def smoke_report(module: ModuleType) -> Report:
+    """Each benchmark's smoke run, once per test session."""
+    report: Report = module.main(SMOKE, quiet=True)
+    return report
+
+
+@pytest.mark.parametrize(
+    "module", list(EXPECTED_GOALS), ids=lambda m: m.__name__.rsplit(".", 1)[-1]
+)
+def test_benchmark_runs_and_reports_its_goals(module: ModuleType) -> None:
+    """A smoke run completes and reports finite figures and every goal it is there to check."""
+    report = smoke_report(module)
+    assert [goal.name for goal in report.goals] == EXPECTED_GOALS[module]
+    assert report.figures
+    values = [f.value for f in report.figures] + [g.measured for g in report.goals]
+    assert all(math.isfinite(value) and value >= 0 for value in values), report.format()
+
+
+def test_provider_lifecycle_never_sleeps_on_the_wall_clock() -> None:
+    """With a virtual clock injected, a whole reuse lifecycle sleeps for real zero times."""
+    report = smoke_report(bench_provider)
+    sleeps = next(g for g in report.goals if g.name == "wall-clock sleeps in a lifecycle")
+    assert sleeps.measured == 0
+    assert sleeps.met
+
+
+def test_run_all_finds_every_benchmark() -> None:
+    """``run_all`` discovers each benchmark script (and ignores helpers)."""
+    names = {path.stem for path in run_all.discover()}
+    assert {"bench_provider", "bench_requests", "bench_startup", "bench_transfer"} <= names
+    assert all(name.startswith("bench_") for name in names)
+
+
+def test_summary_marks_missed_goals_and_broken_benchmarks() -> None:
+    """The summary table names each goal's verdict and every benchmark that failed to run."""
+    report = Report(title="x", rounds=1)
+    report.goals.append(Goal("rate", 0.4, 0.5, "x", higher_is_better=True))
+    report.goals.append(Goal("startup", 0.7, 5.0, "ms", higher_is_better=False))
+    table = run_all.summary({"requests": report, "chaos": "exited with status 2"}).splitlines()
+    assert table[0].split() == ["benchmark", "goal", "measured", "target", "verdict"]
+    assert table[2].split() == ["requests", "rate", "0.4", "x", ">=", "0.5", "x", "MISSED"]
+    assert table[3].split() == ["requests", "startup", "0.7", "ms", "<=", "5", "ms", "met"]
+    assert table[4].split() == ["chaos", "-", "-", "-", "ERROR:", "exited", "with", "status", "2"]
+
+
+def test_report_round_trips_through_json() -> None:
+    """``run_all`` reads each benchmark's report back from the JSON it wrote."""
+    report = Report(title="t", rounds=3)
+    report.add("fake rate", 2800.0, "req/s", "median")
+    report.goal("ratio", 0.6, 0.5, "x", higher_is_better=True)
+    again = Report.from_json(report.to_json())
+    assert again == report
+    assert again.ok
