@@ -1,20 +1,19 @@
 """pytest-createos: fixtures and markers for testing CreateOS sandbox code against a fake.
 
-The names here are the types tests annotate fixtures with. The fake's types are loaded on
-first access, so importing the provider never imports ``fake_server``.
+The names here are the types tests annotate fixtures with. They load on first access, so
+importing the provider never imports ``fake_server`` and pytest starts fast.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_createos._bridge import RunSync
-from pytest_createos._report import CreateosWarning
-from pytest_createos.provider import CreateosProvider, Environment, ExecuteResult, Lease
-
 if TYPE_CHECKING:
     from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
     from fake_server.faults import Fault
+    from pytest_createos._bridge import RunSync
+    from pytest_createos._report import CreateosWarning
+    from pytest_createos.provider import CreateosProvider, Environment, ExecuteResult, Lease
 
 __all__ = [
     "CreateosProvider",
@@ -29,7 +28,13 @@ __all__ = [
     "VirtualClock",
 ]
 
-_FROM_FAKE = {
+_LAZY = {
+    "CreateosProvider": "pytest_createos.provider",
+    "CreateosWarning": "pytest_createos._report",
+    "Environment": "pytest_createos.provider",
+    "ExecuteResult": "pytest_createos.provider",
+    "Lease": "pytest_createos.provider",
+    "RunSync": "pytest_createos._bridge",
     "FakeCreateOS": "fake_server",
     "TransitionPolicy": "fake_server",
     "VirtualClock": "fake_server",
@@ -38,7 +43,7 @@ _FROM_FAKE = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _FROM_FAKE.get(name)
+    module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'pytest_createos' has no attribute {name!r}")
     import importlib

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fake_server.faults import Fault
-from fake_server.models import TransitionPolicy
-
 if TYPE_CHECKING:
     import pytest
+
+    from fake_server.faults import Fault
+    from fake_server.models import TransitionPolicy
 
 __all__ = [
     "DEFAULT_SHAPE",
@@ -22,7 +22,6 @@ __all__ = [
 
 DEFAULT_SHAPE = "s-1vcpu-1gb"
 _SETTINGS = ("seed", "transitions", "reuse_lease", "shape", "rate_limit")
-_POLICIES = {"immediate": TransitionPolicy.immediate, "realistic": TransitionPolicy.realistic}
 
 MARKER_HELP = {
     "createos": "createos(seed=int, transitions='immediate'|'realistic'|TransitionPolicy, "
@@ -62,10 +61,14 @@ def _merged(item: pytest.Item) -> dict[str, Any]:
 
 
 def _policy(value: object) -> tuple[TransitionPolicy, str]:
+    from fake_server.models import TransitionPolicy  # lazily: keeps pytest start-up light
+
     if isinstance(value, TransitionPolicy):
         return value, "custom"
-    if isinstance(value, str) and value in _POLICIES:
-        return _POLICIES[value](), value
+    if value == "immediate":
+        return TransitionPolicy.immediate(), "immediate"
+    if value == "realistic":
+        return TransitionPolicy.realistic(), "realistic"
     raise MarkerError(
         "createos(transitions=...) must be 'immediate', 'realistic' or a TransitionPolicy"
     )
@@ -100,6 +103,8 @@ def settings_for(item: pytest.Item, default_seed: int) -> MarkerSettings:
 
 def faults_for(item: pytest.Item) -> list[Fault]:
     """Fresh ``Fault`` objects for every ``createos_fault`` marker on ``item``, outermost first."""
+    from fake_server.faults import Fault
+
     faults: list[Fault] = []
     for marker in reversed(list(item.iter_markers("createos_fault"))):
         try:
@@ -112,6 +117,10 @@ def faults_for(item: pytest.Item) -> list[Fault]:
 def marker_errors(item: pytest.Item, default_seed: int) -> list[str]:
     """Every marker problem of ``item``, for one usage error at collection time."""
     problems: list[str] = []
+    if item.get_closest_marker("createos") is None and (
+        item.get_closest_marker("createos_fault") is None
+    ):
+        return problems
     for check in (lambda: settings_for(item, default_seed), lambda: faults_for(item)):
         try:
             check()

@@ -12,29 +12,29 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_createos._bridge import BridgedProvider
-from pytest_createos._live import live_target
 from pytest_createos._markers import MARKER_HELP, MarkerError, faults_for, marker_errors
 from pytest_createos._markers import settings_for as _settings_for
 from pytest_createos._options import add_options, read_options
 from pytest_createos._report import CreateosWarning, header_line, journal_text, problems
-from pytest_createos._session import Run, Session
-from pytest_createos.provider import CreateosError, Environment, Lease, Pacer
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Iterator
 
     from fake_server import FakeCreateOS, VirtualClock
-    from pytest_createos._bridge import RunSync
+    from pytest_createos._bridge import BridgedProvider, RunSync
     from pytest_createos._options import Options
+    from pytest_createos._session import Run, Session
+    from pytest_createos.provider import Environment, Lease
+
+# The fake, the provider and httpx load on the first createos fixture, not at pytest start-up.
 
 __all__ = ["CreateosWarning"]
 
 COMPANY_ID = "pytest-createos"
 ENVIRONMENT_ID = "pytest-createos-env"
 
-_OPTIONS_KEY = pytest.StashKey["Options"]()
-_RUN_KEY = pytest.StashKey[Run]()
+_OPTIONS_KEY: pytest.StashKey[Options] = pytest.StashKey()
+_RUN_KEY: pytest.StashKey[Run] = pytest.StashKey()
 
 
 # -- hooks ------------------------------------------------------------------------------------
@@ -98,6 +98,8 @@ def _settings(request: pytest.FixtureRequest) -> Any:
 @pytest.fixture(scope="session")
 def _createos_session(pytestconfig: pytest.Config) -> Iterator[Session]:
     """Session scope: the worker's fake and background loop, started on first use."""
+    from pytest_createos._session import Session
+
     session = Session(pytestconfig.stash[_OPTIONS_KEY])
     yield session
     session.close()
@@ -150,8 +152,12 @@ def createos_env(request: pytest.FixtureRequest, _createos_session: Session) -> 
     ``{"apiUrl": fake.url, "apiKey": fake.api_key, "shape": "s-1vcpu-1gb",
     "reuseLease": False}``; the ``createos`` marker sets ``shape`` and ``reuse_lease``.
     """
+    from pytest_createos.provider import Environment
+
     settings = _settings(request)
     if _is_live(request):
+        from pytest_createos._live import live_target
+
         if request.node.get_closest_marker("createos_fault") is not None:
             pytest.skip("createos: fault tests run only on the fake, not under --createos-live")
         target = live_target()
@@ -180,6 +186,9 @@ def createos_provider(
     its methods in async tests; in sync tests wrap them: ``createos_run(provider.x(...))``.
     Under --createos-live: real clock, 300 ms pacing, ``os.environ``.
     """
+    from pytest_createos._bridge import BridgedProvider
+    from pytest_createos.provider import Pacer
+
     session = _createos_session
     if _is_live(request):
         provider = BridgedProvider(session.bridge)
@@ -202,6 +211,8 @@ def createos_lease(
     shape ``s-1vcpu-1gb`` with ``/paperclip-workspace`` prepared. It was acquired by an
     internal provider: use it with ``createos_provider`` like any stored lease.
     """
+    from pytest_createos.provider import CreateosError
+
     session = _createos_session
     live = _is_live(request)
     provider = session.lease_provider(live=live)

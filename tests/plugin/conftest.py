@@ -1,4 +1,7 @@
-"""Helpers for plugin tests: inner pytest runs with their own ini (the outer one is strict)."""
+"""Helpers for plugin tests: inner pytest runs with their own ini (the outer one is strict).
+
+pytest-benchmark, when installed, warns inside xdist workers; that warning is not ours.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ asyncio_mode = {mode}
 asyncio_default_fixture_loop_scope = function
 filterwarnings =
     error
+    ignore:Benchmarks are automatically disabled
 {extra}
 """
 

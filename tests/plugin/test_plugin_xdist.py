@@ -22,5 +22,5 @@ def test_two_workers_each_get_their_own_fake(inner: pytest.Pytester) -> None:
             assert ids == [createos_lease.provider_lease_id]
         """
     )
-    result = inner.runpytest_subprocess("-n", "2", "-p", "no:benchmark")
+    result = inner.runpytest_subprocess("-n", "2")
     result.assert_outcomes(passed=6)
