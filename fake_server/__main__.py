@@ -44,7 +44,7 @@ def _port(text: str) -> int:
 
 def _api_key(text: str) -> str:
     if not text or not text.isprintable() or len(text) > 512 or text != text.strip():
-        raise argparse.ArgumentTypeError("must be 1-512 printable characters, no surrounding spaces")
+        raise argparse.ArgumentTypeError("must be 1-512 printable characters, no outer spaces")
     return text
 
 
