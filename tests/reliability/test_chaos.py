@@ -23,10 +23,12 @@ import asyncio
 import os
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 import pytest
+from aiohttp import web
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.faults import (
@@ -51,6 +53,7 @@ from fake_server.faults import (
     TruncatedDownload,
 )
 from fake_server.http.fault_middleware import install_faults
+from fake_server.http.keys import ACCOUNT_KEY, OPERATION_KEY
 from pytest_createos.provider import (
     CreateosCleanupError,
     CreateosError,
@@ -63,8 +66,12 @@ from pytest_createos.provider import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
+    from collections.abc import Awaitable, Callable
     from pathlib import Path
+
+    from aiohttp.typedefs import Middleware
+
+    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 T = TypeVar("T")
 
@@ -163,6 +170,7 @@ class Lifecycle:
     account: str = ""
     messages: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
+    counts: Counter[tuple[str | None, str]] = field(default_factory=Counter)
     returned: set[str] = field(default_factory=set)
     named: set[str] = field(default_factory=set)
 
@@ -177,9 +185,9 @@ class Lifecycle:
             if f.account == self.account and operation in (None, f.operation)
         ]
 
-    def responses(self, operation: str) -> int:
-        events = self.fake.journal.filter(kind="response", operation=operation)
-        return sum(1 for event in events if event.account_id == self.account)
+    def requests(self, operation: str) -> int:
+        """Requests this account sent for ``operation``, answered or faulted."""
+        return self.counts[(self.account, operation)]
 
     async def attempt(self, step: Awaitable[T]) -> tuple[T | None, CreateosError | None]:
         try:
@@ -222,17 +230,17 @@ class Lifecycle:
         lease_id = lease.provider_lease_id
         self.returned.add(lease_id)
         blocked = await self.work(env, lease)
-        deletes = self.responses("delete_sandbox")
-        pauses = self.responses("pause_sandbox")
+        deletes = self.requests("delete_sandbox")
+        pauses = self.requests("pause_sandbox")
         _, release_error = await self.attempt(
             self.provider.release_lease(env, lease_id, lease.metadata)
         )
-        self.check(self.responses("delete_sandbox") == deletes, "release with reuse deleted")
+        self.check(self.requests("delete_sandbox") == deletes, "release with reuse deleted")
         if blocked:
             self.check(
                 str(release_error) == UNCONFIRMED, f"release after ambiguity: {release_error}"
             )
-            self.check(self.responses("pause_sandbox") == pauses, "paused despite ambiguity")
+            self.check(self.requests("pause_sandbox") == pauses, "paused despite ambiguity")
             _, resume_error = await self.attempt(
                 self.provider.resume_lease(env, lease_id, lease.metadata)
             )
@@ -260,6 +268,8 @@ class Lifecycle:
         target = f"{WORKSPACE}/in.txt"
         inbound = SyncOperation("in", [FileMapping("file", str(source), target)])
         _, error = await self.attempt(self.provider.sync_in(env, lease, [inbound]))
+        if self.index % 2:  # sync out on every other lifecycle keeps the run inside its budget
+            return isinstance(error, CreateosCleanupError)
         back = self.host_dir / f"out-{self.index}.txt"
         outbound = SyncOperation("out", [FileMapping("file", target, str(back))])
         _, out_error = await self.attempt(self.provider.sync_out(env, lease, [outbound]))
@@ -269,11 +279,11 @@ class Lifecycle:
 
     async def resume(self, env: Environment, lease: Lease) -> None:
         assert lease.provider_lease_id is not None
-        deletes = self.responses("delete_sandbox")
+        deletes = self.requests("delete_sandbox")
         resumed, _ = await self.attempt(
             self.provider.resume_lease(env, lease.provider_lease_id, lease.metadata)
         )
-        self.check(self.responses("delete_sandbox") == deletes, "resume deleted the sandbox")
+        self.check(self.requests("delete_sandbox") == deletes, "resume deleted the sandbox")
         if not isinstance(resumed, Lease):
             return
         if resumed.provider_lease_id is None:
@@ -356,34 +366,45 @@ class ChaosResult:
     requests: int = 0
 
 
+def request_counter(counts: Counter[tuple[str | None, str]]) -> Middleware:
+    """Counts every API request per (account, operation), before any fault can answer it."""
+
+    @web.middleware
+    async def count(request: web.Request, handler: Handler) -> web.StreamResponse:
+        counts[(request.get(ACCOUNT_KEY), request[OPERATION_KEY])] += 1
+        return await handler(request)
+
+    return count
+
+
 async def run_chaos(seed: int, lifecycles: int, host_dir: Path) -> ChaosResult:
     """Run ``lifecycles`` lifecycles, ``CONCURRENCY`` at a time, on one fake and one clock."""
     clock = VirtualClock(autojump_threshold=CLOCK_THRESHOLD)
     fake = FakeCreateOS(seed=seed, clock=clock, transitions=TransitionPolicy.immediate())
     install_faults(fake)
-    failures: list[str] = []
-    fired = requests = 0
+    counts: Counter[tuple[str | None, str]] = Counter()
+    fake.middlewares.insert(0, request_counter(counts))
+    slots = asyncio.Semaphore(CONCURRENCY)
     started = time.perf_counter()
     async with fake:
         provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
+
+        async def one(index: int) -> Lifecycle:
+            async with slots:
+                lifecycle = Lifecycle(index, fake, provider, host_dir, counts=counts)
+                await lifecycle.run(seed)
+                return lifecycle
+
         try:
-            for first in range(0, lifecycles, CONCURRENCY):
-                batch = [
-                    Lifecycle(i, fake, provider, host_dir)
-                    for i in range(first, min(first + CONCURRENCY, lifecycles))
-                ]
-                await asyncio.gather(*(lc.run(seed) for lc in batch))
-                failures.extend(lc.report(seed) for lc in batch if lc.violations)
-                fired += len(fake.faults.fired)
-                requests += len(fake.journal.requests())
-                fake.faults.clear()
-                fake.journal.clear()
+            done = await asyncio.gather(*(one(i) for i in range(lifecycles)))
         finally:
             await provider.shutdown()
+        failures = [lc.report(seed) for lc in done if lc.violations]
         if fake.errors:
             failures.append(f"chaos seed={seed}: the fake recorded errors: {fake.errors}")
     clock.close()
     elapsed = time.perf_counter() - started
+    fired, requests = len(fake.faults.fired), len(fake.journal.requests())
     return ChaosResult(lifecycles, elapsed, failures, fired, clock.jumps, requests)
 
 
