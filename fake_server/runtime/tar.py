@@ -145,22 +145,36 @@ def _add(
     *,
     top: bool = False,
     ancestors: frozenset[str] = frozenset(),
+    known: vfs.Entry | None = None,
 ) -> None:
+    """Archive ``source`` as ``name``, recursing into directories.
+
+    ``known`` is the entry's metadata when ``source`` is already physical (a directory child),
+    which saves resolving and stat-ing it again.
+    """
     if not (top and name == ".") and is_excluded(name, run.opts.excludes):
         return
-    try:
-        follow = run.opts.dereference
-        real = (
-            vfs.resolve(run.fs, source, missing="none") if follow else vfs.physical(run.fs, source)
-        )
-        entry = vfs.lstat(run.fs, real)
-        if entry is None:
-            raise FileNotFoundError(errno.ENOENT, "")
-    except OSError as exc:
-        run.fail(name, "Cannot stat", exc)
-        return
+    follow = run.opts.dereference
+    if known is not None and not (follow and known.kind == "symlink"):
+        real, entry = source, known
+    else:
+        try:
+            if follow:
+                real = vfs.resolve(run.fs, source, missing="none")
+            else:
+                real = vfs.physical(run.fs, source)
+            found = vfs.lstat(run.fs, real)
+            if found is None:
+                raise FileNotFoundError(errno.ENOENT, "")
+            entry = found
+        except OSError as exc:
+            run.fail(name, "Cannot stat", exc)
+            return
     if archive_real is not None and real == archive_real and entry.kind == "file":
         run.errors.append(f"tar: {name}: file is the archive; not dumped\n")
+        return
+    if entry.kind == "directory" and real in ancestors:
+        run.warnings.append(f"tar: {name}: File system loop detected\n")
         return
     info = tarfile.TarInfo(name)
     info.mode = entry.mode
@@ -168,34 +182,30 @@ def _add(
     info.uid = info.gid = 1000
     info.uname = info.gname = "sandbox"
     payload: bytes | None = None
-    if entry.kind == "directory":
-        info.type = tarfile.DIRTYPE
-    elif entry.kind == "symlink":
-        info.type = tarfile.SYMTYPE
-        info.linkname = str(run.fs.read_link(real))
-    else:
-        info.type = tarfile.REGTYPE
-        try:
+    try:
+        if entry.kind == "directory":
+            info.type = tarfile.DIRTYPE
+        elif entry.kind == "symlink":
+            info.type = tarfile.SYMTYPE
+            info.linkname = str(run.fs.read_link(real))
+        else:
+            info.type = tarfile.REGTYPE
             payload = bytes(run.fs.read_file(real))
-        except RuntimeError as exc:
-            run.fail(name, "Cannot open", vfs.os_error(exc))
-            return
-        info.size = len(payload)
-    if entry.kind == "directory" and real in ancestors:
-        run.warnings.append(f"tar: {name}: File system loop detected\n")
+            info.size = len(payload)
+    except RuntimeError as exc:
+        run.fail(name, "Cannot open", vfs.os_error(exc))
         return
     archive.addfile(info, io.BytesIO(payload) if payload is not None else None)
     run.listing.append(name + ("/" if entry.kind == "directory" and name != "." else "") + "\n")
     if entry.kind != "directory":
         return
     try:
-        children = sorted(str(item["name"]) for item in run.fs.read_dir(real))
-    except RuntimeError as exc:
-        run.fail(name, "Cannot open", vfs.os_error(exc))
+        children = vfs.list_dir(run.fs, real)
+    except OSError as exc:
+        run.fail(name, "Cannot open", exc)
         return
     prefix = "" if name in ("", "/") else name.rstrip("/") + "/"
-    for child in children:
-        inner = ancestors | {real}
-        _add(
-            run, archive, prefix + child, posixpath.join(real, child), archive_real, ancestors=inner
-        )
+    inner = ancestors | {real}
+    for child, meta in children:
+        path = posixpath.join(real, child)
+        _add(run, archive, prefix + child, path, archive_real, ancestors=inner, known=meta)

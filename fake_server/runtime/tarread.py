@@ -107,6 +107,7 @@ def _extract_all(
     run: TarRun, archive: tarfile.TarFile, selected: list[tuple[tarfile.TarInfo, str]], root: str
 ) -> None:
     directory_modes: list[tuple[str, int]] = []
+    dirs: dict[str, str] = {"": root}  # member directory -> its physical path, saves lookups
     for member, name in selected:
         parts = [p for p in name.split("/") if p and p != "."]
         if ".." in parts:
@@ -116,7 +117,7 @@ def _extract_all(
         if run.opts.strip and not parts:
             continue
         try:
-            _extract_one(run, archive, member, parts, root, directory_modes)
+            _extract_one(run, archive, member, parts, dirs, directory_modes)
         except OSError as exc:
             run.fail(name, "Cannot open", exc)
         except RuntimeError as exc:
@@ -134,15 +135,22 @@ def _extract_one(
     archive: tarfile.TarFile,
     member: tarfile.TarInfo,
     parts: list[str],
-    root: str,
+    dirs: dict[str, str],
     directory_modes: list[tuple[str, int]],
 ) -> None:
     fs = run.fs
+    root = dirs[""]
     if not parts:  # "./": the destination itself
         if member.isdir():
             directory_modes.append((root, member.mode & 0o7777))
         return
-    parent = vfs.mkdirs(fs, posixpath.join(root, *parts[:-1])) if len(parts) > 1 else root
+    key, parent_key = "/".join(parts), "/".join(parts[:-1])
+    parent = dirs.get(parent_key)
+    if parent is None:
+        parent = dirs[parent_key] = vfs.mkdirs(fs, posixpath.join(root, parent_key))
+    if key in dirs:  # replaced below: forget it and everything cached under it
+        for cached in [k for k in dirs if k == key or k.startswith(key + "/")]:
+            del dirs[cached]
     target = posixpath.join(parent, parts[-1])
     existing = vfs.lstat(fs, target)
     if member.isdir():
@@ -161,6 +169,7 @@ def _extract_one(
                 fs.remove(target)
             fs.mkdir(target)
         directory_modes.append((target, member.mode & 0o7777))
+        dirs[key] = target
         return
     if existing is not None and run.opts.keep:
         run.errors.append(f"tar: {member.name}: Cannot open: File exists\n")

@@ -22,6 +22,7 @@ __all__ = [
     "Entry",
     "Missing",
     "abspath",
+    "list_dir",
     "lstat",
     "mkdirs",
     "os_error",
@@ -85,6 +86,19 @@ def lstat(fs: bashkit.FileSystem, path: str) -> Entry | None:
         info: dict[str, Any] = fs.stat(path)
     except RuntimeError:
         return None
+    return _entry(info)
+
+
+def list_dir(fs: bashkit.FileSystem, path: str) -> list[tuple[str, Entry]]:
+    """The entries of the physical directory ``path``, sorted by name, with their metadata."""
+    try:
+        items = fs.read_dir(path)
+    except RuntimeError as exc:
+        raise os_error(exc, path) from None
+    return sorted((str(item["name"]), _entry(item.get("metadata", {}))) for item in items)
+
+
+def _entry(info: dict[str, Any]) -> Entry:
     raw = info.get("file_type")
     kind: Literal["file", "directory", "symlink"] = (
         "directory" if raw == "directory" else "symlink" if raw == "symlink" else "file"
