@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from typing import TYPE_CHECKING
 
+import httpx
 import pytest
 
+from fake_server import FakeCreateOS, TransitionPolicy
 from fake_server.clock import DEFAULT_EPOCH, Clock, RealClock, VirtualClock
+from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -266,4 +270,130 @@ async def test_real_clock_is_wall_time_with_no_op_hooks() -> None:
         clock.response_sent()
         clock.response_received()
     await clock.sleep(0)
+    clock.close()
+
+
+# -- end to end: the fake and its sandboxes run on the clock ---------------------------------
+
+
+async def _sandbox(api: httpx.AsyncClient) -> str:
+    created = await api.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+    sandbox_id: str = created.json()["data"]["id"]
+    assert (await api.get(f"/v1/sandboxes/{sandbox_id}")).json()["data"]["status"] == "running"
+    return sandbox_id
+
+
+@pytest.mark.asyncio
+async def test_sleep_inside_a_sandbox_and_wait_timeouts_run_on_the_fake_clock() -> None:
+    clock = VirtualClock()
+    async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()) as fake:
+        async with httpx.AsyncClient(
+            base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=10
+        ) as api:
+            sandbox_id = await _sandbox(api)
+            started, before = time.perf_counter(), clock.now()
+            body = {"cmd": "/bin/bash", "args": ["-c", "sleep 120; echo done"]}
+            result = await api.post(f"/v1/sandboxes/{sandbox_id}/exec", json=body)
+            assert result.json()["data"]["result"]["stdout"] == "done\n"
+            assert 120 <= clock.now() - before < 121
+
+            body = {"cmd": "/bin/bash", "args": ["-c", "sleep 1000"]}
+            created = await api.post(f"/v1/sandboxes/{sandbox_id}/processes", json=body)
+            process_id = created.json()["data"]["process_id"]
+            before = clock.now()
+            waited = await api.get(
+                f"/v1/sandboxes/{sandbox_id}/processes/{process_id}/wait",
+                params={"scope": "tree", "timeout_ms": 30000},
+            )
+            assert waited.status_code == 408
+            assert 30 <= clock.now() - before < 31
+            assert time.perf_counter() - started < 10  # 150 fake seconds, almost no real time
+        assert fake.errors == []
+    clock.close()
+
+
+@pytest.mark.asyncio
+async def test_heartbeats_are_paced_by_the_fake_clock() -> None:
+    clock = VirtualClock()
+    async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()) as fake:
+        async with httpx.AsyncClient(
+            base_url=fake.url + "/v1", headers={"X-Api-Key": fake.api_key}, timeout=10
+        ) as api:
+            sandbox_id = await _sandbox_v1(api)
+            body = {"cmd": "/bin/bash", "args": ["-c", "sleep 12; echo late"]}
+            created = await api.post(f"/sandboxes/{sandbox_id}/processes", json=body)
+            process_id = created.json()["data"]["process_id"]
+            await api.post(f"/sandboxes/{sandbox_id}/processes/{process_id}/stdin/close")
+            stream = await api.get(
+                f"/sandboxes/{sandbox_id}/processes/{process_id}/connect", params={"after": 0}
+            )
+            kinds = [json.loads(line)["type"] for line in stream.text.splitlines()]
+            assert kinds == ["heartbeat", "heartbeat", "data", "exit"]  # at 5 s and 10 s
+    clock.close()
+
+
+async def _sandbox_v1(api: httpx.AsyncClient) -> str:
+    created = await api.post("/sandboxes", json={"shape": "s-1vcpu-1gb"})
+    sandbox_id: str = created.json()["data"]["id"]
+    await api.get(f"/sandboxes/{sandbox_id}")
+    return sandbox_id
+
+
+@pytest.mark.asyncio
+async def test_a_threaded_fake_and_the_test_loop_share_one_timeline() -> None:
+    """Thread mode: the fake serves from its own loop; the test waits in this one."""
+    clock = VirtualClock()
+    fake = FakeCreateOS(clock=clock, transitions=TransitionPolicy.after(10)).start()
+    try:
+        async with httpx.AsyncClient(
+            base_url=fake.url + "/v1", headers={"X-Api-Key": fake.api_key}, timeout=10
+        ) as api:
+            created = await api.post("/sandboxes", json={"shape": "s-1vcpu-1gb"})
+            sandbox_id = created.json()["data"]["id"]
+            assert (await api.get(f"/sandboxes/{sandbox_id}")).json()["data"]["status"] == (
+                "creating"
+            )
+            await clock.sleep(10)  # the test's own wait moves the fake's transitions too
+            status = (await api.get(f"/sandboxes/{sandbox_id}")).json()["data"]["status"]
+            assert status == "running"
+            body = {"cmd": "/bin/bash", "args": ["-c", "sleep 30; echo ok"]}
+            before = clock.now()
+            result = await api.post(f"/sandboxes/{sandbox_id}/exec", json=body)
+            assert result.json()["data"]["result"]["stdout"] == "ok\n"
+            assert clock.now() - before >= 30
+    finally:
+        fake.close()
+        clock.close()
+    assert fake.errors == []
+
+
+@pytest.mark.asyncio
+async def test_the_provider_waits_for_realistic_transitions_on_the_clock() -> None:
+    clock = VirtualClock(autojump_threshold=0.02)
+    async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.realistic()) as fake:
+        provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
+        env = Environment(
+            company_id="c",
+            environment_id="e",
+            config={
+                "apiUrl": fake.url,
+                "apiKey": fake.api_key,
+                "shape": "s-1vcpu-1gb",
+                "reuseLease": True,
+            },
+        )
+        started = time.perf_counter()
+        lease = await provider.acquire_lease(env, run_id="r")
+        assert lease.provider_lease_id is not None
+        before = clock.now()
+        await provider.release_lease(env, lease.provider_lease_id, lease.metadata)
+        assert fake.sandbox(lease.provider_lease_id).status == "paused"
+        assert clock.now() - before >= 2.0  # pausing takes 2 s in the realistic policy
+        before = clock.now()
+        resumed = await provider.resume_lease(env, lease.provider_lease_id, lease.metadata)
+        assert resumed.provider_lease_id == lease.provider_lease_id
+        assert clock.now() - before >= 3.0  # resuming takes 3 s
+        await provider.destroy_lease(env, lease.provider_lease_id, lease.metadata)
+        await provider.shutdown()
+        assert time.perf_counter() - started < 10
     clock.close()
