@@ -8,6 +8,7 @@ its line arrives, like a real shell reading from a pipe or terminal; ``exit``, `
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import bashkit
@@ -21,6 +22,8 @@ __all__ = ["ALIVE_COMMAND", "reads_commands_from_stdin", "run_interactive"]
 #: Internal command appended after each chunk: reaching it proves the shell did not exit.
 ALIVE_COMMAND = "__createos_alive__"
 
+_INCOMPLETE = ("unexpected end of file", "unexpected eof", "unterminated")
+_HEREDOC = re.compile(r"<<(?P<dash>-?)\s*(?P<q>['\"]?)(?P<word>[A-Za-z_][A-Za-z0-9_]*)(?P=q)")
 _SHELLS = frozenset({"bash", "sh"})
 # Options that keep bash reading commands from stdin.
 _STDIN_OPTIONS = frozenset({"-i", "-l", "-s", "--login", "--norc", "--noprofile", "-"})
@@ -74,8 +77,25 @@ async def run_interactive(
 
 def _incomplete(bash: bashkit.Bash, script: str) -> bool:
     """Whether ``script`` stops in the middle of a command (an open ``if``, quote, heredoc…)."""
+    tail = script.rstrip("\n")
+    if tail.endswith(("&&", "||", "|", "\\")) or _open_heredoc(script):
+        return True
     try:
         bash.analyze(script)
     except bashkit.BashError as exc:
-        return "unexpected end of file" in str(exc) or "unterminated" in str(exc).lower()
+        text = str(exc).lower()
+        return any(hint in text for hint in _INCOMPLETE)
+    return False
+
+
+def _open_heredoc(script: str) -> bool:
+    lines = script.split("\n")
+    for index, line in enumerate(lines):
+        for match in _HEREDOC.finditer(line):
+            if "((" in line[: match.start()]:  # a shift inside $(( )) or (( ))
+                continue
+            strip_tabs, word = match["dash"] == "-", match["word"]
+            rest = lines[index + 1 :]
+            if not any((r.lstrip("\t") if strip_tabs else r) == word for r in rest):
+                return True
     return False

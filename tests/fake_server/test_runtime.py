@@ -404,6 +404,23 @@ async def test_a_shell_without_c_runs_each_line_as_it_arrives(box: Box) -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_shell_reading_stdin_waits_for_the_rest_of_a_command(box: Box) -> None:
+    pipe = StdinPipe()
+    for line in (
+        b"cat <<EOF\n",
+        b"heredoc $((1 << 3))\n",
+        b"EOF\n",
+        b"echo 'multi\n",
+        b"line' &&\n",
+        b"echo joined\n",
+        b"exit\n",
+    ):
+        pipe.write(line)
+    result = await box.run(["bash", "-s"], stdin=pipe)
+    assert (result.code, result.stdout) == (0, "heredoc 8\nmulti\nline\njoined\n")
+
+
+@pytest.mark.asyncio
 async def test_a_shell_reading_stdin_ends_with_the_last_status_at_eof(box: Box) -> None:
     pipe = StdinPipe()
     pipe.write(b"echo a; fals")
