@@ -1,6 +1,7 @@
 """Helpers for plugin tests: inner pytest runs with their own ini (the outer one is strict).
 
-pytest-benchmark, when installed, warns inside xdist workers; that warning is not ours.
+Inner runs leave out plugins they do not need (hypothesis alone costs about a second per run,
+and pytest-benchmark, when installed, warns inside xdist workers).
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ import pytest
 
 INI = """\
 [pytest]
+addopts = -p no:hypothesispytest -p no:benchmark -p no:cacheprovider
 asyncio_mode = {mode}
 asyncio_default_fixture_loop_scope = function
 filterwarnings =
     error
-    ignore:Benchmarks are automatically disabled
 {extra}
 """
 
