@@ -171,7 +171,7 @@ def _add(
             run.fail(name, "Cannot stat", exc)
             return
     if archive_real is not None and real == archive_real and entry.kind == "file":
-        run.errors.append(f"tar: {name}: file is the archive; not dumped\n")
+        run.warnings.append(f"tar: {name}: file is the archive; not dumped\n")
         return
     if entry.kind == "directory" and real in ancestors:
         run.warnings.append(f"tar: {name}: File system loop detected\n")
