@@ -128,7 +128,9 @@ class CommandRegistry:
         return self._commands.get(name)
 
     def commands(self) -> list[RegisteredCommand]:
-        return [self._commands[name] for name in self.names()]
+        """A snapshot; safe while another thread registers (the fake may run in a thread)."""
+        snapshot = dict(self._commands)
+        return [snapshot[name] for name in sorted(snapshot)]
 
     def attach(self, disk: SandboxDisk) -> None:
         """Install every registered command on ``disk`` and keep it updated from now on."""
