@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SHAPE",
+    "FIXTURES",
     "MARKER_HELP",
     "MarkerSettings",
     "faults_for",
@@ -21,6 +22,17 @@ __all__ = [
 ]
 
 DEFAULT_SHAPE = "s-1vcpu-1gb"
+#: The fixtures that bring up the fake, so the markers have something to configure.
+FIXTURES = frozenset(
+    {
+        "createos_fake",
+        "createos_clock",
+        "createos_env",
+        "createos_provider",
+        "createos_lease",
+        "createos_sdk",
+    }
+)
 _SETTINGS = ("seed", "transitions", "reuse_lease", "shape", "rate_limit")
 
 MARKER_HELP = {
@@ -117,10 +129,15 @@ def faults_for(item: pytest.Item) -> list[Fault]:
 def marker_errors(item: pytest.Item, default_seed: int) -> list[str]:
     """Every marker problem of ``item``, for one usage error at collection time."""
     problems: list[str] = []
-    if item.get_closest_marker("createos") is None and (
-        item.get_closest_marker("createos_fault") is None
-    ):
+    marked = [m for m in ("createos", "createos_fault") if item.get_closest_marker(m) is not None]
+    if not marked:
         return problems
+    if not FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        problems.append(
+            f"{item.nodeid}: @pytest.mark.{marked[0]} configures the fake, but the test uses "
+            "no createos fixture (createos_fake, createos_env, createos_provider, "
+            "createos_lease, createos_sdk, createos_clock)"
+        )
     for check in (lambda: settings_for(item, default_seed), lambda: faults_for(item)):
         try:
             check()

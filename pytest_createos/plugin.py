@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from fake_server import FakeCreateOS, VirtualClock
     from pytest_createos._bridge import BridgedProvider, RunSync
+    from pytest_createos._markers import MarkerSettings
     from pytest_createos._options import Options
     from pytest_createos._session import Run, Session
     from pytest_createos.provider import Environment, Lease
@@ -85,7 +86,7 @@ def _is_live(request: pytest.FixtureRequest) -> bool:
     return _options(request).live and request.node.get_closest_marker("createos_live") is not None
 
 
-def _settings(request: pytest.FixtureRequest) -> Any:
+def _settings(request: pytest.FixtureRequest) -> MarkerSettings:
     try:
         return _settings_for(request.node, _options(request).seed)
     except MarkerError as error:  # pragma: no cover -- collection already refused it

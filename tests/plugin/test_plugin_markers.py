@@ -166,3 +166,26 @@ def test_marker_mistakes_are_one_usage_error(inner: pytest.Pytester) -> None:
             "@pytest.mark.createos_fault: *unexpected keyword argument 'when_ever'",
         ]
     )
+
+
+def test_a_marker_without_a_createos_fixture_is_a_usage_error(inner: pytest.Pytester) -> None:
+    """A fault armed on a test that never starts the fake would silently do nothing."""
+    inner.makepyfile(
+        """
+        import pytest
+        from fake_server.faults import HttpError
+
+        @pytest.mark.createos_fault("get_sandbox", HttpError(503))
+        def test_forgot_the_fixture():
+            pass
+        """
+    )
+    result = inner.runpytest()
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(
+        [
+            "*::test_forgot_the_fixture: @pytest.mark.createos_fault configures the fake, but "
+            "the test uses no createos fixture (createos_fake, createos_env, createos_provider, "
+            "createos_lease, createos_sdk, createos_clock)"
+        ]
+    )
