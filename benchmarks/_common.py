@@ -14,10 +14,12 @@ import math
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+_T = TypeVar("_T")
 
 __all__ = [
     "Figure",
@@ -148,9 +150,9 @@ def _order(names: list[str], round_index: int) -> list[str]:
     return names if round_index % 2 == 0 else names[::-1]
 
 
-def interleave(variants: Mapping[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
-    """Run each variant once per round; each call returns the figure it measured."""
-    samples: dict[str, list[float]] = {name: [] for name in variants}
+def interleave(variants: Mapping[str, Callable[[], _T]], rounds: int) -> dict[str, list[_T]]:
+    """Run each variant once per round; each call returns the figure(s) it measured."""
+    samples: dict[str, list[_T]] = {name: [] for name in variants}
     for index in range(rounds):
         for name in _order(list(variants), index):
             samples[name].append(variants[name]())
@@ -158,10 +160,10 @@ def interleave(variants: Mapping[str, Callable[[], float]], rounds: int) -> dict
 
 
 async def interleave_async(
-    variants: Mapping[str, Callable[[], Awaitable[float]]], rounds: int
-) -> dict[str, list[float]]:
+    variants: Mapping[str, Callable[[], Awaitable[_T]]], rounds: int
+) -> dict[str, list[_T]]:
     """``interleave`` for coroutines run in the current loop."""
-    samples: dict[str, list[float]] = {name: [] for name in variants}
+    samples: dict[str, list[_T]] = {name: [] for name in variants}
     for index in range(rounds):
         for name in _order(list(variants), index):
             samples[name].append(await variants[name]())

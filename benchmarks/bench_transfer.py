@@ -13,6 +13,7 @@ Run: ``python benchmarks/bench_transfer.py [--rounds N] [--smoke] [--json PATH]`
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import sys
@@ -36,6 +37,7 @@ MIB = 1024 * 1024
 FILE_GOAL_FRACTION = 0.5
 OUTPUT_GOAL_MB_S = 20.0
 OUTPUT_CHUNK = 64 * 1024
+BIG_FILE = "/tmp/bench/output.bin"
 
 
 def bare_files_app() -> web.Application:
@@ -93,7 +95,7 @@ async def _read_until_exit(response: aiohttp.ClientResponse) -> int:
             if line.strip():
                 last = json.loads(line)
                 if last.get("type") == "data":
-                    output += len(str(last["data_base64"])) * 3 // 4
+                    output += len(base64.b64decode(str(last["data_base64"])))
     if buffer.strip():
         last = json.loads(buffer)
     if last.get("type") != "exit":
@@ -102,22 +104,36 @@ async def _read_until_exit(response: aiohttp.ClientResponse) -> int:
 
 
 async def _process_output(
-    fake: FakeCreateOS, session: aiohttp.ClientSession, sandbox_id: str
-) -> tuple[float, float]:
-    """Seconds to read the output live, then seconds to replay it after the exit."""
+    fake: FakeCreateOS, session: aiohttp.ClientSession, sandbox_id: str, argv: list[str]
+) -> tuple[float, float, int]:
+    """Seconds to read the output live, seconds to replay it after the exit, and its bytes."""
     base = f"{fake.api_url}/sandboxes/{sandbox_id}/processes"
-    async with session.post(base, json={"cmd": "spew"}) as response:
+    async with session.post(base, json={"cmd": argv[0], "args": argv[1:]}) as response:
         process_id = (await response.json())["data"]["process_id"]
     start = timer()
     async with session.post(f"{base}/{process_id}/stdin/close") as response:
         await response.read()
     async with session.get(f"{base}/{process_id}/connect", params={"after": "0"}) as response:
-        await _read_until_exit(response)
+        size = await _read_until_exit(response)
     live = timer() - start
     start = timer()
     async with session.get(f"{base}/{process_id}/connect", params={"after": "0"}) as response:
         await _read_until_exit(response)
-    return live, timer() - start
+    return live, timer() - start, size
+
+
+async def _output_round(
+    fake: FakeCreateOS,
+    session: aiohttp.ClientSession,
+    sandbox_id: str,
+    argv: list[str],
+    expected: int,
+) -> tuple[float, float]:
+    """Live and replay seconds of one run; raises unless all the output arrived."""
+    live, replay, size = await _process_output(fake, session, sandbox_id, argv)
+    if size != expected:
+        raise RuntimeError("the process output arrived incomplete")
+    return live, replay
 
 
 async def run(rounds: int, file_bytes: int, output_bytes: int) -> Report:
@@ -139,12 +155,23 @@ async def run(rounds: int, file_bytes: int, output_bytes: int) -> Report:
                 },
                 rounds,
             )
-        live: list[float] = []
-        replay: list[float] = []
-        for _ in range(rounds):
-            seconds_live, seconds_replay = await _process_output(fake, fake_session, sandbox_id)
-            live.append(seconds_live)
-            replay.append(seconds_replay)
+        async with fake_session.put(
+            fake_url, params={"path": BIG_FILE}, data=b"y" * output_bytes
+        ) as response:
+            await response.read()
+        cat = ["/bin/bash", "-lc", f"exec cat {BIG_FILE}"]
+        outputs = await interleave_async(
+            {
+                "registered": lambda: _output_round(
+                    fake, fake_session, sandbox_id, ["spew"], output_bytes
+                ),
+                "cat": lambda: _output_round(fake, fake_session, sandbox_id, cat, output_bytes),
+            },
+            rounds,
+        )
+        live = [seconds for seconds, _ in outputs["registered"]]
+        replay = [seconds for _, seconds in outputs["registered"]]
+        cat_live = [seconds for seconds, _ in outputs["cat"]]
     fake_s, bare_s = median(files["fake"]), median(files["bare"])
     mib = file_bytes / MIB
     report.add("file size", mib, "MiB")
@@ -155,6 +182,7 @@ async def run(rounds: int, file_bytes: int, output_bytes: int) -> Report:
     live_mb_s = output_bytes / median(live) / 1e6
     report.add("process output", output_bytes / MIB, "MiB")
     report.add("output live", median(live) * 1e3, "ms", "stdin/close to exit frame")
+    report.add("output live (bash cat)", median(cat_live) * 1e3, "ms", "the same via bash + cat")
     report.add("output replay", median(replay) * 1e3, "ms", "connect?after=0 once exited")
     report.add("output replay rate", output_bytes / median(replay) / 1e6, "MB/s")
     report.goal(
