@@ -147,7 +147,12 @@ async def test_autojump_goes_deadline_by_deadline(auto: VirtualClock) -> None:
         await auto.sleep(seconds)
         woke.append(auto.now())
 
-    await asyncio.gather(sleeper(30), sleeper(10), sleeper(20))
+    auto.autojump = False  # register all three before time may move
+    tasks = [asyncio.create_task(sleeper(s)) for s in (30, 10, 20)]
+    await asyncio.sleep(0)  # each task runs up to its sleep
+    assert auto.next_deadline() == 10.0
+    auto.autojump = True
+    await asyncio.gather(*tasks)
     assert woke == [10.0, 20.0, 30.0]
 
 
@@ -215,11 +220,22 @@ async def test_sleepers_in_two_threads_share_one_timeline(auto: VirtualClock) ->
     def background() -> None:
         asyncio.run(sleeper("server", 5))
 
+    auto.autojump = False  # both sleeps must be registered before time may move
     thread = threading.Thread(target=background)
     thread.start()
-    await sleeper("test", 10)
+    await asyncio.to_thread(_wait_for_deadline, auto, 5.0)
+    mine = asyncio.create_task(sleeper("test", 10))
+    await asyncio.sleep(0)
+    auto.autojump = True
+    await mine
     await asyncio.to_thread(thread.join)
     assert woke == [("server", 5.0), ("test", 10.0)]
+
+
+def _wait_for_deadline(clock: VirtualClock, deadline: float) -> None:
+    """Block (in a worker thread) until a sleeper with ``deadline`` is registered."""
+    while clock.next_deadline() != deadline:
+        time.sleep(0)
 
 
 def test_advance_from_another_thread_wakes_a_sleeper() -> None:
@@ -237,8 +253,7 @@ def test_advance_from_another_thread_wakes_a_sleeper() -> None:
     thread = threading.Thread(target=asyncio.run, args=(sleeper(),))
     thread.start()
     ready.wait()
-    while clock.next_deadline() is None:  # the sleep registers right after the event
-        time.sleep(0)
+    _wait_for_deadline(clock, 30.0)
     clock.advance(30)
     thread.join()
     assert result == [30.0]
