@@ -38,7 +38,8 @@ what a PTY runs) executes each complete command as its line arrives and ends at 
 of input. Otherwise the input is fed through a pipeline stage; bashkit hands it to builtins and
 to ``bash -c`` as one string, so such a script started with an open pipe begins once the pipe is
 closed (the provider closes stdin right after creating a process). A registered command run
-directly as ``argv`` receives it chunk by chunk instead.
+directly as ``argv`` receives it chunk by chunk instead, and the process ends when that command
+returns even if stdin is still open.
 
 Time
 ----

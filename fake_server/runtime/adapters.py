@@ -26,7 +26,13 @@ if TYPE_CHECKING:
     from fake_server.runtime.pipes import StdinSource
     from fake_server.runtime.runstate import RunState
 
-__all__ = ["STDIN_COMMAND", "registered_command", "sleep_command", "stdin_command"]
+__all__ = [
+    "STDIN_COMMAND",
+    "leader_command",
+    "registered_command",
+    "sleep_command",
+    "stdin_command",
+]
 
 #: Internal name of the stdin feeder; never on any disk, so scripts cannot stumble on it.
 STDIN_COMMAND = "__createos_stdin__"
@@ -87,12 +93,43 @@ def stdin_command(run: RunState, source: StdinSource) -> CommandCallback:
         with run.waiting(), run.killed_on_cancel():
             while True:
                 with run.clock.idle():
-                    chunk = await source.read_chunk()
+                    chunk = await _next_chunk(source, run.leader_done)
                 if not chunk:
                     return 0
                 await ctx.stdout.write(chunk)
 
     return feed
+
+
+async def _next_chunk(source: StdinSource, leader_done: asyncio.Event) -> bytes:
+    """The next chunk, or ``b""`` once the command reading it has ended (like SIGPIPE)."""
+    if leader_done.is_set():
+        return b""
+    read = asyncio.ensure_future(source.read_chunk())
+    done = asyncio.ensure_future(leader_done.wait())
+    try:
+        await asyncio.wait({read, done}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        done.cancel()
+        if not read.done():
+            read.cancel()
+    return read.result() if read.done() and not read.cancelled() else b""
+
+
+def leader_command(run: RunState, callback: CommandCallback) -> CommandCallback:
+    """Wraps the command that *is* the process (``argv[0]``) so its stdin stops when it ends.
+
+    Without this a process whose stdin is never closed would outlive its own command: bashkit
+    waits for every pipeline stage, including the stdin feeder.
+    """
+
+    async def leader(ctx: bashkit.CommandContext) -> int:
+        try:
+            return await callback(ctx)
+        finally:
+            run.leader_done.set()
+
+    return leader
 
 
 def registered_command(run: RunState, command: RegisteredCommand) -> CommandCallback:

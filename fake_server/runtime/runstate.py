@@ -39,6 +39,8 @@ class RunState:
         self._ignoring_sigterm = 0
         self._stop_interpreter: Callable[[], None] | None = None
         self.killed = False
+        #: Set when the process's own command has ended: its stdin feeder stops reading then.
+        self.leader_done = asyncio.Event()
         self._in_flight = 0
         self._drained = asyncio.Event()
         self._drained.set()

@@ -117,7 +117,7 @@ class Shell:
         state.bind(bash.cancel)
         program = self._program(args[0], workdir)
         interactive = isinstance(stdin, StdinPipe) and reads_commands_from_stdin(program, args[1:])
-        self._install_commands(bash, state, None if interactive else stdin)
+        self._install_commands(bash, state, None if interactive else stdin, program)
 
         async def filtered_stderr(data: bytes) -> None:
             await on_stderr(_HINT.sub(rb"\1", data) if b"command not found" in data else data)
@@ -182,17 +182,27 @@ class Shell:
         raise FileNotFoundError(errno.ENOENT, "the working directory does not exist")
 
     def _install_commands(
-        self, bash: bashkit.Bash, state: RunState, stdin: bytes | StdinPipe | None
+        self,
+        bash: bashkit.Bash,
+        state: RunState,
+        stdin: bytes | StdinPipe | None,
+        leader: str,
     ) -> None:
-        bash.add_command("sleep", adapters.sleep_command(state))
-        bash.add_command("realpath", realpath_command(self._disk.fs))
-        bash.add_command("tar", tar_command(self._disk.fs))
-        bash.add_command("timeout", timeout_command(state, self._spawn))
+        commands: dict[str, adapters.CommandCallback] = {
+            "sleep": adapters.sleep_command(state),
+            "realpath": realpath_command(self._disk.fs),
+            "tar": tar_command(self._disk.fs),
+            "timeout": timeout_command(state, self._spawn),
+        }
         for command in self._commands.commands():
-            bash.add_command(command.name, adapters.registered_command(state, command))
+            commands[command.name] = adapters.registered_command(state, command)
         if stdin is not None:
             source: StdinSource = stdin if isinstance(stdin, StdinPipe) else BytesSource(stdin)
-            bash.add_command(adapters.STDIN_COMMAND, adapters.stdin_command(state, source))
+            commands[adapters.STDIN_COMMAND] = adapters.stdin_command(state, source)
+            if leader in commands:  # a custom command as the process: stdin ends with it
+                commands[leader] = adapters.leader_command(state, commands[leader])
+        for name, callback in commands.items():
+            bash.add_command(name, callback)
 
     def _program(self, program: str, workdir: str) -> str:
         """An image path such as ``/bin/bash`` becomes the command itself.

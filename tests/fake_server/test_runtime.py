@@ -383,6 +383,35 @@ async def test_live_stdin_pipe_is_read_until_closed(box: Box) -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_registered_command_as_the_process_streams_stdin_and_ends_without_eof(
+    box: Box,
+) -> None:
+    async def server(cmd: CommandIO) -> int:
+        await cmd.write_stdout(b"serving\n")
+        await cmd.clock.sleep(5)
+        return 3
+
+    async def upper(cmd: CommandIO) -> int:
+        await cmd.write_stdout((await cmd.read_stdin()).upper())
+        return 0
+
+    box.commands.register("server", server)
+    box.commands.register("upper", upper)
+    never_closed = StdinPipe()
+    served = await box.run(["/usr/bin/server"], stdin=never_closed)
+    assert (served.code, served.stdout) == (3, "serving\n")
+    assert not never_closed.closed
+
+    pipe = StdinPipe()
+    task = asyncio.create_task(box.run(["upper"], stdin=pipe))
+    pipe.write(b"ab")
+    await asyncio.sleep(0)
+    pipe.write(b"c")
+    pipe.close()
+    assert (await task).stdout == "ABC"
+
+
+@pytest.mark.asyncio
 async def test_a_shell_without_c_runs_each_line_as_it_arrives(box: Box) -> None:
     pipe = StdinPipe()
     lines: list[bytes] = []
