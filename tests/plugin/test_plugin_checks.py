@@ -76,13 +76,23 @@ def test_unfired_fault_check_can_be_turned_off_in_the_ini(
 
 
 def test_fake_internal_errors_fail_the_test_with_the_traceback(inner: pytest.Pytester) -> None:
-    """An exception inside the fake during the test fails it at teardown, traceback shown."""
+    """An exception inside the fake (here: a fault predicate that breaks) fails the test at
+    teardown with the fake's traceback, even though the test itself passed."""
     inner.makepyfile(
         """
+        import httpx
+        import pytest
+        from fake_server.faults import HttpError
+
+        def broken(call):
+            return 1 / 0
+
+        @pytest.mark.createos_fault("whoami", HttpError(503), when=broken)
         def test_fake_breaks(createos_fake):
-            createos_fake.errors.append(
-                ("exec", "Traceback (most recent call last):\\nRuntimeError: fake bug")
+            response = httpx.get(
+                createos_fake.url + "/v1/whoami", headers={"X-Api-Key": createos_fake.api_key}
             )
+            assert response.status_code == 500
         """
     )
     result = inner.runpytest()
@@ -90,9 +100,10 @@ def test_fake_internal_errors_fail_the_test_with_the_traceback(inner: pytest.Pyt
     result.stdout.fnmatch_lines(
         [
             "createos: the fake failed internally during this test (1 error(s))",
-            "--- in exec ---",
+            "--- in whoami ---",
             "Traceback (most recent call last):",
-            "RuntimeError: fake bug",
+            "*return 1 / 0*",
+            "ZeroDivisionError: division by zero",
         ]
     )
 
