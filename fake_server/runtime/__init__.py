@@ -36,8 +36,10 @@ Standard input
 commands from stdin (``bash``, ``sh``, ``bash -i``/``-l``/``-s``: no ``-c``, no script file --
 what a PTY runs) executes each complete command as its line arrives and ends at ``exit`` or end
 of input. Otherwise the input is fed through a pipeline stage; bashkit hands it to builtins and
-to ``bash -c`` as one string, so such a script started with an open pipe begins once the pipe is
-closed (the provider closes stdin right after creating a process). A registered command run
+to ``bash -c`` as one string, so a script that may read stdin (``cat``, ``read``…) and was
+started with an open pipe begins once the pipe is closed (the provider closes stdin right after
+creating a process). A ``bash -c`` script whose every command provably ignores stdin
+(``echo``, ``sleep``, ``trap``, ``wait``, ``mkdir``…) starts at once. A registered command run
 directly as ``argv`` receives it chunk by chunk instead, and the process ends when that command
 returns even if stdin is still open.
 

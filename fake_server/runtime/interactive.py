@@ -17,7 +17,13 @@ if TYPE_CHECKING:
     from fake_server.runtime.pipes import StdinSource
     from fake_server.runtime.runstate import RunState, Sink
 
-__all__ = ["ALIVE_COMMAND", "reads_commands_from_stdin", "run_interactive"]
+__all__ = [
+    "ALIVE_COMMAND",
+    "command_string",
+    "may_read_stdin",
+    "reads_commands_from_stdin",
+    "run_interactive",
+]
 
 #: Internal command appended after each chunk: reaching it proves the shell did not exit.
 ALIVE_COMMAND = "__createos_alive__"
@@ -27,6 +33,50 @@ _HEREDOC = re.compile(r"<<(?P<dash>-?)\s*(?P<q>['\"]?)(?P<word>[A-Za-z_][A-Za-z0
 _SHELLS = frozenset({"bash", "sh"})
 # Options that keep bash reading commands from stdin.
 _STDIN_OPTIONS = frozenset({"-i", "-l", "-s", "--login", "--norc", "--noprofile", "-"})
+
+
+# Commands that never read standard input, whatever their arguments.
+_NO_STDIN = frozenset(
+    {
+        ":", "[", "basename", "break", "cd", "chmod", "continue", "cp", "date", "declare",
+        "dirname", "echo", "exit", "export", "false", "hostname", "id", "kill", "ln", "local",
+        "ls", "mkdir", "mktemp", "mv", "printf", "pwd", "readlink", "readonly", "realpath",
+        "return", "rm", "rmdir", "seq", "set", "shift", "sleep", "stat", "test", "touch", "trap",
+        "true", "typeset", "umask", "uname", "unset", "wait", "whoami",
+    }
+)  # fmt: skip
+
+
+def command_string(options: list[str]) -> str | None:
+    """The script of ``bash [options] -c SCRIPT [name [args]]``, or ``None`` without ``-c``."""
+    for index, option in enumerate(options):
+        if not option.startswith("-") or option in ("-", "--"):
+            return None
+        if "c" in option[1:] and not option.startswith("--"):
+            return options[index + 1] if index + 1 < len(options) else None
+    return None
+
+
+def may_read_stdin(bash: bashkit.Bash, script: str) -> bool:
+    """False only when every command ``script`` can run provably ignores stdin.
+
+    bashkit hands stdin to ``bash -c`` only once the pipe is closed; a script that never
+    reads it (``sleep 300 & wait``) can start at once instead of waiting for a close that may
+    never come.
+    """
+    try:
+        analysis = bash.analyze(script)
+    except bashkit.BashError:
+        return True
+    if analysis.is_opaque or analysis.has_dynamic_commands:
+        return True
+    functions = set(analysis.functions)
+    for command in analysis.commands:
+        if command.is_assignment_only:
+            continue
+        if command.name is None or (command.name not in _NO_STDIN | functions):
+            return True
+    return False
 
 
 def reads_commands_from_stdin(name: str, options: list[str]) -> bool:

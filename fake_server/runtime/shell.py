@@ -12,7 +12,12 @@ import bashkit
 
 from fake_server.runtime import adapters, vfs
 from fake_server.runtime.disk import HOME, IMAGE_COMMANDS
-from fake_server.runtime.interactive import reads_commands_from_stdin, run_interactive
+from fake_server.runtime.interactive import (
+    command_string,
+    may_read_stdin,
+    reads_commands_from_stdin,
+    run_interactive,
+)
 from fake_server.runtime.pipes import BytesSource, StdinPipe
 from fake_server.runtime.realpath import realpath_command
 from fake_server.runtime.runstate import RunState
@@ -117,6 +122,10 @@ class Shell:
         state.bind(bash.cancel)
         program = self._program(args[0], workdir)
         interactive = isinstance(stdin, StdinPipe) and reads_commands_from_stdin(program, args[1:])
+        if isinstance(stdin, StdinPipe) and not stdin.closed and program in ("bash", "sh"):
+            script = command_string(args[1:])
+            if script is not None and not may_read_stdin(bash, script):
+                stdin = None  # nothing would ever read it: start now, not at close
         self._install_commands(bash, state, None if interactive else stdin, program)
 
         async def filtered_stderr(data: bytes) -> None:

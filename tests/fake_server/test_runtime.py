@@ -383,6 +383,26 @@ async def test_live_stdin_pipe_is_read_until_closed(box: Box) -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_script_that_never_reads_stdin_starts_without_waiting_for_close(
+    box: Box,
+) -> None:
+    never_closed = StdinPipe()
+    result = await box.run(
+        ["/bin/sh", "-c", "trap '' TERM; echo up; sleep 300 & wait; echo down"], stdin=never_closed
+    )
+    assert (result.code, result.stdout) == (0, "up\ndown\n")
+    assert box.clock.now() == pytest.approx(300.0)
+
+    pipe = StdinPipe()
+    reader = asyncio.create_task(box.run(["/bin/sh", "-c", "echo up; cat"], stdin=pipe))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    pipe.write(b"late data")  # cat may read stdin, so the script waited for it
+    pipe.close()
+    assert (await reader).stdout == "up\nlate data"
+
+
+@pytest.mark.asyncio
 async def test_a_registered_command_as_the_process_streams_stdin_and_ends_without_eof(
     box: Box,
 ) -> None:
