@@ -291,6 +291,14 @@ async def test_real_clock_is_wall_time_with_no_op_hooks() -> None:
 # -- end to end: the fake and its sandboxes run on the clock ---------------------------------
 
 
+async def _until_arrived(fake: FakeCreateOS, operation: str, count: int = 1) -> None:
+    """Yield until the fake has received ``count`` requests for ``operation``."""
+    while True:
+        await asyncio.sleep(0)
+        if len(fake.journal.requests(operation)) >= count:
+            return
+
+
 async def _sandbox(api: httpx.AsyncClient) -> str:
     created = await api.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
     sandbox_id: str = created.json()["data"]["id"]
@@ -313,13 +321,18 @@ async def test_sleep_inside_a_sandbox_and_wait_timeouts_run_on_the_fake_clock() 
             assert 120 <= clock.now() - before < 121
 
             body = {"cmd": "/bin/bash", "args": ["-c", "sleep 1000"]}
-            created = await api.post(f"/v1/sandboxes/{sandbox_id}/processes", json=body)
-            process_id = created.json()["data"]["process_id"]
-            before = clock.now()
-            waited = await api.get(
-                f"/v1/sandboxes/{sandbox_id}/processes/{process_id}/wait",
-                params={"scope": "tree", "timeout_ms": 30000},
-            )
+            with clock.busy():  # no jump to t+1000 before the wait is registered
+                created = await api.post(f"/v1/sandboxes/{sandbox_id}/processes", json=body)
+                process_id = created.json()["data"]["process_id"]
+                before = clock.now()
+                wait = asyncio.create_task(
+                    api.get(
+                        f"/v1/sandboxes/{sandbox_id}/processes/{process_id}/wait",
+                        params={"scope": "tree", "timeout_ms": 30000},
+                    )
+                )
+                await _until_arrived(fake, "wait_process")
+            waited = await wait
             assert waited.status_code == 408
             assert 30 <= clock.now() - before < 31
             assert time.perf_counter() - started < 10  # 150 fake seconds, almost no real time
@@ -336,12 +349,21 @@ async def test_heartbeats_are_paced_by_the_fake_clock() -> None:
         ) as api:
             sandbox_id = await _sandbox_v1(api)
             body = {"cmd": "/bin/bash", "args": ["-c", "sleep 12; echo late"]}
-            created = await api.post(f"/sandboxes/{sandbox_id}/processes", json=body)
-            process_id = created.json()["data"]["process_id"]
-            await api.post(f"/sandboxes/{sandbox_id}/processes/{process_id}/stdin/close")
-            stream = await api.get(
-                f"/sandboxes/{sandbox_id}/processes/{process_id}/connect", params={"after": 0}
-            )
+            # Hold time still until the connection is in: heartbeats then count from the
+            # moment the process started sleeping, with nothing racing the wall clock.
+            with clock.busy():
+                created = await api.post(f"/sandboxes/{sandbox_id}/processes", json=body)
+                process_id = created.json()["data"]["process_id"]
+                await api.post(f"/sandboxes/{sandbox_id}/processes/{process_id}/stdin/close")
+                connect = asyncio.create_task(
+                    api.get(
+                        f"/sandboxes/{sandbox_id}/processes/{process_id}/connect",
+                        params={"after": 0},
+                    )
+                )
+                await _until_arrived(fake, "connect_process")
+                assert clock.now() == 0.0
+            stream = await connect
             kinds = [json.loads(line)["type"] for line in stream.text.splitlines()]
             assert kinds == ["heartbeat", "heartbeat", "data", "exit"]  # at 5 s and 10 s
     clock.close()
