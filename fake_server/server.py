@@ -88,6 +88,7 @@ class FakeCreateOS:
                 journal=self.journal,
                 catalog=Catalog(),
                 policy=self._policy,
+                errors=self.errors,
             )
         )
         self.api_key = self._add_default_account()

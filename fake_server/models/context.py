@@ -29,3 +29,5 @@ class Context:
     policy: TransitionPolicy = field(default_factory=TransitionPolicy)
     #: Fake seconds of silence before a stream sends a heartbeat.
     heartbeat_interval: float = 5.0
+    #: ``(operation, traceback)`` of every unexpected exception (``FakeCreateOS.errors``).
+    errors: list[tuple[str, str]] = field(default_factory=list)

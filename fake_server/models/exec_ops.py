@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import traceback
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -139,7 +140,14 @@ class ExecOps(AccountBase):
         err = _Sink(lambda text: push(ExecOutput("stderr", text)))
 
         async def runner() -> None:
-            code, error = await self._run(job, out, err)
+            try:
+                code, error = await self._run(job, out, err)
+            except Exception:
+                # A bug in the fake or its runtime: end the stream with an error frame and
+                # fail the test through ``fake.errors``.
+                self.ctx.errors.append(("exec_stream", traceback.format_exc()))
+                push(ExecError("internal error in the fake"))
+                return
             out.flush()
             err.flush()
             if error:
@@ -155,6 +163,8 @@ class ExecOps(AccountBase):
                     yield event
                     if isinstance(event, ExecExit):
                         return
+                if task.done():
+                    return
                 if not await wait_event(self.ctx.clock, changed, self.ctx.heartbeat_interval):
                     yield ExecHeartbeat()
         finally:

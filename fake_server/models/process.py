@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -73,6 +74,7 @@ class Process:
         clock: Clock,
         stdin: StdinPipe,
         on_exit: Callable[[Process], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
     ) -> None:
         self.process_id = process_id
         self.pid = pid
@@ -94,6 +96,7 @@ class Process:
         self._exited = asyncio.Event()
         self._kill_signal: str | None = None
         self._on_exit = on_exit
+        self._on_error = on_error
         self._shell: Shell | None = None
 
     # -- running ------------------------------------------------------------------------------
@@ -103,6 +106,8 @@ class Process:
         self.task = asyncio.get_running_loop().create_task(
             self._run(shell, env), name=f"createos-fake {self.process_id}"
         )
+        # A task cancelled before its first step never enters ``_run``: record the exit anyway.
+        self.task.add_done_callback(lambda _: self._finish(None, self._kill_signal or "SIGKILL"))
 
     async def _run(self, shell: Shell, env: dict[str, str]) -> None:
         from fake_server.runtime import ProcessSignal
@@ -134,6 +139,11 @@ class Process:
         except FileNotFoundError:
             self._emit(err_stream, b"bash: cd: No such file or directory\n")
             self._finish(1, None, state="failed")
+        except Exception:
+            # A bug in the fake or its runtime: fail the process, and the test through errors.
+            if self._on_error is not None:
+                self._on_error(traceback.format_exc())
+            self._finish(None, None, state="failed")
         else:
             self._finish(code, None)
 

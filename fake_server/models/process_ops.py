@@ -36,6 +36,7 @@ class ProcessOps(AccountBase):
             created_at=self.ctx.clock.time(),
             clock=self.ctx.clock,
             stdin=StdinPipe(),
+            on_error=lambda trace: self.ctx.errors.append(("create_process", trace)),
         )
         sandbox.processes[process.process_id] = process
         process.start(Shell(sandbox.disk, self.ctx.clock, self.ctx.commands), env)

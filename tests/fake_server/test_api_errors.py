@@ -162,3 +162,27 @@ async def test_unknown_routes_pass_through_fault_middlewares(
     first = await client.get("/v1/templates")
     second = await client.get("/v1/templates")
     assert (first.status_code, second.status_code) == (503, 501)
+
+
+async def test_a_bug_while_streaming_ends_the_stream_with_an_error_frame(
+    fake: FakeCreateOS,
+    client: httpx.AsyncClient,
+    make_sandbox: Callable[..., Awaitable[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fake_server.runtime import Shell
+
+    async def broken(self: Shell, *args: object, **kwargs: object) -> int:
+        raise RuntimeError("interpreter bug")
+
+    sandbox_id = await make_sandbox()
+    monkeypatch.setattr(Shell, "run", broken)
+    streamed = await client.post(f"/v1/sandboxes/{sandbox_id}/exec?stream=true", json={"cmd": "ls"})
+    assert streamed.text == '{"error":"internal error in the fake"}\n'
+    process = await client.post(f"/v1/sandboxes/{sandbox_id}/processes", json={"cmd": "ls"})
+    base = f"/v1/sandboxes/{sandbox_id}/processes/{process.json()['data']['process_id']}"
+    waited = (await client.get(base + "/wait")).json()["data"]
+    assert (waited["state"], waited["tree_exited"], waited["exit_code"]) == ("failed", True, None)
+    assert [operation for operation, _ in fake.errors] == ["exec_stream", "create_process"]
+    assert all("RuntimeError: interpreter bug" in trace for _, trace in fake.errors)
+    fake.errors.clear()
