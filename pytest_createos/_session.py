@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -57,6 +57,14 @@ class Run:
     faults: Faults
     settings: MarkerSettings
     started: float
+    #: Marker faults, armed when the test body starts (after fixtures such as the lease).
+    pending: list[Fault] = field(default_factory=list)
+
+    def arm(self) -> None:
+        """Arm the marker faults now; fixture setup has already run without them."""
+        pending, self.pending = self.pending, []
+        for fault in pending:
+            self.faults.add(fault)
 
 
 class Session:
@@ -131,7 +139,7 @@ class Session:
         return provider
 
     def begin(self, settings: MarkerSettings, faults: Sequence[Fault]) -> Run:
-        """Reset the fake for a test and apply its marker settings and faults."""
+        """Reset the fake for a test and apply its marker settings; faults wait for ``arm()``."""
         fake = self.fake
         registry = self._faults
         assert registry is not None
@@ -145,9 +153,13 @@ class Session:
             if settings.rate_limit is None
             else RateLimiter(settings.rate_limit, clock=fake.clock)
         )
-        for fault in faults:
-            registry.add(fault)
-        return Run(fake=fake, faults=registry, settings=settings, started=fake.clock.now())
+        return Run(
+            fake=fake,
+            faults=registry,
+            settings=settings,
+            started=fake.clock.now(),
+            pending=list(faults),
+        )
 
     def close(self) -> None:
         """Shut everything down in dependency order; idempotent."""

@@ -63,6 +63,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("pytest-createos marker errors:\n" + "\n".join(found))
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """Marker faults are armed as the test body starts, so fixtures (a lease) are unaffected."""
+    run = item.stash.get(_RUN_KEY, None)
+    if run is not None:
+        run.arm()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
@@ -116,7 +124,8 @@ def createos_fake(
     Type: ``fake_server.FakeCreateOS`` (``url``, ``api_key``, ``journal``, ``faults``,
     ``clock``, ``sandbox(id)``, ``sandboxes()``, ``add_account()``, ``commands``).
     Default: seed 0 (``--createos-seed``), ``TransitionPolicy.immediate()``, no rate limit; the
-    ``createos`` marker changes these and ``createos_fault`` markers arm faults.
+    ``createos`` marker changes these and ``createos_fault`` markers arm faults when the test
+    body starts (fixture setup, such as ``createos_lease``, runs without them).
     At teardown the test fails when the fake raised internally, when sandboxes were left
     running or paused (``--createos-leak-check``) or armed faults never fired
     (``--createos-unfired-faults``). Skipped for ``createos_live`` tests under --createos-live.

@@ -189,3 +189,26 @@ def test_a_marker_without_a_createos_fixture_is_a_usage_error(inner: pytest.Pyte
             "createos_lease, createos_sdk, createos_clock)"
         ]
     )
+
+
+def test_marker_faults_are_armed_after_fixture_setup(inner: pytest.Pytester) -> None:
+    """The lease's own ``exec`` at acquire is not hit; the test body's first ``exec`` is."""
+    inner.makepyfile(
+        """
+        import pytest
+        from fake_server.faults import HttpError
+        from pytest_createos.provider import CreateosApiError
+
+        @pytest.mark.createos_fault("exec", HttpError(503))
+        @pytest.mark.asyncio
+        async def test_resume_hits_the_fault(createos_provider, createos_env, createos_lease):
+            with pytest.raises(CreateosApiError) as caught:
+                await createos_provider.resume_lease(
+                    createos_env, createos_lease.provider_lease_id, createos_lease.metadata
+                )
+            assert str(caught.value) == (
+                "CreateOS request failed (HTTP 503) during workspace command."
+            )
+        """
+    )
+    inner.runpytest().assert_outcomes(passed=1)
