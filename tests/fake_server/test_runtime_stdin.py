@@ -1,0 +1,190 @@
+"""Standard input of sandbox processes: whole bytes, live pipes, shells reading commands."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pytest
+import pytest_asyncio
+
+from fake_server.clock import VirtualClock
+from fake_server.runtime import (
+    CommandIO,
+    CommandRegistry,
+    SandboxDisk,
+    Shell,
+    StdinPipe,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+    chunks: list[tuple[str, float, bytes]] = field(default_factory=list)
+
+
+@dataclass
+class Box:
+    disk: SandboxDisk
+    clock: VirtualClock
+    commands: CommandRegistry
+    shell: Shell
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        stdin: bytes | StdinPipe | None = None,
+        on_chunk: Callable[[str, bytes], Awaitable[None]] | None = None,
+    ) -> Result:
+        result = Result(0, "", "")
+
+        def sink(stream: str) -> Callable[[bytes], Awaitable[None]]:
+            async def write(data: bytes) -> None:
+                result.chunks.append((stream, self.clock.now(), data))
+                if on_chunk is not None:
+                    await on_chunk(stream, data)
+
+            return write
+
+        result.code = await self.shell.run(
+            argv, cwd=cwd, env=env, stdin=stdin, on_stdout=sink("out"), on_stderr=sink("err")
+        )
+        result.stdout = b"".join(d for s, _, d in result.chunks if s == "out").decode()
+        result.stderr = b"".join(d for s, _, d in result.chunks if s == "err").decode()
+        return result
+
+    async def sh(self, script: str, **kwargs: object) -> Result:
+        return await self.run(["/bin/bash", "-lc", script], **kwargs)  # type: ignore[arg-type]
+
+
+@pytest_asyncio.fixture
+async def box() -> AsyncIterator[Box]:
+    clock = VirtualClock()
+    disk = SandboxDisk()
+    commands = CommandRegistry()
+    yield Box(disk, clock, commands, Shell(disk, clock, commands))
+    clock.close()
+
+
+# -- stdin ------------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_live_stdin_pipe_is_read_until_closed(box: Box) -> None:
+    pipe = StdinPipe()
+    task = asyncio.create_task(box.run(["/bin/bash", "-c", "cat; echo done"], stdin=pipe))
+    pipe.write(b"one\n")
+    pipe.write(b"two\n")
+    await asyncio.sleep(0)
+    pipe.close()
+    result = await task
+    assert (result.code, result.stdout) == (0, "one\ntwo\ndone\n")
+    with pytest.raises(BrokenPipeError, match="stdin is closed"):
+        pipe.write(b"late")
+
+
+@pytest.mark.asyncio
+async def test_a_script_that_never_reads_stdin_starts_without_waiting_for_close(
+    box: Box,
+) -> None:
+    never_closed = StdinPipe()
+    result = await box.run(
+        ["/bin/sh", "-c", "trap '' TERM; echo up; sleep 300 & wait; echo down"], stdin=never_closed
+    )
+    assert (result.code, result.stdout) == (0, "up\ndown\n")
+    assert box.clock.now() == pytest.approx(300.0)
+
+    pipe = StdinPipe()
+    reader = asyncio.create_task(box.run(["/bin/sh", "-c", "echo up; cat"], stdin=pipe))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    pipe.write(b"late data")  # cat may read stdin, so the script waited for it
+    pipe.close()
+    assert (await reader).stdout == "up\nlate data"
+
+
+@pytest.mark.asyncio
+async def test_a_registered_command_as_the_process_streams_stdin_and_ends_without_eof(
+    box: Box,
+) -> None:
+    async def server(cmd: CommandIO) -> int:
+        await cmd.write_stdout(b"serving\n")
+        await cmd.clock.sleep(5)
+        return 3
+
+    async def upper(cmd: CommandIO) -> int:
+        await cmd.write_stdout((await cmd.read_stdin()).upper())
+        return 0
+
+    box.commands.register("server", server)
+    box.commands.register("upper", upper)
+    never_closed = StdinPipe()
+    served = await box.run(["/usr/bin/server"], stdin=never_closed)
+    assert (served.code, served.stdout) == (3, "serving\n")
+    assert not never_closed.closed
+
+    pipe = StdinPipe()
+    task = asyncio.create_task(box.run(["upper"], stdin=pipe))
+    pipe.write(b"ab")
+    await asyncio.sleep(0)
+    pipe.write(b"c")
+    pipe.close()
+    assert (await task).stdout == "ABC"
+
+
+@pytest.mark.asyncio
+async def test_a_shell_without_c_runs_each_line_as_it_arrives(box: Box) -> None:
+    pipe = StdinPipe()
+    lines: list[bytes] = []
+    arrived = asyncio.Event()
+
+    async def on_chunk(stream: str, data: bytes) -> None:
+        lines.append(data)
+        arrived.set()
+
+    task = asyncio.create_task(box.run(["/bin/bash"], stdin=pipe, cwd="/tmp", on_chunk=on_chunk))
+    pipe.write(b'X=1; cd /root\nif true; then\n  echo "$X $(pwd)"\nfi\n')
+    await arrived.wait()
+    assert lines == [b"1 /root\n"]
+    assert not task.done()
+    pipe.write(b"f() { echo f$1; }\nf 9; exit 7\necho never\n")
+    result = await task
+    assert (result.code, result.stdout) == (7, "1 /root\nf9\n")
+    assert not pipe.closed
+
+
+@pytest.mark.asyncio
+async def test_a_shell_reading_stdin_waits_for_the_rest_of_a_command(box: Box) -> None:
+    pipe = StdinPipe()
+    for line in (
+        b"cat <<EOF\n",
+        b"heredoc $((1 << 3))\n",
+        b"EOF\n",
+        b"echo 'multi\n",
+        b"line' &&\n",
+        b"echo joined\n",
+        b"exit\n",
+    ):
+        pipe.write(line)
+    result = await box.run(["bash", "-s"], stdin=pipe)
+    assert (result.code, result.stdout) == (0, "heredoc 8\nmulti\nline\njoined\n")
+
+
+@pytest.mark.asyncio
+async def test_a_shell_reading_stdin_ends_with_the_last_status_at_eof(box: Box) -> None:
+    pipe = StdinPipe()
+    pipe.write(b"echo a; fals")
+    pipe.write(b"e")
+    pipe.close()
+    result = await box.run(["sh", "-i"], stdin=pipe)
+    assert (result.code, result.stdout) == (1, "a\n")
