@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, cast
 from aiohttp import web
 
 from fake_server.http.keys import ERRORS_KEY, FAKE_KEY, WORLD_KEY
-from fake_server.http.middlewares import auth_middleware, core_middleware
-from fake_server.http.routes import ROUTES
+from fake_server.http.middlewares import auth_middleware, core_middleware, not_implemented
+from fake_server.http.routes import ROUTES, UNIMPLEMENTED
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -47,5 +47,7 @@ def create_app(
     app[FAKE_KEY] = fake
     for method, path, operation, handler in ROUTES:
         app.router.add_route(method, path, handler, name=operation)
+    for method, path, real_name in UNIMPLEMENTED:
+        app.router.add_route(method, path, not_implemented, name=f"not_implemented:{real_name}")
     register_control_routes(app, fake)
     return app

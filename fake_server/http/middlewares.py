@@ -37,7 +37,13 @@ if TYPE_CHECKING:
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-__all__ = ["OPEN_OPERATIONS", "auth_middleware", "core_middleware", "operation_of"]
+__all__ = [
+    "OPEN_OPERATIONS",
+    "auth_middleware",
+    "core_middleware",
+    "not_implemented",
+    "operation_of",
+]
 
 #: Operations served without an API key (the SDK calls them with ``skip_auth``).
 OPEN_OPERATIONS = frozenset(
@@ -54,7 +60,7 @@ def operation_of(request: web.Request) -> str:
         return "method_not_allowed"
     if match.http_exception is not None:
         return "not_implemented"
-    name = match.route.name or "not_implemented"
+    name = (match.route.name or "not_implemented").split(":")[0]
     if name == "exec" and request.query.get("stream", "").lower() in ("true", "1"):
         return "exec_stream"
     return name
@@ -70,6 +76,11 @@ def _known_routes(request: web.Request) -> list[str]:
     return sorted(routes)
 
 
+async def not_implemented(request: web.Request) -> web.StreamResponse:
+    """Handler of real routes the fake does not serve (see ``routes.UNIMPLEMENTED``)."""
+    raise _unmatched(request)
+
+
 def _unmatched(request: web.Request) -> ApiError:
     exc = request.match_info.http_exception
     if isinstance(exc, web.HTTPMethodNotAllowed):
@@ -78,6 +89,8 @@ def _unmatched(request: web.Request) -> ApiError:
             f"method not allowed; allowed: {allowed}", headers={"Allow": allowed}
         )
     known = _known_routes(request)
+    if not request.path.startswith("/_fake/"):
+        known = [route for route in known if not route.startswith("/_fake/")]
     nearest = difflib.get_close_matches(request.path[:300], known, n=3, cutoff=0.0)
     return NotImplementedByFake(
         "this route is not implemented by the CreateOS fake; nearest known routes: "

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-__all__ = ["ROUTES"]
+__all__ = ["ROUTES", "UNIMPLEMENTED"]
 
 _SB = "/v1/sandboxes/{sandbox_id}"
 _PROC = _SB + "/processes/{process_id}"
@@ -44,3 +44,8 @@ ROUTES: tuple[tuple[str, str, str, Handler], ...] = (
     ("POST", _PROC + "/signal", "signal_process", processes.signal_process),
     ("GET", _PROC + "/wait", "wait_process", processes.wait_process),
 )
+
+#: Real API routes on paths the fake serves with other methods: without these they would be
+#: 405 (which claims the method does not exist); they answer 501 ``not_implemented`` instead.
+#: Unknown paths need no entry: every unmatched path is a 501.
+UNIMPLEMENTED: tuple[tuple[str, str, str], ...] = (("PATCH", _SB, "update_sandbox"),)

@@ -58,16 +58,27 @@ async def test_unknown_top_level_route_names_nearest_routes(client: httpx.AsyncC
 
 
 async def test_wrong_method_on_a_known_path_is_405(client: httpx.AsyncClient) -> None:
-    response = await client.patch("/v1/sandboxes/sb-1")
+    response = await client.put("/v1/sandboxes/sb-1")
     assert response.status_code == 405
-    assert response.headers["Allow"] == "DELETE, GET"
+    assert response.headers["Allow"] == "DELETE, GET, PATCH"
     assert response.json() == {
         "status": "fail",
         "data": {
             "code": "method_not_allowed",
-            "message": "method not allowed; allowed: DELETE, GET",
+            "message": "method not allowed; allowed: DELETE, GET, PATCH",
         },
     }
+
+
+async def test_real_but_unimplemented_method_is_501_not_405(
+    fake: FakeCreateOS, client: httpx.AsyncClient
+) -> None:
+    """PATCH /sandboxes/{id} exists in the real API (ingress, auto-pause): not a 405."""
+    response = await client.patch("/v1/sandboxes/sb-1", json={"ingress_enabled": True})
+    assert response.status_code == 501
+    assert response.json()["code"] == "not_implemented_by_fake"
+    assert "/v1/sandboxes/{sandbox_id}" in response.json()["message"]
+    assert fake.journal.operations() == ["not_implemented"]
 
 
 @pytest.mark.parametrize(
