@@ -182,7 +182,7 @@ async def run(rounds: int, providers: int, *, child: bool) -> Report:
 
 def main(argv: Sequence[str] | None = None, *, quiet: bool = False) -> Report:
     args = parse_args(argv, __doc__ or "", default_rounds=9)
-    providers = args.scale.pick(full=11, smoke=2)
+    providers = args.scale.pick(full=21, smoke=2)
     report = asyncio.run(run(args.rounds, providers, child=not args.smoke))
     return finish(report, args, quiet=quiet)
 

@@ -122,6 +122,24 @@ async def _process_output(
     return live, timer() - start, size
 
 
+async def _unread_output(
+    fake: FakeCreateOS, session: aiohttp.ClientSession, sandbox_id: str
+) -> tuple[float, float]:
+    """Seconds from ``stdin/close`` until ``/wait`` reports the exit, with nobody reading:
+    the rate at which the process itself produces output (the bound for a live reader)."""
+    base = f"{fake.api_url}/sandboxes/{sandbox_id}/processes"
+    async with session.post(base, json={"cmd": "spew"}) as response:
+        process_id = (await response.json())["data"]["process_id"]
+    start = timer()
+    async with session.post(f"{base}/{process_id}/stdin/close") as response:
+        await response.read()
+    async with session.get(f"{base}/{process_id}/wait") as response:
+        await response.read()
+        if response.status != 200:
+            raise RuntimeError(f"wait_process answered HTTP {response.status}")
+    return timer() - start, 0.0
+
+
 async def _output_round(
     fake: FakeCreateOS,
     session: aiohttp.ClientSession,
@@ -166,12 +184,14 @@ async def run(rounds: int, file_bytes: int, output_bytes: int) -> Report:
                     fake, fake_session, sandbox_id, ["spew"], output_bytes
                 ),
                 "cat": lambda: _output_round(fake, fake_session, sandbox_id, cat, output_bytes),
+                "unread": lambda: _unread_output(fake, fake_session, sandbox_id),
             },
             rounds,
         )
         live = [seconds for seconds, _ in outputs["registered"]]
         replay = [seconds for _, seconds in outputs["registered"]]
         cat_live = [seconds for seconds, _ in outputs["cat"]]
+        unread = [seconds for seconds, _ in outputs["unread"]]
     fake_s, bare_s = median(files["fake"]), median(files["bare"])
     mib = file_bytes / MIB
     report.add("file size", mib, "MiB")
@@ -183,6 +203,7 @@ async def run(rounds: int, file_bytes: int, output_bytes: int) -> Report:
     report.add("process output", output_bytes / MIB, "MiB")
     report.add("output live", median(live) * 1e3, "ms", "stdin/close to exit frame")
     report.add("output live (bash cat)", median(cat_live) * 1e3, "ms", "the same via bash + cat")
+    report.add("output, nobody reading", median(unread) * 1e3, "ms", "stdin/close to /wait")
     report.add("output replay", median(replay) * 1e3, "ms", "connect?after=0 once exited")
     report.add("output replay rate", output_bytes / median(replay) / 1e6, "MB/s")
     report.goal(
