@@ -109,11 +109,19 @@ def test_fake_internal_errors_fail_the_test_with_the_traceback(inner: pytest.Pyt
 
 
 def test_a_failing_test_shows_the_fakes_journal(inner: pytest.Pytester) -> None:
-    """The journal section lists this test's requests with fake times from its start."""
+    """The journal section lists this test's requests, faults and statuses, with fake times
+    from its start, and never the key."""
     inner.makepyfile(
         """
-        def test_fails(createos_lease):
-            assert False, "boom"
+        import pytest
+        from fake_server.faults import HttpError
+
+        @pytest.mark.createos_fault("get_sandbox", HttpError(503))
+        @pytest.mark.asyncio
+        async def test_fails(createos_provider, createos_env, createos_lease):
+            await createos_provider.resume_lease(
+                createos_env, createos_lease.provider_lease_id, createos_lease.metadata
+            )
         """
     )
     result = inner.runpytest()
@@ -124,9 +132,11 @@ def test_a_failing_test_shows_the_fakes_journal(inner: pytest.Pytester) -> None:
             "seed 0, transitions immediate, fake time elapsed *s, * events",
             "     0.000s request    create_sandbox POST /v1/sandboxes",
             "*upload_file PUT /v1/sandboxes/sb-*/files -> 200*",
+            "*fault      get_sandbox GET /v1/sandboxes/sb-* fault#1 HttpError(status=503*",
+            "*response   get_sandbox GET /v1/sandboxes/sb-* -> 503*",
         ]
     )
-    assert "X-Api-Key" not in result.stdout.str()
+    assert "cos_live_" not in result.stdout.str()  # the fake's seeded key
 
 
 def test_a_passing_test_prints_no_journal(inner: pytest.Pytester) -> None:
