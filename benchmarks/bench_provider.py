@@ -131,7 +131,24 @@ async def _spied_lifecycle(
     return spy, fake.clock.now() - before, len(fake.journal.operations()) - requests
 
 
-async def run(rounds: int, providers: int, *, child: bool) -> Report:
+async def _sleeping_command(
+    fake: FakeCreateOS, provider: CreateosProvider, env: Environment, seconds: int
+) -> float:
+    """Real seconds for ``execute("sleep N")``: the fake's clock should make it nearly free."""
+    lease = await provider.acquire_lease(env, run_id="bench-sleep")
+    assert lease.provider_lease_id is not None
+    try:
+        start, virtual = timer(), fake.clock.now()
+        result = await provider.execute(env, lease, "sleep", [str(seconds)])
+        real = timer() - start
+        if result.exit_code != 0 or fake.clock.now() - virtual < seconds:
+            raise RuntimeError("the sleeping command did not sleep on the fake's clock")
+    finally:
+        await provider.destroy_lease(env, lease.provider_lease_id, lease.metadata)
+    return real
+
+
+async def run(rounds: int, providers: int, *, child: bool, sleep_seconds: int) -> Report:
     report = Report("provider: first request and reuse lifecycle", rounds)
     firsts = _first_in_child(providers) if child else await first_requests(providers)
     async with serve_fake() as fake:
@@ -153,6 +170,7 @@ async def run(rounds: int, providers: int, *, child: bool) -> Report:
                 rounds,
             )
             spy, virtual_seconds, requests = await _spied_lifecycle(fake, on_fake, fake_env)
+            sleeping = await _sleeping_command(fake, on_fake, fake_env, sleep_seconds)
         finally:
             await on_fake.shutdown()
             await canned.shutdown()
@@ -166,6 +184,12 @@ async def run(rounds: int, providers: int, *, child: bool) -> Report:
     report.add("requests per lifecycle", requests, "requests")
     report.add("virtual time of one lifecycle", virtual_seconds, "s", "on the fake's clock")
     report.add("wall-clock timers from provider", spy.provider_timers, "timers")
+    report.add(
+        f"execute sleep {sleep_seconds} (virtual s)",
+        sleeping * 1e3,
+        "ms",
+        "real time; heartbeats every 5 virtual s",
+    )
     report.goal(
         "later provider + request", later * 1e3, FIRST_REQUEST_GOAL_MS, "ms", higher_is_better=False
     )
@@ -183,7 +207,10 @@ async def run(rounds: int, providers: int, *, child: bool) -> Report:
 def main(argv: Sequence[str] | None = None, *, quiet: bool = False) -> Report:
     args = parse_args(argv, __doc__ or "", default_rounds=9)
     providers = args.scale.pick(full=21, smoke=2)
-    report = asyncio.run(run(args.rounds, providers, child=not args.smoke))
+    sleep_seconds = args.scale.pick(full=30, smoke=5)
+    report = asyncio.run(
+        run(args.rounds, providers, child=not args.smoke, sleep_seconds=sleep_seconds)
+    )
     return finish(report, args, quiet=quiet)
 
 
