@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_createos._markers import DEFAULT_SHAPE
 from pytest_createos.provider import Environment
@@ -12,11 +12,24 @@ from pytest_createos.provider import Environment
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["LIVE_COMPANY", "LIVE_ENVIRONMENT", "LiveTarget", "live_target"]
+__all__ = ["LIVE_COMPANY", "LIVE_ENVIRONMENT", "LiveTarget", "RedactedConfig", "live_target"]
 
 DEFAULT_API_URL = "https://api.sb.createos.sh"
 LIVE_COMPANY = "pytest-createos"
 LIVE_ENVIRONMENT = "pytest-createos-live"
+
+
+class RedactedConfig(dict[str, Any]):
+    """A provider config whose repr hides the API key.
+
+    pytest prints fixture values in failure tracebacks, and ``Environment``'s repr includes its
+    config; this keeps a live key (or any key) out of test reports. It is a plain ``dict``
+    otherwise, so it compares equal to one.
+    """
+
+    def __repr__(self) -> str:
+        shown = {k: ("***" if k == "apiKey" else v) for k, v in self.items()}
+        return repr(shown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,12 +41,12 @@ class LiveTarget:
     shape: str = DEFAULT_SHAPE
 
     def environment(self, *, reuse_lease: bool) -> Environment:
-        config = {
-            "apiUrl": self.api_url,
-            "apiKey": self.api_key,
-            "shape": self.shape,
-            "reuseLease": reuse_lease,
-        }
+        config = RedactedConfig(
+            apiUrl=self.api_url,
+            apiKey=self.api_key,
+            shape=self.shape,
+            reuseLease=reuse_lease,
+        )
         return Environment(LIVE_COMPANY, LIVE_ENVIRONMENT, config)
 
 

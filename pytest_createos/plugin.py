@@ -162,6 +162,7 @@ def createos_env(request: pytest.FixtureRequest, _createos_session: Session) -> 
     ``{"apiUrl": fake.url, "apiKey": fake.api_key, "shape": "s-1vcpu-1gb",
     "reuseLease": False}``; the ``createos`` marker sets ``shape`` and ``reuse_lease``.
     """
+    from pytest_createos._live import RedactedConfig
     from pytest_createos.provider import Environment
 
     settings = _settings(request)
@@ -175,12 +176,12 @@ def createos_env(request: pytest.FixtureRequest, _createos_session: Session) -> 
             pytest.skip(target)
         return target.environment(reuse_lease=settings.reuse_lease)
     fake: FakeCreateOS = request.getfixturevalue("createos_fake")
-    config = {
-        "apiUrl": fake.url,
-        "apiKey": fake.api_key,
-        "shape": settings.shape,
-        "reuseLease": settings.reuse_lease,
-    }
+    config = RedactedConfig(
+        apiUrl=fake.url,
+        apiKey=fake.api_key,
+        shape=settings.shape,
+        reuseLease=settings.reuse_lease,
+    )
     return Environment(company_id=COMPANY_ID, environment_id=ENVIRONMENT_ID, config=config)
 
 
