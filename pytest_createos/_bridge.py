@@ -25,6 +25,9 @@ __all__ = ["BRIDGED_METHODS", "BackgroundLoop", "BridgedProvider", "RunSync"]
 _T = TypeVar("_T")
 _T_co = TypeVar("_T_co", covariant=True)
 
+#: Real seconds a teardown waits for a provider to shut down before giving up loudly.
+SHUTDOWN_TIMEOUT = 30.0
+
 #: Every coroutine method of ``CreateosProvider``; a test checks none is missing.
 BRIDGED_METHODS = (
     "acquire_lease",
@@ -132,7 +135,7 @@ class BridgedProvider(CreateosProvider):
 
     def shutdown_blocking(self) -> None:
         """Shut down on the background loop from sync code (the fixture's teardown)."""
-        self._bridge.run(CreateosProvider.shutdown(self))
+        self._bridge.run(CreateosProvider.shutdown(self), timeout=SHUTDOWN_TIMEOUT)
 
 
 for _name in BRIDGED_METHODS:
