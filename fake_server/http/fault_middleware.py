@@ -213,6 +213,8 @@ async def _lost_reply(request: web.Request, handler: Handler) -> web.StreamRespo
         response = await handler(request)
     except StreamCut:
         return _prepared(request)
+    except ApiError as error:  # the operation failed; its reply is lost all the same
+        response = error_response(error)
     drop_connection(request, reset=False)
     return response
 

@@ -299,3 +299,14 @@ async def test_star_faults_never_touch_the_control_api(
     faults.add(Fault("*", HttpError(503), times=None))
     assert (await api.get("/_fake/faults")).status_code == 200
     assert (await api.get("/v1/whoami")).status_code == 503
+
+
+@pytest.mark.asyncio
+async def test_a_lost_reply_is_lost_even_when_the_operation_fails(
+    faulty: FakeCreateOS, faults: Faults, api: httpx.AsyncClient
+) -> None:
+    faults.add(Fault("create_sandbox", LostReply()))
+    with pytest.raises(httpx.RemoteProtocolError):
+        await api.post("/v1/sandboxes", json={"shape": "no-such-shape"})
+    [response] = faulty.journal.responses("create_sandbox")
+    assert response.status == 400  # the journal still says what the fake answered
