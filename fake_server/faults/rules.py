@@ -70,6 +70,7 @@ OPERATIONS: Final = frozenset(
         "wait_process",
         "kill_process",
         "not_implemented",
+        "method_not_allowed",
     }
 )
 

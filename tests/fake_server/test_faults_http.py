@@ -310,3 +310,10 @@ async def test_a_lost_reply_is_lost_even_when_the_operation_fails(
         await api.post("/v1/sandboxes", json={"shape": "no-such-shape"})
     [response] = faulty.journal.responses("create_sandbox")
     assert response.status == 400  # the journal still says what the fake answered
+
+
+@pytest.mark.asyncio
+async def test_unknown_routes_can_be_faulted_too(faults: Faults, api: httpx.AsyncClient) -> None:
+    faults.add(Fault("not_implemented", HttpError(503)))
+    assert (await api.get("/v1/sandboxes/sb-1/fork")).status_code == 503
+    assert (await api.get("/v1/sandboxes/sb-1/fork")).status_code == 501
