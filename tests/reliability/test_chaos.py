@@ -173,6 +173,7 @@ class Lifecycle:
     counts: Counter[tuple[str | None, str]] = field(default_factory=Counter)
     returned: set[str] = field(default_factory=set)
     named: set[str] = field(default_factory=set)
+    outcome: str = "not run"
 
     def check(self, ok: bool, what: str) -> None:
         if not ok:
@@ -226,10 +227,13 @@ class Lifecycle:
         if isinstance(error, CreateosCleanupError):
             self.named.add(str(error).rsplit(" ", 1)[-1].rstrip("."))
         if not isinstance(lease, Lease) or lease.provider_lease_id is None:
+            self.outcome = "acquire failed"
             return
         lease_id = lease.provider_lease_id
         self.returned.add(lease_id)
+        deletes = self.requests("delete_sandbox")
         blocked = await self.work(env, lease)
+        self.check(self.requests("delete_sandbox") == deletes, "execute or sync deleted")
         deletes = self.requests("delete_sandbox")
         pauses = self.requests("pause_sandbox")
         _, release_error = await self.attempt(
@@ -247,6 +251,7 @@ class Lifecycle:
             self.check(
                 str(resume_error) == RESUME_BLOCKED, f"resume after ambiguity: {resume_error}"
             )
+            self.outcome = "blocked until destroy"
         else:
             await self.resume(env, lease)
         await self.attempt(self.provider.destroy_lease(env, lease_id, lease.metadata))
@@ -285,8 +290,10 @@ class Lifecycle:
         )
         self.check(self.requests("delete_sandbox") == deletes, "resume deleted the sandbox")
         if not isinstance(resumed, Lease):
+            self.outcome = "resume failed"
             return
         if resumed.provider_lease_id is None:
+            self.outcome = "expired"
             expiring = any(
                 isinstance(a, _EXPIRING) or (isinstance(a, HttpError) and a.status == 404)
                 for a in self.firings()
@@ -294,6 +301,7 @@ class Lifecycle:
             self.check(expiring, "a transient fault expired the lease")
             return
         self.returned.add(resumed.provider_lease_id)
+        self.outcome = "resumed"
         disk = self.fake.sandbox(resumed.provider_lease_id).disk
         marker = disk.read_file(MARKER_PATH).decode("utf-8", "replace")
         self.check(marker == lease.metadata["marker"], "resumed with a marker that did not match")
@@ -364,6 +372,7 @@ class ChaosResult:
     fired: int
     jumps: int = 0
     requests: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
 
 
 def request_counter(counts: Counter[tuple[str | None, str]]) -> Middleware:
@@ -405,7 +414,8 @@ async def run_chaos(seed: int, lifecycles: int, host_dir: Path) -> ChaosResult:
     clock.close()
     elapsed = time.perf_counter() - started
     fired, requests = len(fake.faults.fired), len(fake.journal.requests())
-    return ChaosResult(lifecycles, elapsed, failures, fired, clock.jumps, requests)
+    outcomes = Counter(lc.outcome for lc in done)
+    return ChaosResult(lifecycles, elapsed, failures, fired, clock.jumps, requests, outcomes)
 
 
 @pytest.mark.asyncio
@@ -413,7 +423,11 @@ async def test_lease_lifecycles_keep_their_guarantees_under_chaos(tmp_path: Path
     result = await run_chaos(SEED, LIFECYCLES, tmp_path)
     print(
         f"chaos seed={SEED}: {result.lifecycles} lifecycles in {result.seconds:.1f} s, "
-        f"{result.fired} faults fired"
+        f"{result.fired} faults fired; outcomes {dict(result.outcomes)}"
     )
     assert not result.failures, "\n\n".join(result.failures[:3])
-    assert result.fired > LIFECYCLES  # the schedules really injected faults
+    # The schedules really exercised every guarantee, not just the happy path.
+    assert result.fired > LIFECYCLES
+    if LIFECYCLES >= 200:
+        for outcome in ("acquire failed", "blocked until destroy", "expired", "resumed"):
+            assert result.outcomes[outcome] > 0, (outcome, result.outcomes)
