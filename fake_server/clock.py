@@ -13,8 +13,11 @@ loop; instead participants report it:
 * tasks that do real work inside the fake hold a *busy* token (``with clock.busy():``), which
   ``sleep()`` and ``idle()`` give back while the task waits;
 * an HTTP request in flight from a clock-aware client is counted from ``request_sent()`` until
-  the server's ``request_arrived()``, and a reply from ``response_sent()`` until the client's
-  ``response_received()``, so a jump never happens while bytes are on the loopback wire;
+  the server's ``request_arrived()``, and each reply -- and each NDJSON frame of a streamed
+  reply -- from ``response_sent()`` until the client's ``response_received()``, so a jump never
+  happens while bytes are on the loopback wire;
+* a hand-off between tasks (a handler starting a process) is bridged by a ``hold()``, a busy
+  token that belongs to no task;
 * every call into the clock counts as activity and restarts the quiet period.
 
 The provider only needs ``now()`` and ``sleep()`` (its own structural protocol); the extra hooks
@@ -30,18 +33,20 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
-__all__ = ["DEFAULT_EPOCH", "Clock", "RealClock", "VirtualClock"]
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+__all__ = ["DEFAULT_EPOCH", "Clock", "Hold", "RealClock", "VirtualClock"]
 
 #: Unix time at virtual ``now() == 0``: 2026-01-01T00:00:00Z, so timestamps are reproducible.
 DEFAULT_EPOCH = 1_767_225_600.0
 
 # An in-flight request or reply that nobody claims within this many real seconds is assumed to
 # belong to a client that does not report (the official SDK, curl) and stops blocking jumps.
-_STALE_TRANSIT = 0.25
+_STALE_TRANSIT = 0.1
 
 
 @runtime_checkable
@@ -68,10 +73,39 @@ class Clock(Protocol):
         """Give back the current task's busy tokens while it waits on something external."""
         ...
 
+    def hold(self) -> Hold:
+        """A busy token that belongs to no task: released explicitly, from anywhere."""
+        ...
+
     def request_sent(self) -> None: ...
-    def request_arrived(self) -> None: ...
+    def request_arrived(self) -> bool: ...
     def response_sent(self) -> None: ...
     def response_received(self) -> None: ...
+
+
+class Hold:
+    """A task-independent busy token; ``release()`` is idempotent.
+
+    It bridges hand-offs: a request handler takes one before it starts a process task and the
+    runtime releases it once the interpreter holds its own token, so there is no instant in
+    which nobody is busy and a virtual clock could jump.
+    """
+
+    __slots__ = ("_release",)
+
+    def __init__(self, release: Callable[[], None] | None = None) -> None:
+        self._release = release
+
+    def release(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
 
 class RealClock:
@@ -97,11 +131,14 @@ class RealClock:
     def idle(self) -> Iterator[None]:
         yield
 
+    def hold(self) -> Hold:
+        return Hold()
+
     def request_sent(self) -> None:
         pass
 
-    def request_arrived(self) -> None:
-        pass
+    def request_arrived(self) -> bool:
+        return False
 
     def response_sent(self) -> None:
         pass
@@ -276,17 +313,37 @@ class VirtualClock:
                     self._held[task] = self._held.get(task, 0) + held
                 self._touch()
 
+    def hold(self) -> Hold:
+        with self._cond:
+            self._busy += 1
+            self._touch()
+
+        def release() -> None:
+            with self._cond:
+                self._busy -= 1
+                self._touch()
+                self._cond.notify_all()
+
+        return Hold(release)
+
     def request_sent(self) -> None:
         with self._cond:
             self._requests.append(time.perf_counter())
             self._touch()
 
-    def request_arrived(self) -> None:
+    def request_arrived(self) -> bool:
+        """True when this matches a request a clock-aware client announced.
+
+        Only announced requests get their replies (and NDJSON frames) counted in transit: a
+        client that never reports (curl, the official SDK) would leave them unclaimed.
+        """
         with self._cond:
-            if self._requests:
-                self._requests.popleft()
             self._touch()
             self._cond.notify_all()
+            if self._requests:
+                self._requests.popleft()
+                return True
+            return False
 
     def response_sent(self) -> None:
         with self._cond:

@@ -15,6 +15,7 @@ from aiohttp import web
 from fake_server.http.errors import error_response
 from fake_server.http.keys import (
     ACCOUNT_KEY,
+    ANNOUNCED_KEY,
     BACKEND_KEY,
     ERRORS_KEY,
     OPERATION_KEY,
@@ -114,7 +115,7 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
     world = request.app[WORLD_KEY]
     clock = world.ctx.clock
     journal = world.ctx.journal
-    clock.request_arrived()
+    announced = request[ANNOUNCED_KEY] = clock.request_arrived()
     operation = operation_of(request)
     request[OPERATION_KEY] = operation
     request[STREAM_WRAPPERS_KEY] = []
@@ -149,7 +150,7 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
         except Exception:
             request.app[ERRORS_KEY].append((operation, traceback.format_exc()))
             response = error_response(InternalError("internal error in the fake"))
-    if not response.prepared:
+    if announced and not response.prepared:
         clock.response_sent()
     journal.record(
         Event(

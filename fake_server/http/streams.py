@@ -8,25 +8,34 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from fake_server.http.keys import STREAM_KEY, STREAM_WRAPPERS_KEY, WORLD_KEY
+from fake_server.http.keys import ANNOUNCED_KEY, STREAM_KEY, STREAM_WRAPPERS_KEY, WORLD_KEY
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from fake_server.clock import Clock
 
 __all__ = ["BodyWriter", "FrameWriter", "open_body", "open_ndjson"]
 
 
 class FrameWriter:
-    """Writes one JSON object per line."""
+    """Writes one JSON object per line.
 
-    def __init__(self, response: web.StreamResponse) -> None:
+    For a clock-aware client every line is counted in transit until the client reports it
+    parsed, so a virtual clock never jumps over a frame still on the wire.
+    """
+
+    def __init__(self, response: web.StreamResponse, clock: Clock | None = None) -> None:
         self.response = response
+        self._clock = clock
 
     async def write_frame(self, frame: Mapping[str, Any]) -> None:
         await self.write_line(json.dumps(frame, separators=(",", ":")).encode() + b"\n")
 
     async def write_line(self, line: bytes) -> None:
         """Raw bytes, for faults that send malformed lines."""
+        if self._clock is not None:
+            self._clock.response_sent()
         await self.response.write(line)
 
 
@@ -47,8 +56,14 @@ def _wrap(request: web.Request, writer: Any) -> Any:
     return writer
 
 
+def _announced_clock(request: web.Request) -> Clock | None:
+    return request.app[WORLD_KEY].ctx.clock if request.get(ANNOUNCED_KEY, False) else None
+
+
 async def _prepare(request: web.Request, response: web.StreamResponse) -> None:
-    request.app[WORLD_KEY].ctx.clock.response_sent()
+    clock = _announced_clock(request)
+    if clock is not None:
+        clock.response_sent()
     await response.prepare(request)
 
 
@@ -56,7 +71,7 @@ async def open_ndjson(request: web.Request) -> tuple[web.StreamResponse, Any]:
     """Start a 200 NDJSON response; returns it and the (possibly wrapped) frame writer."""
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     await _prepare(request, response)
-    return response, _wrap(request, FrameWriter(response))
+    return response, _wrap(request, FrameWriter(response, _announced_clock(request)))
 
 
 async def open_body(request: web.Request, length: int) -> tuple[web.StreamResponse, Any]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from fake_server.models.base import AccountBase, check_abs_path
 from fake_server.models.errors import BadRequest, NotFound
-from fake_server.models.waiting import wait_event
+from fake_server.models.waiting import Wakeup, wait_event
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Callable
@@ -98,7 +98,9 @@ class ExecOps(AccountBase):
         shell = Shell(job.sandbox.disk, self.ctx.clock, self.ctx.commands)
         # The runtime holds its own busy token while the interpreter works; the caller's
         # token (a request handler's) must not keep a virtual clock from jumping meanwhile.
-        with self.ctx.clock.idle():
+        # The bridge keeps the clock still until the runtime's token is in place.
+        bridge = self.ctx.clock.hold()
+        with bridge, self.ctx.clock.idle():
             try:
                 code = await shell.run(
                     job.argv,
@@ -107,6 +109,7 @@ class ExecOps(AccountBase):
                     stdin=job.stdin,
                     on_stdout=out,
                     on_stderr=err,
+                    started=bridge.release,
                 )
             except ProcessSignal as exc:
                 return 128 + _SIGNUMS.get(exc.signal, 9), f"command killed by {exc.signal}"
@@ -129,11 +132,11 @@ class ExecOps(AccountBase):
 
     async def _stream(self, job: _Prepared) -> AsyncGenerator[ExecEvent, None]:
         events: deque[ExecEvent] = deque()
-        state = {"changed": asyncio.Event()}
+        state = {"changed": Wakeup(self.ctx.clock)}
 
         def push(event: ExecEvent) -> None:
             events.append(event)
-            changed, state["changed"] = state["changed"], asyncio.Event()
+            changed, state["changed"] = state["changed"], Wakeup(self.ctx.clock)
             changed.set()
 
         out = _Sink(lambda text: push(ExecOutput("stdout", text)))

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 from fake_server.models.errors import Conflict, Gone
 from fake_server.models.output import OutputFrame, OutputJournal
-from fake_server.models.waiting import wait_event
+from fake_server.models.waiting import Wakeup, wait_event
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Callable
 
-    from fake_server.clock import Clock
+    from fake_server.clock import Clock, Hold
     from fake_server.runtime import Shell, StdinPipe
 
 __all__ = ["ExitFrame", "ExpiredFrame", "HeartbeatFrame", "Process", "ProcessSpec"]
@@ -92,8 +92,8 @@ class Process:
         self.output = OutputJournal()
         self.input_seq = 0
         self.task: asyncio.Task[None] | None = None
-        self._changed = asyncio.Event()
-        self._exited = asyncio.Event()
+        self._changed = Wakeup(self.clock)
+        self._exited = Wakeup(self.clock)
         self._kill_signal: str | None = None
         self._on_exit = on_exit
         self._on_error = on_error
@@ -103,13 +103,17 @@ class Process:
 
     def start(self, shell: Shell, env: dict[str, str]) -> None:
         self._shell = shell
+        # Busy from now until the interpreter holds its own token: the new task only runs on
+        # a later loop iteration, and a virtual clock must not jump in between.
+        bridge = self.clock.hold()
         self.task = asyncio.get_running_loop().create_task(
-            self._run(shell, env), name=f"createos-fake {self.process_id}"
+            self._run(shell, env, bridge), name=f"createos-fake {self.process_id}"
         )
         # A task cancelled before its first step never enters ``_run``: record the exit anyway.
+        self.task.add_done_callback(lambda _: bridge.release())
         self.task.add_done_callback(lambda _: self._finish(None, self._kill_signal or "SIGKILL"))
 
-    async def _run(self, shell: Shell, env: dict[str, str]) -> None:
+    async def _run(self, shell: Shell, env: dict[str, str], bridge: Hold) -> None:
         from fake_server.runtime import ProcessSignal
 
         out_stream = "pty" if self.kind == "pty" else "stdout"
@@ -131,6 +135,7 @@ class Process:
                 stdin=self.stdin,
                 on_stdout=on_stdout,
                 on_stderr=on_stderr,
+                started=bridge.release,
             )
         except asyncio.CancelledError:
             self._finish(None, self._kill_signal or "SIGKILL")
@@ -153,7 +158,7 @@ class Process:
             self._notify()
 
     def _notify(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
+        changed, self._changed = self._changed, Wakeup(self.clock)
         changed.set()
 
     def _finish(self, exit_code: int | None, signal: str | None, *, state: str = "exited") -> None:
@@ -231,6 +236,9 @@ class Process:
     async def _settled(self) -> None:
         task = self.task
         if task is not None and not task.done():
+            # The exit is recorded just before the task ends; waiting on it (not on the task)
+            # keeps a virtual clock still across the hand-off back to this handler.
+            await wait_event(self.clock, self._exited, None)
             with self.clock.idle():
                 await asyncio.wait({task})
 

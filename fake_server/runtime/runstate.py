@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     import bashkit
 
-    from fake_server.clock import Clock
+    from fake_server.clock import Clock, Hold
     from fake_server.runtime.disk import SandboxDisk
 
 __all__ = ["RunState", "Sink"]
@@ -33,7 +33,7 @@ class RunState:
     def __init__(self, clock: Clock, disk: SandboxDisk) -> None:
         self.clock = clock
         self.disk = disk
-        self._token: contextlib.AbstractContextManager[None] | None = None
+        self._token: Hold | None = None
         self._waiting = 0
         self._active = False
         self._ignoring_sigterm = 0
@@ -133,12 +133,12 @@ class RunState:
         return self._ignoring_sigterm > 0
 
     def _acquire(self) -> None:
+        # A hold, not ``busy()``: the token is handed between bashkit's tasks explicitly, and a
+        # ``clock.idle()`` in whichever task happens to run must not drop it.
         if self._token is None:
-            token = self.clock.busy()
-            token.__enter__()
-            self._token = token
+            self._token = self.clock.hold()
 
     def _release(self) -> None:
         token, self._token = self._token, None
         if token is not None:
-            token.__exit__(None, None, None)
+            token.release()

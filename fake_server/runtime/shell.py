@@ -81,13 +81,34 @@ class Shell:
         stdin: bytes | StdinPipe | None = None,
         on_stdout: Sink,
         on_stderr: Sink,
+        started: Callable[[], None] | None = None,
     ) -> int:
         """Run ``argv`` to completion, streaming its output; returns the exit status (0..255).
+
+        ``started`` is called once the interpreter holds its busy token (or it never will, on
+        an early error), so a caller can hand over its own token without a gap in which a
+        virtual clock could jump.
 
         Raises ``FileNotFoundError`` before running anything when ``cwd`` is not a directory
         (``errno`` ``ENOENT`` or ``ENOTDIR``), ``ValueError``/``TypeError`` for an empty argv,
         non-strings or NUL bytes, and ``RuntimeError`` when the disk was wiped.
         """
+        once = _once(started)
+        try:
+            return await self._run(argv, cwd, env, stdin, on_stdout, on_stderr, once)
+        finally:
+            once()
+
+    async def _run(
+        self,
+        argv: Sequence[str],
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        stdin: bytes | StdinPipe | None,
+        on_stdout: Sink,
+        on_stderr: Sink,
+        started: Callable[[], None],
+    ) -> int:
         args = _check_argv(argv)
         workdir = self._workdir(cwd)
         environment = dict(BASE_ENV)
@@ -99,7 +120,7 @@ class Shell:
             self._runs[task] = state
         try:
             return await self._execute(
-                state, args, workdir, environment, stdin, on_stdout, on_stderr
+                state, args, workdir, environment, stdin, on_stdout, on_stderr, started
             )
         finally:
             if task is not None:
@@ -114,6 +135,7 @@ class Shell:
         stdin: bytes | StdinPipe | None,
         on_stdout: Sink,
         on_stderr: Sink,
+        started: Callable[[], None],
     ) -> int:
         bash = bashkit.Bash(
             username="sandbox", hostname="sandbox", cwd=workdir, env=environment, **_LIMITS
@@ -133,6 +155,7 @@ class Shell:
 
         stdout, stderr = state.track(on_stdout), state.track(filtered_stderr)
         state.start()
+        started()
         try:
             if isinstance(stdin, StdinPipe) and interactive:
                 return await run_interactive(bash, state, stdin, stdout, stderr)
@@ -160,7 +183,7 @@ class Shell:
         err: Sink,
     ) -> int:
         """A child process of a custom command (``timeout``): its own interpreter, same disk."""
-        return await self._execute(state, argv, cwd, env, stdin, out, err)
+        return await self._execute(state, argv, cwd, env, stdin, out, err, _nothing)
 
     def sigterm_ignored(self, task: asyncio.Task[Any]) -> bool:
         """True while the process in ``task`` runs a registered command that ignores SIGTERM."""
@@ -265,3 +288,18 @@ def _check_env(env: Mapping[str, str]) -> dict[str, str]:
             raise ValueError("environment keys must be non-empty without '=' or NUL")
         checked[_utf8(key)] = _utf8(value)
     return checked
+
+
+def _nothing() -> None:
+    pass
+
+
+def _once(func: Callable[[], None] | None) -> Callable[[], None]:
+    """``func`` at most once, however often the result is called."""
+    pending = [func] if func is not None else []
+
+    def call() -> None:
+        if pending:
+            pending.pop()()
+
+    return call

@@ -35,7 +35,7 @@ from urllib.parse import quote
 
 import httpx
 
-from pytest_createos.provider._clock import notify, reading
+from pytest_createos.provider._clock import idle, notify
 from pytest_createos.provider._errors import CreateosApiError, CreateosError
 from pytest_createos.provider._signal import deadline_signal
 
@@ -193,8 +193,14 @@ class CreateosClient:
         signal: AbortSignal | None,
         content: bytes | AsyncIterable[bytes] | None = None,
         content_type: str | None = None,
+        framed: bool = False,
     ) -> AsyncIterator[tuple[httpx.Response, AbortSignal]]:
-        """Send one paced request; yield the 2xx response (body unread) and the live signal."""
+        """Send one paced request; yield the 2xx response (body unread) and the live signal.
+
+        A virtual clock counts each reply in transit until the client claims it: a whole
+        reply once it is done with (body read or abandoned), or -- for a ``framed`` NDJSON
+        stream whose frames are claimed one by one as they are parsed -- at the headers.
+        """
         own = None
         if signal is None:
             own = signal = deadline_signal(self._clock, self._timeout_ms / 1000)
@@ -206,6 +212,8 @@ class CreateosClient:
                 method, f"{self._api_url}/v1{path}", content=content, headers=headers
             )
             response = await self._send(request, signal)
+            if framed:
+                notify(self._clock, "response_received")
             try:
                 status = response.status_code
                 if 300 <= status < 400:
@@ -216,6 +224,8 @@ class CreateosClient:
             finally:
                 with contextlib.suppress(Exception):
                     await response.aclose()
+                if not framed:
+                    notify(self._clock, "response_received")
         finally:
             if own is not None:
                 own.close()
@@ -223,18 +233,16 @@ class CreateosClient:
     async def _send(self, request: httpx.Request, signal: AbortSignal) -> httpx.Response:
         notify(self._clock, "request_sent")
         try:
-            with reading(self._clock), signal.scope():
+            with idle(self._clock), signal.scope():
                 return await self._http.send(request, stream=True)
         except Exception as exc:
             if signal.aborted and exc is signal.reason:
                 raise
             raise CreateosError(CONNECTION_FAILED) from None
-        finally:
-            notify(self._clock, "response_received")
 
     async def _read_all(self, response: httpx.Response, signal: AbortSignal) -> bytes:
         try:
-            with reading(self._clock), signal.scope():
+            with idle(self._clock), signal.scope():
                 return await response.aread()
         except Exception as exc:
             if signal.aborted and exc is signal.reason:
@@ -245,7 +253,7 @@ class CreateosClient:
         iterator = response.aiter_bytes()
         while True:
             try:
-                with reading(self._clock), signal.scope():
+                with idle(self._clock), signal.scope():
                     chunk = await anext(iterator)
             except StopAsyncIteration:
                 return
@@ -309,7 +317,7 @@ class CreateosClient:
         self, method: str, path: str, *, signal: AbortSignal | None = None
     ) -> AsyncIterator[AsyncIterator[str]]:
         """Open a streaming response and yield its body as UTF-8 text chunks."""
-        async with self._exchange(method, path, signal=signal) as (response, live):
+        async with self._exchange(method, path, signal=signal, framed=True) as (response, live):
             yield _decoded(self._chunks(response, live))
 
     # -- conveniences -------------------------------------------------------------------------
