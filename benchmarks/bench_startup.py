@@ -76,7 +76,9 @@ async def _idle_sandboxes(count: int) -> tuple[float, float]:
             await response.read()
         fake.sandboxes()
         gc.collect()
-        tracemalloc.start()
+        tracing_already = tracemalloc.is_tracing()  # e.g. python -X tracemalloc: leave it on
+        if not tracing_already:
+            tracemalloc.start()
         try:
             traced_before = tracemalloc.get_traced_memory()[0]
             rss_before = _rss_bytes()
@@ -93,7 +95,8 @@ async def _idle_sandboxes(count: int) -> tuple[float, float]:
             traced = tracemalloc.get_traced_memory()[0] - traced_before
             rss = _rss_bytes() - rss_before
         finally:
-            tracemalloc.stop()
+            if not tracing_already:
+                tracemalloc.stop()
     return traced / count, rss / count
 
 
