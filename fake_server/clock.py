@@ -219,6 +219,18 @@ class VirtualClock:
             self._cond.notify_all()
 
     @property
+    def busy_tokens(self) -> int:
+        """Busy tokens held right now (tasks' and holds'): for tests and debugging."""
+        with self._cond:
+            return self._busy
+
+    @property
+    def in_transit(self) -> int:
+        """Announced requests and replies not yet claimed: for tests and debugging."""
+        with self._cond:
+            return len(self._requests) + len(self._responses)
+
+    @property
     def jumps(self) -> int:
         """How many times time moved (by autojump or ``advance``): a cheap progress gauge."""
         return self._jumps

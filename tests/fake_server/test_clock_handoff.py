@@ -1,0 +1,116 @@
+"""Hand-offs that must never leave a virtual clock free to jump: holds, wake-ups, transit claims."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server.models.waiting import Wakeup, wait_event
+from pytest_createos.provider import CreateosProvider, Environment, Pacer
+
+
+def test_hold_counts_as_busy_until_released_once() -> None:
+    """A hold is a busy token of no task; releasing it twice does not free anyone else's."""
+    clock = VirtualClock(autojump=False)
+    with clock.busy():
+        hold = clock.hold()
+        assert clock.busy_tokens == 2
+        hold.release()
+        hold.release()
+        assert clock.busy_tokens == 1
+    assert clock.busy_tokens == 0
+
+
+@pytest.mark.asyncio
+async def test_idle_does_not_drop_a_hold_taken_in_the_same_task() -> None:
+    """``idle()`` gives back the task's own tokens only; a hold bridges past it."""
+    clock = VirtualClock(autojump=False)
+    with clock.hold():
+        with clock.idle():
+            assert clock.busy_tokens == 1
+    assert clock.busy_tokens == 0
+
+
+@pytest.mark.asyncio
+async def test_a_held_clock_does_not_jump_and_moves_once_released() -> None:
+    """With a hold in place, a sleeper waits; the jump happens only after release."""
+    clock = VirtualClock()
+    hold = clock.hold()
+    sleeper = asyncio.ensure_future(clock.sleep(30))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not sleeper.done()
+    assert clock.now() == 0.0
+    hold.release()
+    await sleeper
+    assert clock.now() == 30.0
+
+
+def test_only_announced_requests_count_in_transit() -> None:
+    """A request nobody announced (curl, the SDK) gets no reply counted in transit."""
+    clock = VirtualClock(autojump=False)
+    assert clock.request_arrived() is False
+    clock.request_sent()
+    assert clock.in_transit == 1
+    assert clock.request_arrived() is True
+    assert clock.in_transit == 0
+
+
+@pytest.mark.asyncio
+async def test_wakeup_holds_the_clock_until_the_waiter_has_resumed() -> None:
+    """Between ``set()`` and the waiter running again the clock stays busy."""
+    clock = VirtualClock(autojump=False)
+    wakeup = Wakeup(clock)
+    seen: list[int] = []
+
+    async def waiter() -> None:  # like a request handler: busy except while it waits
+        with clock.busy():
+            assert await wait_event(clock, wakeup, None)
+            seen.append(clock.busy_tokens)
+
+    task = asyncio.ensure_future(waiter())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert clock.busy_tokens == 0  # the waiter is idle while it waits
+    wakeup.set()
+    assert clock.busy_tokens == 1  # held for the waiter, before it has run
+    await task
+    assert seen == [1]  # the handler's own token is back and the hold is gone
+    assert clock.busy_tokens == 0
+
+
+@pytest.mark.asyncio
+async def test_wait_event_times_out_on_the_clock_and_leaves_nothing_held() -> None:
+    """A timed-out wait takes no real time and releases its enrolment."""
+    clock = VirtualClock()
+    wakeup = Wakeup(clock)
+    assert await wait_event(clock, wakeup, 5.0) is False
+    assert clock.now() == 5.0
+    wakeup.set()
+    assert clock.busy_tokens == 0
+
+
+@pytest.mark.asyncio
+async def test_a_provider_lifecycle_claims_every_reply_and_frame_exactly() -> None:
+    """Counts match on both sides: nothing is left in transit to expire by real time."""
+    clock = VirtualClock()
+    async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()) as fake:
+        provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
+        env = Environment(
+            company_id="c",
+            environment_id="e",
+            config={"apiUrl": fake.url, "apiKey": fake.api_key, "shape": "s-1vcpu-1gb"},
+        )
+        lease = await provider.acquire_lease(env, run_id="r1")
+        result = await provider.execute(
+            env, lease, "/bin/bash", ["-c", "echo out; sleep 2; echo err >&2; exit 3"]
+        )
+        assert (result.exit_code, result.stdout, result.stderr) == (3, "out\n", "err\n")
+        assert clock.in_transit == 0
+        assert lease.provider_lease_id is not None
+        await provider.destroy_lease(env, lease.provider_lease_id, lease.metadata)
+        await provider.shutdown()
+        assert clock.in_transit == 0
+        assert clock.busy_tokens == 0
