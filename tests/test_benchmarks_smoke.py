@@ -7,14 +7,18 @@ benchmark completes its scenario and reports the figures and goals it promises.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
 import math
+import time
+from typing import Any
 
 import pytest
 
 from benchmarks import run_all
 from benchmarks._common import Goal, Report
+from benchmarks._sleepspy import SleepSpy
 
 SMOKE = ["--smoke"]
 
@@ -95,3 +99,38 @@ def test_report_round_trips_through_json() -> None:
     again = Report.from_json(report.to_json())
     assert again == report
     assert again.ok
+
+
+def test_sleep_spy_counts_real_sleeps_and_provider_timers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The wall-clock check would see a real sleep, and a timer armed from provider code."""
+
+    async def no_async_sleep(delay: float, result: Any = None) -> Any:
+        return result  # stands in for the real sleep, so this test never waits
+
+    def no_sleep(seconds: float) -> None:
+        pass
+
+    monkeypatch.setattr(asyncio, "sleep", no_async_sleep)
+    monkeypatch.setattr(time, "sleep", no_sleep)
+    source = (
+        "import asyncio\n"
+        "async def wait_with_deadline():\n"
+        "    await asyncio.wait_for(asyncio.sleep(0), timeout=30)\n"
+    )
+    scope: dict[str, Any] = {}
+    exec(compile(source, "/x/pytest_createos/provider/_fake_module.py", "exec"), scope)
+
+    async def scenario() -> SleepSpy:
+        with SleepSpy(asyncio.get_running_loop()) as spy:
+            await asyncio.sleep(0)  # a yield, not a sleep
+            await asyncio.sleep(0.5)
+            time.sleep(0.5)  # noqa: ASYNC251 -- patched above: counted, never slept
+            await scope["wait_with_deadline"]()
+        return spy
+
+    spy = asyncio.run(scenario())
+    assert (spy.sleeps, spy.provider_timers) == (2, 1)
+    assert asyncio.sleep is no_async_sleep
+    assert time.sleep is no_sleep
