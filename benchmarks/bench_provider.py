@@ -19,6 +19,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks._canned import CANNED_OUTPUT, CannedApi, install_transport
@@ -104,12 +105,17 @@ async def first_requests(count: int) -> list[float]:
 def _first_in_child(count: int) -> list[float]:
     """``first_requests`` in a fresh interpreter, so the first provider really is the first."""
     code = (
-        "import asyncio, json, sys\n"
+        "import asyncio, json\n"
         "from benchmarks.bench_provider import first_requests\n"
         f"print(json.dumps(asyncio.run(first_requests({count}))))\n"
     )
     output = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parent.parent,  # so ``benchmarks`` imports from the checkout
     ).stdout
     costs: list[float] = json.loads(output.strip().splitlines()[-1])
     return costs
