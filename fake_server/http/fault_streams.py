@@ -101,14 +101,24 @@ class _Faulty:
                     raise StreamCut("client went away while the stream was stalled")
                 await asyncio.sleep(_DISCONNECT_POLL)
 
-    async def _before(self, size: int) -> int:
-        """Apply frame-count faults before a write; returns how many bytes may go out."""
+    async def _before(self, size: int, *, frame: bool = True) -> int:
+        """Apply the faults due before a write; returns how many of its bytes may go out.
+
+        ``frame=False`` (a heartbeat or a duplicate) skips the frame-count faults but still
+        obeys a byte limit.
+        """
         action = self.action
-        if isinstance(action, StallStream) and not self.done and self.frames >= action.after_frames:
+        if (
+            isinstance(action, StallStream)
+            and frame
+            and not self.done
+            and self.frames >= action.after_frames
+        ):
             self.done = True
             await self._stall(action.seconds)
         if (
-            isinstance(action, CutStream)
+            frame
+            and isinstance(action, CutStream)
             and action.after_frames is not None
             and self.frames >= action.after_frames
         ):
@@ -169,7 +179,7 @@ class _FaultyFrames(_Faulty):
         await self._line(line, count=count)
 
     async def _line(self, line: bytes, *, count: bool = True) -> None:
-        allowed = await self._before(len(line)) if count else len(line)
+        allowed = await self._before(len(line), frame=count)
         if allowed:
             await self.inner.write_line(line[:allowed])
             self.sent += allowed
