@@ -317,3 +317,23 @@ async def test_unknown_routes_can_be_faulted_too(faults: Faults, api: httpx.Asyn
     faults.add(Fault("not_implemented", HttpError(503)))
     assert (await api.get("/v1/sandboxes/sb-1/fork")).status_code == 503
     assert (await api.get("/v1/sandboxes/sb-1/fork")).status_code == 501
+
+
+def test_direct_changes_from_a_sync_test_reach_a_threaded_fake() -> None:
+    """Thread mode: the change runs on the fake's loop and is done when the call returns."""
+    with FakeCreateOS(transitions=TransitionPolicy.immediate()) as fake:
+        with httpx.Client(
+            base_url=fake.url + "/v1", headers={"X-Api-Key": fake.api_key}, timeout=10
+        ) as api:
+            sandbox_id = api.post("/sandboxes", json={"shape": "s-1vcpu-1gb"}).json()["data"]["id"]
+            api.get(f"/sandboxes/{sandbox_id}")
+            body = {"cmd": "/bin/bash", "args": ["-c", "sleep 1000"]}
+            process_id = api.post(f"/sandboxes/{sandbox_id}/processes", json=body).json()["data"][
+                "process_id"
+            ]
+            fake.faults.crash_process(sandbox_id, process_id, "SIGKILL")
+            process = api.get(f"/sandboxes/{sandbox_id}/processes/{process_id}").json()["data"]
+            assert (process["tree_exited"], process["signal"]) == (True, "SIGKILL")
+            fake.faults.set_status(sandbox_id, "failed")
+            assert api.get(f"/sandboxes/{sandbox_id}").json()["data"]["status"] == "failed"
+        assert fake.errors == []
