@@ -18,7 +18,12 @@ loop; instead participants report it:
   happens while bytes are on the loopback wire;
 * a hand-off between tasks (a handler starting a process) is bridged by a ``hold()``, a busy
   token that belongs to no task;
-* every call into the clock counts as activity and restarts the quiet period.
+* every call into the clock counts as activity and restarts the quiet period;
+* every event loop that uses the clock is watched at its selector: time only jumps while all of
+  them are parked in ``select()``, so code that runs between two awaits -- a test between two
+  requests -- is never skipped over. A loop that stays out of ``select()`` for
+  ``_STUCK_LOOP`` real seconds (blocked in a synchronous call, say) stops counting, so it cannot
+  freeze time for everybody. Loops without a selector (uvloop) rely on the rest alone.
 
 The provider only needs ``now()`` and ``sleep()`` (its own structural protocol); the extra hooks
 are optional and looked up with ``getattr``.
@@ -47,6 +52,8 @@ DEFAULT_EPOCH = 1_767_225_600.0
 # An in-flight request or reply that nobody claims within this many real seconds is assumed to
 # belong to a client that does not report (the official SDK, curl) and stops blocking jumps.
 _STALE_TRANSIT = 0.1
+# A watched loop that has not been back in ``select()`` for this long is blocked elsewhere.
+_STUCK_LOOP = 0.5
 
 
 @runtime_checkable
@@ -195,6 +202,7 @@ class VirtualClock:
         self._responses: deque[float] = deque()
         self._last_activity = time.perf_counter()
         self._jumps = 0
+        self._loops: dict[asyncio.AbstractEventLoop, _LoopProbe] = {}
         self._closed = False
         self._watcher: threading.Thread | None = None
 
@@ -382,6 +390,23 @@ class VirtualClock:
 
     def _touch(self) -> None:
         self._last_activity = time.perf_counter()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if loop not in self._loops:
+            self._loops[loop] = _LoopProbe.install(loop)
+
+    def _loops_parked(self, real_now: float) -> bool:
+        """Every watched loop waits in ``select()`` (or is closed, or stuck elsewhere)."""
+        for loop, probe in list(self._loops.items()):
+            if loop.is_closed():
+                del self._loops[loop]
+            elif not loop.is_running():
+                continue  # between run_until_complete() calls: nothing can run there
+            elif not probe.parked and real_now - probe.since < _STUCK_LOOP:
+                return False
+        return True
 
     def _drop_cancelled(self) -> None:
         while self._heap and (self._heap[0].cancelled or self._heap[0].future.done()):
@@ -421,7 +446,12 @@ class VirtualClock:
                     continue
                 real_now = time.perf_counter()
                 quiet_for = real_now - self._last_activity
-                if self._busy > 0 or self._in_transit(real_now) or quiet_for < self._threshold:
+                if (
+                    self._busy > 0
+                    or self._in_transit(real_now)
+                    or quiet_for < self._threshold
+                    or not self._loops_parked(real_now)
+                ):
                     self._cond.wait(max(self._threshold - quiet_for, self._threshold / 4, 1e-4))
                     continue
                 deadline = self._heap[0].deadline
@@ -442,3 +472,50 @@ def _current_task() -> asyncio.Task[object] | None:
         return asyncio.current_task()
     except RuntimeError:
         return None
+
+
+class _LoopProbe:
+    """Tells whether one event loop is parked in ``select()``: the loop's own idea of "idle".
+
+    It wraps the selector of an asyncio selector loop (a private attribute, read once); other
+    loops get a probe that always reads as parked, leaving the decision to the other signals.
+    """
+
+    __slots__ = ("parked", "selector", "since")
+
+    def __init__(self, selector: object | None) -> None:
+        self.selector = selector
+        self.parked = selector is None
+        self.since = time.perf_counter()
+
+    @classmethod
+    def install(cls, loop: asyncio.AbstractEventLoop) -> _LoopProbe:
+        selector = getattr(loop, "_selector", None)
+        if selector is None or not callable(getattr(selector, "select", None)):
+            return cls(None)
+        probe = cls(selector)
+        loop._selector = _ProbedSelector(selector, probe)  # type: ignore[attr-defined]
+        return probe
+
+
+class _ProbedSelector:
+    """A selector proxy that records when its loop waits and when it runs again."""
+
+    __slots__ = ("_probe", "_selector")
+
+    def __init__(self, selector: object, probe: _LoopProbe) -> None:
+        self._selector = selector
+        self._probe = probe
+
+    def select(self, timeout: float | None = None) -> list[tuple[object, int]]:
+        probe = self._probe
+        # ``select(0)`` means the loop has callbacks ready: it is not waiting for anything.
+        probe.parked = timeout is None or timeout > 0
+        try:
+            return self._selector.select(timeout)  # type: ignore[attr-defined, no-any-return]
+        finally:
+            probe.parked = False
+            probe.since = time.perf_counter()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._selector, name)

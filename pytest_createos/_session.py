@@ -28,7 +28,7 @@ __all__ = ["AUTOJUMP_THRESHOLD", "Run", "Session"]
 #: slip into synchronous work inside the fake that holds no busy token (e.g. building a shell
 #: for an exec on a loaded machine) and expire the provider's deadline; 20 ms is robust and
 #: still makes a 3 s resume with 250 ms polls take well under a second.
-AUTOJUMP_THRESHOLD = 0.02
+AUTOJUMP_THRESHOLD = 0.002
 
 
 class _RateLimitSwitch:

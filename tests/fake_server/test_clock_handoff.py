@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -114,3 +115,42 @@ async def test_a_provider_lifecycle_claims_every_reply_and_frame_exactly() -> No
         await provider.shutdown()
         assert clock.in_transit == 0
         assert clock.busy_tokens == 0
+
+
+@pytest.mark.asyncio
+async def test_code_running_between_awaits_is_never_skipped_over() -> None:
+    """While the test's loop runs code (not parked in select), time does not jump.
+
+    The loop is busy for 25 times the autojump threshold without touching the clock: exactly
+    what a test does between two requests on a loaded machine.
+    """
+    clock = VirtualClock()
+    sleeper = asyncio.ensure_future(clock.sleep(10))
+    await asyncio.sleep(0)  # the sleeper is registered; this loop is now watched
+    started = time.perf_counter()
+    while time.perf_counter() - started < 0.05:
+        pass  # CPU work standing in for user code; not a sleep
+    assert clock.now() == 0.0
+    await sleeper
+    assert clock.now() == 10.0
+
+
+def test_a_watched_loop_that_stopped_running_does_not_freeze_time() -> None:
+    """A loop between ``run_until_complete()`` calls cannot run anything: it does not count."""
+    clock = VirtualClock()
+
+    async def register_then_block() -> None:
+        clock.now()  # this loop is now watched ...
+
+    blocked = asyncio.new_event_loop()
+    try:
+        blocked.run_until_complete(register_then_block())
+        # ... and has stopped: another loop's sleep completes without waiting for it.
+        assert asyncio.run(_sleep_and_read(clock, 5.0)) == 5.0
+    finally:
+        blocked.close()
+
+
+async def _sleep_and_read(clock: VirtualClock, seconds: float) -> float:
+    await clock.sleep(seconds)
+    return clock.now()
