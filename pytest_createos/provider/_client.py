@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CreateosClient", "HttpPool", "StreamReadError", "identifier", "operation_label"]
 
+EMPTY_STREAM = "CreateOS returned an empty process stream."
 CONNECTION_FAILED = "CreateOS connection failed."
 _IDENTIFIER = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _LOOPBACK_PREFIXES = ("http://localhost", "http://127.0.0.1", "http://[::1]")
@@ -318,6 +319,8 @@ class CreateosClient:
     ) -> AsyncIterator[AsyncIterator[str]]:
         """Open a streaming response and yield its body as UTF-8 text chunks."""
         async with self._exchange(method, path, signal=signal, framed=True) as (response, live):
+            if response.status_code in (204, 205):
+                raise CreateosError(EMPTY_STREAM)
             yield _decoded(self._chunks(response, live))
 
     # -- conveniences -------------------------------------------------------------------------

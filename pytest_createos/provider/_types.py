@@ -32,11 +32,21 @@ LogSink = Callable[[str, str], object]
 
 @dataclass(frozen=True, slots=True)
 class Environment:
-    """Who is asking (company, environment) and the environment's raw provider config."""
+    """Who is asking (company, environment) and the environment's raw provider config.
+
+    Its repr never shows ``config["apiKey"]``: pytest prints fixture values in tracebacks.
+    """
 
     company_id: str
     environment_id: str
     config: Mapping[str, Any]
+
+    def __repr__(self) -> str:
+        shown = {k: ("<redacted>" if k == "apiKey" else v) for k, v in self.config.items()}
+        return (
+            f"Environment(company_id={self.company_id!r}, "
+            f"environment_id={self.environment_id!r}, config={shown!r})"
+        )
 
 
 @dataclass(frozen=True, slots=True)

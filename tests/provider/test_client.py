@@ -438,6 +438,33 @@ async def test_download_without_body(scripted: ScriptedApi, client: CreateosClie
 
 
 @pytest.mark.asyncio
+async def test_process_stream_without_body(scripted: ScriptedApi, client: CreateosClient) -> None:
+    """A bodiless /connect success is the spec's empty-stream error, not a silent end."""
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(status=204)
+
+    scripted.handler = handler
+    with pytest.raises(CreateosError) as caught:
+        async with client.stream("GET", "/sandboxes/sb-1/processes/p-1/connect?after=0"):
+            raise AssertionError("must not yield")
+    assert str(caught.value) == "CreateOS returned an empty process stream."
+
+
+def test_environment_repr_never_shows_the_api_key() -> None:
+    """pytest prints fixture values in tracebacks: the key must not be among them."""
+    env = Environment(
+        company_id="c", environment_id="e", config={"apiKey": "cos-secret", "shape": "s"}
+    )
+    text = repr(env)
+    assert "cos-secret" not in text
+    assert text == (
+        "Environment(company_id='c', environment_id='e', "
+        "config={'apiKey': '<redacted>', 'shape': 's'})"
+    )
+
+
+@pytest.mark.asyncio
 async def test_pool_keeps_one_http_client_per_api_url() -> None:
     """Connections and the SSL context are reused; shutdown closes the clients."""
     pool = HttpPool()
