@@ -4,9 +4,7 @@ No sockets, no shell, no state machine: just enough state (status per sandbox, u
 for the provider's lifecycle to succeed, so the fake-backed lifecycle can be compared with the
 cheapest thing that still runs the provider's own code path end to end.
 
-The provider has no public transport seam yet; ``install_transport`` swaps the provider's
-private HTTP pool for one whose clients use the given transport (benchmark-only; see
-``docs/benchmarks.md``).
+The provider takes it through its public seam, ``CreateosProvider(transport=...)``.
 """
 
 from __future__ import annotations
@@ -21,9 +19,8 @@ import httpx
 
 if TYPE_CHECKING:
     from fake_server import Clock
-    from pytest_createos.provider import CreateosProvider
 
-__all__ = ["CANNED_OUTPUT", "CannedApi", "install_transport"]
+__all__ = ["CANNED_OUTPUT", "CannedApi"]
 
 #: What every canned process prints; the benchmark's command prints the same on the fake.
 CANNED_OUTPUT = "ok\n"
@@ -118,31 +115,3 @@ class CannedApi:
         if request.method == "DELETE":
             return _ok({"tree_exited": True})
         return httpx.Response(404, json={"status": "fail", "data": {"path": "unknown"}})
-
-
-class _TransportPool:
-    """Stands in for the provider's HTTP pool (``get(api_url)``, ``aclose()``): every client
-    sends through one fixed transport."""
-
-    def __init__(self, transport: httpx.AsyncBaseTransport) -> None:
-        self._transport = transport
-        self._clients: dict[str, httpx.AsyncClient] = {}
-
-    def get(self, api_url: str) -> httpx.AsyncClient:
-        client = self._clients.get(api_url)
-        if client is None or client.is_closed:
-            client = httpx.AsyncClient(
-                transport=self._transport, follow_redirects=False, timeout=None
-            )
-            self._clients[api_url] = client
-        return client
-
-    async def aclose(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            await client.aclose()
-
-
-def install_transport(provider: CreateosProvider, transport: httpx.AsyncBaseTransport) -> None:
-    """Make ``provider`` send every request through ``transport`` (benchmark-only seam)."""
-    provider._http = _TransportPool(transport)  # type: ignore[assignment]

@@ -22,7 +22,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmarks._canned import CANNED_OUTPUT, CannedApi, install_transport
+import httpx
+
+from benchmarks._canned import CANNED_OUTPUT, CannedApi
 from benchmarks._common import Report, finish, interleave_async, median, parse_args, timer
 from benchmarks._servers import serve_fake
 from benchmarks._sleepspy import SleepSpy
@@ -31,6 +33,8 @@ from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    import httpx
 
     from fake_server import FakeCreateOS
 
@@ -81,8 +85,10 @@ async def _check_execute(provider: CreateosProvider, env: Environment, lease: An
         raise RuntimeError("the benchmark command did not print its output")
 
 
-def _provider(clock: VirtualClock) -> CreateosProvider:
-    return CreateosProvider(clock=clock, pacer=Pacer.disabled(), environ={})
+def _provider(
+    clock: VirtualClock, transport: httpx.AsyncBaseTransport | None = None
+) -> CreateosProvider:
+    return CreateosProvider(clock=clock, pacer=Pacer.disabled(), environ={}, transport=transport)
 
 
 async def first_requests(count: int) -> list[float]:
@@ -162,8 +168,7 @@ async def run(rounds: int, providers: int, *, child: bool, sleep_seconds: int) -
         assert isinstance(clock, VirtualClock)
         fake_env = environment(fake.url, fake.api_key)
         on_fake = _provider(clock)
-        canned = _provider(clock)
-        install_transport(canned, CannedApi(clock).transport())
+        canned = _provider(clock, CannedApi(clock).transport())
         canned_env = environment("https://canned.invalid", "cos_canned_key")
         try:
             await lifecycle(on_fake, fake_env)  # warm-up, outside the measurement

@@ -115,10 +115,11 @@ class HttpPool:
     (a long-lived provider across per-test loops) gets a fresh client there.
     """
 
-    __slots__ = ("_clients",)
+    __slots__ = ("_clients", "_transport")
 
-    def __init__(self) -> None:
+    def __init__(self, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self._clients: dict[str, tuple[asyncio.AbstractEventLoop | None, httpx.AsyncClient]] = {}
+        self._transport = transport
 
     def get(self, api_url: str) -> httpx.AsyncClient:
         loop = _running_loop()
@@ -127,6 +128,7 @@ class HttpPool:
             return entry[1]
         _preload_network_backend()
         client = httpx.AsyncClient(
+            transport=self._transport,
             verify=_ssl_context(),
             follow_redirects=False,
             timeout=None,  # deadlines run on the injected clock, not on wall time
@@ -297,8 +299,9 @@ class CreateosClient:
             signal=signal,
             content=content,
             content_type="application/octet-stream",
-        ):
-            pass  # the answer's body is not used
+        ) as (response, live):
+            # The answer is not used, but reading its few bytes keeps the connection reusable.
+            await self._read_all(response, live)
 
     @contextlib.asynccontextmanager
     async def download(

@@ -49,6 +49,8 @@ from pytest_createos.provider._types import (
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    import httpx
+
     from pytest_createos.provider._signal import AbortSignal
 
 __all__ = ["CreateosProvider"]
@@ -65,6 +67,8 @@ class CreateosProvider:
         pacer: request pacing (default: 300 ms between request starts per API URL);
             ``Pacer.disabled()`` turns it off.
         environ: where ``CREATEOS_API_KEY`` is looked up (default: ``os.environ``).
+        transport: an ``httpx`` async transport for every request (default: real HTTP);
+            httpx's own seam, e.g. ``httpx.MockTransport`` for a canned-response baseline.
     """
 
     def __init__(
@@ -73,11 +77,12 @@ class CreateosProvider:
         clock: Clock | None = None,
         pacer: Pacer | None = None,
         environ: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._pacer = pacer if pacer is not None else Pacer()
         self._environ = environ
-        self._http = HttpPool()
+        self._http = HttpPool(transport)
         self._scopes = ScopeRegistry(self._clock)
 
     # -- config and workspace -------------------------------------------------------------------

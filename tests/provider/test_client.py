@@ -7,6 +7,7 @@ import socket
 import time
 from typing import TYPE_CHECKING
 
+import httpx
 import pytest
 import pytest_asyncio
 from aiohttp import web
@@ -622,3 +623,27 @@ def test_pool_gives_each_event_loop_its_own_client() -> None:
     second = asyncio.run(use())
     assert first is not second
     asyncio.run(pool.aclose())
+
+
+@pytest.mark.asyncio
+async def test_provider_sends_through_an_injected_transport() -> None:
+    """``transport=`` is httpx's seam: every request goes through it, key header included."""
+    seen: list[tuple[str, str, str | None]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append((request.method, request.url.path, request.headers.get("X-Api-Key")))
+        return httpx.Response(503, json={"status": "error", "message": "down"})
+
+    provider = CreateosProvider(
+        pacer=Pacer.disabled(), environ={}, transport=httpx.MockTransport(answer)
+    )
+    env = Environment(
+        company_id="c",
+        environment_id="e",
+        config={"apiUrl": "https://api.test", "apiKey": "cos-key", "shape": "s-1vcpu-1gb"},
+    )
+    with pytest.raises(CreateosApiError) as caught:
+        await provider.acquire_lease(env, run_id="r1")
+    assert str(caught.value) == "CreateOS request failed (HTTP 503) during sandbox lifecycle."
+    assert seen == [("POST", "/v1/sandboxes", "cos-key")]
+    await provider.shutdown()
