@@ -15,20 +15,19 @@ from __future__ import annotations
 import hashlib
 import random
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from fake_server.faults.actions import (
     Action,
-    CrashProcess,
-    EvictOutput,
     Latency,
     OutOfBandAction,
     ResponseAction,
 )
+from fake_server.faults.fault import DEFAULT, OPERATIONS, Call, Fault, target_of
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
 
     from fake_server.clock import Clock
 
@@ -41,186 +40,6 @@ __all__ = [
     "FaultRegistry",
     "Plan",
 ]
-
-#: Operation names of the fake's API (the names the journal and faults use), plus ``*``.
-OPERATIONS: Final = frozenset(
-    {
-        "list_shapes",
-        "list_rootfs",
-        "whoami",
-        "health",
-        "readiness",
-        "create_sandbox",
-        "list_sandboxes",
-        "get_sandbox",
-        "delete_sandbox",
-        "pause_sandbox",
-        "resume_sandbox",
-        "exec",
-        "exec_stream",
-        "upload_file",
-        "download_file",
-        "create_process",
-        "list_processes",
-        "get_process",
-        "connect_process",
-        "write_process_input",
-        "close_process_stdin",
-        "signal_process",
-        "wait_process",
-        "kill_process",
-        "not_implemented",
-        "method_not_allowed",
-    }
-)
-
-
-class _Default:
-    """Sentinel type: "the schedule's natural default" for ``times``."""
-
-    def __repr__(self) -> str:
-        return "DEFAULT"
-
-
-DEFAULT: Final = _Default()
-
-
-@dataclass(frozen=True, kw_only=True)
-class Call:
-    """What a request is, as far as faults care (no body: uploads are streamed)."""
-
-    operation: str
-    method: str = "GET"
-    path: str = "/"
-    query: Mapping[str, str] = field(default_factory=dict)
-    sandbox_id: str | None = None
-    process_id: str | None = None
-    account: str | None = None
-
-
-class Fault:
-    """One rule: ``operation`` (or ``*``) narrowed by ids/account/predicate, an action, a schedule.
-
-    Schedule: ``times`` firings (default 1; ``None`` = every matching call), skipping the first
-    ``after`` matching calls, each eligible call firing with ``probability`` (default: always).
-    With a probability and no explicit ``times`` the fault may fire on every call, and it is not
-    reported by ``unfired()`` (not firing is a legitimate outcome) unless ``expected=True``.
-    """
-
-    __slots__ = (
-        "account",
-        "action",
-        "after",
-        "expected",
-        "name",
-        "operation",
-        "probability",
-        "process_id",
-        "sandbox_id",
-        "times",
-        "when",
-    )
-
-    def __init__(
-        self,
-        operation: str,
-        action: Action,
-        *,
-        times: int | _Default | None = DEFAULT,
-        after: int = 0,
-        probability: float | None = None,
-        sandbox_id: str | None = None,
-        process_id: str | None = None,
-        account: str | None = None,
-        when: Callable[[Call], bool] | None = None,
-        name: str | None = None,
-        expected: bool | None = None,
-    ) -> None:
-        if operation != "*" and operation not in OPERATIONS:
-            raise ValueError(
-                f"unknown operation {operation!r}; known: * " + " ".join(sorted(OPERATIONS))
-            )
-        if not isinstance(action, Action) or type(action) in _ABSTRACT:
-            raise TypeError("action must be a fault action such as HttpError(503)")
-        if operation != "*" and not action.applies_to(operation):
-            allowed = ", ".join(sorted(action.operations or ()))
-            raise ValueError(f"{type(action).__name__} applies only to: {allowed}")
-        if isinstance(times, _Default):
-            times = None if probability is not None else 1
-        if times is not None and (isinstance(times, bool) or not isinstance(times, int)):
-            raise ValueError("times must be an integer >= 1 or None (every call)")
-        if times is not None and times < 1:
-            raise ValueError("times must be an integer >= 1 or None (every call)")
-        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
-            raise ValueError("after must be an integer >= 0")
-        if probability is not None and (
-            isinstance(probability, bool)
-            or not isinstance(probability, int | float)
-            or not 0.0 <= probability <= 1.0
-        ):
-            raise ValueError("probability must be a number between 0 and 1")
-        self.operation = operation
-        self.action = action
-        self.times: int | None = times
-        self.after = after
-        self.probability = None if probability is None else float(probability)
-        self.sandbox_id = sandbox_id
-        self.process_id = process_id
-        self.account = account
-        self.when = when
-        self.name = name
-        self.expected = probability is None if expected is None else expected
-
-    def matches(self, call: Call) -> bool:
-        """Whether ``call`` is one this fault looks at (before the schedule is consulted)."""
-        if self.operation not in ("*", call.operation):
-            return False
-        if not self.action.applies_to(call.operation):
-            return False
-        if self.sandbox_id is not None and call.sandbox_id != self.sandbox_id:
-            return False
-        if self.process_id is not None and call.process_id != self.process_id:
-            return False
-        if self.account is not None and call.account != self.account:
-            return False
-        if isinstance(self.action, OutOfBandAction) and _target(self.action, call) is None:
-            return False
-        return self.when is None or bool(self.when(call))
-
-    def describe(self) -> str:
-        """A stable one-line description; also the default identity for its random stream."""
-        parts = [self.operation, repr(self.action)]
-        for key in ("sandbox_id", "process_id", "account", "name"):
-            value = getattr(self, key)
-            if value is not None:
-                parts.append(f"{key}={value}")
-        parts.append(f"times={self.times}")
-        if self.after:
-            parts.append(f"after={self.after}")
-        if self.probability is not None:
-            parts.append(f"probability={self.probability!r}")
-        if self.when is not None:
-            parts.append(f"when={getattr(self.when, '__qualname__', None) or self.when!r}")
-        return " ".join(parts)
-
-    def __repr__(self) -> str:
-        return f"Fault({self.describe()})"
-
-
-_ABSTRACT: Final = (Action, ResponseAction, OutOfBandAction)
-
-
-def _target(action: OutOfBandAction, call: Call) -> tuple[str, str | None] | None:
-    """The (sandbox, process) an out-of-band action hits on ``call``, or None if unknown."""
-    sandbox_id = getattr(action, "sandbox_id", None) or call.sandbox_id
-    if sandbox_id is None:
-        return None
-    if isinstance(action, EvictOutput | CrashProcess):
-        process_id = action.process_id or call.process_id
-        if process_id is None:
-            return None
-        return sandbox_id, process_id
-    return sandbox_id, None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -402,7 +221,7 @@ class FaultRegistry:
                 elif isinstance(action, Latency):
                     latency += action.seconds
                 elif isinstance(action, OutOfBandAction):
-                    target = _target(action, call)
+                    target = target_of(action, call)
                     if target is None:  # pragma: no cover - matches() already checked
                         continue
                     out_of_band.append((action, target[0], target[1]))

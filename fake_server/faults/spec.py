@@ -37,7 +37,7 @@ from fake_server.faults.actions import (
     TamperFile,
     TruncatedDownload,
 )
-from fake_server.faults.rules import DEFAULT, Call, Fault
+from fake_server.faults.fault import DEFAULT, Call, Fault
 
 __all__ = [
     "ACTION_TYPES",
