@@ -174,24 +174,16 @@ async def _reset_after_headers(
         return response
 
     def at_first_write(writer: Any) -> Any:  # a streamed body: its headers are already out
-        drop_connection(request, reset=False)
         raise StreamCut("reset after the headers by an injected fault")
 
-    request[STREAM_WRAPPERS_KEY].append(at_first_write)
-    try:
-        committed = await handler(request)
-    except StreamCut:
-        return _prepared(request)
-    except ApiError as error:
-        committed = error_response(error)
-    if committed.prepared:
-        drop_connection(request, reset=False)
-        return committed
-    response = web.StreamResponse(status=committed.status, headers=committed.headers)
-    response.content_length = max(1, committed.content_length or 0)
-    await response.prepare(request)
+    committed = await _run(request, handler, at_first_write)
+    if not committed.prepared:
+        response = web.StreamResponse(status=committed.status, headers=committed.headers)
+        response.content_length = max(1, committed.content_length or 0)
+        await response.prepare(request)
+        committed = response
     drop_connection(request, reset=False)
-    return response
+    return committed
 
 
 async def _lost_reply(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -205,16 +197,9 @@ async def _lost_reply(request: web.Request, handler: Handler) -> web.StreamRespo
     def lose(writer: Any) -> Any:
         if committing:
             return _Swallow(writer.response)
-        drop_connection(request, reset=False)
         raise StreamCut("reply lost by an injected fault")
 
-    request[STREAM_WRAPPERS_KEY].append(lose)
-    try:
-        response = await handler(request)
-    except StreamCut:
-        return _prepared(request)
-    except ApiError as error:  # the operation failed; its reply is lost all the same
-        response = error_response(error)
+    response = await _run(request, handler, lose)
     drop_connection(request, reset=False)
     return response
 
@@ -238,11 +223,29 @@ class _Swallow:
 async def _faulty_stream(
     request: web.Request, handler: Handler, action: StreamAction, clock: Clock
 ) -> web.StreamResponse:
-    request[STREAM_WRAPPERS_KEY].append(lambda writer: wrap_writer(writer, action, request, clock))
+    cut: list[bool] = []
+
+    def wrap(writer: Any) -> Any:
+        return wrap_writer(writer, action, request, clock, lambda: cut.append(True))
+
+    response = await _run(request, handler, wrap)
+    if cut:
+        drop_connection(request, reset=False)
+    return response
+
+
+async def _run(
+    request: web.Request, handler: Handler, wrapper: Callable[[Any], Any]
+) -> web.StreamResponse:
+    """Run the handler with ``wrapper`` around its stream writer; a cut or failure still
+    yields the response to hand back (the connection is dropped by the caller, afterwards)."""
+    request[STREAM_WRAPPERS_KEY].append(wrapper)
     try:
         return await handler(request)
     except StreamCut:
         return _prepared(request)
+    except ApiError as error:  # the operation failed; the caller decides what the client sees
+        return error_response(error)
 
 
 def _prepared(request: web.Request) -> web.StreamResponse:

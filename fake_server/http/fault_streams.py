@@ -6,8 +6,10 @@ first. A wrapper here counts what passes through and, at the configured point, c
 stalls, injects a malformed line, duplicates or drops a data frame, or strips the exit status.
 
 A cut ends the handler by raising ``StreamCut`` (a ``ConnectionResetError``, the same thing a
-real client disconnect raises mid-write); the fault middleware catches it and returns the
-already-prepared response, so nothing unexpected is logged and the fake records no error.
+real client disconnect raises mid-write) and asks, through ``on_cut``, for the connection to be
+dropped; the fault middleware drops it once the handler has returned, so the handler finishes
+(and the journal records its response) the same way on every run, and nothing unexpected is
+logged or recorded as an error.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from fake_server.faults import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from aiohttp import web
 
@@ -63,16 +65,33 @@ def drop_connection(request: web.BaseRequest, *, reset: bool) -> None:
         transport.close()
 
 
-def wrap_writer(writer: Any, action: StreamAction, request: web.BaseRequest, clock: Clock) -> Any:
-    """The wrapper for ``writer`` (a frame or body writer) that applies ``action``."""
+def wrap_writer(
+    writer: Any,
+    action: StreamAction,
+    request: web.BaseRequest,
+    clock: Clock,
+    on_cut: Callable[[], None],
+) -> Any:
+    """The wrapper for ``writer`` (a frame or body writer) that applies ``action``.
+
+    ``on_cut`` is called when the connection must be dropped once the handler has returned.
+    """
     if hasattr(writer, "write_frame"):
-        return _FaultyFrames(writer, action, request, clock)
-    return _FaultyBody(writer, action, request, clock)
+        return _FaultyFrames(writer, action, request, clock, on_cut)
+    return _FaultyBody(writer, action, request, clock, on_cut)
 
 
 class _Faulty:
-    def __init__(self, inner: Any, action: StreamAction, request: web.BaseRequest, clock: Clock):
+    def __init__(
+        self,
+        inner: Any,
+        action: StreamAction,
+        request: web.BaseRequest,
+        clock: Clock,
+        on_cut: Callable[[], None],
+    ) -> None:
         self.inner = inner
+        self.on_cut = on_cut
         self.response: web.StreamResponse = inner.response
         self.action = action
         self.request = request
@@ -86,8 +105,8 @@ class _Faulty:
         if mode == "eof" and hasattr(self.inner, "write_frame"):
             await self.response.write_eof()
         else:
-            # Mid-body: a FIN after what was flushed; the client sees an incomplete body.
-            drop_connection(self.request, reset=False)
+            # Mid-body: a FIN after what was written; the client sees an incomplete body.
+            self.on_cut()
         raise StreamCut("stream cut by an injected fault")
 
     async def _stall(self, seconds: float | None) -> None:

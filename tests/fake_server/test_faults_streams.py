@@ -128,13 +128,15 @@ async def test_the_unfaulted_stream_is_the_baseline(api: httpx.AsyncClient, sand
 
 
 async def test_a_cut_after_frames_drops_the_connection_and_replay_resumes(
-    faults: Faults, api: httpx.AsyncClient, sandbox: str
+    faulty: FakeCreateOS, faults: Faults, api: httpx.AsyncClient, sandbox: str
 ) -> None:
     process = await finished_process(api, sandbox, THREE_LINES)
     faults.add(Fault("connect_process", CutStream(after_frames=2)))
     received, error, _ = await read_until_failure(api, "GET", connect_url(sandbox, process))
     assert error is httpx.RemoteProtocolError
     assert parse(received.decode()) == ALL[:2]
+    # The handler finished before the drop, so the journal always has its response.
+    assert [e.status for e in faulty.journal.responses("connect_process")] == [200]
     assert parse(await connect(api, sandbox, process, after=2)) == ALL[2:]
 
 
