@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
-from fake_server.faults import Fault, HttpError, Latency
+from fake_server.faults import CutStream, Fault, HttpError, Latency
 from fake_server.http.fault_middleware import install_faults
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
@@ -29,6 +29,7 @@ def arm(fake: FakeCreateOS) -> None:
     faults.add(Fault("*", Latency(0.5), probability=0.3))
     faults.add(Fault("connect_process", HttpError(503), probability=0.5, times=2))
     faults.add(Fault("get_sandbox", Latency(2), probability=0.5, name="slow reads"))
+    faults.add(Fault("connect_process", CutStream(after_frames=0), probability=0.5, times=1))
 
 
 async def provider_lifecycle(seed: int) -> tuple[str, list[tuple[object, ...]]]:
@@ -68,8 +69,11 @@ async def test_one_lifecycle_twice_gives_byte_identical_journals() -> None:
     assert first_events == second_events
     kinds = {event[1] for event in first_events}
     assert {"request", "response", "transition", "fault"} <= kinds
-    fired = [e for e in first_events if e[1] == "fault"]
-    assert len(fired) >= 3  # the seeded schedule really did something
+    fired = " ".join(str(e[-1]) for e in first_events if e[1] == "fault")
+    # With seed 7 the schedule delays, fails a connect and cuts a stream: not a trivial run.
+    assert "Latency" in fired
+    assert "HttpError(status=503" in fired
+    assert "CutStream" in fired
 
 
 async def test_another_seed_gives_other_ids_and_firings() -> None:
