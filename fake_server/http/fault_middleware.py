@@ -36,7 +36,7 @@ from fake_server.faults import (
 from fake_server.faults.world import WorldTarget
 from fake_server.http.errors import error_response
 from fake_server.http.fault_streams import StreamCut, drop_connection, wrap_writer
-from fake_server.http.keys import ACCOUNT_KEY, OPERATION_KEY, STREAM_KEY, STREAM_WRAPPERS_KEY
+from fake_server.http.keys import ACCOUNT_KEY, OPERATION_KEY, STREAM_WRAPPERS_KEY
 from fake_server.models import ApiError, Event
 
 if TYPE_CHECKING:
@@ -238,23 +238,26 @@ async def _run(
     request: web.Request, handler: Handler, wrapper: Callable[[Any], Any]
 ) -> web.StreamResponse:
     """Run the handler with ``wrapper`` around its stream writer; a cut or failure still
-    yields the response to hand back (the connection is dropped by the caller, afterwards)."""
-    request[STREAM_WRAPPERS_KEY].append(wrapper)
+    yields the response to hand back (the connection is dropped by the caller, afterwards).
+
+    After a cut that is the response the handler had already started (its headers are out),
+    so nothing else may be written on that connection.
+    """
+    started: list[web.StreamResponse] = []
+
+    def remember(writer: Any) -> Any:
+        response = getattr(writer, "response", None)
+        if isinstance(response, web.StreamResponse):
+            started.append(response)
+        return wrapper(writer)
+
+    request[STREAM_WRAPPERS_KEY].append(remember)
     try:
         return await handler(request)
     except StreamCut:
-        return _prepared(request)
+        return started[0] if started else web.Response(status=DROPPED_STATUS)
     except ApiError as error:  # the operation failed; the caller decides what the client sees
         return error_response(error)
-
-
-def _prepared(request: web.Request) -> web.StreamResponse:
-    """The response the handler had started when the stream was cut."""
-    writer = request.get(STREAM_KEY)
-    response = getattr(writer, "response", None)
-    if isinstance(response, web.StreamResponse):
-        return response
-    return web.Response(status=DROPPED_STATUS)
 
 
 def install_faults(fake: FakeCreateOS) -> Faults:

@@ -20,7 +20,9 @@ from fake_server.faults import (
     ExitWithoutStatus,
     Fault,
     Faults,
+    LostReply,
     MalformedFrame,
+    ResetAfterHeaders,
     SkipFrame,
     StallStream,
     TruncatedDownload,
@@ -252,3 +254,20 @@ async def test_a_crash_ends_the_process_with_a_signal(
     faults.add(Fault("connect_process", CrashProcess("SIGKILL"), process_id=process))
     frames = parse(await connect(api, sandbox, process))
     assert frames[-1] == {"type": "exit", "signal": "SIGKILL"}
+
+
+@pytest.mark.parametrize("action", [ResetAfterHeaders(), LostReply()])
+async def test_a_streamed_reply_dropped_after_its_headers_sends_no_body_at_all(
+    faults: Faults,
+    api: httpx.AsyncClient,
+    sandbox: str,
+    action: ResetAfterHeaders | LostReply,
+) -> None:
+    payload = b"payload 242\n"
+    await api.put(f"/sandboxes/{sandbox}/files", params={"path": "/tmp/f"}, content=payload)
+    faults.add(Fault("download_file", action))
+    url = f"/sandboxes/{sandbox}/files?path=/tmp/f"
+    received, error, headers = await read_until_failure(api, "GET", url)
+    assert error is httpx.RemoteProtocolError
+    assert headers["Content-Length"] == str(len(payload))
+    assert received == b""  # not a byte, and certainly not a second status line
