@@ -9,6 +9,7 @@ __all__ = [
     "BadRequest",
     "Conflict",
     "Gone",
+    "InsufficientStorage",
     "InternalError",
     "MethodNotAllowed",
     "NotFound",
@@ -102,6 +103,13 @@ class RateLimited(ApiError):
 class InternalError(ApiError):
     status = 500
     default_code = "internal_error"
+
+
+class InsufficientStorage(ApiError):
+    """The sandbox's disk is full (the fake's disk is an in-memory filesystem with a cap)."""
+
+    status = 507
+    default_code = "insufficient_storage"
 
 
 class NotImplementedByFake(ApiError):

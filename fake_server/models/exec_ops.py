@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import errno
 import traceback
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fake_server.models.base import AccountBase, check_abs_path
-from fake_server.models.errors import BadRequest, NotFound
+from fake_server.models.errors import BadRequest, InsufficientStorage, NotFound, PayloadTooLarge
 from fake_server.models.waiting import Wakeup, wait_event
 
 if TYPE_CHECKING:
@@ -185,7 +186,15 @@ class ExecOps(AccountBase):
             raise BadRequest("is a directory", field="path") from None
         except (NotADirectoryError, FileExistsError):
             raise BadRequest("a parent is not a directory", field="path") from None
-        except OSError:
+        except OSError as exc:
+            from fake_server.runtime.disk import DISK_LIMIT, FILE_LIMIT
+
+            if exc.errno == errno.EFBIG:
+                message = f"file exceeds the fake sandbox's {FILE_LIMIT}-byte file limit"
+                raise PayloadTooLarge(message, field="body") from None
+            if exc.errno == errno.ENOSPC:
+                message = f"the fake sandbox's {DISK_LIMIT}-byte disk is full"
+                raise InsufficientStorage(message) from None
             raise BadRequest("cannot be written", field="path") from None
         return target, len(data)
 

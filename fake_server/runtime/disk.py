@@ -17,10 +17,23 @@ import bashkit
 
 from fake_server.runtime import vfs
 
-__all__ = ["HOME", "IMAGE_COMMANDS", "SandboxDisk", "wrapper_script"]
+__all__ = [
+    "DISK_LIMIT",
+    "FILE_LIMIT",
+    "HOME",
+    "IMAGE_COMMANDS",
+    "SandboxDisk",
+    "wrapper_script",
+]
 
 #: The sandbox user's home directory (also ``$HOME`` and the default working directory).
 HOME = "/home/sandbox"
+
+#: Largest file bashkit 0.20's in-memory ``FileSystem`` holds (not configurable there).
+FILE_LIMIT = 10_000_000
+
+#: Total bytes of files one bashkit ``FileSystem`` holds (not configurable there either).
+DISK_LIMIT = 100_000_000
 
 #: Builtins installed as ``/bin/<name>`` and ``/usr/bin/<name>`` wrapper scripts.
 IMAGE_COMMANDS: tuple[str, ...] = (
