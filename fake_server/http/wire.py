@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from fake_server.models import ExecEvent, ExecResult, Frame, Page, Process, Sandbox, Stats
 
 __all__ = [
+    "PTY_DEFAULT_CMD",
     "exec_event",
     "exec_result",
     "iso",
@@ -187,12 +188,15 @@ def parse_exec(body: Mapping[str, Any], query_stream: str | None) -> tuple[ExecS
     return spec, stream
 
 
+#: What a PTY runs when the create request names no ``cmd`` (the SDK's PTY example sends none).
+PTY_DEFAULT_CMD = "/bin/bash"
+
+
 def parse_process(body: Mapping[str, Any]) -> ProcessSpec:
-    cmd = _str(body, "cmd", required=True)
-    assert cmd is not None
+    pty = body.get("pty")
+    cmd = _str(body, "cmd", required=pty is None) or PTY_DEFAULT_CMD
     args = _str_list(body, "args")
     _no_nul(cmd, *args)
-    pty = body.get("pty")
     size: tuple[int, int] | None = None
     if pty is not None:
         if not isinstance(pty, dict):
