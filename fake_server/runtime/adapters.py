@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from fake_server.runtime.commands import RegisteredCommand
     from fake_server.runtime.pipes import StdinSource
-    from fake_server.runtime.runstate import RunState
+    from fake_server.runtime.runstate import RunState, Sink
 
 __all__ = [
     "STDIN_COMMAND",
@@ -132,11 +132,24 @@ def leader_command(run: RunState, callback: CommandCallback) -> CommandCallback:
     return leader
 
 
-def registered_command(run: RunState, command: RegisteredCommand) -> CommandCallback:
-    """Adapts bashkit's ``CommandContext`` to the ``CommandIO`` a registered command expects."""
+def registered_command(
+    run: RunState, command: RegisteredCommand, direct: tuple[Sink, Sink] | None = None
+) -> CommandCallback:
+    """Adapts bashkit's ``CommandContext`` to the ``CommandIO`` a registered command expects.
+
+    ``direct``: the process's own stdout/stderr sinks, given when this command *is* the
+    process (nothing redirects or pipes its output); writes then skip bashkit's 4 KiB pieces.
+    """
 
     async def invoke(ctx: bashkit.CommandContext) -> int:
         cache: list[bytes] = []
+        out_sink, err_sink = direct if direct is not None else (ctx.stdout.write, ctx.stderr.write)
+
+        async def write_out(data: bytes) -> None:
+            await out_sink(data)
+
+        async def write_err(data: bytes) -> None:
+            await err_sink(data)
 
         async def read_all() -> bytes:
             if not cache:
@@ -154,8 +167,8 @@ def registered_command(run: RunState, command: RegisteredCommand) -> CommandCall
             disk=run.disk,
             clock=run.clock,
             _read=read_all,
-            _write_out=ctx.stdout.write,
-            _write_err=ctx.stderr.write,
+            _write_out=write_out,
+            _write_err=write_err,
         )
         await run.settle(ctx)
         with (
@@ -173,12 +186,12 @@ def registered_command(run: RunState, command: RegisteredCommand) -> CommandCall
                     if inspect.isawaitable(result):
                         result = await result
                 if io.stdout_buffer:
-                    await ctx.stdout.write(bytes(io.stdout_buffer))
+                    await write_out(bytes(io.stdout_buffer))
                 if io.stderr_buffer:
-                    await ctx.stderr.write(bytes(io.stderr_buffer))
+                    await write_err(bytes(io.stderr_buffer))
             except Exception as exc:
                 # Like a crashing program: the sandbox's stderr shows it, the fake keeps going.
-                await ctx.stderr.write(f"{command.name}: {type(exc).__name__}: {exc}\n".encode())
+                await write_err(f"{command.name}: {type(exc).__name__}: {exc}\n".encode())
                 return 1
         return _status(result)
 

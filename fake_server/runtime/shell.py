@@ -148,12 +148,15 @@ class Shell:
             script = command_string(args[1:])
             if script is not None and not may_read_stdin(bash, script):
                 stdin = None  # nothing would ever read it: start now, not at close
-        self._install_commands(bash, state, None if interactive else stdin, program)
 
         async def filtered_stderr(data: bytes) -> None:
             await on_stderr(_HINT.sub(rb"\1", data) if b"command not found" in data else data)
 
         stdout, stderr = state.track(on_stdout), state.track(filtered_stderr)
+        # A registered command that *is* the process writes to the process's own sinks: one
+        # 64 KiB write is one delivery, not sixteen 4 KiB hops through bashkit's threads.
+        direct = (stdout, stderr) if self._commands.get(program) is not None else None
+        self._install_commands(bash, state, None if interactive else stdin, program, direct)
         state.start()
         started()
         try:
@@ -219,6 +222,7 @@ class Shell:
         state: RunState,
         stdin: bytes | StdinPipe | None,
         leader: str,
+        direct: tuple[Sink, Sink] | None = None,
     ) -> None:
         commands: dict[str, adapters.CommandCallback] = {
             "sleep": adapters.sleep_command(state),
@@ -227,7 +231,8 @@ class Shell:
             "timeout": timeout_command(state, self._spawn),
         }
         for command in self._commands.commands():
-            commands[command.name] = adapters.registered_command(state, command)
+            sinks = direct if command.name == leader else None
+            commands[command.name] = adapters.registered_command(state, command, sinks)
         if stdin is not None:
             source: StdinSource = stdin if isinstance(stdin, StdinPipe) else BytesSource(stdin)
             commands[adapters.STDIN_COMMAND] = adapters.stdin_command(state, source)
