@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Self, TypeVar
 
 from aiohttp import web
 
-from fake_server.clock import VirtualClock
+from fake_server.clock import DEFAULT_EPOCH, VirtualClock
 from fake_server.faults import Faults
 from fake_server.faults.world import WorldTarget
 from fake_server.http.fault_middleware import install_faults
@@ -21,10 +21,11 @@ from fake_server.models import (
     TransitionPolicy,
     World,
 )
+from fake_server.ratelimit import RateLimiter, rate_limit_middleware
 from fake_server.runtime import CommandRegistry
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from aiohttp.typedefs import Middleware
 
@@ -46,7 +47,9 @@ class FakeCreateOS:
         clock: defaults to a fresh ``VirtualClock``.
         transitions: when async transitions complete (default ``TransitionPolicy.realistic()``).
         api_key: the default account's key (default: seeded ``cos_live_<32 hex>``).
-        rate_limit: requests per minute per caller; ``None`` turns it off.
+        rate_limit: requests per minute per caller; ``None`` turns it off. Settable later
+            (also while serving); each change starts with fresh counts.
+        journal_limit: keep only this many newest journal events (``None``: all of them).
         host, port: where to listen; port 0 picks a free port.
     """
 
@@ -60,18 +63,20 @@ class FakeCreateOS:
         transitions: TransitionPolicy | None = None,
         api_key: str | None = None,
         rate_limit: int | None = None,
+        journal_limit: int | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
-        if rate_limit is not None and (isinstance(rate_limit, bool) or rate_limit < 1):
-            raise ValueError("rate_limit must be None (off) or at least 1 request per minute")
         self.seed = seed
         self.clock: Clock = clock if clock is not None else VirtualClock()
+        self._limiter: RateLimiter | None = None
+        self._rate_limit: int | None = None
         self.rate_limit = rate_limit
+        self._initial_rate_limit = rate_limit
         self.host = host
         self.port = port
         self.commands = CommandRegistry()
-        self.journal = Journal()
+        self.journal = Journal(journal_limit)
         self.errors: list[tuple[str, str]] = []
         #: Extra aiohttp middlewares (fault injection), run after auth; read when serving starts.
         self.middlewares: list[Middleware] = []
@@ -128,6 +133,30 @@ class FakeCreateOS:
         self.world.ctx.policy = policy
 
     @property
+    def rate_limit(self) -> int | None:
+        """Requests per minute per caller, or ``None`` (off)."""
+        return self._rate_limit
+
+    @rate_limit.setter
+    def rate_limit(self, limit: int | None) -> None:
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+        ):
+            raise ValueError("rate_limit must be None (off) or at least 1 request per minute")
+        self._rate_limit = limit
+        self._limiter = None if limit is None else RateLimiter(limit, clock=self.clock)
+
+    @web.middleware
+    async def _rate_limit_middleware(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        """Consults whatever limiter is current, so ``rate_limit`` can change while serving."""
+        limiter = self._limiter
+        if limiter is None:
+            return await handler(request)
+        return await rate_limit_middleware(limiter)(request, handler)
+
+    @property
     def catalog(self) -> Catalog:
         return self.world.ctx.catalog
 
@@ -147,8 +176,15 @@ class FakeCreateOS:
         from fake_server.http import create_app
 
         self._loop = asyncio.get_running_loop()
+        app = create_app(self)
+        # create_app installs a fixed limiter right after the envelope middleware when
+        # rate_limit is set; put the switchable one in that place instead.
+        if self._rate_limit is not None:
+            app.middlewares[1] = self._rate_limit_middleware
+        else:
+            app.middlewares.insert(1, self._rate_limit_middleware)
         runner = web.AppRunner(
-            create_app(self),
+            app,
             handle_signals=False,
             handler_cancellation=True,
             access_log=None,
@@ -258,15 +294,26 @@ class FakeCreateOS:
 
         return self._call(every)
 
-    def reset(self) -> None:
+    def reset(self, *, seed: int | None = None) -> None:
         """Back to a fresh fake on the same port: only the default account, no sandboxes,
-        empty journal and errors, ids reseeded, the initial transition policy."""
+        empty journal and errors, ids reseeded (with ``seed`` when given), the initial
+        transition policy and rate limit (fresh counts).
+
+        Time restarts too, for what a test can compare: journal times count from the reset
+        and ids carry times from ``DEFAULT_EPOCH`` on, so the same seed and the same test code
+        give the same ids and journal whatever ran before on this fake's clock.
+        """
+        if seed is not None:
+            self.seed = seed
 
         def clear() -> None:
             self.world.clear()
             self.journal.clear()
+            self.journal.rebase(self.clock.now())
             self.errors.clear()
             self._ids.reseed(self.seed)
+            self._ids.rebase(DEFAULT_EPOCH)
+            self.rate_limit = self._initial_rate_limit
             self.faults.clear()
             self.faults.reseed(self.seed)
             self.world.ctx.policy = self._policy

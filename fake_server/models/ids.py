@@ -23,7 +23,16 @@ class IdGenerator:
 
     def __init__(self, seed: int, clock: Clock) -> None:
         self._clock = clock
+        self._offset = 0.0
         self.reseed(seed)
+
+    def rebase(self, epoch: float) -> None:
+        """ULID times count from ``epoch`` (Unix seconds) as of the clock's reading now.
+
+        After ``rebase(DEFAULT_EPOCH)`` an id minted ``s`` clock seconds later carries the time
+        ``epoch + s``, whatever the clock read before: ids no longer depend on earlier tests.
+        """
+        self._offset = self._clock.time() - epoch
 
     def reseed(self, seed: int) -> None:
         """Restart the sequence, so the same seed yields the same ids again."""
@@ -38,7 +47,10 @@ class IdGenerator:
 
     def ulid(self) -> str:
         """26 Crockford base32 chars: 48 bits of fake-clock milliseconds, 80 seeded random bits."""
-        millis = int(self._clock.time() * 1000) & ((1 << 48) - 1)
+        now = self._clock.time()
+        # Rounded to the microsecond first: (origin + s) - origin is not always s in floats.
+        exact = now * 1000 if not self._offset else round((now - self._offset) * 1000, 3)
+        millis = int(exact) & ((1 << 48) - 1)
         value = (millis << 80) | self._rng.getrandbits(80)
         chars = []
         for _ in range(26):

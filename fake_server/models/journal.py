@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -48,23 +49,41 @@ class Event:
 
 
 class Journal:
-    """Append-only, thread-safe list of events; tests query it, failing tests print it."""
+    """Thread-safe list of events in order; tests query it, failing tests print it.
 
-    def __init__(self, limit: int = 100_000) -> None:
-        self._events: list[Event] = []
+    ``max_events`` keeps only the newest events (a long-running ``serve`` would otherwise grow
+    by two events per request forever); ``dropped`` counts the ones let go. ``origin`` is the
+    clock reading that recorded times count from (``rebase()``), so a test's journal reads the
+    same whatever ran before it on the same clock.
+    """
+
+    def __init__(self, max_events: int | None = None) -> None:
+        if max_events is not None and (isinstance(max_events, bool) or max_events < 1):
+            raise ValueError("max_events must be None (unbounded) or at least 1")
+        self._events: deque[Event] = deque(maxlen=max_events)
         self._lock = threading.Lock()
-        self._limit = limit
+        self.max_events = max_events
+        self.dropped = 0
+        self.origin = 0.0
 
     def record(self, event: Event) -> Event:
+        if self.origin:
+            event = replace(event, time=round(event.time - self.origin, 6))
         with self._lock:
+            if self.max_events is not None and len(self._events) == self.max_events:
+                self.dropped += 1
             self._events.append(event)
-            if len(self._events) > self._limit:
-                del self._events[: len(self._events) - self._limit]
         return event
 
     def clear(self) -> None:
+        """Forget every event (and the dropped count)."""
         with self._lock:
             self._events.clear()
+            self.dropped = 0
+
+    def rebase(self, origin: float) -> None:
+        """From now on record times as seconds since the clock reading ``origin``."""
+        self.origin = origin
 
     @property
     def events(self) -> list[Event]:
