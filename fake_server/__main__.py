@@ -17,10 +17,25 @@ from fake_server.server import FakeCreateOS
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["main"]
+__all__ = ["JOURNAL_LIMIT", "main"]
+
+#: Journal events ``serve`` keeps by default: two per request, so the last 50,000 requests.
+JOURNAL_LIMIT = 100_000
 
 
 def _rate_limit(text: str) -> int | None:
+    if text == "off":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a positive integer or 'off'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be a positive integer or 'off'")
+    return value
+
+
+def _journal_limit(text: str) -> int | None:
     if text == "off":
         return None
     try:
@@ -62,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--rate-limit", type=_rate_limit, default=300, help="requests/minute per key, or 'off'"
     )
     serve.add_argument("--transitions", choices=("realistic", "immediate"), default="realistic")
+    serve.add_argument(
+        "--journal-limit",
+        type=_journal_limit,
+        default=JOURNAL_LIMIT,
+        help="keep the newest N journal events (a server may run for days), or 'off'",
+    )
     return parser
 
 
@@ -77,6 +98,7 @@ async def _serve(args: argparse.Namespace) -> int:
         transitions=policy,
         api_key=args.api_key,
         rate_limit=args.rate_limit,
+        journal_limit=args.journal_limit,
         host=args.host,
         port=args.port,
     )
