@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from fake_server.clock import Clock, Hold
     from fake_server.runtime import Shell, StdinPipe
 
+#: Real seconds bulk output gathers before readers wake (only while pieces keep coming).
+_GATHER_SECONDS = 0.002
+
 __all__ = ["ExitFrame", "ExpiredFrame", "HeartbeatFrame", "Process", "ProcessSpec"]
 
 #: Signals that end a process; the rest (SIGWINCH) are accepted and ignored.
@@ -98,6 +101,8 @@ class Process:
         self._on_exit = on_exit
         self._on_error = on_error
         self._shell: Shell | None = None
+        #: Held while bulk output waits to be announced to readers (see ``_emit``).
+        self._flush: Hold | None = None
 
     # -- running ------------------------------------------------------------------------------
 
@@ -152,14 +157,29 @@ class Process:
         else:
             self._finish(code, None)
 
-    def _emit(self, stream: str, data: bytes) -> None:
-        if data and not self.tree_exited:
-            self.output.append(stream, data)
+    def _emit(self, stream: str, data: bytes, *, merge: bool = True) -> None:
+        if not data or self.tree_exited:
+            return
+        self.output.append(stream, data, merge=merge)
+        if not (merge and self.output.growing):
+            self._notify()
+        elif self._flush is None:
+            # Bulk output arrives from bashkit in 4 KiB pieces, one thread hop each: let the
+            # next pieces join this frame for a moment before waking readers. The hold keeps a
+            # virtual clock still meanwhile.
+            self._flush = self.clock.hold()
+            asyncio.get_running_loop().call_later(_GATHER_SECONDS, self._notify_pending)
+
+    def _notify_pending(self) -> None:
+        if self._flush is not None:
             self._notify()
 
     def _notify(self) -> None:
+        hold, self._flush = self._flush, None
         changed, self._changed = self._changed, Wakeup(self.clock)
         changed.set()
+        if hold is not None:
+            hold.release()
 
     def _finish(self, exit_code: int | None, signal: str | None, *, state: str = "exited") -> None:
         if self.tree_exited:
@@ -246,8 +266,8 @@ class Process:
         return await wait_event(self.clock, self._exited, timeout)
 
     def write_output(self, stream: str, data: bytes) -> None:
-        """Journal output as if the process wrote it (fault and test hook)."""
-        self._emit(stream, data)
+        """Journal output as if the process wrote it, in frames of its own (fault and test hook)."""
+        self._emit(stream, data, merge=False)
 
     def evict_output(self, up_to_seq: int | None = None) -> None:
         """Drop journaled output (fault hook); live readers behind it get an expiry frame."""
