@@ -46,6 +46,14 @@ BASE_ENV: Mapping[str, str] = {
 
 # bashkit appends hints ("Did you mean …", "Compilers … are not available") GNU bash never prints.
 _HINT = re.compile(rb"(: command not found)[^\n]+")
+#: bashkit's disk-limit errors, spelled as Linux's strerror (EFBIG, ENOSPC) for bash's messages.
+_DISK_ERRORS = (
+    (re.compile(rb"file too large: \d+ bytes exceeds \d+ byte limit"), b"File too large"),
+    (
+        re.compile(rb"filesystem full: \d+ bytes would exceed \d+ byte limit"),
+        b"No space left on device",
+    ),
+)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 # bashkit's default profile caps a run at 10,000 commands and 1 MiB of output; a sandbox
@@ -150,7 +158,12 @@ class Shell:
                 stdin = None  # nothing would ever read it: start now, not at close
 
         async def filtered_stderr(data: bytes) -> None:
-            await on_stderr(_HINT.sub(rb"\1", data) if b"command not found" in data else data)
+            if b"command not found" in data:
+                data = _HINT.sub(rb"\1", data)
+            if b" byte limit" in data:
+                for pattern, text in _DISK_ERRORS:
+                    data = pattern.sub(text, data)
+            await on_stderr(data)
 
         stdout, stderr = state.track(on_stdout), state.track(filtered_stderr)
         # A registered command that *is* the process writes to the process's own sinks: one

@@ -76,4 +76,21 @@ async def test_shell_write_over_the_file_limit_fails_the_command(
     )
     result = response.json()["data"]["result"]
     assert result["stdout"] == "rc=1\n"
-    assert result["stderr"].startswith("cat: write error: file too large: ")
+    assert result["stderr"] == "cat: write error: File too large\n"
+
+
+async def test_shell_write_onto_a_full_disk_says_no_space_left(
+    client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    sandbox_id = await make_sandbox()
+    base = f"/v1/sandboxes/{sandbox_id}/files"
+    for i in range(DISK_LIMIT // FILE_LIMIT - 1):
+        await client.put(base, params={"path": f"/f{i}"}, content=b"y" * FILE_LIMIT)
+    response = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec",
+        json={"cmd": "bash", "args": ["-c", "cat /f0 > /copy; echo rc=$?"]},
+    )
+    result = response.json()["data"]["result"]
+    assert result["stdout"] == "rc=1\n"
+    assert result["stderr"].endswith(": No space left on device\n")
+    assert "byte limit" not in result["stderr"]
