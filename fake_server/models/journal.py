@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -32,8 +32,9 @@ class Event:
     process_id: str | None = None
     detail: str = ""
 
-    def format(self) -> str:
-        parts = [f"{self.time:10.3f}s", f"{self.kind:<10}"]
+    def format(self, origin: float = 0.0) -> str:
+        """One line; the time as seconds since the clock reading ``origin``."""
+        parts = [f"{round(self.time - origin, 6):10.3f}s", f"{self.kind:<10}"]
         if self.operation:
             parts.append(self.operation)
         if self.method and self.path:
@@ -53,8 +54,8 @@ class Journal:
 
     ``max_events`` keeps only the newest events (a long-running ``serve`` would otherwise grow
     by two events per request forever); ``dropped`` counts the ones let go. ``origin`` is the
-    clock reading that recorded times count from (``rebase()``), so a test's journal reads the
-    same whatever ran before it on the same clock.
+    clock reading ``format()`` counts times from (``rebase()``; events keep the clock's own
+    ``now()``), so a test's journal prints the same whatever ran before it on the same clock.
     """
 
     def __init__(self, max_events: int | None = None) -> None:
@@ -67,8 +68,6 @@ class Journal:
         self.origin = 0.0
 
     def record(self, event: Event) -> Event:
-        if self.origin:
-            event = replace(event, time=round(event.time - self.origin, 6))
         with self._lock:
             if self.max_events is not None and len(self._events) == self.max_events:
                 self.dropped += 1
@@ -82,7 +81,7 @@ class Journal:
             self.dropped = 0
 
     def rebase(self, origin: float) -> None:
-        """From now on record times as seconds since the clock reading ``origin``."""
+        """``format()`` shows times as seconds since the clock reading ``origin``."""
         self.origin = origin
 
     @property
@@ -133,4 +132,4 @@ class Journal:
         events = self.events
         if last is not None:
             events = events[-last:]
-        return "\n".join(e.format() for e in events)
+        return "\n".join(e.format(self.origin) for e in events)

@@ -38,11 +38,13 @@ def test_a_bad_cap_is_refused(bad: int) -> None:
         Journal(max_events=bad)
 
 
-def test_rebased_times_count_from_the_origin() -> None:
+def test_format_counts_times_from_the_origin() -> None:
     journal = Journal()
     journal.rebase(100.1)
-    assert journal.record(_event(0)).time == -100.1
-    assert journal.record(Event(time=100.4, kind="request")).time == 0.3
+    event = journal.record(Event(time=100.4, kind="request"))
+    assert event.time == 100.4
+    assert journal.format() == "     0.300s request   "
+    assert event.format() == "   100.400s request   "
 
 
 @pytest.mark.asyncio
