@@ -299,9 +299,10 @@ class FakeCreateOS:
         empty journal and errors, ids reseeded (with ``seed`` when given), the initial
         transition policy and rate limit (fresh counts).
 
-        Time restarts too, for what a test can compare: journal times count from the reset
-        and ids carry times from ``DEFAULT_EPOCH`` on, so the same seed and the same test code
-        give the same ids and journal whatever ran before on this fake's clock.
+        Time restarts too, for what a test can compare: ``journal.origin`` becomes the reset
+        instant (``journal.format()`` counts from it) and ids carry times from
+        ``DEFAULT_EPOCH`` on, so the same seed and the same test code give the same ids and
+        journal dump whatever ran before on this fake's clock.
         """
         if seed is not None:
             self.seed = seed
