@@ -174,15 +174,17 @@ class FakeCreateOS:
         if self._runner is not None:
             raise RuntimeError("this fake is already serving")
         from fake_server.http import create_app
+        from fake_server.http.middlewares import auth_middleware
 
         self._loop = asyncio.get_running_loop()
         app = create_app(self)
-        # create_app installs a fixed limiter right after the envelope middleware when
-        # rate_limit is set; put the switchable one in that place instead.
+        # create_app puts a fixed limiter right before auth when rate_limit is set; the
+        # switchable one takes that place, so rate_limit can change while serving.
+        auth = app.middlewares.index(auth_middleware)
         if self._rate_limit is not None:
-            app.middlewares[1] = self._rate_limit_middleware
+            app.middlewares[auth - 1] = self._rate_limit_middleware
         else:
-            app.middlewares.insert(1, self._rate_limit_middleware)
+            app.middlewares.insert(auth, self._rate_limit_middleware)
         runner = web.AppRunner(
             app,
             handle_signals=False,
