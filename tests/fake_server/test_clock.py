@@ -406,7 +406,7 @@ async def test_a_threaded_fake_and_the_test_loop_share_one_timeline() -> None:
 
 @pytest.mark.asyncio
 async def test_the_provider_waits_for_realistic_transitions_on_the_clock() -> None:
-    clock = VirtualClock(autojump_threshold=0.02)
+    clock = VirtualClock()
     async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.realistic()) as fake:
         provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
         env = Environment(

@@ -19,10 +19,6 @@ from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
 pytestmark = pytest.mark.asyncio
 
-# The runtime's interpreter start-up is not yet fully covered by busy tokens (see
-# docs/time.md); a slightly longer quiet period keeps the clock from jumping over it.
-THRESHOLD = 0.02
-
 
 def arm(fake: FakeCreateOS) -> None:
     faults = install_faults(fake)
@@ -33,7 +29,7 @@ def arm(fake: FakeCreateOS) -> None:
 
 
 async def provider_lifecycle(seed: int) -> tuple[str, list[tuple[object, ...]]]:
-    clock = VirtualClock(autojump_threshold=THRESHOLD)
+    clock = VirtualClock()
     fake = FakeCreateOS(seed=seed, clock=clock, transitions=TransitionPolicy.realistic())
     arm(fake)
     async with fake:
@@ -84,7 +80,7 @@ async def test_another_seed_gives_other_ids_and_firings() -> None:
 
 async def raw_lifecycle(seed: int) -> list[tuple[object, ...]]:
     """The same promise without the provider: plain HTTP calls in a fixed order."""
-    clock = VirtualClock(autojump_threshold=THRESHOLD)
+    clock = VirtualClock()
     fake = FakeCreateOS(seed=seed, clock=clock, transitions=TransitionPolicy.after_reads(1))
     arm(fake)
     async with fake:

@@ -42,7 +42,7 @@ SECRET = "secret-response-body"
 
 @pytest_asyncio.fixture(name="fake")
 async def _fake() -> AsyncIterator[FakeCreateOS]:
-    clock = VirtualClock(autojump_threshold=0.02)
+    clock = VirtualClock()
     async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()) as fake:
         yield fake
         assert fake.errors == []

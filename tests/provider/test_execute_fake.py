@@ -46,7 +46,7 @@ class Sandbox:
 async def sandbox() -> AsyncIterator[Sandbox]:
     # A generous quiet threshold: the fake briefly holds no busy token while it starts an
     # interpreter, and on a loaded machine a 2 ms threshold can let time jump there.
-    clock = VirtualClock(autojump_threshold=0.05)
+    clock = VirtualClock()
     async with FakeCreateOS(seed=0, clock=clock, transitions=TransitionPolicy.immediate()) as fake:
         env = Environment(
             company_id="company-a",

@@ -63,7 +63,7 @@ class Sandbox:
 @pytest_asyncio.fixture
 async def sandbox() -> AsyncIterator[Sandbox]:
     # See test_execute_fake.py for the generous autojump threshold.
-    clock = VirtualClock(autojump_threshold=0.05)
+    clock = VirtualClock()
     async with FakeCreateOS(seed=0, clock=clock, transitions=TransitionPolicy.immediate()) as fake:
         env = Environment(
             company_id="company-a",

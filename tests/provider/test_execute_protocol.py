@@ -127,7 +127,7 @@ async def clock() -> AsyncIterator[VirtualClock]:
     # Body bytes in flight are invisible to the clock (only request/response heads are
     # counted), so on a loaded machine a 2 ms quiet threshold can let time jump to a deadline
     # while a frame is on the wire. 50 ms of real quiet is safe and still cheap here.
-    clock = VirtualClock(autojump_threshold=0.05)
+    clock = VirtualClock()
     yield clock
     clock.close()
 

@@ -83,10 +83,8 @@ SEED = int(os.environ.get("CHAOS_SEED", "20261202"))
 LIFECYCLES = int(os.environ.get("CHAOS_LIFECYCLES", "500"))
 CONCURRENCY = int(os.environ.get("CHAOS_CONCURRENCY", "8"))
 ONLY = [int(i) for i in os.environ.get("CHAOS_ONLY", "").split(",") if i.strip()]
-# Real seconds of quiet before the virtual clock jumps. Slightly above the 2 ms default as a
-# margin for the runtime's uncovered interpreter start-up (docs/time.md, "Known limits"); a
-# spurious jump could only turn into a timeout, which every check here tolerates.
-CLOCK_THRESHOLD = float(os.environ.get("CHAOS_CLOCK_THRESHOLD", "0.005"))
+# Real seconds of quiet before the virtual clock jumps (the clock's own default).
+CLOCK_THRESHOLD = float(os.environ.get("CHAOS_CLOCK_THRESHOLD", "0.002"))
 WORKSPACE = "/paperclip-workspace"
 MARKER_PATH = f"{WORKSPACE}/.paperclip-runtime/.paperclip-createos-lease"
 SECRET_BODY = "chaos-secret-response-body"
