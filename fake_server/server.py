@@ -147,7 +147,7 @@ class FakeCreateOS:
         self._limiter = None if limit is None else RateLimiter(limit, clock=self.clock)
 
     @web.middleware
-    async def _rate_limit_middleware(
+    async def rate_limit_middleware(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
         """Consults whatever limiter is current, so ``rate_limit`` can change while serving."""
@@ -174,17 +174,9 @@ class FakeCreateOS:
         if self._runner is not None:
             raise RuntimeError("this fake is already serving")
         from fake_server.http import create_app
-        from fake_server.http.middlewares import auth_middleware
 
         self._loop = asyncio.get_running_loop()
         app = create_app(self)
-        # create_app puts a fixed limiter right before auth when rate_limit is set; the
-        # switchable one takes that place, so rate_limit can change while serving.
-        auth = app.middlewares.index(auth_middleware)
-        if self._rate_limit is not None:
-            app.middlewares[auth - 1] = self._rate_limit_middleware
-        else:
-            app.middlewares.insert(auth, self._rate_limit_middleware)
         runner = web.AppRunner(
             app,
             handle_signals=False,

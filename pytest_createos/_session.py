@@ -6,17 +6,14 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from aiohttp import web
-
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.http.fault_middleware import install_faults
-from fake_server.ratelimit import RateLimiter, rate_limit_middleware
 from pytest_createos._bridge import BackgroundLoop
 from pytest_createos._markers import DEFAULT_SHAPE
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Sequence
 
     from fake_server.faults import Fault, Faults
     from pytest_createos._markers import MarkerSettings
@@ -29,24 +26,6 @@ __all__ = ["AUTOJUMP_THRESHOLD", "Run", "Session"]
 #: for an exec on a loaded machine) and expire the provider's deadline; 20 ms is robust and
 #: still makes a 3 s resume with 250 ms polls take well under a second.
 AUTOJUMP_THRESHOLD = 0.002
-
-
-class _RateLimitSwitch:
-    """A rate limiter the plugin can swap per test (the fake fixes its own at start)."""
-
-    def __init__(self) -> None:
-        self.limiter: RateLimiter | None = None
-
-    @web.middleware
-    async def middleware(
-        self,
-        request: web.Request,
-        handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
-    ) -> web.StreamResponse:
-        limiter = self.limiter
-        if limiter is None:
-            return await handler(request)
-        return await rate_limit_middleware(limiter)(request, handler)
 
 
 @dataclass(slots=True)
@@ -77,7 +56,6 @@ class Session:
         self._clock: VirtualClock | None = None
         self._bridge: BackgroundLoop | None = None
         self._lease_providers: dict[bool, CreateosProvider] = {}
-        self._limits = _RateLimitSwitch()
 
     @property
     def fake(self) -> FakeCreateOS:
@@ -87,7 +65,6 @@ class Session:
                 seed=self.options.seed, clock=clock, transitions=TransitionPolicy.immediate()
             )
             self._faults = install_faults(fake)
-            fake.middlewares.append(self._limits.middleware)
             fake.start()
             self._fake, self._clock = fake, clock
             self._warm_up(fake, clock)
@@ -143,16 +120,11 @@ class Session:
         fake = self.fake
         registry = self._faults
         assert registry is not None
-        fake.seed = settings.seed
-        fake.reset()
+        fake.reset(seed=settings.seed)
         registry.clear()
         registry.reseed(settings.seed)
         fake.transitions = settings.transitions
-        self._limits.limiter = (
-            None
-            if settings.rate_limit is None
-            else RateLimiter(settings.rate_limit, clock=fake.clock)
-        )
+        fake.rate_limit = settings.rate_limit
         return Run(
             fake=fake,
             faults=registry,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -32,13 +32,10 @@ def create_app(
     the handler: that is where fault injection hooks in.
     """
     from fake_server.control import register_control_routes
-    from fake_server.ratelimit import RateLimiter, rate_limit_middleware
 
-    middlewares: list[Middleware] = [core_middleware]
-    if fake.rate_limit is not None:
-        limiter = RateLimiter(fake.rate_limit, clock=fake.clock)
-        middlewares.append(cast("Middleware", rate_limit_middleware(limiter)))
-    middlewares.append(auth_middleware)
+    # The fake's own limiter middleware reads ``fake.rate_limit`` per request, so the limit
+    # can be changed (or switched off) while serving.
+    middlewares: list[Middleware] = [core_middleware, fake.rate_limit_middleware, auth_middleware]
     middlewares.extend(fake.middlewares)
     middlewares.extend(extra_middlewares or ())
     app = web.Application(middlewares=middlewares, client_max_size=CLIENT_MAX_SIZE)
