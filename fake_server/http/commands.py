@@ -10,11 +10,14 @@ from fake_server.http import wire
 from fake_server.http.keys import BACKEND_KEY
 from fake_server.http.streams import open_body, open_ndjson
 from fake_server.models import PayloadTooLarge
+from fake_server.runtime.disk import FILE_LIMIT
 
 __all__ = ["MAX_UPLOAD_BYTES", "download_file", "exec_command", "upload_file"]
 
-#: Largest accepted upload; the body is read in chunks, never buffered by aiohttp.
-MAX_UPLOAD_BYTES = 512 * 1024 * 1024
+#: Largest accepted upload: one file of the sandbox's disk. Bigger bodies are refused from
+#: their Content-Length, or as soon as the bytes read pass the limit, never buffered whole.
+MAX_UPLOAD_BYTES = FILE_LIMIT
+_TOO_LARGE = f"file exceeds the fake sandbox's {FILE_LIMIT}-byte file limit"
 CHUNK = 64 * 1024
 
 
@@ -40,12 +43,12 @@ async def exec_command(request: web.Request) -> web.StreamResponse:
 async def upload_file(request: web.Request) -> web.Response:
     path = request.query.get("path", "")
     if (request.content_length or 0) > MAX_UPLOAD_BYTES:
-        raise PayloadTooLarge("upload is too large", field="body")
+        raise PayloadTooLarge(_TOO_LARGE, field="body")
     body = bytearray()
     async for chunk in request.content.iter_chunked(CHUNK):
         body += chunk
         if len(body) > MAX_UPLOAD_BYTES:
-            raise PayloadTooLarge("upload is too large", field="body")
+            raise PayloadTooLarge(_TOO_LARGE, field="body")
     target, size = request[BACKEND_KEY].upload_file(_sid(request), path, bytes(body))
     return web.json_response(wire.success({"path": target, "bytes": size}))
 

@@ -151,7 +151,7 @@ async def test_oversized_upload_is_413_before_the_body_is_read(
     head = (
         f"PUT /v1/sandboxes/{sandbox_id}/files?path=/big HTTP/1.1\r\n"
         f"Host: fake\r\nX-Api-Key: {fake.api_key}\r\n"
-        f"Content-Length: {600 * 1024 * 1024}\r\n\r\n"
+        f"Content-Length: {10_000_001}\r\n\r\n"  # one byte over the fake's file limit
     )
     writer.write(head.encode())
     await writer.drain()
@@ -160,7 +160,10 @@ async def test_oversized_upload_is_413_before_the_body_is_read(
     writer.close()
     await writer.wait_closed()
     assert status_line.startswith(b"HTTP/1.1 413")
-    assert rest.endswith(b'{"status": "fail", "data": {"body": "upload is too large"}}')
+    assert rest.endswith(
+        b'{"status": "fail", "data": '
+        b'{"body": "file exceeds the fake sandbox\'s 10000000-byte file limit"}}'
+    )
 
 
 async def test_unknown_routes_pass_through_fault_middlewares(
