@@ -9,14 +9,8 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-#: The user docs owned with the plugin; each sample in them must be an example file.
-USER_DOCS = [
-    ROOT / "README.md",
-    ROOT / "docs" / "index.md",
-    ROOT / "docs" / "tutorial.md",
-    *sorted((ROOT / "docs" / "howto").glob("*.md")),
-    *sorted((ROOT / "docs" / "reference").glob("*.md")),
-]
+#: Every page: each sample in it must be an example file (other blocks are ```text/```bash).
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"```(python|sh)\n(.*?)```", re.DOTALL)
 QUICK_START = """\
 ## Quick start
@@ -43,7 +37,7 @@ def _examples() -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("doc", USER_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_sample_is_an_example_file(doc: pathlib.Path) -> None:
     """Each ```python/```sh block equals a whole file under examples/ and names it."""
     text = doc.read_text()
@@ -61,10 +55,8 @@ def test_readme_keeps_the_quick_start_first() -> None:
     assert "## " + sections[1].rstrip("\n") + "\n" == QUICK_START
 
 
-def test_docs_link_only_to_existing_pages() -> None:
-    """Relative links in the user docs point at files that exist (component docs aside)."""
-    pending = {"faults.md", "time.md"}  # written by the faults engineer
-    for doc in USER_DOCS:
-        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", doc.read_text()):
-            path = (doc.parent / target).resolve()
-            assert path.exists() or path.name in pending, f"{doc.name} links to {target}"
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_docs_link_only_to_existing_pages(doc: pathlib.Path) -> None:
+    """Relative links point at files that exist."""
+    for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", doc.read_text()):
+        assert (doc.parent / target).resolve().exists(), f"{doc.name} links to {target}"
