@@ -35,8 +35,9 @@ EXPECTED_GOALS = {
 }
 BENCHMARKS = [path.stem for path in run_all.discover()]
 #: Benchmarks whose smoke run alone would break this file's 3 s budget: imported, not run.
-#: (``bench_chaos`` drives the chaos harness, which ``tests/reliability`` runs in full.)
-IMPORT_ONLY = {"bench_chaos"}
+#: (``bench_chaos`` drives the chaos harness, which ``tests/reliability`` runs in full;
+#: ``bench_plugin`` runs pytest in subprocesses, seconds even at smoke size.)
+IMPORT_ONLY = {"bench_chaos", "bench_plugin"}
 
 
 @functools.cache

@@ -1,0 +1,163 @@
+"""The plugin's cost per test, and the examples suite serial vs ``-n 2``.
+
+Per-test cost is read from pytest's own phase durations (setup + call + teardown) in a
+subprocess that runs a generated suite: plain tests (the floor), tests using ``createos_fake``
+(a reset of the session fake), and tests using ``createos_lease`` (acquire and destroy). The
+first test of each file is left out (it starts the session fake) and the floor's median is
+subtracted. The examples are timed as whole pytest runs of a downstream project holding
+them (once, and ``EXAMPLE_COPIES`` times), serial and with two xdist workers, interleaved,
+without the hypothesis plugin (a downstream project's view; it costs each xdist worker about
+2 s of start-up on this machine).
+
+Goals (issue "The pytest plugin"): under 5 ms per test for ``createos_fake``, under 50 ms for a
+test that acquires and destroys a lease, and ``-n 2`` finishing the examples in at most 0.7x
+the serial time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import TYPE_CHECKING
+
+from benchmarks._common import Report, finish, interleave, median, parse_args
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["main", "run"]
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+#: The examples alone are ~2.5 s of tests after ~1.2 s of interpreter and import start-up per
+#: process; the xdist goal is judged on this many copies of them, the bare ratio is reported.
+EXAMPLE_COPIES = 4
+
+_COLLECTOR = """
+import json, os
+
+_durations = {}
+
+
+def pytest_runtest_logreport(report):
+    _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    with open(os.environ["BENCH_PLUGIN_OUT"], "w") as out:
+        json.dump(_durations, out)
+"""
+
+_VARIANTS = {
+    "plain": "def test_{i}():\n    pass\n",
+    "fake": "def test_{i}(createos_fake):\n    assert createos_fake.url\n",
+    "lease": "def test_{i}(createos_lease):\n    assert createos_lease.provider_lease_id\n",
+}
+
+
+def _write_suite(folder: pathlib.Path, tests: int) -> None:
+    (folder / "conftest.py").write_text(_COLLECTOR)
+    (folder / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    for name, template in _VARIANTS.items():
+        body = "\n\n".join(template.format(i=i) for i in range(tests))
+        (folder / f"test_{name}.py").write_text(body + "\n")
+
+
+def _per_test(folder: pathlib.Path) -> dict[str, float]:
+    """Median seconds per test for each variant, first test of each file excluded."""
+    out = folder / "durations.json"
+    env = {**os.environ, "BENCH_PLUGIN_OUT": str(out)}
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:benchmark"],
+        cwd=folder,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    durations: dict[str, float] = json.loads(out.read_text())
+    per: dict[str, float] = {}
+    for name in _VARIANTS:
+        values = [v for k, v in durations.items() if k.startswith(f"test_{name}.py::")]
+        per[name] = median(values[1:])
+    return per
+
+
+def _examples_wall(folder: pathlib.Path, workers: int | None) -> float:
+    # As a downstream project would run them: without this project's own test-only plugins.
+    # hypothesis's plugin alone costs every xdist worker about 2 s of start-up here.
+    command = [
+        sys.executable, "-m", "pytest", str(folder), "-q",
+        "-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:benchmark",
+    ]  # fmt: skip
+    if workers:
+        command += ["-n", str(workers)]
+    started = time.perf_counter()
+    subprocess.run(command, cwd=folder, check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def _copy_examples(folder: pathlib.Path, copies: int) -> None:
+    """``copies`` copies of examples/ as one downstream project (so test work, not process
+    start-up, dominates)."""
+    (folder / "pytest.ini").write_text(
+        "[pytest]\npython_files = *_example.py\nasyncio_mode = strict\n"
+        "addopts = --import-mode=importlib -p no:cacheprovider\n"
+    )
+    for index in range(copies):
+        shutil.copytree(ROOT / "examples", folder / f"copy{index}")
+
+
+def _ratio(report: Report, label: str, folder: pathlib.Path, rounds: int) -> float:
+    walls = interleave(
+        {"serial": lambda: _examples_wall(folder, None), "n2": lambda: _examples_wall(folder, 2)},
+        rounds,
+    )
+    serial, parallel = median(walls["serial"]), median(walls["n2"])
+    report.add(f"{label} serial", serial, "s")
+    report.add(f"{label} -n 2", parallel, "s")
+    return parallel / serial
+
+
+def run(rounds: int, tests: int, *, examples: bool) -> Report:
+    report = Report("plugin: per-test fixture cost and the examples suite", rounds)
+    with tempfile.TemporaryDirectory(prefix="bench-plugin-") as tmp:
+        folder = pathlib.Path(tmp)
+        _write_suite(folder, tests)
+        samples = interleave({"suite": lambda: _per_test(folder)}, rounds)["suite"]
+    floor = median([s["plain"] for s in samples])
+    fake = median([s["fake"] for s in samples]) - floor
+    lease = median([s["lease"] for s in samples]) - floor
+    report.add("plain test (floor)", floor * 1000, "ms")
+    report.add("createos_fake per test", fake * 1000, "ms", "floor subtracted")
+    report.add("createos_lease per test", lease * 1000, "ms", "acquire + destroy")
+    report.goal("createos_fake per test", fake * 1000, 5.0, "ms", higher_is_better=False)
+    report.goal("lease test", lease * 1000, 50.0, "ms", higher_is_better=False)
+    if examples:
+        with tempfile.TemporaryDirectory(prefix="bench-examples-") as tmp:
+            bare, copies = pathlib.Path(tmp) / "bare", pathlib.Path(tmp) / "copies"
+            bare.mkdir()
+            copies.mkdir()
+            _copy_examples(bare, 1)
+            _copy_examples(copies, EXAMPLE_COPIES)
+            ratio = _ratio(report, "examples", bare, rounds)
+            report.add("examples -n 2 / serial", ratio, "x", "start-up dominates")
+            scaled = _ratio(report, f"examples x{EXAMPLE_COPIES}", copies, rounds)
+        report.goal(
+            f"examples x{EXAMPLE_COPIES} -n 2 / serial", scaled, 0.7, "x", higher_is_better=False
+        )
+    return report
+
+
+def main(argv: Sequence[str] | None = None, *, quiet: bool = False) -> Report:
+    args = parse_args(argv, __doc__ or "", default_rounds=3)
+    tests = args.scale.pick(full=60, smoke=3)
+    return finish(run(args.rounds, tests, examples=not args.scale.smoke), args, quiet=quiet)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
