@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 import pytest_asyncio
+from _runtime_box import Box, new_box
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 
@@ -61,3 +62,11 @@ def _make_sandbox(
         raise AssertionError("sandbox never reached running")
 
     return make
+
+
+@pytest_asyncio.fixture(name="box")
+async def _box() -> AsyncIterator[Box]:
+    """One sandbox disk and shell on a virtual clock (the runtime tests' harness)."""
+    box = new_box()
+    yield box
+    box.clock.close()

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.http.keys import OPERATION_KEY
-from pytest_createos.provider import CreateosProvider, Environment, Pacer
+from pytest_createos.provider import CreateosProvider, Environment, Lease, Pacer
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 AioHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -168,3 +168,20 @@ def _reuse_env(fake: FakeCreateOS) -> Environment:
 def operations(fake: FakeCreateOS) -> list[str]:
     """The fake's request operation names so far, in order."""
     return fake.journal.operations()
+
+
+@pytest_asyncio.fixture(name="leased")
+async def _leased() -> AsyncIterator[
+    tuple[FakeCreateOS, VirtualClock, CreateosProvider, Environment, Lease]
+]:
+    """A fake in the test's loop and one lease acquired on it by a provider on its clock."""
+    clock = VirtualClock()
+    async with FakeCreateOS(seed=0, clock=clock, transitions=TransitionPolicy.immediate()) as fake:
+        env = make_env(fake)
+        provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
+        try:
+            lease = await provider.acquire_lease(env, run_id="r1")
+            yield fake, clock, provider, env, lease
+        finally:
+            await provider.shutdown()
+    clock.close()

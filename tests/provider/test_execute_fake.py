@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING
 import pytest
 import pytest_asyncio
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from pytest_createos.provider import CreateosError, CreateosProvider, Environment, Lease
 from pytest_createos.provider._config import parse_config
 from pytest_createos.provider._execute import execute_command
-from pytest_createos.provider._pacing import Pacer
 from pytest_createos.provider._signal import AbortController
 from pytest_createos.provider._types import ExecuteParams
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+    from fake_server import FakeCreateOS, VirtualClock
 
 HOSTILE = "a'; touch /bad; echo '"
 
@@ -43,23 +43,10 @@ class Sandbox:
 
 
 @pytest_asyncio.fixture
-async def sandbox() -> AsyncIterator[Sandbox]:
-    # A generous quiet threshold: the fake briefly holds no busy token while it starts an
-    # interpreter, and on a loaded machine a 2 ms threshold can let time jump there.
-    clock = VirtualClock()
-    async with FakeCreateOS(seed=0, clock=clock, transitions=TransitionPolicy.immediate()) as fake:
-        env = Environment(
-            company_id="company-a",
-            environment_id="env-a",
-            config={"apiUrl": fake.url, "apiKey": fake.api_key, "shape": "s-1vcpu-1gb"},
-        )
-        provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
-        try:
-            lease = await provider.acquire_lease(env, run_id="r1")
-            yield Sandbox(fake, clock, provider, env, lease)
-        finally:
-            await provider.shutdown()
-    clock.close()
+async def sandbox(
+    leased: tuple[FakeCreateOS, VirtualClock, CreateosProvider, Environment, Lease],
+) -> AsyncIterator[Sandbox]:
+    yield Sandbox(*leased)
 
 
 @pytest.mark.asyncio

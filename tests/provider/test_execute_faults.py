@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 import pytest
 import pytest_asyncio
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.faults import (
     CutStream,
     DuplicateFrame,
@@ -33,12 +32,12 @@ from pytest_createos.provider import (
     Lease,
     SyncOperation,
 )
-from pytest_createos.provider._pacing import Pacer
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from pathlib import Path
 
+    from fake_server import FakeCreateOS, VirtualClock
     from pytest_createos.provider import ExecuteResult
 
 # Output in two bursts with a pause between, so the stream carries at least two data frames.
@@ -61,22 +60,10 @@ class Sandbox:
 
 
 @pytest_asyncio.fixture
-async def sandbox() -> AsyncIterator[Sandbox]:
-    # See test_execute_fake.py for the generous autojump threshold.
-    clock = VirtualClock()
-    async with FakeCreateOS(seed=0, clock=clock, transitions=TransitionPolicy.immediate()) as fake:
-        env = Environment(
-            company_id="company-a",
-            environment_id="env-a",
-            config={"apiUrl": fake.url, "apiKey": fake.api_key, "shape": "s-1vcpu-1gb"},
-        )
-        provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
-        try:
-            lease = await provider.acquire_lease(env, run_id="r1")
-            yield Sandbox(fake, clock, provider, env, lease)
-        finally:
-            await provider.shutdown()
-    clock.close()
+async def sandbox(
+    leased: tuple[FakeCreateOS, VirtualClock, CreateosProvider, Environment, Lease],
+) -> AsyncIterator[Sandbox]:
+    yield Sandbox(*leased)
 
 
 @pytest.mark.asyncio

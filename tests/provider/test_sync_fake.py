@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import pytest_asyncio
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from pytest_createos.provider import (
     CreateosApiError,
     CreateosError,
@@ -24,13 +23,14 @@ from pytest_createos.provider import (
 )
 from pytest_createos.provider._config import parse_config
 from pytest_createos.provider._execute import execute_command
-from pytest_createos.provider._pacing import Pacer
 from pytest_createos.provider._signal import AbortController
 from pytest_createos.provider._sync import sync_files
 from pytest_createos.provider._types import SyncOperationResult
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+    from fake_server import FakeCreateOS, VirtualClock
 
 W = "/paperclip-workspace"
 FAILED = "CreateOS transfer command failed."
@@ -69,22 +69,10 @@ class Sandbox:
 
 
 @pytest_asyncio.fixture
-async def sandbox() -> AsyncIterator[Sandbox]:
-    # See test_execute_fake.py for the generous autojump threshold.
-    clock = VirtualClock()
-    async with FakeCreateOS(seed=0, clock=clock, transitions=TransitionPolicy.immediate()) as fake:
-        env = Environment(
-            company_id="company-a",
-            environment_id="env-a",
-            config={"apiUrl": fake.url, "apiKey": fake.api_key, "shape": "s-1vcpu-1gb"},
-        )
-        provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
-        try:
-            lease = await provider.acquire_lease(env, run_id="r1")
-            yield Sandbox(fake, clock, provider, env, lease)
-        finally:
-            await provider.shutdown()
-    clock.close()
+async def sandbox(
+    leased: tuple[FakeCreateOS, VirtualClock, CreateosProvider, Environment, Lease],
+) -> AsyncIterator[Sandbox]:
+    yield Sandbox(*leased)
 
 
 def op(*mappings: FileMapping, commands: tuple[PostUploadCommand, ...] = (), oid: str = "op"):  # type: ignore[no-untyped-def]
