@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
+from fake_server.models.sandbox import STATUSES
+
 __all__ = [
     "STREAM_OPERATIONS",
     "Action",
@@ -48,20 +50,7 @@ STREAM_OPERATIONS = frozenset({"connect_process", "exec_stream", "download_file"
 FRAME_OPERATIONS = frozenset({"connect_process", "exec_stream"})
 
 #: Sandbox statuses an out-of-band ``SetStatus`` may force (spec §2.1).
-SANDBOX_STATUSES = frozenset(
-    {
-        "creating",
-        "running",
-        "pausing",
-        "paused",
-        "resuming",
-        "forking",
-        "error",
-        "destroying",
-        "destroyed",
-        "failed",
-    }
-)
+SANDBOX_STATUSES = frozenset(STATUSES)
 
 
 def _non_negative_int(value: object, name: str) -> None:
