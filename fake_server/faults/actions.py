@@ -234,10 +234,9 @@ class MalformedFrame(StreamAction):
 
 
 @dataclass(frozen=True)
-class DuplicateFrame(StreamAction):
-    """Write data frame number ``frame`` (1-based) twice: a replayed ``seq``."""
+class _NumberedFrame(StreamAction):
+    """An action on one data frame of ``/connect``, numbered from 1."""
 
-    kind: ClassVar[str] = "duplicate_frame"
     operations: ClassVar[frozenset[str] | None] = frozenset({"connect_process"})
     frame: int = 1
 
@@ -248,17 +247,17 @@ class DuplicateFrame(StreamAction):
 
 
 @dataclass(frozen=True)
-class SkipFrame(StreamAction):
+class DuplicateFrame(_NumberedFrame):
+    """Write data frame number ``frame`` (1-based) twice: a replayed ``seq``."""
+
+    kind: ClassVar[str] = "duplicate_frame"
+
+
+@dataclass(frozen=True)
+class SkipFrame(_NumberedFrame):
     """Drop data frame number ``frame`` (1-based): the client sees a ``seq`` gap."""
 
     kind: ClassVar[str] = "skip_frame"
-    operations: ClassVar[frozenset[str] | None] = frozenset({"connect_process"})
-    frame: int = 1
-
-    def __post_init__(self) -> None:
-        _non_negative_int(self.frame, "frame")
-        if self.frame < 1:
-            raise ValueError("frame must be an integer >= 1")
 
 
 @dataclass(frozen=True)
