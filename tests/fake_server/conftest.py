@@ -14,6 +14,8 @@ from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
 
+    from fake_server.faults import Faults
+
 
 @pytest_asyncio.fixture(name="fake")
 async def _fake() -> AsyncIterator[FakeCreateOS]:
@@ -70,3 +72,14 @@ async def _box() -> AsyncIterator[Box]:
     box = new_box()
     yield box
     box.clock.close()
+
+
+@pytest.fixture(name="faulty")
+def _faulty(fake: FakeCreateOS) -> FakeCreateOS:
+    """The fake, under the fault tests' name (fault injection is installed at construction)."""
+    return fake
+
+
+@pytest.fixture(name="faults")
+def _faults(fake: FakeCreateOS) -> Faults:
+    return fake.faults

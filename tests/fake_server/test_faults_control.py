@@ -8,22 +8,12 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
-from fake_server.http.fault_middleware import install_faults
-
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    from fake_server import FakeCreateOS
+
 pytestmark = pytest.mark.asyncio
-
-
-@pytest_asyncio.fixture(name="faulty")
-async def _faulty() -> AsyncIterator[FakeCreateOS]:
-    fake = FakeCreateOS(clock=VirtualClock(), transitions=TransitionPolicy.immediate())
-    install_faults(fake)
-    async with fake:
-        yield fake
-        assert fake.errors == []
 
 
 @pytest_asyncio.fixture(name="api")

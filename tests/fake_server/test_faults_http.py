@@ -13,7 +13,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy
 from fake_server.faults import (
     EmptyReply,
     Fault,
@@ -28,25 +28,9 @@ from fake_server.faults import (
     TamperFile,
     UnknownTargetError,
 )
-from fake_server.http.fault_middleware import install_faults
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
-
-
-@pytest_asyncio.fixture(name="faulty")
-async def _faulty() -> AsyncIterator[FakeCreateOS]:
-    """A fake with faults installed (VirtualClock, immediate transitions)."""
-    fake = FakeCreateOS(clock=VirtualClock(), transitions=TransitionPolicy.immediate())
-    install_faults(fake)
-    async with fake:
-        yield fake
-        assert fake.errors == []
-
-
-@pytest.fixture(name="faults")
-def _faults(faulty: FakeCreateOS) -> Faults:
-    return install_faults(faulty)
 
 
 @pytest_asyncio.fixture(name="api")

@@ -11,7 +11,6 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.faults import (
     CrashProcess,
     CutStream,
@@ -27,28 +26,15 @@ from fake_server.faults import (
     StallStream,
     TruncatedDownload,
 )
-from fake_server.http.fault_middleware import install_faults
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    from fake_server import FakeCreateOS
+
 pytestmark = pytest.mark.asyncio
 
 THREE_LINES = "echo one; sleep 1; echo two; sleep 1; echo three"
-
-
-@pytest_asyncio.fixture(name="faulty")
-async def _faulty() -> AsyncIterator[FakeCreateOS]:
-    fake = FakeCreateOS(clock=VirtualClock(), transitions=TransitionPolicy.immediate())
-    install_faults(fake)
-    async with fake:
-        yield fake
-        assert fake.errors == []
-
-
-@pytest.fixture(name="faults")
-def _faults(faulty: FakeCreateOS) -> Faults:
-    return install_faults(faulty)
 
 
 @pytest_asyncio.fixture(name="api")
