@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from _leased import Leased
 from aiohttp import web
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.http.keys import OPERATION_KEY
-from pytest_createos.provider import CreateosProvider, Environment, Lease, Pacer
+from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 AioHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -171,9 +172,7 @@ def operations(fake: FakeCreateOS) -> list[str]:
 
 
 @pytest_asyncio.fixture(name="leased")
-async def _leased() -> AsyncIterator[
-    tuple[FakeCreateOS, VirtualClock, CreateosProvider, Environment, Lease]
-]:
+async def _leased() -> AsyncIterator[Leased]:
     """A fake in the test's loop and one lease acquired on it by a provider on its clock."""
     clock = VirtualClock()
     async with FakeCreateOS(seed=0, clock=clock, transitions=TransitionPolicy.immediate()) as fake:
@@ -181,7 +180,7 @@ async def _leased() -> AsyncIterator[
         provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
         try:
             lease = await provider.acquire_lease(env, run_id="r1")
-            yield fake, clock, provider, env, lease
+            yield Leased(fake, clock, provider, env, lease)
         finally:
             await provider.shutdown()
     clock.close()

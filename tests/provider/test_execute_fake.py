@@ -5,13 +5,13 @@ Time runs on the fake's ``VirtualClock``, so ``sleep 60`` with a 1 s timeout tak
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
+from _leased import Leased
 
-from pytest_createos.provider import CreateosError, CreateosProvider, Environment, Lease
+from pytest_createos.provider import CreateosError
 from pytest_createos.provider._config import parse_config
 from pytest_createos.provider._execute import execute_command
 from pytest_createos.provider._signal import AbortController
@@ -20,33 +20,18 @@ from pytest_createos.provider._types import ExecuteParams
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from fake_server import FakeCreateOS, VirtualClock
 
 HOSTILE = "a'; touch /bad; echo '"
 
 
-@dataclass
-class Sandbox:
-    fake: FakeCreateOS
-    clock: VirtualClock
-    provider: CreateosProvider
-    env: Environment
-    lease: Lease
-
-    @property
-    def id(self) -> str:
-        assert self.lease.provider_lease_id is not None
-        return self.lease.provider_lease_id
-
+class Sandbox(Leased):
     def requests(self) -> list[str]:
         return [f"{e.method} {e.path}" for e in self.fake.journal.requests()]
 
 
 @pytest_asyncio.fixture
-async def sandbox(
-    leased: tuple[FakeCreateOS, VirtualClock, CreateosProvider, Environment, Lease],
-) -> AsyncIterator[Sandbox]:
-    yield Sandbox(*leased)
+async def sandbox(leased: Leased) -> AsyncIterator[Sandbox]:
+    yield Sandbox(**vars(leased))
 
 
 @pytest.mark.asyncio

@@ -6,11 +6,11 @@ engine (cut streams, replayed and skipped frames, lost replies, truncated downlo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
+from _leased import Leased
 
 from fake_server.faults import (
     CutStream,
@@ -26,10 +26,7 @@ from fake_server.faults import (
 from pytest_createos.provider import (
     CreateosCleanupError,
     CreateosError,
-    CreateosProvider,
-    Environment,
     FileMapping,
-    Lease,
     SyncOperation,
 )
 
@@ -37,21 +34,13 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from pathlib import Path
 
-    from fake_server import FakeCreateOS, VirtualClock
     from pytest_createos.provider import ExecuteResult
 
 # Output in two bursts with a pause between, so the stream carries at least two data frames.
 TWO_FRAMES = ["-c", "echo first; sleep 1; echo second"]
 
 
-@dataclass
-class Sandbox:
-    fake: FakeCreateOS
-    clock: VirtualClock
-    provider: CreateosProvider
-    env: Environment
-    lease: Lease
-
+class Sandbox(Leased):
     async def run(self, args: list[str], **kwargs: object) -> ExecuteResult:
         return await self.provider.execute(self.env, self.lease, "/bin/bash", args, **kwargs)  # type: ignore[arg-type]
 
@@ -60,10 +49,8 @@ class Sandbox:
 
 
 @pytest_asyncio.fixture
-async def sandbox(
-    leased: tuple[FakeCreateOS, VirtualClock, CreateosProvider, Environment, Lease],
-) -> AsyncIterator[Sandbox]:
-    yield Sandbox(*leased)
+async def sandbox(leased: Leased) -> AsyncIterator[Sandbox]:
+    yield Sandbox(**vars(leased))
 
 
 @pytest.mark.asyncio

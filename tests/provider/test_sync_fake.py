@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
+from _leased import Leased
 
 from pytest_createos.provider import (
     CreateosApiError,
     CreateosError,
-    CreateosProvider,
-    Environment,
     FileMapping,
-    Lease,
     PostUploadCommand,
     SyncOperation,
 )
@@ -30,26 +27,13 @@ from pytest_createos.provider._types import SyncOperationResult
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from fake_server import FakeCreateOS, VirtualClock
 
 W = "/paperclip-workspace"
 FAILED = "CreateOS transfer command failed."
 UNSAFE = "CreateOS archive contains unsafe entries or exceeds the extraction limit."
 
 
-@dataclass
-class Sandbox:
-    fake: FakeCreateOS
-    clock: VirtualClock
-    provider: CreateosProvider
-    env: Environment
-    lease: Lease
-
-    @property
-    def id(self) -> str:
-        assert self.lease.provider_lease_id is not None
-        return self.lease.provider_lease_id
-
+class Sandbox(Leased):
     @property
     def disk(self) -> Any:
         return self.fake.sandbox(self.id).disk
@@ -69,10 +53,8 @@ class Sandbox:
 
 
 @pytest_asyncio.fixture
-async def sandbox(
-    leased: tuple[FakeCreateOS, VirtualClock, CreateosProvider, Environment, Lease],
-) -> AsyncIterator[Sandbox]:
-    yield Sandbox(*leased)
+async def sandbox(leased: Leased) -> AsyncIterator[Sandbox]:
+    yield Sandbox(**vars(leased))
 
 
 def op(*mappings: FileMapping, commands: tuple[PostUploadCommand, ...] = (), oid: str = "op"):  # type: ignore[no-untyped-def]
