@@ -381,7 +381,10 @@ class VirtualClock:
         """Stop the autojump thread; sleepers still pending are left for ``advance()``."""
         with self._cond:
             self._closed = True
+            loops, self._loops = self._loops, {}
             self._cond.notify_all()
+        for loop, probe in loops.items():
+            _LoopProbe.uninstall(loop, probe)
         watcher = self._watcher
         if watcher is not None and watcher is not threading.current_thread():
             watcher.join(timeout=1.0)
@@ -394,7 +397,7 @@ class VirtualClock:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        if loop not in self._loops:
+        if loop not in self._loops and not self._closed:
             self._loops[loop] = _LoopProbe.install(loop)
 
     def _loops_parked(self, real_now: float) -> bool:
@@ -477,45 +480,59 @@ def _current_task() -> asyncio.Task[object] | None:
 class _LoopProbe:
     """Tells whether one event loop is parked in ``select()``: the loop's own idea of "idle".
 
-    It wraps the selector of an asyncio selector loop (a private attribute, read once); other
-    loops get a probe that always reads as parked, leaving the decision to the other signals.
+    It rides on the selector of an asyncio selector loop (a private attribute); other loops get
+    a probe that always reads as parked, leaving the decision to the other signals.
     """
 
-    __slots__ = ("parked", "selector", "since")
+    __slots__ = ("parked", "since")
 
-    def __init__(self, selector: object | None) -> None:
-        self.selector = selector
-        self.parked = selector is None
+    def __init__(self, *, watched: bool) -> None:
+        self.parked = not watched
         self.since = time.perf_counter()
 
     @classmethod
     def install(cls, loop: asyncio.AbstractEventLoop) -> _LoopProbe:
         selector = getattr(loop, "_selector", None)
         if selector is None or not callable(getattr(selector, "select", None)):
-            return cls(None)
-        probe = cls(selector)
-        loop._selector = _ProbedSelector(selector, probe)  # type: ignore[attr-defined]
+            return cls(watched=False)
+        probe = cls(watched=True)
+        if not isinstance(selector, _ProbedSelector):
+            # One proxy per loop, however many clocks watch it: select() stays one call deep.
+            selector = _ProbedSelector(selector)
+            loop._selector = selector  # type: ignore[attr-defined]
+        selector.probes += (probe,)
         return probe
+
+    @staticmethod
+    def uninstall(loop: asyncio.AbstractEventLoop, probe: _LoopProbe) -> None:
+        selector = getattr(loop, "_selector", None)
+        if isinstance(selector, _ProbedSelector):
+            selector.probes = tuple(p for p in selector.probes if p is not probe)
 
 
 class _ProbedSelector:
-    """A selector proxy that records when its loop waits and when it runs again."""
+    """A selector proxy that records, for every probe, when its loop waits and runs again."""
 
-    __slots__ = ("_probe", "_selector")
+    __slots__ = ("_selector", "probes")
 
-    def __init__(self, selector: object, probe: _LoopProbe) -> None:
+    def __init__(self, selector: object) -> None:
         self._selector = selector
-        self._probe = probe
+        # Replaced whole, never mutated: another thread may attach or detach a probe.
+        self.probes: tuple[_LoopProbe, ...] = ()
 
     def select(self, timeout: float | None = None) -> list[tuple[object, int]]:
-        probe = self._probe
+        probes = self.probes
         # ``select(0)`` means the loop has callbacks ready: it is not waiting for anything.
-        probe.parked = timeout is None or timeout > 0
+        parked = timeout is None or timeout > 0
+        for probe in probes:
+            probe.parked = parked
         try:
             return self._selector.select(timeout)  # type: ignore[attr-defined, no-any-return]
         finally:
-            probe.parked = False
-            probe.since = time.perf_counter()
+            now = time.perf_counter()
+            for probe in probes:
+                probe.parked = False
+                probe.since = now
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._selector, name)

@@ -154,3 +154,19 @@ def test_a_watched_loop_that_stopped_running_does_not_freeze_time() -> None:
 async def _sleep_and_read(clock: VirtualClock, seconds: float) -> float:
     await clock.sleep(seconds)
     return clock.now()
+
+
+@pytest.mark.asyncio
+async def test_many_clocks_on_one_loop_share_one_selector_proxy() -> None:
+    """Each clock adds a probe, not another wrapper, and ``close()`` takes its probe away."""
+    loop = asyncio.get_running_loop()
+    first, second = VirtualClock(), VirtualClock()
+    first.now()
+    proxy = loop._selector  # type: ignore[attr-defined]
+    second.now()
+    assert loop._selector is proxy  # type: ignore[attr-defined]
+    assert len(proxy.probes) == 2
+    first.close()
+    second.close()
+    second.now()  # a closed clock does not watch again
+    assert proxy.probes == ()
