@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import bashkit
 
+from fake_server.runtime.primed import add_commands
+
 if TYPE_CHECKING:
     from fake_server.runtime.pipes import StdinSource
     from fake_server.runtime.runstate import RunState, Sink
@@ -95,7 +97,7 @@ async def run_interactive(
         last = ctx.argv[0] if ctx.argv else "0"
         return int(last) if last.isdigit() else 0  # keeps the chunk's exit status
 
-    bash.add_command(ALIVE_COMMAND, mark_alive)
+    add_commands(bash, {ALIVE_COMMAND: mark_alive})
     status = 0
     pending = ""  # complete lines not yet forming a complete command
     partial = ""  # text after the last newline

@@ -19,6 +19,7 @@ from fake_server.runtime.interactive import (
     run_interactive,
 )
 from fake_server.runtime.pipes import BytesSource, StdinPipe
+from fake_server.runtime.primed import add_commands, primed
 from fake_server.runtime.realpath import realpath_command
 from fake_server.runtime.runstate import RunState
 from fake_server.runtime.tar import tar_command
@@ -172,6 +173,7 @@ class Shell:
         self._install_commands(bash, state, None if interactive else stdin, program, direct)
         state.start()
         started()
+        stdout, stderr = primed(stdout), primed(stderr)  # bashkit's from here on
         try:
             if isinstance(stdin, StdinPipe) and interactive:
                 return await run_interactive(bash, state, stdin, stdout, stderr)
@@ -251,8 +253,7 @@ class Shell:
             commands[adapters.STDIN_COMMAND] = adapters.stdin_command(state, source)
             if leader in commands:  # a custom command as the process: stdin ends with it
                 commands[leader] = adapters.leader_command(state, commands[leader])
-        for name, callback in commands.items():
-            bash.add_command(name, callback)
+        add_commands(bash, commands)
 
     def _program(self, program: str, workdir: str) -> str:
         """An image path such as ``/bin/bash`` becomes the command itself.
