@@ -205,6 +205,9 @@ class VirtualClock:
         self._loops: dict[asyncio.AbstractEventLoop, _LoopProbe] = {}
         self._closed = False
         self._watcher: threading.Thread | None = None
+        # Created inside a running loop (a test's): watch that loop from the start, so that its
+        # code running between two requests of a client that does not report is never skipped.
+        self._touch()
 
     # -- reading time -------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import pytest
 import pytest_asyncio
 from _runtime_box import Box, new_box
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, httpx_event_hooks
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -29,19 +29,11 @@ async def _fake() -> AsyncIterator[FakeCreateOS]:
 async def _client(fake: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
     """An httpx client authenticated as the fake's default account that reports its requests
     to the clock (so the virtual clock never waits for a stale in-flight reply)."""
-    clock = fake.clock
-
-    async def sent(request: httpx.Request) -> None:
-        clock.request_sent()
-
-    async def received(response: httpx.Response) -> None:
-        clock.response_received()
-
     async with httpx.AsyncClient(
         base_url=fake.url,
         headers={"X-Api-Key": fake.api_key},
         timeout=10,
-        event_hooks={"request": [sent], "response": [received]},
+        event_hooks=httpx_event_hooks(fake.clock),
     ) as client:
         yield client
 

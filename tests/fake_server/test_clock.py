@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS, TransitionPolicy
+from fake_server import FakeCreateOS, TransitionPolicy, httpx_event_hooks
 from fake_server.clock import DEFAULT_EPOCH, Clock, RealClock, VirtualClock
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
@@ -207,6 +207,39 @@ async def test_a_request_on_the_wire_blocks_a_jump_until_it_arrives(eager: Virtu
 
 
 @pytest.mark.asyncio
+async def test_httpx_event_hooks_report_a_clients_transit(eager: VirtualClock) -> None:
+    hooks = httpx_event_hooks(eager)
+    sleeper = asyncio.create_task(eager.sleep(5))
+    await hooks["request"][0](None)
+    assert eager.in_transit == 1
+    await spin()
+    assert not sleeper.done()
+    eager.request_arrived()
+    eager.response_sent()
+    await hooks["response"][0](None)
+    await sleeper
+    assert (eager.in_transit, eager.now()) == (0, 5.0)
+
+
+@pytest.mark.asyncio
+async def test_a_clock_made_inside_a_loop_watches_that_loop_from_the_start() -> None:
+    """The test loop's own work keeps time still even before it ever calls the clock."""
+    clock = VirtualClock(autojump=False, autojump_threshold=0.0)
+    thread = threading.Thread(target=lambda: asyncio.run(clock.sleep(5)))
+    thread.start()
+    try:
+        await asyncio.to_thread(_wait_for_deadline, clock, 5.0)
+        clock.autojump = True
+        await spin()  # this loop keeps running callbacks: it is not parked
+        assert clock.now() == 0.0
+        await asyncio.to_thread(thread.join)  # now it waits, and the sleeper's deadline comes
+        assert clock.now() == 5.0
+    finally:
+        clock.close()
+        thread.join()
+
+
+@pytest.mark.asyncio
 async def test_sleepers_in_two_threads_share_one_timeline(auto: VirtualClock) -> None:
     """The fake runs in a background thread with its own loop; the test in another."""
     woke: list[tuple[str, float]] = []
@@ -383,7 +416,10 @@ async def test_a_threaded_fake_and_the_test_loop_share_one_timeline() -> None:
     fake = FakeCreateOS(clock=clock, transitions=TransitionPolicy.after(10)).start()
     try:
         async with httpx.AsyncClient(
-            base_url=fake.url + "/v1", headers={"X-Api-Key": fake.api_key}, timeout=10
+            base_url=fake.url + "/v1",
+            headers={"X-Api-Key": fake.api_key},
+            timeout=10,
+            event_hooks=httpx_event_hooks(clock),
         ) as api:
             created = await api.post("/sandboxes", json={"shape": "s-1vcpu-1gb"})
             sandbox_id = created.json()["data"]["id"]

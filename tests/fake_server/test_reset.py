@@ -7,7 +7,7 @@ import time
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, httpx_event_hooks
 from fake_server.clock import DEFAULT_EPOCH
 
 pytestmark = pytest.mark.asyncio
@@ -16,18 +16,10 @@ _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
 def _client(fake: FakeCreateOS) -> httpx.AsyncClient:
-    clock = fake.clock
-
-    async def sent(request: httpx.Request) -> None:
-        clock.request_sent()
-
-    async def received(response: httpx.Response) -> None:
-        clock.response_received()
-
     return httpx.AsyncClient(
         base_url=fake.url,
         headers={"X-Api-Key": fake.api_key},
-        event_hooks={"request": [sent], "response": [received]},
+        event_hooks=httpx_event_hooks(fake.clock),
     )
 
 
