@@ -153,7 +153,7 @@ async def _sleeping_command(
         start, virtual = timer(), fake.clock.now()
         result = await provider.execute(env, lease, "sleep", [str(seconds)])
         real = timer() - start
-        if result.exit_code != 0 or fake.clock.now() - virtual < seconds:
+        if result.exit_code != 0 or fake.clock.now() < virtual + seconds:
             raise RuntimeError("the sleeping command did not sleep on the fake's clock")
     finally:
         await provider.destroy_lease(env, lease.provider_lease_id, lease.metadata)
