@@ -41,6 +41,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
+from fake_server.loopwatch import LoopProbe
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
@@ -202,7 +204,7 @@ class VirtualClock:
         self._responses: deque[float] = deque()
         self._last_activity = time.perf_counter()
         self._jumps = 0
-        self._loops: dict[asyncio.AbstractEventLoop, _LoopProbe] = {}
+        self._loops: dict[asyncio.AbstractEventLoop, LoopProbe] = {}
         self._closed = False
         self._watcher: threading.Thread | None = None
         # Created inside a running loop (a test's): watch that loop from the start, so that its
@@ -387,7 +389,7 @@ class VirtualClock:
             loops, self._loops = self._loops, {}
             self._cond.notify_all()
         for loop, probe in loops.items():
-            _LoopProbe.uninstall(loop, probe)
+            LoopProbe.uninstall(loop, probe)
         watcher = self._watcher
         if watcher is not None and watcher is not threading.current_thread():
             watcher.join(timeout=1.0)
@@ -401,7 +403,7 @@ class VirtualClock:
         except RuntimeError:
             return
         if loop not in self._loops and not self._closed:
-            self._loops[loop] = _LoopProbe.install(loop)
+            self._loops[loop] = LoopProbe.install(loop)
 
     def _loops_parked(self, real_now: float) -> bool:
         """Every watched loop waits in ``select()`` (or is closed, or stuck elsewhere)."""
@@ -478,64 +480,3 @@ def _current_task() -> asyncio.Task[object] | None:
         return asyncio.current_task()
     except RuntimeError:
         return None
-
-
-class _LoopProbe:
-    """Tells whether one event loop is parked in ``select()``: the loop's own idea of "idle".
-
-    It rides on the selector of an asyncio selector loop (a private attribute); other loops get
-    a probe that always reads as parked, leaving the decision to the other signals.
-    """
-
-    __slots__ = ("parked", "since")
-
-    def __init__(self, *, watched: bool) -> None:
-        self.parked = not watched
-        self.since = time.perf_counter()
-
-    @classmethod
-    def install(cls, loop: asyncio.AbstractEventLoop) -> _LoopProbe:
-        selector = getattr(loop, "_selector", None)
-        if selector is None or not callable(getattr(selector, "select", None)):
-            return cls(watched=False)
-        probe = cls(watched=True)
-        if not isinstance(selector, _ProbedSelector):
-            # One proxy per loop, however many clocks watch it: select() stays one call deep.
-            selector = _ProbedSelector(selector)
-            loop._selector = selector  # type: ignore[attr-defined]
-        selector.probes += (probe,)
-        return probe
-
-    @staticmethod
-    def uninstall(loop: asyncio.AbstractEventLoop, probe: _LoopProbe) -> None:
-        selector = getattr(loop, "_selector", None)
-        if isinstance(selector, _ProbedSelector):
-            selector.probes = tuple(p for p in selector.probes if p is not probe)
-
-
-class _ProbedSelector:
-    """A selector proxy that records, for every probe, when its loop waits and runs again."""
-
-    __slots__ = ("_selector", "probes")
-
-    def __init__(self, selector: object) -> None:
-        self._selector = selector
-        # Replaced whole, never mutated: another thread may attach or detach a probe.
-        self.probes: tuple[_LoopProbe, ...] = ()
-
-    def select(self, timeout: float | None = None) -> list[tuple[object, int]]:
-        probes = self.probes
-        # ``select(0)`` means the loop has callbacks ready: it is not waiting for anything.
-        parked = timeout is None or timeout > 0
-        for probe in probes:
-            probe.parked = parked
-        try:
-            return self._selector.select(timeout)  # type: ignore[attr-defined, no-any-return]
-        finally:
-            now = time.perf_counter()
-            for probe in probes:
-                probe.parked = False
-                probe.since = now
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._selector, name)

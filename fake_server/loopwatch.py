@@ -1,0 +1,76 @@
+"""Which event loops are parked in ``select()``: the ``VirtualClock``'s view of "idle".
+
+A loop that waits in ``select()`` with nothing ready cannot be about to do anything; a loop
+between two callbacks can. The probe rides on the selector of an asyncio selector loop.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
+
+__all__ = ["LoopProbe"]
+
+
+class LoopProbe:
+    """Tells whether one event loop is parked in ``select()``: the loop's own idea of "idle".
+
+    It rides on the selector of an asyncio selector loop (a private attribute); other loops get
+    a probe that always reads as parked, leaving the decision to the other signals.
+    """
+
+    __slots__ = ("parked", "since")
+
+    def __init__(self, *, watched: bool) -> None:
+        self.parked = not watched
+        self.since = time.perf_counter()
+
+    @classmethod
+    def install(cls, loop: asyncio.AbstractEventLoop) -> LoopProbe:
+        selector = getattr(loop, "_selector", None)
+        if selector is None or not callable(getattr(selector, "select", None)):
+            return cls(watched=False)
+        probe = cls(watched=True)
+        if not isinstance(selector, _ProbedSelector):
+            # One proxy per loop, however many clocks watch it: select() stays one call deep.
+            selector = _ProbedSelector(selector)
+            loop._selector = selector  # type: ignore[attr-defined]
+        selector.probes += (probe,)
+        return probe
+
+    @staticmethod
+    def uninstall(loop: asyncio.AbstractEventLoop, probe: LoopProbe) -> None:
+        selector = getattr(loop, "_selector", None)
+        if isinstance(selector, _ProbedSelector):
+            selector.probes = tuple(p for p in selector.probes if p is not probe)
+
+
+class _ProbedSelector:
+    """A selector proxy that records, for every probe, when its loop waits and runs again."""
+
+    __slots__ = ("_selector", "probes")
+
+    def __init__(self, selector: object) -> None:
+        self._selector = selector
+        # Replaced whole, never mutated: another thread may attach or detach a probe.
+        self.probes: tuple[LoopProbe, ...] = ()
+
+    def select(self, timeout: float | None = None) -> list[tuple[object, int]]:
+        probes = self.probes
+        # ``select(0)`` means the loop has callbacks ready: it is not waiting for anything.
+        parked = timeout is None or timeout > 0
+        for probe in probes:
+            probe.parked = parked
+        try:
+            return self._selector.select(timeout)  # type: ignore[attr-defined, no-any-return]
+        finally:
+            now = time.perf_counter()
+            for probe in probes:
+                probe.parked = False
+                probe.since = now
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._selector, name)
