@@ -209,7 +209,7 @@ async def test_realistic_pause_and_resume_take_only_virtual_time(
     await provider.release_lease(reuse_env, lease.provider_lease_id, lease.metadata)
     paused_at = fake.clock.now()
     assert fake.sandbox(lease.provider_lease_id).status == "paused"
-    assert paused_at - started >= 2.0
+    assert paused_at >= started + 2.0
     resumed = await provider.resume_lease(reuse_env, lease.provider_lease_id, lease.metadata)
     assert resumed.metadata["resumedLease"] is True
     assert fake.clock.now() >= paused_at + 3.0
