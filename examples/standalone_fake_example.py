@@ -32,5 +32,9 @@ async def test_in_loop_fake_answers_401_without_a_key():
         assert answer.status_code == 401
         assert answer.json() == {
             "status": "fail",
-            "data": {"code": "unauthorized", "message": "missing or invalid API key"},
+            "data": {
+                "code": "unauthorized",
+                "message": "missing or invalid API key; send it in the X-Api-Key header "
+                "(X-Auth-Token and X-Access-Token work too; Authorization: Bearer does not)",
+            },
         }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import TYPE_CHECKING, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from aiohttp import web
 
@@ -25,7 +25,7 @@ from fake_server.ratelimit import RateLimiter, rate_limit_middleware
 from fake_server.runtime import CommandRegistry
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Sequence
 
     from aiohttp.typedefs import Middleware
 
@@ -169,20 +169,34 @@ class FakeCreateOS:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def start_async(self) -> Self:
-        """Serve in the running loop."""
+    async def start_async(
+        self, *, outer_middlewares: Sequence[Middleware] = (), idle_timeout: float | None = None
+    ) -> Self:
+        """Serve in the running loop.
+
+        ``outer_middlewares`` run before all others (``createos-fake serve``'s Host check and
+        request log); ``idle_timeout`` closes a connection that has no complete request after
+        that many real seconds, from its opening and between requests (aiohttp's keepalive
+        timer; its default is an hour).
+        """
         if self._runner is not None:
             raise RuntimeError("this fake is already serving")
         from fake_server.http import create_app
 
         self._loop = asyncio.get_running_loop()
         app = create_app(self)
+        for index, middleware in enumerate(outer_middlewares):
+            app.middlewares.insert(index, middleware)
+        timeouts: dict[str, Any] = {}
+        if idle_timeout is not None:
+            timeouts["keepalive_timeout"] = idle_timeout
         runner = web.AppRunner(
             app,
             handle_signals=False,
             handler_cancellation=True,
             access_log=None,
             shutdown_timeout=0.0,
+            **timeouts,
         )
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)

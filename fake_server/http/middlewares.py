@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OPEN_OPERATIONS",
+    "UNAUTHORIZED_MESSAGE",
     "auth_middleware",
     "core_middleware",
     "not_implemented",
@@ -52,6 +53,11 @@ OPEN_OPERATIONS = frozenset(
 )
 #: Headers the docs accept for the key; clients use ``X-Api-Key``.
 KEY_HEADERS = ("X-Api-Key", "X-Auth-Token", "X-Access-Token")
+#: Names the accepted headers: ``Authorization: Bearer`` is a common first guess the API refuses.
+UNAUTHORIZED_MESSAGE = (
+    "missing or invalid API key; send it in the X-Api-Key header "
+    "(X-Auth-Token and X-Access-Token work too; Authorization: Bearer does not)"
+)
 
 
 def operation_of(request: web.Request) -> str:
@@ -176,7 +182,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     key = next((request.headers[h] for h in KEY_HEADERS if request.headers.get(h)), None)
     account = request.app[WORLD_KEY].account_for_key(key.strip()) if key else None
     if account is None:
-        raise Unauthorized("missing or invalid API key", code="unauthorized")
+        raise Unauthorized(UNAUTHORIZED_MESSAGE, code="unauthorized")
     request[ACCOUNT_KEY] = account.id
     request[BACKEND_KEY] = account
     return await handler(request)

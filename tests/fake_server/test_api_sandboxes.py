@@ -115,16 +115,28 @@ async def test_envs_at_the_limits_are_accepted(client: httpx.AsyncClient) -> Non
     assert response.status_code == 201
 
 
-async def test_missing_or_wrong_key_is_401(fake: FakeCreateOS) -> None:
+async def test_missing_or_wrong_key_is_401_naming_the_accepted_headers(
+    fake: FakeCreateOS,
+) -> None:
     async with httpx.AsyncClient(base_url=fake.url) as anonymous:
         missing = await anonymous.get("/v1/sandboxes")
         wrong = await anonymous.get("/v1/sandboxes", headers={"X-Api-Key": "cos_live_nope"})
+        # The real API takes the key in X-Api-Key (or X-Auth-Token / X-Access-Token) only.
+        bearer = await anonymous.get(
+            "/v1/sandboxes", headers={"Authorization": f"Bearer {fake.api_key}"}
+        )
     expected = {
         "status": "fail",
-        "data": {"code": "unauthorized", "message": "missing or invalid API key"},
+        "data": {
+            "code": "unauthorized",
+            "message": "missing or invalid API key; send it in the X-Api-Key header "
+            "(X-Auth-Token and X-Access-Token work too; Authorization: Bearer does not)",
+        },
     }
     assert (missing.status_code, missing.json()) == (401, expected)
     assert (wrong.status_code, wrong.json()) == (401, expected)
+    assert (bearer.status_code, bearer.json()) == (401, expected)
+    assert fake.api_key not in bearer.text
 
 
 async def test_health_readiness_and_catalog_need_no_key(fake: FakeCreateOS) -> None:
