@@ -26,6 +26,8 @@ __all__ = ["IDLE_TIMEOUT", "JOURNAL_LIMIT", "connection_help", "main", "serve_ke
 #: Journal events ``serve`` keeps by default: two per request, so the last 50,000 requests.
 JOURNAL_LIMIT = 100_000
 #: Real seconds a connection may stay open without a complete request (aiohttp: one hour).
+#: Above the idle expiry of common client pools (httpx 5 s, Node's fetch 4 s), so a client
+#: never reuses a connection the server is closing.
 IDLE_TIMEOUT = 15.0
 
 
