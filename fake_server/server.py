@@ -11,7 +11,10 @@ from aiohttp import web
 from fake_server.clock import DEFAULT_EPOCH, VirtualClock
 from fake_server.faults import Faults
 from fake_server.faults.world import WorldTarget
-from fake_server.http.fault_middleware import install_faults
+from fake_server.http import AppState, create_app
+from fake_server.http.fault_middleware import journal_listener
+from fake_server.http.ratelimit import RateLimiter
+from fake_server.loopcall import call_on_loop
 from fake_server.models import (
     Catalog,
     Context,
@@ -21,11 +24,10 @@ from fake_server.models import (
     TransitionPolicy,
     World,
 )
-from fake_server.ratelimit import RateLimiter, rate_limit_middleware
 from fake_server.runtime import CommandRegistry
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
 
     from aiohttp.typedefs import Middleware
 
@@ -69,8 +71,7 @@ class FakeCreateOS:
     ) -> None:
         self.seed = seed
         self.clock: Clock = clock if clock is not None else VirtualClock()
-        self._limiter: RateLimiter | None = None
-        self._rate_limit: int | None = None
+        self._limiter = RateLimiter(None, clock=self.clock)
         self.rate_limit = rate_limit
         self._initial_rate_limit = rate_limit
         self.host = host
@@ -78,10 +79,9 @@ class FakeCreateOS:
         self.commands = CommandRegistry()
         self.journal = Journal(journal_limit)
         self.errors: list[tuple[str, str]] = []
-        #: Extra aiohttp middlewares (fault injection), run after auth; read when serving starts.
+        #: Extra aiohttp middlewares, run after auth and before fault injection; read when
+        #: serving starts.
         self.middlewares: list[Middleware] = []
-        #: Callables adding ``/_fake/...`` routes to the app's router; read when serving starts.
-        self.control_registrars: list[Callable[[web.UrlDispatcher], None]] = []
         self._policy = transitions if transitions is not None else TransitionPolicy.realistic()
         self._ids = IdGenerator(seed, self.clock)
         self._fixed_key = api_key
@@ -101,7 +101,7 @@ class FakeCreateOS:
         self.faults = Faults(
             seed=seed, clock=self.clock, target=WorldTarget(self.world, lambda: self._loop)
         )
-        install_faults(self)  # middleware, journal listener and /_fake/faults routes
+        self.faults.listeners.append(journal_listener(self.journal))
         self._runner: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -135,7 +135,7 @@ class FakeCreateOS:
     @property
     def rate_limit(self) -> int | None:
         """Requests per minute per caller, or ``None`` (off)."""
-        return self._rate_limit
+        return self._limiter.limit
 
     @rate_limit.setter
     def rate_limit(self, limit: int | None) -> None:
@@ -143,18 +143,7 @@ class FakeCreateOS:
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
         ):
             raise ValueError("rate_limit must be None (off) or at least 1 request per minute")
-        self._rate_limit = limit
-        self._limiter = None if limit is None else RateLimiter(limit, clock=self.clock)
-
-    @web.middleware
-    async def rate_limit_middleware(
-        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        """Consults whatever limiter is current, so ``rate_limit`` can change while serving."""
-        limiter = self._limiter
-        if limiter is None:
-            return await handler(request)
-        return await rate_limit_middleware(limiter)(request, handler)
+        self._limiter.configure(limit)
 
     @property
     def catalog(self) -> Catalog:
@@ -173,10 +162,18 @@ class FakeCreateOS:
         """Serve in the running loop."""
         if self._runner is not None:
             raise RuntimeError("this fake is already serving")
-        from fake_server.http import create_app
-
         self._loop = asyncio.get_running_loop()
-        app = create_app(self)
+        app = create_app(
+            AppState(
+                world=self.world,
+                errors=self.errors,
+                faults=self.faults,
+                limiter=self._limiter,
+                control_key="",
+                reset=self.reset,
+                middlewares=tuple(self.middlewares),
+            )
+        )
         runner = web.AppRunner(
             app,
             handle_signals=False,
@@ -327,31 +324,5 @@ class FakeCreateOS:
         return tasks
 
     def _call(self, func: Callable[[], _T]) -> _T:
-        """Run ``func`` on the server's loop when called from another thread."""
-        loop = self._loop
-        if self._thread is None or loop is None or _running_loop() is loop:
-            return func()
-        done = threading.Event()
-        result: list[_T] = []
-        error: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                result.append(func())
-            except BaseException as exc:
-                error.append(exc)
-            finally:
-                done.set()
-
-        loop.call_soon_threadsafe(run)
-        done.wait()
-        if error:
-            raise error[0]
-        return result[0]
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+        """Run ``func`` on the server's loop (waiting for it) when called from elsewhere."""
+        return call_on_loop(self._loop, func)

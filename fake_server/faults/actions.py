@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from fake_server.models.sandbox import STATUSES
+
+if TYPE_CHECKING:
+    from fake_server.faults.target import OutOfBandTarget
 
 __all__ = [
     "STREAM_OPERATIONS",
@@ -90,7 +93,16 @@ class StreamAction(ResponseAction):
 
 
 class OutOfBandAction(Action):
-    """Changes the world at the moment of the call, then lets the request through."""
+    """Changes the world at the moment of the call, then lets the request through.
+
+    Each action applies itself to an ``OutOfBandTarget``; ``needs_process`` says whether it
+    acts on a process (and so needs a process id as well as a sandbox id).
+    """
+
+    needs_process: ClassVar[bool] = False
+
+    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
+        raise NotImplementedError  # pragma: no cover - every concrete action overrides it
 
 
 # -- response actions ---------------------------------------------------------------------------
@@ -309,6 +321,9 @@ class SetStatus(OutOfBandAction):
         if self.status not in SANDBOX_STATUSES:
             raise ValueError("status must be one of: " + ", ".join(sorted(SANDBOX_STATUSES)))
 
+    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
+        target.set_status(sandbox_id, self.status)
+
 
 @dataclass(frozen=True)
 class Forget(OutOfBandAction):
@@ -316,6 +331,9 @@ class Forget(OutOfBandAction):
 
     kind: ClassVar[str] = "forget"
     sandbox_id: str | None = None
+
+    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
+        target.forget(sandbox_id)
 
 
 @dataclass(frozen=True)
@@ -333,12 +351,16 @@ class TamperFile(OutOfBandAction):
         if not isinstance(self.data, bytes):
             raise ValueError("data must be bytes")
 
+    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
+        target.write_file(sandbox_id, self.path, self.data)
+
 
 @dataclass(frozen=True)
 class EvictOutput(OutOfBandAction):
     """Evict the matched (or named) process's output journal up to ``up_to_seq`` (all: None)."""
 
     kind: ClassVar[str] = "evict_output"
+    needs_process: ClassVar[bool] = True
     up_to_seq: int | None = None
     sandbox_id: str | None = None
     process_id: str | None = None
@@ -347,12 +369,16 @@ class EvictOutput(OutOfBandAction):
         if self.up_to_seq is not None:
             _non_negative_int(self.up_to_seq, "up_to_seq")
 
+    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
+        target.evict_output(sandbox_id, _required(process_id), self.up_to_seq)
+
 
 @dataclass(frozen=True)
 class CrashProcess(OutOfBandAction):
     """Kill the matched (or named) process's tree with ``signal``, as if the OOM killer hit."""
 
     kind: ClassVar[str] = "crash_process"
+    needs_process: ClassVar[bool] = True
     signal: str = "SIGKILL"
     sandbox_id: str | None = None
     process_id: str | None = None
@@ -363,3 +389,12 @@ class CrashProcess(OutOfBandAction):
             raise ValueError("signal must look like SIGKILL")
         if name != name.upper():
             raise ValueError("signal must look like SIGKILL")
+
+    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
+        target.crash_process(sandbox_id, _required(process_id), self.signal)
+
+
+def _required(process_id: str | None) -> str:
+    if process_id is None:  # pragma: no cover - target_of() never plans one without an id
+        raise ValueError("this action needs a process id")
+    return process_id

@@ -48,17 +48,36 @@ class FaultFiring:
 
     fault_id: int
     fault: Fault
-    operation: str
-    method: str
-    path: str
-    sandbox_id: str | None
-    process_id: str | None
-    account: str | None
+    call: Call
     at: float
 
     @property
     def action(self) -> Action:
         return self.fault.action
+
+    @property
+    def operation(self) -> str:
+        return self.call.operation
+
+    @property
+    def method(self) -> str:
+        return self.call.method
+
+    @property
+    def path(self) -> str:
+        return self.call.path
+
+    @property
+    def sandbox_id(self) -> str | None:
+        return self.call.sandbox_id
+
+    @property
+    def process_id(self) -> str | None:
+        return self.call.process_id
+
+    @property
+    def account(self) -> str | None:
+        return self.call.account
 
     def format(self) -> str:
         return (
@@ -228,17 +247,7 @@ class FaultRegistry:
                 armed.fired += 1
                 if now is None:
                     now = self._clock.now() if self._clock is not None else 0.0
-                firing = FaultFiring(
-                    fault_id=armed.fault_id,
-                    fault=fault,
-                    operation=call.operation,
-                    method=call.method,
-                    path=call.path,
-                    sandbox_id=call.sandbox_id,
-                    process_id=call.process_id,
-                    account=call.account,
-                    at=now,
-                )
+                firing = FaultFiring(fault_id=armed.fault_id, fault=fault, call=call, at=now)
                 firings.append(firing)
                 self._fired.append(firing)
             listeners = list(self.listeners)

@@ -1,12 +1,13 @@
 """Middlewares: the core one (operation name, journal, clock, envelopes, 500 capture) and auth.
 
-Order, outermost first: core → rate limit (optional) → auth → extra (faults) → handler.
+Order, outermost first: see ``http.app.create_app``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import difflib
+import hashlib
 import traceback
 from typing import TYPE_CHECKING
 
@@ -19,9 +20,11 @@ from fake_server.http.keys import (
     BACKEND_KEY,
     ERRORS_KEY,
     OPERATION_KEY,
+    STATE_KEY,
     STREAM_WRAPPERS_KEY,
     WORLD_KEY,
 )
+from fake_server.http.routes import CONTROL_PREFIX, is_control
 from fake_server.models import (
     ApiError,
     BadRequest,
@@ -30,6 +33,7 @@ from fake_server.models import (
     MethodNotAllowed,
     NotImplementedByFake,
     PayloadTooLarge,
+    RateLimited,
     Unauthorized,
 )
 
@@ -44,6 +48,7 @@ __all__ = [
     "core_middleware",
     "not_implemented",
     "operation_of",
+    "rate_limit_middleware",
 ]
 
 #: Operations served without an API key (the SDK calls them with ``skip_auth``).
@@ -90,8 +95,8 @@ def _unmatched(request: web.Request) -> ApiError:
             f"method not allowed; allowed: {allowed}", headers={"Allow": allowed}
         )
     known = _known_routes(request)
-    if not request.path.startswith("/_fake/"):
-        known = [route for route in known if not route.startswith("/_fake/")]
+    if not is_control(request):
+        known = [route for route in known if not route.startswith(CONTROL_PREFIX + "/")]
     nearest = difflib.get_close_matches(request.path[:300], known, n=3, cutoff=0.0)
     return NotImplementedByFake(
         "this route is not implemented by the CreateOS fake; nearest known routes: "
@@ -179,4 +184,23 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
         raise Unauthorized("missing or invalid API key", code="unauthorized")
     request[ACCOUNT_KEY] = account.id
     request[BACKEND_KEY] = account
+    return await handler(request)
+
+
+def caller_of(request: web.Request) -> str:
+    """Who a request counts against: its API key (hashed, never stored raw) or its peer."""
+    key = request.headers.get("X-Api-Key")
+    if key:
+        return "key:" + hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return f"peer:{request.remote or '?'}"
+
+
+@web.middleware
+async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Raises the fake's ``RateLimited`` error (429 + ``Retry-After``) past the app's limit;
+    the control API is never limited."""
+    if not is_control(request):
+        retry_after = request.app[STATE_KEY].limiter.acquire(caller_of(request))
+        if retry_after is not None:
+            raise RateLimited(retry_after)
     return await handler(request)

@@ -13,7 +13,10 @@ if TYPE_CHECKING:
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-__all__ = ["ROUTES", "UNIMPLEMENTED"]
+__all__ = ["CONTROL_PREFIX", "ROUTES", "UNIMPLEMENTED", "is_control"]
+
+#: Where the fake's own control API lives (``http.control``, ``http.fault_control``).
+CONTROL_PREFIX = "/_fake"
 
 _SB = "/v1/sandboxes/{sandbox_id}"
 _PROC = _SB + "/processes/{process_id}"
@@ -49,3 +52,9 @@ ROUTES: tuple[tuple[str, str, str, Handler], ...] = (
 #: 405 (which claims the method does not exist); they answer 501 ``not_implemented`` instead.
 #: Unknown paths need no entry: every unmatched path is a 501.
 UNIMPLEMENTED: tuple[tuple[str, str, str], ...] = (("PATCH", _SB, "update_sandbox"),)
+
+
+def is_control(request: web.Request) -> bool:
+    """Whether ``request`` is for the control API (matched or not)."""
+    path = request.path
+    return path == CONTROL_PREFIX or path.startswith(CONTROL_PREFIX + "/")

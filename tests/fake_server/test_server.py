@@ -182,23 +182,6 @@ async def test_control_clock_advance_on_a_real_clock_is_409() -> None:
     )
 
 
-@pytest.mark.asyncio
-async def test_control_registrars_add_routes() -> None:
-    from aiohttp import web
-
-    async def ping(request: web.Request) -> web.Response:
-        return web.json_response({"status": "success", "data": {"pong": True}})
-
-    fake = FakeCreateOS()
-    fake.control_registrars.append(
-        lambda router: router.add_get("/_fake/ping", ping, name="fake_ping")
-    )
-    async with fake:
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
-            assert (await c.get("/_fake/ping")).json()["data"] == {"pong": True}
-    assert fake.journal.operations() == ["fake_ping"]
-
-
 def test_public_names_are_sorted_and_importable() -> None:
     import fake_server
 
