@@ -31,10 +31,10 @@ CLIENT_MAX_SIZE = 64 * 1024 * 1024
 def create_app(state: AppState) -> web.Application:
     """The fake's app: API routes, control routes, and middlewares in a fixed order.
 
-    Outermost first: core (operation name, journal, clock, envelopes, 500 capture) → rate
-    limit → auth → ``state.middlewares`` → faults → handler.
+    Outermost first: core (operation name, journal, clock, envelopes, 500 capture) → auth →
+    rate limit (per authenticated account) → ``state.middlewares`` → faults → handler.
     """
-    middlewares: list[Middleware] = [core_middleware, rate_limit_middleware, auth_middleware]
+    middlewares: list[Middleware] = [core_middleware, auth_middleware, rate_limit_middleware]
     middlewares.extend(state.middlewares)
     middlewares.append(fault_middleware)
     app = web.Application(middlewares=middlewares, client_max_size=CLIENT_MAX_SIZE)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import hashlib
 import traceback
 from typing import TYPE_CHECKING
 
@@ -188,10 +187,14 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
 
 
 def caller_of(request: web.Request) -> str:
-    """Who a request counts against: its API key (hashed, never stored raw) or its peer."""
-    key = request.headers.get("X-Api-Key")
-    if key:
-        return "key:" + hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    """Who a request counts against: its authenticated account, else (an open route) its peer.
+
+    Runs after authentication, so every way of sending a key counts against the same account
+    and a request with a bogus key (a 401) never gets an entry.
+    """
+    account = request.get(ACCOUNT_KEY)
+    if account is not None:
+        return f"account:{account}"
     return f"peer:{request.remote or '?'}"
 
 

@@ -1,7 +1,8 @@
 """The documented rate limit: N requests per minute per caller, on the fake's clock.
 
 CreateOS answers 429 with ``Retry-After`` when a caller exceeds 300 requests/minute. The fake
-keeps a sliding window per caller measured on its injected clock, so a test can exhaust the
+keeps a sliding window per caller (an authenticated account; a peer address on the open
+routes) measured on its injected clock, so a test can exhaust the
 limit and then ``clock.advance()`` past it without waiting. Rejected requests do not count
 against the window. The fake's own control API is never limited.
 
@@ -34,6 +35,7 @@ class RateLimiter:
         self._clock = clock
         self._admitted: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
+        self._sweep_at = 64
         self.limit: int | None = None
         self.configure(limit)
 
@@ -53,14 +55,23 @@ class RateLimiter:
         with self._lock:
             if self.limit is None:
                 return None
-            times = self._admitted.setdefault(caller, deque())
             horizon = now - self.window
+            self._forget_idle(horizon)
+            times = self._admitted.setdefault(caller, deque())
             while times and times[0] <= horizon:
                 times.popleft()
             if len(times) < self.limit:
                 times.append(now)
                 return None
             return max(1, math.ceil(times[0] + self.window - now))
+
+    def _forget_idle(self, horizon: float) -> None:
+        """Drop callers with no request in the window, now and then (keeps memory bounded)."""
+        if len(self._admitted) < self._sweep_at:
+            return
+        for caller in [c for c, t in self._admitted.items() if not t or t[-1] <= horizon]:
+            del self._admitted[caller]
+        self._sweep_at = max(64, 2 * len(self._admitted))
 
     def remaining(self, caller: str) -> int:
         """Requests the caller may still make right now."""
