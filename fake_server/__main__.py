@@ -114,6 +114,7 @@ async def _serve(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     print(f"{fake.url}/v1", flush=True)
     print(f"api key: {fake.api_key}", flush=True)
+    print(f"control key: {fake.control_key}", flush=True)
     try:
         await stop.wait()
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import threading
 from typing import TYPE_CHECKING, Self, TypeVar
 
@@ -49,8 +50,10 @@ class FakeCreateOS:
         clock: defaults to a fresh ``VirtualClock``.
         transitions: when async transitions complete (default ``TransitionPolicy.realistic()``).
         api_key: the default account's key (default: seeded ``cos_live_<32 hex>``).
-        rate_limit: requests per minute per caller; ``None`` turns it off. Settable later
+        rate_limit: requests per minute per account; ``None`` turns it off. Settable later
             (also while serving); each change starts with fresh counts.
+        control_key: the credential of the control API (``/_fake/...``, header
+            ``X-Fake-Control-Key``); random per fake unless given. Account keys do not open it.
         journal_limit: keep only this many newest journal events (``None``: all of them).
         host, port: where to listen; port 0 picks a free port.
     """
@@ -66,6 +69,7 @@ class FakeCreateOS:
         api_key: str | None = None,
         rate_limit: int | None = None,
         journal_limit: int | None = None,
+        control_key: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -76,6 +80,12 @@ class FakeCreateOS:
         self._initial_rate_limit = rate_limit
         self.host = host
         self.port = port
+        if control_key is not None and (not control_key or control_key != control_key.strip()):
+            raise ValueError("control_key must be non-empty, without outer whitespace")
+        #: The control API's credential, sent as ``X-Fake-Control-Key``.
+        self.control_key = (
+            control_key if control_key is not None else "cos_fake_" + secrets.token_hex(16)
+        )
         self.commands = CommandRegistry()
         self.journal = Journal(journal_limit)
         self.errors: list[tuple[str, str]] = []
@@ -169,7 +179,7 @@ class FakeCreateOS:
                 errors=self.errors,
                 faults=self.faults,
                 limiter=self._limiter,
-                control_key="",
+                control_key=self.control_key,
                 reset=self.reset,
                 middlewares=tuple(self.middlewares),
             )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import hmac
 import traceback
 from typing import TYPE_CHECKING
 
@@ -23,11 +24,12 @@ from fake_server.http.keys import (
     STREAM_WRAPPERS_KEY,
     WORLD_KEY,
 )
-from fake_server.http.routes import CONTROL_PREFIX, is_control
+from fake_server.http.routes import CONTROL_KEY_HEADER, CONTROL_PREFIX, KEY_HEADERS, is_control
 from fake_server.models import (
     ApiError,
     BadRequest,
     Event,
+    Forbidden,
     InternalError,
     MethodNotAllowed,
     NotImplementedByFake,
@@ -54,8 +56,6 @@ __all__ = [
 OPEN_OPERATIONS = frozenset(
     {"health", "readiness", "list_shapes", "list_rootfs", "not_implemented", "method_not_allowed"}
 )
-#: Headers the docs accept for the key; clients use ``X-Api-Key``.
-KEY_HEADERS = ("X-Api-Key", "X-Auth-Token", "X-Access-Token")
 
 
 def operation_of(request: web.Request) -> str:
@@ -174,16 +174,40 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
 
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Each API key is an account; control routes accept any account's key."""
+    """Each API key is an account; the control API takes only the fake's control key."""
     if request[OPERATION_KEY] in OPEN_OPERATIONS:
         return await handler(request)
-    key = next((request.headers[h] for h in KEY_HEADERS if request.headers.get(h)), None)
-    account = request.app[WORLD_KEY].account_for_key(key.strip()) if key else None
+    if is_control(request):
+        _check_control_key(request)
+        return await handler(request)
+    key = _account_key(request)
+    account = request.app[WORLD_KEY].account_for_key(key) if key else None
     if account is None:
         raise Unauthorized("missing or invalid API key", code="unauthorized")
     request[ACCOUNT_KEY] = account.id
     request[BACKEND_KEY] = account
     return await handler(request)
+
+
+def _account_key(request: web.Request) -> str | None:
+    key = next((request.headers[h] for h in KEY_HEADERS if request.headers.get(h)), None)
+    return key.strip() if key else None
+
+
+def _check_control_key(request: web.Request) -> None:
+    given = request.headers.get(CONTROL_KEY_HEADER, "").strip()
+    expected = request.app[STATE_KEY].control_key
+    if given and hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode()):
+        return
+    if not given and _account_key(request):
+        raise Forbidden(
+            f"account API keys do not open the control API; send the fake's control key "
+            f"in {CONTROL_KEY_HEADER}",
+            code="control_key_required",
+        )
+    raise Unauthorized(
+        f"missing or invalid control key ({CONTROL_KEY_HEADER})", code="unauthorized"
+    )
 
 
 def caller_of(request: web.Request) -> str:

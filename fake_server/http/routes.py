@@ -13,10 +13,14 @@ if TYPE_CHECKING:
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-__all__ = ["CONTROL_PREFIX", "ROUTES", "UNIMPLEMENTED", "is_control"]
+__all__ = ["CONTROL_KEY_HEADER", "CONTROL_PREFIX", "KEY_HEADERS", "ROUTES", "UNIMPLEMENTED"]
 
 #: Where the fake's own control API lives (``http.control``, ``http.fault_control``).
 CONTROL_PREFIX = "/_fake"
+#: The header carrying the control API's own credential (``FakeCreateOS.control_key``).
+CONTROL_KEY_HEADER = "X-Fake-Control-Key"
+#: Headers the docs accept for an account's API key; clients use ``X-Api-Key``.
+KEY_HEADERS = ("X-Api-Key", "X-Auth-Token", "X-Access-Token")
 
 _SB = "/v1/sandboxes/{sandbox_id}"
 _PROC = _SB + "/processes/{process_id}"

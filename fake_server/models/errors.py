@@ -9,6 +9,7 @@ __all__ = [
     "ApiError",
     "BadRequest",
     "Conflict",
+    "Forbidden",
     "Gone",
     "InsufficientStorage",
     "InternalError",
@@ -83,6 +84,10 @@ class BadRequest(ApiError):
 
 class Unauthorized(ApiError):
     status = 401
+
+
+class Forbidden(ApiError):
+    status = 403
 
 
 class NotFound(ApiError):

@@ -30,6 +30,7 @@ def _exercise(process: subprocess.Popen[str]) -> None:
         assert url.startswith("http://127.0.0.1:")
         assert url.endswith("/v1")
         assert process.stdout.readline().strip() == "api key: k-123"
+        assert process.stdout.readline().startswith("control key: cos_fake_")
         origin = url.removesuffix("/v1")
         assert httpx.get(origin + "/healthz").json() == {"status": "success", "data": {"up": True}}
         whoami = httpx.get(url + "/whoami", headers={"X-Api-Key": "k-123"})

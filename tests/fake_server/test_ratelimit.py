@@ -148,7 +148,8 @@ async def test_a_rate_limited_fake_answers_429_with_the_envelope_until_a_slot_fr
             }
             other = await client.get("/v1/whoami", headers={"X-Api-Key": other_key})
             assert other.status_code == 200
-            assert (await client.get("/_fake/state", headers=key)).status_code == 200
+            control = {"X-Fake-Control-Key": fake.control_key}
+            assert (await client.get("/_fake/state", headers=control)).status_code == 200
             clock.advance(30)
             assert (await client.get("/v1/whoami", headers=key)).status_code == 200
         assert fake.errors == []
