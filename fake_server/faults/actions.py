@@ -61,14 +61,23 @@ def _non_negative_int(value: object, name: str) -> None:
         raise ValueError(f"{name} must be an integer >= 0")
 
 
+#: Longest delay an action may ask for (about 31 years): past it a real clock's sleep overflows.
+MAX_SECONDS = 10**9
+
+
 def _seconds(value: object, name: str) -> None:
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not math.isfinite(value)
-        or value < 0
+        or not 0 <= value <= MAX_SECONDS
     ):
-        raise ValueError(f"{name} must be a finite number of seconds >= 0")
+        raise ValueError(f"{name} must be a number of seconds between 0 and {MAX_SECONDS}")
+
+
+def _text(value: object, name: str, *, optional: bool = False) -> None:
+    if not isinstance(value, str) and not (optional and value is None):
+        raise ValueError(f"{name} must be a string")
 
 
 class Action:
@@ -129,6 +138,8 @@ class HttpError(ResponseAction):
             raise ValueError("status must be an HTTP error status between 400 and 599")
         if self.retry_after is not None:
             _non_negative_int(self.retry_after, "retry_after")
+        _text(self.code, "code", optional=True)
+        _text(self.message, "message", optional=True)
 
 
 @dataclass(frozen=True)
@@ -241,6 +252,7 @@ class MalformedFrame(StreamAction):
 
     def __post_init__(self) -> None:
         _non_negative_int(self.after_frames, "after_frames")
+        _text(self.line, "line")
         if "\n" in self.line:
             raise ValueError("line must not contain a newline")
 
@@ -346,6 +358,7 @@ class TamperFile(OutOfBandAction):
     sandbox_id: str | None = None
 
     def __post_init__(self) -> None:
+        _text(self.path, "path")
         if not self.path.startswith("/"):
             raise ValueError("path must be absolute")
         if not isinstance(self.data, bytes):
@@ -384,6 +397,7 @@ class CrashProcess(OutOfBandAction):
     process_id: str | None = None
 
     def __post_init__(self) -> None:
+        _text(self.signal, "signal")
         name = self.signal
         if not (name.startswith("SIG") and len(name) > 3 and name[3:].isalnum()):
             raise ValueError("signal must look like SIGKILL")

@@ -67,8 +67,11 @@ class WorldTarget:
         self._run(lambda: self._process(sandbox_id, process_id).crash(signal))
 
     def _sandbox(self, sandbox_id: str) -> Sandbox:
+        """A sandbox that still exists: a destroyed one (its disk wiped) takes no change."""
         sandbox = self._world.find_sandbox(sandbox_id)
-        if sandbox is None:
+        if sandbox is not None:
+            sandbox.settle()
+        if sandbox is None or sandbox.status == "destroyed":
             raise UnknownTargetError("no such sandbox")
         return sandbox
 

@@ -13,7 +13,6 @@ Bad input answers a 400 ``fail`` envelope naming the field; nothing here raises 
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -29,6 +28,7 @@ from fake_server.faults import (
     action_to_json,
     fault_from_json,
 )
+from fake_server.http import wire
 from fake_server.http.errors import error_response, ok
 from fake_server.http.keys import STATE_KEY
 from fake_server.http.routes import CONTROL_PREFIX
@@ -170,15 +170,13 @@ def _apply_now(faults: Faults, action: OutOfBandAction, body: dict[str, Any]) ->
 
 
 async def _json_body(request: web.Request) -> object:
-    if request.content_length is not None and request.content_length > _MAX_BODY:
-        return _fail("body", f"must be at most {_MAX_BODY} bytes")
-    raw = await request.content.read(_MAX_BODY + 1)
-    if len(raw) > _MAX_BODY:
-        return _fail("body", f"must be at most {_MAX_BODY} bytes")
     try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        return _fail("body", "must be valid JSON")
+        raw = await wire.read_body(
+            request, _MAX_BODY, too_large=f"must be at most {_MAX_BODY} bytes"
+        )
+        return wire.decode_json(raw, invalid="must be valid JSON")
+    except BadRequest as exc:
+        return error_response(exc)
 
 
 def _fail(field: str, message: str) -> web.Response:
