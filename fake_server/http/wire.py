@@ -68,13 +68,19 @@ def iso(timestamp: float | None) -> str | None:
 
 
 async def read_body(request: web.Request, limit: int, *, too_large: str) -> bytes:
-    """The whole body, refused (``too_large``, field ``body``) past ``limit`` bytes."""
+    """The whole body, refused (``too_large``, field ``body``) past ``limit`` bytes.
+
+    Read until the end: one ``read(n)`` returns only what has arrived, which is part of a body
+    sent in more than one TCP segment.
+    """
     if request.content_length is not None and request.content_length > limit:
         raise BadRequest(too_large, field="body")
-    raw = await request.content.read(limit + 1)
-    if len(raw) > limit:
-        raise BadRequest(too_large, field="body")
-    return raw
+    raw = bytearray()
+    while chunk := await request.content.read(limit + 1 - len(raw)):
+        raw += chunk
+        if len(raw) > limit:
+            raise BadRequest(too_large, field="body")
+    return bytes(raw)
 
 
 def decode_json(raw: bytes, *, invalid: str = "is not valid JSON") -> object:
