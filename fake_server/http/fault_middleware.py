@@ -80,7 +80,7 @@ async def fault_middleware(request: web.Request, handler: Handler) -> web.Stream
     if isinstance(action, LostReply):
         return await _lost_reply(request, handler)
     if isinstance(action, StreamAction):
-        return await _faulty_stream(request, handler, action, clock)
+        return await _faulty_stream(request, handler, action, clock, plan.pending)
     return await handler(request)  # pragma: no cover - every response action is handled
 
 
@@ -189,14 +189,27 @@ class _Swallow:
 
 
 async def _faulty_stream(
-    request: web.Request, handler: Handler, action: StreamAction, clock: Clock
+    request: web.Request,
+    handler: Handler,
+    action: StreamAction,
+    clock: Clock,
+    pending: FaultFiring | None,
 ) -> web.StreamResponse:
+    """Run the handler through a faulty writer; the fault has fired only if it acted."""
     cut: list[bool] = []
+    writers: list[Any] = []
 
     def wrap(writer: Any) -> Any:
-        return wrap_writer(writer, action, request, clock, lambda: cut.append(True))
+        faulty = wrap_writer(writer, action, request, clock, lambda: cut.append(True))
+        writers.append(faulty)
+        return faulty
 
-    response = await _run(request, handler, wrap)
+    try:
+        response = await _run(request, handler, wrap)
+    finally:
+        if pending is not None:
+            acted = any(writer.acted for writer in writers)
+            request.app[STATE_KEY].faults.settle(pending, acted=acted)
     if cut:
         drop_connection(request, reset=False)
     return response
