@@ -18,6 +18,7 @@ What httpx sees (and the provider reports as "CreateOS connection failed."):
 
 from __future__ import annotations
 
+import dataclasses
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
@@ -34,9 +35,16 @@ from fake_server.faults import (
 )
 from fake_server.http.errors import error_response
 from fake_server.http.fault_streams import StreamCut, drop_connection, wrap_writer
-from fake_server.http.keys import ACCOUNT_KEY, OPERATION_KEY, STATE_KEY, STREAM_WRAPPERS_KEY
+from fake_server.http.keys import (
+    ACCOUNT_KEY,
+    CALL_KEY,
+    OPERATION_KEY,
+    STATE_KEY,
+    STREAM_WRAPPERS_KEY,
+)
+from fake_server.http.middlewares import event_of
 from fake_server.http.routes import is_control
-from fake_server.models import ApiError, Event
+from fake_server.models import ApiError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -51,7 +59,6 @@ __all__ = ["DROPPED_STATUS", "fault_middleware", "journal_listener"]
 
 #: Status journaled for a request whose connection a fault dropped before any reply.
 DROPPED_STATUS = 499
-_MAX_QUERY = 20
 
 
 @web.middleware
@@ -88,36 +95,14 @@ def journal_listener(journal: Journal) -> Callable[[FaultFiring], None]:
     """Records each firing in the fake's journal (``kind="fault"``), stamped with its time."""
 
     def record(firing: FaultFiring) -> None:
-        call = firing.call
-        journal.record(
-            Event(
-                time=firing.at,
-                kind="fault",
-                operation=call.operation,
-                method=call.method,
-                path=call.path,
-                account_id=call.account,
-                sandbox_id=call.sandbox_id,
-                process_id=call.process_id,
-                detail=f"fault#{firing.fault_id} {firing.fault.action!r}",
-            )
-        )
+        detail = f"fault#{firing.fault_id} {firing.fault.action!r}"
+        journal.record(event_of(firing.call, kind="fault", time=firing.at, detail=detail))
 
     return record
 
 
 def _call(request: web.Request) -> Call:
-    match = request.match_info
-    query = {k: v[:200] for k, v in list(request.query.items())[:_MAX_QUERY]}
-    return Call(
-        operation=request[OPERATION_KEY],
-        method=request.method,
-        path=request.path[:300],
-        query=query,
-        sandbox_id=match.get("sandbox_id"),
-        process_id=match.get("process_id"),
-        account=request.get(ACCOUNT_KEY),
-    )
+    return dataclasses.replace(request[CALL_KEY], account=request.get(ACCOUNT_KEY))
 
 
 def _error(action: HttpError) -> ApiError:

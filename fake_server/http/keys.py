@@ -15,6 +15,7 @@ from aiohttp import web
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from fake_server.faults import Call
     from fake_server.http.state import AppState
     from fake_server.models import Account, World
 
@@ -22,6 +23,7 @@ __all__ = [
     "ACCOUNT_KEY",
     "ANNOUNCED_KEY",
     "BACKEND_KEY",
+    "CALL_KEY",
     "ERRORS_KEY",
     "OPERATION_KEY",
     "STATE_KEY",
@@ -39,6 +41,8 @@ ERRORS_KEY: web.AppKey[list[tuple[str, str]]] = web.AppKey("fake_server.errors")
 STATE_KEY: web.AppKey[AppState] = web.AppKey("fake_server.state")
 
 OPERATION_KEY: web.RequestKey[str] = web.RequestKey("fake_server.operation")
+#: What the request is (operation, method, path, query, ids), recorded once by the core.
+CALL_KEY: web.RequestKey[Call] = web.RequestKey("fake_server.call")
 ACCOUNT_KEY: web.RequestKey[str] = web.RequestKey("fake_server.account_id")
 BACKEND_KEY: web.RequestKey[Account] = web.RequestKey("fake_server.account")
 #: The client announced this request to the shared clock, so replies are counted in transit.

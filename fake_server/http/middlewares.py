@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from fake_server.faults import Call
 from fake_server.http.errors import error_response
 from fake_server.http.keys import (
     ACCOUNT_KEY,
     ANNOUNCED_KEY,
     BACKEND_KEY,
+    CALL_KEY,
     ERRORS_KEY,
     OPERATION_KEY,
     STATE_KEY,
@@ -52,6 +54,7 @@ __all__ = [
     "rate_limit_middleware",
 ]
 
+_MAX_QUERY = 20
 #: Operations served without an API key (the SDK calls them with ``skip_auth``).
 OPEN_OPERATIONS = frozenset(
     {"health", "readiness", "list_shapes", "list_rootfs", "not_implemented", "method_not_allowed"}
@@ -124,20 +127,8 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
     request[OPERATION_KEY] = operation
     request[STREAM_WRAPPERS_KEY] = []
     match = request.match_info
-    sandbox_id = match.get("sandbox_id")
-    process_id = match.get("process_id")
-    path = request.path[:300]
-    journal.record(
-        Event(
-            time=clock.now(),
-            kind="request",
-            operation=operation,
-            method=request.method,
-            path=path,
-            sandbox_id=sandbox_id,
-            process_id=process_id,
-        )
-    )
+    call = request[CALL_KEY] = _call_of(request, operation)
+    journal.record(event_of(call, kind="request", time=clock.now()))
     response: web.StreamResponse
     with clock.busy():
         try:
@@ -156,20 +147,49 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
             response = error_response(InternalError("internal error in the fake"))
     if announced and not response.prepared:
         clock.response_sent()
+    account = request.get(ACCOUNT_KEY)
     journal.record(
-        Event(
-            time=clock.now(),
-            kind="response",
-            operation=operation,
-            method=request.method,
-            path=path,
-            status=response.status,
-            account_id=request.get(ACCOUNT_KEY),
-            sandbox_id=sandbox_id,
-            process_id=process_id,
-        )
+        event_of(call, kind="response", time=clock.now(), status=response.status, account=account)
     )
     return response
+
+
+def _call_of(request: web.Request, operation: str) -> Call:
+    """The one record of what a request is: journal events and fault matching read it."""
+    match = request.match_info
+    query = {k: v[:200] for k, v in list(request.query.items())[:_MAX_QUERY]}
+    return Call(
+        operation=operation,
+        method=request.method,
+        path=request.path[:300],
+        query=query,
+        sandbox_id=match.get("sandbox_id"),
+        process_id=match.get("process_id"),
+    )
+
+
+def event_of(
+    call: Call,
+    *,
+    kind: str,
+    time: float,
+    status: int | None = None,
+    account: str | None = None,
+    detail: str = "",
+) -> Event:
+    """A journal event about ``call`` (its account when given, else the call's)."""
+    return Event(
+        time=time,
+        kind=kind,
+        operation=call.operation,
+        method=call.method,
+        path=call.path,
+        status=status,
+        account_id=account if account is not None else call.account,
+        sandbox_id=call.sandbox_id,
+        process_id=call.process_id,
+        detail=detail,
+    )
 
 
 @web.middleware
