@@ -1,6 +1,7 @@
 """The fake's own control API under ``/_fake/``, for out-of-process and non-Python users.
 
-Routes (all need the ``X-Api-Key`` of any account; answers use the same JSend envelopes):
+Routes (all need the fake's control key in ``X-Fake-Control-Key``; answers use the same JSend
+envelopes):
 
 * ``POST /_fake/reset``: drop sandboxes, extra accounts, journal and errors; reseed.
 * ``GET /_fake/state``: accounts (ids, never keys) with their sandboxes and processes.
