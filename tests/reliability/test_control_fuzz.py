@@ -12,11 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fake_server import FakeCreateOS, TransitionPolicy
 from fake_server.faults.spec import ACTION_TYPES
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from fake_server import FakeCreateOS
 
 TEXT = st.text(max_size=30)  # lone surrogates included: JSON can carry them
 SCALARS = st.one_of(
@@ -60,20 +59,6 @@ ROUTES = (  # the two routes that parse actions are drawn three times as often
     ("GET", "/_fake/state"),
     ("GET", "/_fake/journal"),
 )
-
-
-@pytest.fixture(name="fake", scope="module")
-def _fake() -> Iterator[FakeCreateOS]:
-    fake = FakeCreateOS(transitions=TransitionPolicy.immediate()).start()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture(name="http", scope="module")
-def _http(fake: FakeCreateOS) -> Iterator[httpx.Client]:
-    keys = {"X-Api-Key": fake.api_key, "X-Fake-Control-Key": fake.control_key}
-    with httpx.Client(base_url=fake.url, headers=keys, timeout=20) as client:
-        yield client
 
 
 @pytest.fixture(name="targets", scope="module")
