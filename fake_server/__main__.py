@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from fake_server.clock import RealClock
 from fake_server.models import TransitionPolicy
+from fake_server.http.routes import CONTROL_KEY_HEADER
 from fake_server.serve_http import allowed_hosts, host_guard, request_log
 from fake_server.server import FakeCreateOS
 
@@ -156,11 +157,10 @@ def connection_help(fake: FakeCreateOS) -> str:
         "# curl and other HTTP clients send the key in the X-Api-Key header:",
         f"curl -H {shlex.quote('X-Api-Key: ' + key)} {origin}/v1/sandboxes",
     ]
-    control_key = getattr(fake, "control_key", None)
-    if control_key:
-        lines += ["# the fake's control API (/_fake/...):", f"control key: {control_key}"]
-    else:
-        lines.append("# the fake's control API (/_fake/...) takes the same X-Api-Key")
+    lines += [
+        f"# the fake's control API (/_fake/...) takes its own key in {CONTROL_KEY_HEADER}:",
+        f"control key: {fake.control_key}",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
-from fake_server.http.fault_middleware import install_faults
 from pytest_createos._bridge import BackgroundLoop
 from pytest_createos._markers import DEFAULT_SHAPE
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
@@ -64,7 +63,7 @@ class Session:
             fake = FakeCreateOS(
                 seed=self.options.seed, clock=clock, transitions=TransitionPolicy.immediate()
             )
-            self._faults = install_faults(fake)
+            self._faults = fake.faults
             fake.start()
             self._fake, self._clock = fake, clock
             self._warm_up(fake, clock)

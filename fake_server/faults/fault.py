@@ -9,13 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from fake_server.faults.actions import (
-    Action,
-    CrashProcess,
-    EvictOutput,
-    OutOfBandAction,
-    ResponseAction,
-)
+from fake_server.faults.actions import Action, OutOfBandAction, ResponseAction
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -195,8 +189,8 @@ def target_of(action: OutOfBandAction, call: Call) -> tuple[str, str | None] | N
     sandbox_id = getattr(action, "sandbox_id", None) or call.sandbox_id
     if sandbox_id is None:
         return None
-    if isinstance(action, EvictOutput | CrashProcess):
-        process_id = action.process_id or call.process_id
+    if action.needs_process:
+        process_id = getattr(action, "process_id", None) or call.process_id
         if process_id is None:
             return None
         return sandbox_id, process_id

@@ -12,6 +12,7 @@ faults fire, and the same seed and test code always give the same firings.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 import threading
@@ -23,6 +24,7 @@ from fake_server.faults.actions import (
     Latency,
     OutOfBandAction,
     ResponseAction,
+    StreamAction,
 )
 from fake_server.faults.fault import DEFAULT, OPERATIONS, Call, Fault, target_of
 
@@ -48,17 +50,36 @@ class FaultFiring:
 
     fault_id: int
     fault: Fault
-    operation: str
-    method: str
-    path: str
-    sandbox_id: str | None
-    process_id: str | None
-    account: str | None
+    call: Call
     at: float
 
     @property
     def action(self) -> Action:
         return self.fault.action
+
+    @property
+    def operation(self) -> str:
+        return self.call.operation
+
+    @property
+    def method(self) -> str:
+        return self.call.method
+
+    @property
+    def path(self) -> str:
+        return self.call.path
+
+    @property
+    def sandbox_id(self) -> str | None:
+        return self.call.sandbox_id
+
+    @property
+    def process_id(self) -> str | None:
+        return self.call.process_id
+
+    @property
+    def account(self) -> str | None:
+        return self.call.account
 
     def format(self) -> str:
         return (
@@ -75,10 +96,13 @@ class Plan:
     out_of_band: tuple[tuple[OutOfBandAction, str, str | None], ...] = ()
     response: ResponseAction | None = None
     firings: tuple[FaultFiring, ...] = ()
+    #: A stream fault that fires only if it acts on the body: the HTTP layer reports back
+    #: with ``FaultRegistry.settle`` (its trigger may lie past the end of the stream).
+    pending: FaultFiring | None = None
 
     @property
     def empty(self) -> bool:
-        return not self.firings
+        return not self.firings and self.pending is None
 
 
 _NO_PLAN: Final = Plan()
@@ -91,9 +115,10 @@ class _Armed:
     rng: random.Random
     seen: int = 0
     fired: int = 0
+    pending: int = 0  # stream firings waiting to learn whether they acted
 
     def exhausted(self) -> bool:
-        return self.fault.times is not None and self.fired >= self.fault.times
+        return self.fault.times is not None and self.fired + self.pending >= self.fault.times
 
 
 class FaultRegistry:
@@ -202,7 +227,8 @@ class FaultRegistry:
             out_of_band: list[tuple[OutOfBandAction, str, str | None]] = []
             response: ResponseAction | None = None
             firings: list[FaultFiring] = []
-            now: float | None = None
+            pending: FaultFiring | None = None
+            now = self._now()
             for armed in self._armed:
                 fault = armed.fault
                 if armed.exhausted() or not fault.matches(call):
@@ -225,29 +251,44 @@ class FaultRegistry:
                     if target is None:  # pragma: no cover - matches() already checked
                         continue
                     out_of_band.append((action, target[0], target[1]))
+                firing = FaultFiring(fault_id=armed.fault_id, fault=fault, call=call, at=now)
+                if isinstance(action, StreamAction):
+                    armed.pending += 1
+                    pending = firing
+                    continue
                 armed.fired += 1
-                if now is None:
-                    now = self._clock.now() if self._clock is not None else 0.0
-                firing = FaultFiring(
-                    fault_id=armed.fault_id,
-                    fault=fault,
-                    operation=call.operation,
-                    method=call.method,
-                    path=call.path,
-                    sandbox_id=call.sandbox_id,
-                    process_id=call.process_id,
-                    account=call.account,
-                    at=now,
-                )
                 firings.append(firing)
                 self._fired.append(firing)
             listeners = list(self.listeners)
         for firing in firings:
             for listener in listeners:
                 listener(firing)
-        if not firings:
+        if not firings and pending is None:
             return _NO_PLAN
-        return Plan(latency, tuple(out_of_band), response, tuple(firings))
+        return Plan(latency, tuple(out_of_band), response, tuple(firings), pending)
+
+    def settle(self, pending: FaultFiring, *, acted: bool) -> None:
+        """Report whether a plan's pending stream fault acted; only then has it fired.
+
+        Not acting (the trigger lay past the end of the stream) leaves the fault armed, with
+        its firings still to come, so ``unfired()`` reports it if it never acts.
+        """
+        with self._lock:
+            armed = next((a for a in self._armed if a.fault_id == pending.fault_id), None)
+            if armed is None or armed.fault is not pending.fault:
+                return  # disarmed (or cleared) while the stream ran
+            armed.pending -= 1
+            if not acted:
+                return
+            armed.fired += 1
+            firing = dataclasses.replace(pending, at=self._now())
+            self._fired.append(firing)
+            listeners = list(self.listeners)
+        for listener in listeners:
+            listener(firing)
+
+    def _now(self) -> float:
+        return self._clock.now() if self._clock is not None else 0.0
 
 
 def _stream(seed: int, identity: str) -> random.Random:

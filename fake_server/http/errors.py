@@ -1,4 +1,4 @@
-"""Rendering ``ApiError`` as the real API's JSend envelopes."""
+"""The real API's JSend envelopes: ``ok`` for success, ``error_response`` for an ``ApiError``."""
 
 from __future__ import annotations
 
@@ -6,10 +6,21 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from fake_server.http.wire import success
+
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from fake_server.models import ApiError
 
-__all__ = ["envelope", "error_response"]
+__all__ = ["envelope", "error_response", "ok"]
+
+
+def ok(
+    data: Mapping[str, Any], status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    """``{"status": "success", "data": data}``."""
+    return web.json_response(success(data), status=status, headers=headers)
 
 
 def envelope(error: ApiError) -> dict[str, Any]:

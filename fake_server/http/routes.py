@@ -13,7 +13,14 @@ if TYPE_CHECKING:
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-__all__ = ["ROUTES", "UNIMPLEMENTED"]
+__all__ = ["CONTROL_KEY_HEADER", "CONTROL_PREFIX", "KEY_HEADERS", "ROUTES", "UNIMPLEMENTED"]
+
+#: Where the fake's own control API lives (``http.control``, ``http.fault_control``).
+CONTROL_PREFIX = "/_fake"
+#: The header carrying the control API's own credential (``FakeCreateOS.control_key``).
+CONTROL_KEY_HEADER = "X-Fake-Control-Key"
+#: Headers the docs accept for an account's API key; clients use ``X-Api-Key``.
+KEY_HEADERS = ("X-Api-Key", "X-Auth-Token", "X-Access-Token")
 
 _SB = "/v1/sandboxes/{sandbox_id}"
 _PROC = _SB + "/processes/{process_id}"
@@ -49,3 +56,9 @@ ROUTES: tuple[tuple[str, str, str, Handler], ...] = (
 #: 405 (which claims the method does not exist); they answer 501 ``not_implemented`` instead.
 #: Unknown paths need no entry: every unmatched path is a 501.
 UNIMPLEMENTED: tuple[tuple[str, str, str], ...] = (("PATCH", _SB, "update_sandbox"),)
+
+
+def is_control(request: web.Request) -> bool:
+    """Whether ``request`` is for the control API (matched or not)."""
+    path = request.path
+    return path == CONTROL_PREFIX or path.startswith(CONTROL_PREFIX + "/")

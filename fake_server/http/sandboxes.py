@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from aiohttp import web
+from typing import TYPE_CHECKING
 
 from fake_server.http import wire
-from fake_server.http.keys import BACKEND_KEY
+from fake_server.http.errors import ok
+from fake_server.http.keys import BACKEND_KEY, sandbox_id
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 __all__ = [
     "create_sandbox",
@@ -20,14 +24,10 @@ __all__ = [
 POLL_AFTER = "1"
 
 
-def _sid(request: web.Request) -> str:
-    return request.match_info["sandbox_id"]
-
-
 async def create_sandbox(request: web.Request) -> web.Response:
     spec = wire.parse_create_sandbox(await wire.read_json(request))
     sandbox = request[BACKEND_KEY].create_sandbox(spec)
-    return web.json_response(wire.success(wire.sandbox_json(sandbox)), status=201)
+    return ok(wire.sandbox_json(sandbox), status=201)
 
 
 async def list_sandboxes(request: web.Request) -> web.Response:
@@ -36,30 +36,30 @@ async def list_sandboxes(request: web.Request) -> web.Response:
         limit=wire.query_int(request, "limit", 50),
         offset=wire.query_int(request, "offset", 0),
     )
-    return web.json_response(wire.success(wire.sandbox_page(page)))
+    return ok(wire.sandbox_page(page))
 
 
 async def get_sandbox(request: web.Request) -> web.Response:
-    sandbox = request[BACKEND_KEY].get_sandbox(_sid(request))
-    return web.json_response(wire.success(wire.sandbox_json(sandbox)))
+    sandbox = request[BACKEND_KEY].get_sandbox(sandbox_id(request))
+    return ok(wire.sandbox_json(sandbox))
 
 
 async def delete_sandbox(request: web.Request) -> web.Response:
-    sandbox = request[BACKEND_KEY].delete_sandbox(_sid(request))
-    return web.json_response(wire.success({"id": sandbox.id, "status": sandbox.status}))
+    sandbox = request[BACKEND_KEY].delete_sandbox(sandbox_id(request))
+    return ok({"id": sandbox.id, "status": sandbox.status})
 
 
 async def pause_sandbox(request: web.Request) -> web.Response:
-    sandbox, started = request[BACKEND_KEY].pause_sandbox(_sid(request))
+    sandbox, started = request[BACKEND_KEY].pause_sandbox(sandbox_id(request))
     return _transition(wire.sandbox_json(sandbox), started)
 
 
 async def resume_sandbox(request: web.Request) -> web.Response:
-    sandbox, started = request[BACKEND_KEY].resume_sandbox(_sid(request))
+    sandbox, started = request[BACKEND_KEY].resume_sandbox(sandbox_id(request))
     return _transition(wire.sandbox_json(sandbox), started)
 
 
 def _transition(data: dict[str, object], started: bool) -> web.Response:
     if not started:
-        return web.json_response(wire.success(data))
-    return web.json_response(wire.success(data), status=202, headers={"X-Poll-After": POLL_AFTER})
+        return ok(data)
+    return ok(data, status=202, headers={"X-Poll-After": POLL_AFTER})

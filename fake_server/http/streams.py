@@ -3,19 +3,22 @@ stall, corrupt or duplicate what a client receives."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 
 from fake_server.http.keys import ANNOUNCED_KEY, STREAM_KEY, STREAM_WRAPPERS_KEY, WORLD_KEY
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import AsyncGenerator, Callable, Mapping
 
     from fake_server.clock import Clock
 
-__all__ = ["BodyWriter", "FrameWriter", "open_body", "open_ndjson"]
+__all__ = ["BodyWriter", "FrameWriter", "open_body", "open_ndjson", "stream_ndjson"]
+
+_T = TypeVar("_T")
 
 
 class FrameWriter:
@@ -80,3 +83,20 @@ async def open_body(request: web.Request, length: int) -> tuple[web.StreamRespon
     response.content_length = length
     await _prepare(request, response)
     return response, _wrap(request, BodyWriter(response))
+
+
+async def stream_ndjson(
+    request: web.Request,
+    items: AsyncGenerator[_T, None],
+    render: Callable[[_T], Mapping[str, Any]],
+) -> web.StreamResponse:
+    """Send every item of ``items`` as one NDJSON frame; a client that goes away ends it.
+
+    ``items`` is closed in every case, so the model's generator cleans up.
+    """
+    async with contextlib.aclosing(items):
+        response, writer = await open_ndjson(request)
+        with contextlib.suppress(ConnectionResetError):
+            async for item in items:
+                await writer.write_frame(render(item))
+    return response

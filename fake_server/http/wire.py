@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PTY_DEFAULT_CMD",
+    "decode_json",
     "exec_event",
     "exec_result",
     "iso",
@@ -42,6 +43,7 @@ __all__ = [
     "process_frame",
     "process_json",
     "query_int",
+    "read_body",
     "read_json",
     "sandbox_json",
     "success",
@@ -65,27 +67,46 @@ def iso(timestamp: float | None) -> str | None:
 # -- request parsing ------------------------------------------------------------------------
 
 
+async def read_body(request: web.Request, limit: int, *, too_large: str) -> bytes:
+    """The whole body, refused (``too_large``, field ``body``) past ``limit`` bytes.
+
+    Read until the end: one ``read(n)`` returns only what has arrived, which is part of a body
+    sent in more than one TCP segment.
+    """
+    if request.content_length is not None and request.content_length > limit:
+        raise BadRequest(too_large, field="body")
+    raw = bytearray()
+    while chunk := await request.content.read(limit + 1 - len(raw)):
+        raw += chunk
+        if len(raw) > limit:
+            raise BadRequest(too_large, field="body")
+    return bytes(raw)
+
+
+def decode_json(raw: bytes, *, invalid: str = "is not valid JSON") -> object:
+    """Any JSON value; lone surrogates (which ``json.loads`` lets through and nothing
+    downstream can encode) are refused too."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise BadRequest(invalid, field="body") from None
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except (UnicodeEncodeError, RecursionError, ValueError):
+        raise BadRequest("must be valid UTF-8 JSON", field="body") from None
+    return value
+
+
 async def read_json(request: web.Request, *, optional: bool = False) -> dict[str, Any]:
     """The body as a JSON object; an empty body is ``{}`` when ``optional``."""
-    if request.content_length is not None and request.content_length > MAX_JSON_BYTES:
-        raise BadRequest("is too large", field="body")
-    raw = await request.content.read(MAX_JSON_BYTES + 1)
-    if len(raw) > MAX_JSON_BYTES:
-        raise BadRequest("is too large", field="body")
+    raw = await read_body(request, MAX_JSON_BYTES, too_large="is too large")
     if not raw.strip():
         if optional:
             return {}
         raise BadRequest("must be a JSON object", field="body")
-    try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise BadRequest("is not valid JSON", field="body") from None
+    body = decode_json(raw)
     if not isinstance(body, dict):
         raise BadRequest("must be a JSON object", field="body")
-    try:  # json.loads lets lone surrogates through; nothing downstream can encode them
-        json.dumps(body, ensure_ascii=False).encode()
-    except (UnicodeEncodeError, RecursionError, ValueError):
-        raise BadRequest("must be valid UTF-8 JSON", field="body") from None
     return body
 
 

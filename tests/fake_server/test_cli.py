@@ -36,7 +36,7 @@ def _read_help(process: subprocess.Popen[str]) -> list[str]:
     lines = []
     while line := process.stdout.readline():
         lines.append(line.rstrip("\n"))
-        if line.startswith("# the fake's control API"):
+        if line.startswith("control key: "):
             break
     return lines
 
@@ -49,6 +49,8 @@ def _exercise(process: subprocess.Popen[str]) -> None:
     # The random key: not the seeded one every install shares.
     assert re.fullmatch(r"cos_live_[0-9a-f]{32}", key)
     assert key != FakeCreateOS(seed=0).api_key
+    control_key = lines[-1].removeprefix("control key: ")
+    assert re.fullmatch(r"cos_fake_[0-9a-f]{32}", control_key)
     assert lines[1:] == [
         "",
         "# the official SDKs (they add /v1 themselves):",
@@ -58,8 +60,10 @@ def _exercise(process: subprocess.Popen[str]) -> None:
         json.dumps({"apiUrl": origin, "apiKey": key, "shape": "s-1vcpu-1gb"}),
         "# curl and other HTTP clients send the key in the X-Api-Key header:",
         f"curl -H 'X-Api-Key: {key}' {origin}/v1/sandboxes",
-        "# the fake's control API (/_fake/...) takes the same X-Api-Key",
+        "# the fake's control API (/_fake/...) takes its own key in X-Fake-Control-Key:",
+        f"control key: {control_key}",
     ]
+    assert control_key != key
     assert process.stdout is not None
     assert process.stdout.readline() == "\n"
     port = origin.rsplit(":", 1)[1]
@@ -70,7 +74,8 @@ def _exercise(process: subprocess.Popen[str]) -> None:
         rebound = client.get("/v1/whoami", headers={"Host": f"evil.example:{port}"})
         assert client.get("/v1/whoami", headers={"Host": f"localhost:{port}"}).status_code == 200
         fault = {"operation": "whoami", "action": {"type": "http_error", "status": 503}}
-        assert client.post("/_fake/faults", json=fault).status_code == 201
+        control = {"X-Fake-Control-Key": control_key}
+        assert client.post("/_fake/faults", json=fault, headers=control).status_code == 201
         assert client.get("/v1/whoami").status_code == 503
     assert (rebound.status_code, rebound.json()) == (
         403,

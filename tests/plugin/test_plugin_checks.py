@@ -145,3 +145,31 @@ def test_a_passing_test_prints_no_journal(inner: pytest.Pytester) -> None:
     result = inner.runpytest("-rA")
     result.assert_outcomes(passed=1)
     assert "createos journal" not in result.stdout.str()
+
+
+def test_a_stream_fault_past_the_end_of_the_stream_counts_as_unfired(
+    inner: pytest.Pytester,
+) -> None:
+    """A cut whose trigger lies past the last frame never acted: the check reports it."""
+    inner.makepyfile(
+        """
+        import httpx
+        import pytest
+        from fake_server.faults import CutStream
+
+        @pytest.mark.createos_fault("exec_stream", CutStream(after_frames=1))
+        def test_one_frame(createos_fake):
+            headers = {"X-Api-Key": createos_fake.api_key}
+            with httpx.Client(base_url=createos_fake.url, headers=headers) as client:
+                sid = client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}).json()
+                sid = sid["data"]["id"]
+                done = client.post(f"/v1/sandboxes/{sid}/exec?stream=true", json={"cmd": "true"})
+                assert done.text == '{"exit_code":0}\\n'
+                client.delete(f"/v1/sandboxes/{sid}")
+        """
+    )
+    result = inner.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["createos: 1 armed fault(s) never fired: Fault(exec_stream CutStream(*"]
+    )

@@ -56,7 +56,6 @@ from fake_server.faults import (
     TamperFile,
     TruncatedDownload,
 )
-from fake_server.http.fault_middleware import install_faults
 from fake_server.http.keys import ACCOUNT_KEY, OPERATION_KEY
 from pytest_createos.provider import (
     CreateosCleanupError,
@@ -399,7 +398,6 @@ async def run_chaos(
     time, on one fake and one clock."""
     clock = VirtualClock(autojump_threshold=CLOCK_THRESHOLD)
     fake = FakeCreateOS(seed=seed, clock=clock, transitions=TransitionPolicy.immediate())
-    install_faults(fake)
     counts: Counter[tuple[str | None, str]] = Counter()
     fake.middlewares.insert(0, request_counter(counts))
     slots = asyncio.Semaphore(CONCURRENCY)

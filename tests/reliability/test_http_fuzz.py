@@ -8,15 +8,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fake_server import FakeCreateOS, TransitionPolicy
 from fake_server.http import ROUTES
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from fake_server import FakeCreateOS
 
 METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
 ODD_TEXT = st.text(
@@ -74,19 +72,6 @@ QUERY = st.dictionaries(
 
 def _safe(cmd: object) -> bool:
     return not isinstance(cmd, str) or cmd in ("true", "echo", "/bin/false", "zz-missing", "")
-
-
-@pytest.fixture(name="fake", scope="module")
-def _fake() -> Iterator[FakeCreateOS]:
-    fake = FakeCreateOS(transitions=TransitionPolicy.immediate()).start()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture(name="http", scope="module")
-def _http(fake: FakeCreateOS) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=20) as c:
-        yield c
 
 
 def _prepare(http: httpx.Client) -> tuple[str, str]:
