@@ -28,7 +28,7 @@ from fake_server.models import (
 from fake_server.runtime import CommandRegistry
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Callable, Sequence
 
     from aiohttp.typedefs import Middleware
 
