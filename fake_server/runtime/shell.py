@@ -150,7 +150,22 @@ class Shell:
             username="sandbox", hostname="sandbox", cwd=workdir, env=environment, **_LIMITS
         )
         bash.mount("/", self._disk.fs)
-        state.bind(bash.cancel)
+        with state.interpreter(bash.cancel):
+            return await self._drive(
+                bash, state, args, workdir, stdin, on_stdout, on_stderr, started
+            )
+
+    async def _drive(
+        self,
+        bash: bashkit.Bash,
+        state: RunState,
+        args: list[str],
+        workdir: str,
+        stdin: bytes | StdinPipe | None,
+        on_stdout: Sink,
+        on_stderr: Sink,
+        started: Callable[[], None],
+    ) -> int:
         program = self._program(args[0], workdir)
         interactive = isinstance(stdin, StdinPipe) and reads_commands_from_stdin(program, args[1:])
         if isinstance(stdin, StdinPipe) and not stdin.closed and program in ("bash", "sh"):
