@@ -38,8 +38,11 @@ what a PTY runs) executes each complete command as its line arrives and ends at 
 of input. Otherwise the input is fed through a pipeline stage; bashkit hands it to builtins and
 to ``bash -c`` as one string, so a script that may read stdin (``cat``, ``read``…) and was
 started with an open pipe begins once the pipe is closed (the provider closes stdin right after
-creating a process). A ``bash -c`` script whose every command provably ignores stdin
-(``echo``, ``sleep``, ``trap``, ``wait``, ``mkdir``…) starts at once. A registered command run
+creating a process). A process whose every command provably ignores stdin (``echo``,
+``sleep``, ``trap``, ``wait``, ``mkdir``…) starts at once, looking through ``exec``, ``env``
+(options and assignments) and nested ``bash -c``/``sh -c``: the TypeScript provider's
+``exec env A=1 '/bin/bash' '-c' 'echo hi; sleep 1'`` starts at once, as a real process does. A
+registered command counts as reading stdin. A registered command run
 directly as ``argv`` receives it chunk by chunk instead, and the process ends when that command
 returns even if stdin is still open.
 

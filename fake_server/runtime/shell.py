@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -13,8 +14,7 @@ import bashkit
 from fake_server.runtime import adapters, vfs
 from fake_server.runtime.disk import HOME, IMAGE_COMMANDS
 from fake_server.runtime.interactive import (
-    command_string,
-    may_read_stdin,
+    argv_may_read_stdin,
     reads_commands_from_stdin,
     run_interactive,
 )
@@ -168,9 +168,9 @@ class Shell:
     ) -> int:
         program = self._program(args[0], workdir)
         interactive = isinstance(stdin, StdinPipe) and reads_commands_from_stdin(program, args[1:])
-        if isinstance(stdin, StdinPipe) and not stdin.closed and program in ("bash", "sh"):
-            script = command_string(args[1:])
-            if script is not None and not may_read_stdin(bash, script):
+        if isinstance(stdin, StdinPipe) and not stdin.closed and not interactive:
+            resolve = functools.partial(self._stdin_name, workdir=workdir)
+            if not argv_may_read_stdin(bash, [program, *args[1:]], resolve):
                 stdin = None  # nothing would ever read it: start now, not at close
 
         async def filtered_stderr(data: bytes) -> None:
@@ -269,6 +269,12 @@ class Shell:
             if leader in commands:  # a custom command as the process: stdin ends with it
                 commands[leader] = adapters.leader_command(state, commands[leader])
         add_commands(bash, commands)
+
+    def _stdin_name(self, program: str, workdir: str) -> str:
+        """The command ``program`` runs, as ``may_read_stdin`` judges it: a registered command
+        (even one named ``echo``) is Python code that may read stdin."""
+        name = self._program(program, workdir)
+        return name if self._commands.get(name) is None else f"{name} (registered)"
 
     def _program(self, program: str, workdir: str) -> str:
         """An image path such as ``/bin/bash`` becomes the command itself.
