@@ -18,6 +18,7 @@ __all__ = [
     "RateLimited",
     "RequestTimeout",
     "Unauthorized",
+    "at_capacity",
 ]
 
 
@@ -110,6 +111,11 @@ class InsufficientStorage(ApiError):
 
     status = 507
     default_code = "insufficient_storage"
+
+
+def at_capacity(exc: OSError) -> InsufficientStorage:
+    """The fake's process is out of file descriptors (``runtime.CapacityError``): 507."""
+    return InsufficientStorage(str(exc.strerror), code="fake_at_capacity")
 
 
 class NotImplementedByFake(ApiError):

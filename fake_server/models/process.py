@@ -119,7 +119,7 @@ class Process:
         self.task.add_done_callback(lambda _: self._finish(None, self._kill_signal or "SIGKILL"))
 
     async def _run(self, shell: Shell, env: dict[str, str], bridge: Hold) -> None:
-        from fake_server.runtime import ProcessSignal
+        from fake_server.runtime import CapacityError, ProcessSignal
 
         out_stream = "pty" if self.kind == "pty" else "stdout"
         err_stream = "pty" if self.kind == "pty" else "stderr"
@@ -148,6 +148,9 @@ class Process:
             self._finish(None, exc.signal)
         except FileNotFoundError:
             self._emit(err_stream, b"bash: cd: No such file or directory\n")
+            self._finish(1, None, state="failed")
+        except CapacityError as exc:  # checked at creation; only a race gets here
+            self._emit(err_stream, f"createos-fake: {exc.strerror}\n".encode())
             self._finish(1, None, state="failed")
         except Exception:
             # A bug in the fake or its runtime: fail the process, and the test through errors.

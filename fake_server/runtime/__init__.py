@@ -14,6 +14,11 @@ Public API
     Commands a test adds to the image (``node``, ``git``…) as Python callables.
 ``StdinPipe``
     Live stdin of a managed process (``/input`` writes, ``/stdin/close`` closes).
+``CapacityError`` / ``check_capacity()``
+    Every bashkit object holds 3 file descriptors: a disk for its sandbox's life (until
+    ``wipe()`` or until it is dropped), an interpreter for one run (dropped when the run ends).
+    Creating either raises ``CapacityError`` (``EMFILE``) while fewer than 48 descriptors under
+    ``RLIMIT_NOFILE`` would be left; the API answers 507 ``fake_at_capacity``.
 
 GNU overrides of bashkit builtins: ``realpath`` (symlinks resolved; ``-e``/``-m``), ``tar``
 (links kept as links, modes, ``--exclude``, ``-h``, ``-z``), ``sleep`` and ``timeout`` (on the
@@ -64,6 +69,7 @@ Known bashkit limits
 
 from __future__ import annotations
 
+from fake_server.runtime.capacity import CapacityError, check_capacity
 from fake_server.runtime.commands import CommandFunc, CommandIO, CommandRegistry
 from fake_server.runtime.disk import HOME, SandboxDisk
 from fake_server.runtime.pipes import ProcessSignal, StdinPipe
@@ -72,6 +78,7 @@ from fake_server.runtime.shell import BASE_ENV, Shell
 __all__ = [
     "BASE_ENV",
     "HOME",
+    "CapacityError",
     "CommandFunc",
     "CommandIO",
     "CommandRegistry",
@@ -79,4 +86,5 @@ __all__ = [
     "SandboxDisk",
     "Shell",
     "StdinPipe",
+    "check_capacity",
 ]

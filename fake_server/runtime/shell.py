@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import bashkit
 
-from fake_server.runtime import adapters, vfs
+from fake_server.runtime import adapters, capacity, vfs
 from fake_server.runtime.disk import HOME, IMAGE_COMMANDS
 from fake_server.runtime.interactive import (
     argv_may_read_stdin,
@@ -100,7 +100,8 @@ class Shell:
 
         Raises ``FileNotFoundError`` before running anything when ``cwd`` is not a directory
         (``errno`` ``ENOENT`` or ``ENOTDIR``), ``ValueError``/``TypeError`` for an empty argv,
-        non-strings or NUL bytes, and ``RuntimeError`` when the disk was wiped.
+        non-strings or NUL bytes, ``RuntimeError`` when the disk was wiped, and
+        ``CapacityError`` when the process has no file descriptors left for an interpreter.
         """
         once = _once(started)
         try:
@@ -146,8 +147,10 @@ class Shell:
         on_stderr: Sink,
         started: Callable[[], None],
     ) -> int:
-        bash = bashkit.Bash(
-            username="sandbox", hostname="sandbox", cwd=workdir, env=environment, **_LIMITS
+        bash = capacity.create(
+            lambda: bashkit.Bash(
+                username="sandbox", hostname="sandbox", cwd=workdir, env=environment, **_LIMITS
+            )
         )
         bash.mount("/", self._disk.fs)
         with state.interpreter(bash.cancel):
