@@ -22,7 +22,8 @@ Public API
 
 GNU overrides of bashkit builtins: ``realpath`` (symlinks resolved; ``-e``/``-m``), ``tar``
 (links kept as links, modes, ``--exclude``, ``-h``, ``-z``), ``sleep`` and ``timeout`` (on the
-fake's clock, interruptible).
+fake's clock, interruptible), ``seq`` and ``yes`` (whole output, streamed: bashkit's stop
+silently at 100,000 and 10,000 lines; a writer whose reader went away ends with 141).
 
 Killing and signals
 -------------------
@@ -64,6 +65,12 @@ Known bashkit limits
 * One file may hold at most 10,000,000 bytes and a disk 100,000,000 bytes (bashkit's fixed
   in-memory limits); writes beyond raise ``OSError`` ``EFBIG``/``ENOSPC``.
 * ``kill -9 $$`` inside a script ends it with exit status 137, not a signal.
+* One expansion yields at most 100,000 words (``set -- $(seq 200000)``): the command fails
+  with status 1 and ``bash: word split field limit (100000) exceeded`` on stderr.
+* Still capped without a message (bashkit's devices and expansion, not overridable by a
+  command): reading ``/dev/zero`` gives at most 1 MiB and ``/dev/urandom``/``/dev/random`` 8 KiB
+  per read, so ``head -c 5M /dev/zero`` yields 1 MiB; ``dd if=/dev/zero bs=1M count=N`` gives
+  all N MiB. A brace range of more than 100,000 items (``{1..200000}``) stays unexpanded.
 * A script waits for its background jobs (``sleep 100 &``) before it ends.
 """
 

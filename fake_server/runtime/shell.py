@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import bashkit
 
-from fake_server.runtime import adapters, capacity, vfs
+from fake_server.runtime import adapters, capacity, endless, vfs
 from fake_server.runtime.disk import HOME, IMAGE_COMMANDS
 from fake_server.runtime.interactive import (
     argv_may_read_stdin,
@@ -56,6 +56,10 @@ _DISK_ERRORS = (
     ),
 )
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: The prefix of bashkit's fixed-limit errors, which it reports only in the result.
+_LIMIT_ERROR = re.compile(
+    r"^(resource limit exceeded: |execution error: )+(memory limit exceeded: )?"
+)
 
 # bashkit's default profile caps a run at 10,000 commands and 1 MiB of output; a sandbox
 # process may run for the whole test session, so the limits are set far out of reach.
@@ -206,6 +210,10 @@ class Shell:
             return 2
         finally:
             state.stop()
+        if result.error and result.exit_code and _LIMIT_ERROR.search(result.error):
+            # bashkit stops at a fixed limit (100,000 words from one expansion, a brace range
+            # of 100,000 items) with status 1 and the reason only in the result: say it.
+            await on_stderr(f"bash: {_LIMIT_ERROR.sub('', result.error)}\n".encode())
         return int(result.exit_code) & 0xFF
 
     async def _spawn(
@@ -262,6 +270,8 @@ class Shell:
             "realpath": realpath_command(self._disk.fs),
             "tar": tar_command(self._disk.fs),
             "timeout": timeout_command(state, self._spawn),
+            "seq": endless.seq_command,
+            "yes": endless.yes_command,
         }
         for command in self._commands.commands():
             sinks = direct if command.name == leader else None
