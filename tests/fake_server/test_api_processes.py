@@ -251,6 +251,10 @@ async def test_a_wrapped_script_starts_before_stdin_is_closed(
         data(2, "bye\n"),
         {"type": "exit", "exit_code": 0},
     ]
+    # Closing the pipe after the process exited succeeds (close(2) does); only twice is refused.
+    assert (await client.post(base + "/stdin/close")).status_code == 200
+    again = await client.post(base + "/stdin/close")
+    assert (again.status_code, again.json()["data"]["code"]) == (409, "stdin_closed")
 
 
 async def test_wait_times_out_with_408_on_the_fake_clock(
