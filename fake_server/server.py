@@ -311,8 +311,8 @@ class FakeCreateOS:
 
     def reset(self, *, seed: int | None = None) -> None:
         """Back to a fresh fake on the same port: only the default account, no sandboxes,
-        empty journal and errors, ids reseeded (with ``seed`` when given), the initial
-        transition policy and rate limit (fresh counts).
+        no registered commands, empty journal and errors, ids reseeded (with ``seed`` when
+        given), the initial transition policy and rate limit (fresh counts).
 
         Time restarts too, for what a test can compare: ``journal.origin`` becomes the reset
         instant (``journal.format()`` counts from it) and ids carry times from
@@ -324,6 +324,7 @@ class FakeCreateOS:
 
         def clear() -> None:
             self.world.clear()
+            self.commands.clear()  # one test's ``node`` must not answer in the next
             self.journal.clear()
             self.journal.rebase(self.clock.now())
             self.errors.clear()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fake_server.models.base import AccountBase
-from fake_server.models.errors import BadRequest
+from fake_server.models.errors import BadRequest, at_capacity
 from fake_server.models.exec_ops import ExecOps
 from fake_server.models.process_ops import ProcessOps
 from fake_server.models.sandbox import STATUSES, Sandbox, SandboxSpec
@@ -62,8 +62,12 @@ class Account(ExecOps, ProcessOps, AccountBase):
         if spec.name is not None and not 1 <= len(spec.name) <= MAX_NAME:
             raise BadRequest(f"must be 1 to {MAX_NAME} characters", field="name")
         _check_envs(spec.envs)
-        from fake_server.runtime import SandboxDisk
+        from fake_server.runtime import CapacityError, SandboxDisk
 
+        try:
+            disk = SandboxDisk()
+        except CapacityError as exc:
+            raise at_capacity(exc) from None
         ids = self.ctx.ids
         sandbox = Sandbox(
             sandbox_id=ids.sandbox_id(),
@@ -73,7 +77,7 @@ class Account(ExecOps, ProcessOps, AccountBase):
             name=spec.name or ids.name(),
             ip=ids.private_ip(),
             spawn_ms=ids.spawn_ms(),
-            disk=SandboxDisk(),
+            disk=disk,
             ctx=self.ctx,
         )
         self.sandboxes[sandbox.id] = sandbox

@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 from typing import TYPE_CHECKING
 
-from fake_server.models.errors import BadRequest, NotFound
+from fake_server.models.errors import BadRequest, NotFound, at_capacity
 
 if TYPE_CHECKING:
     from fake_server.models.context import Context
@@ -60,6 +60,15 @@ class AccountBase:
         sandbox = self._sandbox(sandbox_id)
         sandbox.require_running()
         return sandbox
+
+    def _room_for_a_command(self) -> None:
+        """507 now, before anything starts, when no interpreter would fit (fd limit)."""
+        from fake_server.runtime import CapacityError, check_capacity
+
+        try:
+            check_capacity()
+        except CapacityError as exc:
+            raise at_capacity(exc) from None
 
     def _process(self, sandbox_id: str, process_id: str) -> Process:
         sandbox = self._running(sandbox_id)

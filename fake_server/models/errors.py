@@ -20,6 +20,7 @@ __all__ = [
     "RateLimited",
     "RequestTimeout",
     "Unauthorized",
+    "at_capacity",
     "code_for",
 ]
 
@@ -133,6 +134,11 @@ class InsufficientStorage(ApiError):
     """The sandbox's disk is full (the fake's disk is an in-memory filesystem with a cap)."""
 
     status = 507
+
+
+def at_capacity(exc: OSError) -> InsufficientStorage:
+    """The fake's process is out of file descriptors (``runtime.CapacityError``): 507."""
+    return InsufficientStorage(str(exc.strerror), code="fake_at_capacity")
 
 
 class NotImplementedByFake(ApiError):

@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fake_server.models.base import AccountBase, check_abs_path
-from fake_server.models.errors import BadRequest, InsufficientStorage, NotFound, PayloadTooLarge
+from fake_server.models.errors import (
+    BadRequest,
+    InsufficientStorage,
+    NotFound,
+    PayloadTooLarge,
+    at_capacity,
+)
 from fake_server.models.waiting import Wakeup, wait_event
 
 if TYPE_CHECKING:
@@ -90,11 +96,12 @@ class ExecOps(AccountBase):
         env = self._env(sandbox, dict(spec.env))
         cwd = self._check_cwd(sandbox, spec.cwd)
         stdin = spec.stdin.encode() if spec.stdin is not None else None
+        self._room_for_a_command()
         return _Prepared(sandbox, [spec.cmd, *spec.args], cwd, env, stdin)
 
     async def _run(self, job: _Prepared, out: _Sink, err: _Sink) -> tuple[int, str]:
         """Exit status and error text (empty on a normal exit)."""
-        from fake_server.runtime import ProcessSignal, Shell
+        from fake_server.runtime import CapacityError, ProcessSignal, Shell
 
         shell = Shell(job.sandbox.disk, self.ctx.clock, self.ctx.commands)
         # The runtime holds its own busy token while the interpreter works; the caller's
@@ -116,6 +123,8 @@ class ExecOps(AccountBase):
                 return 128 + _SIGNUMS.get(exc.signal, 9), f"command killed by {exc.signal}"
             except FileNotFoundError:
                 return 1, "working directory does not exist"
+            except CapacityError as exc:
+                raise at_capacity(exc) from None
         return code, ""
 
     async def exec(self, sandbox_id: str, spec: ExecSpec) -> ExecResult:

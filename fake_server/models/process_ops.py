@@ -28,6 +28,7 @@ class ProcessOps(AccountBase):
         sandbox = self._running(sandbox_id)
         env = self._env(sandbox, dict(spec.env))
         cwd = self._check_cwd(sandbox, spec.cwd)
+        self._room_for_a_command()
         ids = self.ctx.ids
         process = Process(
             process_id=ids.process_id(),
