@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from fake_server import FakeCreateOS, RealClock, TransitionPolicy, VirtualClock
+from fake_server.http.middlewares import UNAUTHORIZED_MESSAGE
 
 
 def test_thread_mode_serves_sync_clients_and_closes_idempotently() -> None:
@@ -186,7 +187,7 @@ async def test_the_control_api_takes_only_the_control_key() -> None:
             }
             assert (await c.get("/v1/whoami", headers={"X-Fake-Control-Key": "ctl-1"})).json() == {
                 "status": "fail",
-                "data": {"code": "unauthorized", "message": "missing or invalid API key"},
+                "data": {"code": "unauthorized", "message": UNAUTHORIZED_MESSAGE},
             }
             allowed = await c.post("/_fake/reset", headers={"X-Fake-Control-Key": "ctl-1"})
     forbidden = {
