@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from createos import Client
+from createos.errors import APIError
 from createos.models import (
     CreateSandboxRequest,
     ExecStreamEventType,
@@ -76,8 +77,13 @@ def test_full_workflow(fake: FakeCreateOS, client: Client) -> None:
     with sandbox.files.download("/data/blob.bin") as download:
         assert download.read() == payload
 
+    # The script reads its stdin, so it cannot exit before the close below: a process that
+    # has already exited has its stdin closed, and closing it again is a 409 (a race the
+    # providers tolerate, and that made this test fail one run in six).
     process = sandbox.processes.create(
-        ManagedProcessCreateRequest(command="/bin/bash", arguments=["-lc", "echo managed; exit 5"])
+        ManagedProcessCreateRequest(
+            command="/bin/bash", arguments=["-lc", "read -r line; echo managed; exit 5"]
+        )
     )
     sandbox.processes.close_standard_input(process.process_id)
     with sandbox.processes.connect(process.process_id) as frames:
@@ -88,6 +94,12 @@ def test_full_workflow(fake: FakeCreateOS, client: Client) -> None:
     ]
     waited = sandbox.processes.wait(process.process_id, ManagedProcessWaitOptions(wait_timeout=5))
     assert (waited.tree_exited, waited.exit_code) == (True, 5)
+    with pytest.raises(APIError) as closed:
+        sandbox.processes.close_standard_input(process.process_id)
+    assert closed.value.status_code == 409
+    assert str(closed.value).endswith(
+        "HTTP 409: code: stdin_closed; message: stdin is already closed"
+    )
     assert [p.process_id for p in sandbox.processes.list()] == [process.process_id]
     deleted = sandbox.processes.delete(
         process.process_id, ManagedProcessDeleteOptions(grace_period=1)
