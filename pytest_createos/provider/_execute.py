@@ -25,9 +25,14 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ._client import CONNECTION_FAILED, StreamReadError, identifier
+from ._client import StreamReadError, identifier
 from ._clock import busy, notify
-from ._errors import CreateosApiError, CreateosCleanupError, CreateosError
+from ._errors import (
+    ConnectionFailedError,
+    CreateosApiError,
+    CreateosCleanupError,
+    CreateosError,
+)
 from ._output import (
     EVICTED,
     MAX_CAPTURE_CHARS,
@@ -246,7 +251,7 @@ class _Follower:
                 continue
             except CreateosError as error:
                 self._signal.raise_if_aborted()
-                if connected or type(error) is not CreateosError or str(error) != CONNECTION_FAILED:
+                if connected or not isinstance(error, ConnectionFailedError):
                     raise
                 await self._retry(CONNECT_FAILED)
                 continue
