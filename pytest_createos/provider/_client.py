@@ -36,7 +36,12 @@ from urllib.parse import quote
 import httpx
 
 from pytest_createos.provider._clock import idle, notify
-from pytest_createos.provider._errors import CreateosApiError, CreateosError
+from pytest_createos.provider._errors import (
+    CONNECTION_FAILED,
+    ConnectionFailedError,
+    CreateosApiError,
+    CreateosError,
+)
 from pytest_createos.provider._signal import deadline_signal
 
 if TYPE_CHECKING:
@@ -50,7 +55,6 @@ if TYPE_CHECKING:
 __all__ = ["CreateosClient", "HttpPool", "StreamReadError", "identifier", "operation_label"]
 
 EMPTY_STREAM = "CreateOS returned an empty process stream."
-CONNECTION_FAILED = "CreateOS connection failed."
 _IDENTIFIER = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _LOOPBACK_PREFIXES = ("http://localhost", "http://127.0.0.1", "http://[::1]")
 # encodeURIComponent leaves these unescaped besides letters, digits and "_.-~".
@@ -220,7 +224,7 @@ class CreateosClient:
             try:
                 status = response.status_code
                 if 300 <= status < 400:
-                    raise CreateosError(CONNECTION_FAILED)
+                    raise ConnectionFailedError()
                 if not 200 <= status < 300:
                     raise CreateosApiError(status, operation_label(path))
                 yield response, signal
@@ -241,7 +245,7 @@ class CreateosClient:
         except Exception as exc:
             if signal.aborted and exc is signal.reason:
                 raise
-            raise CreateosError(CONNECTION_FAILED) from None
+            raise ConnectionFailedError() from None
 
     async def _read_all(self, response: httpx.Response, signal: AbortSignal) -> bytes:
         try:
@@ -250,7 +254,7 @@ class CreateosClient:
         except Exception as exc:
             if signal.aborted and exc is signal.reason:
                 raise
-            raise CreateosError(CONNECTION_FAILED) from None
+            raise ConnectionFailedError() from None
 
     async def _chunks(self, response: httpx.Response, signal: AbortSignal) -> AsyncIterator[bytes]:
         iterator = response.aiter_bytes()
