@@ -12,10 +12,15 @@ loop; instead participants report it:
 
 * tasks that do real work inside the fake hold a *busy* token (``with clock.busy():``), which
   ``sleep()`` and ``idle()`` give back while the task waits;
-* an HTTP request in flight from a clock-aware client is counted from ``request_sent()`` until
-  the server's ``request_arrived()``, and each reply -- and each NDJSON frame of a streamed
-  reply -- from ``response_sent()`` until the client's ``response_received()``, so a jump never
-  happens while bytes are on the loopback wire;
+* an *exchange* (one request and its reply) of a clock-aware client is announced with
+  ``request_sent()``, which returns its id (sent in the ``X-Fake-Clock-Exchange`` header), and
+  ends only when the client calls ``exchange_closed()`` -- after the body, an error or an
+  abandon, never after some real time. Inside it, the request is in flight until the server's
+  ``request_arrived()``, the reply head from ``response_sent()`` until the client's
+  ``response_received()``, and every streamed body write from ``response_sent(size=n)`` until
+  the client has read those ``n`` bytes (``response_received(size=n)``). Between two writes of a
+  stream nothing is in flight, so a server waiting on the clock (heartbeats, ``sleep``) lets
+  time move while the client waits for the next bytes;
 * a hand-off between tasks (a handler starting a process) is bridged by a ``hold()``, a busy
   token that belongs to no task;
 * every call into the clock counts as activity and restarts the quiet period;
@@ -35,9 +40,9 @@ import asyncio
 import contextlib
 import heapq
 import itertools
+import secrets
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 
@@ -46,14 +51,13 @@ from fake_server.loopwatch import LoopProbe
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-__all__ = ["DEFAULT_EPOCH", "Clock", "Hold", "RealClock", "VirtualClock"]
+__all__ = ["DEFAULT_EPOCH", "EXCHANGE_HEADER", "Clock", "Hold", "RealClock", "VirtualClock"]
 
 #: Unix time at virtual ``now() == 0``: 2026-01-01T00:00:00Z, so timestamps are reproducible.
 DEFAULT_EPOCH = 1_767_225_600.0
 
-# An in-flight request or reply that nobody claims within this many real seconds is assumed to
-# belong to a client that does not report (the official SDK, curl) and stops blocking jumps.
-_STALE_TRANSIT = 0.1
+#: The request header that carries an exchange id from a clock-aware client to the fake.
+EXCHANGE_HEADER = "X-Fake-Clock-Exchange"
 # A watched loop that has not been back in ``select()`` for this long is blocked elsewhere.
 _STUCK_LOOP = 0.5
 
@@ -86,10 +90,11 @@ class Clock(Protocol):
         """A busy token that belongs to no task: released explicitly, from anywhere."""
         ...
 
-    def request_sent(self) -> None: ...
-    def request_arrived(self) -> bool: ...
-    def response_sent(self) -> None: ...
-    def response_received(self) -> None: ...
+    def request_sent(self) -> str | None: ...
+    def request_arrived(self, exchange: str | None = None) -> bool: ...
+    def response_sent(self, exchange: str | None = None, size: int = 0) -> None: ...
+    def response_received(self, exchange: str | None = None, size: int = 0) -> None: ...
+    def exchange_closed(self, exchange: str | None = None) -> None: ...
 
 
 class Hold:
@@ -143,20 +148,36 @@ class RealClock:
     def hold(self) -> Hold:
         return Hold()
 
-    def request_sent(self) -> None:
-        pass
+    def request_sent(self) -> str | None:
+        return None
 
-    def request_arrived(self) -> bool:
+    def request_arrived(self, exchange: str | None = None) -> bool:
         return False
 
-    def response_sent(self) -> None:
+    def response_sent(self, exchange: str | None = None, size: int = 0) -> None:
         pass
 
-    def response_received(self) -> None:
+    def response_received(self, exchange: str | None = None, size: int = 0) -> None:
+        pass
+
+    def exchange_closed(self, exchange: str | None = None) -> None:
         pass
 
     def close(self) -> None:
         pass
+
+
+@dataclass(slots=True)
+class _Exchange:
+    """One announced request and its reply: what of it is on the wire right now."""
+
+    request: bool = True  # sent, not yet claimed by the server
+    heads: int = 0  # reply heads sent, not yet claimed by the client
+    bytes: int = 0  # streamed body bytes written, not yet read by the client
+
+    @property
+    def in_flight(self) -> bool:
+        return self.request or self.heads > 0 or self.bytes > 0
 
 
 @dataclass(order=True)
@@ -200,8 +221,9 @@ class VirtualClock:
         self._seq = itertools.count()
         self._busy = 0
         self._held: dict[asyncio.Task[object] | None, int] = {}
-        self._requests: deque[float] = deque()
-        self._responses: deque[float] = deque()
+        self._exchanges: dict[str, _Exchange] = {}
+        self._exchange_ids = itertools.count(1)
+        self._exchange_prefix = secrets.token_hex(4)
         self._last_activity = time.perf_counter()
         self._jumps = 0
         self._loops: dict[asyncio.AbstractEventLoop, LoopProbe] = {}
@@ -239,9 +261,15 @@ class VirtualClock:
 
     @property
     def in_transit(self) -> int:
-        """Announced requests and replies not yet claimed: for tests and debugging."""
+        """Open exchanges with a request, a reply head or body bytes on the wire right now."""
         with self._cond:
-            return len(self._requests) + len(self._responses)
+            return sum(1 for exchange in self._exchanges.values() if exchange.in_flight)
+
+    @property
+    def open_exchanges(self) -> int:
+        """Exchanges announced and not yet closed (in flight or not): a leak gauge for tests."""
+        with self._cond:
+            return len(self._exchanges)
 
     @property
     def jumps(self) -> int:
@@ -351,34 +379,62 @@ class VirtualClock:
 
         return Hold(release)
 
-    def request_sent(self) -> None:
+    def request_sent(self) -> str:
+        """Open an exchange for a request about to be sent; returns its id.
+
+        The client sends the id in the ``EXCHANGE_HEADER`` header and must call
+        ``exchange_closed(id)`` once it is done with the reply, whatever happened: until then
+        the request counts as in flight, however long it takes to reach the server.
+        """
         with self._cond:
-            self._requests.append(time.perf_counter())
+            exchange = f"{self._exchange_prefix}-{next(self._exchange_ids)}"
+            self._exchanges[exchange] = _Exchange()
             self._touch()
+            return exchange
 
-    def request_arrived(self) -> bool:
-        """True when this matches a request a clock-aware client announced.
+    def request_arrived(self, exchange: str | None = None) -> bool:
+        """The server has a request: True when it belongs to an open exchange of this clock.
 
-        Only announced requests get their replies (and NDJSON frames) counted in transit: a
-        client that never reports (curl, the official SDK) would leave them unclaimed.
+        Only announced requests get their replies counted in transit: a client that never
+        reports (curl, the official SDK) could never claim them.
         """
         with self._cond:
             self._touch()
             self._cond.notify_all()
-            if self._requests:
-                self._requests.popleft()
-                return True
-            return False
+            state = self._exchanges.get(exchange) if exchange else None
+            if state is None:
+                return False
+            state.request = False
+            return True
 
-    def response_sent(self) -> None:
+    def response_sent(self, exchange: str | None = None, size: int = 0) -> None:
+        """The server is about to write a reply head (``size=0``) or ``size`` body bytes."""
         with self._cond:
-            self._responses.append(time.perf_counter())
+            state = self._exchanges.get(exchange) if exchange else None
+            if state is not None:
+                if size > 0:
+                    state.bytes += size
+                else:
+                    state.heads += 1
             self._touch()
 
-    def response_received(self) -> None:
+    def response_received(self, exchange: str | None = None, size: int = 0) -> None:
+        """The client has the reply head (``size=0``) or has read ``size`` more body bytes."""
         with self._cond:
-            if self._responses:
-                self._responses.popleft()
+            state = self._exchanges.get(exchange) if exchange else None
+            if state is not None:
+                if size > 0:
+                    state.bytes = max(0, state.bytes - size)
+                else:
+                    state.heads = max(0, state.heads - 1)
+            self._touch()
+            self._cond.notify_all()
+
+    def exchange_closed(self, exchange: str | None = None) -> None:
+        """The client is done with the exchange (body read, error or abandon); idempotent."""
+        with self._cond:
+            if exchange:
+                self._exchanges.pop(exchange, None)
             self._touch()
             self._cond.notify_all()
 
@@ -432,11 +488,8 @@ class VirtualClock:
         sleeper.woken = True
         self._busy += 1
 
-    def _in_transit(self, real_now: float) -> bool:
-        for queue in (self._requests, self._responses):
-            while queue and real_now - queue[0] > _STALE_TRANSIT:
-                queue.popleft()
-        return bool(self._requests or self._responses)
+    def _in_transit(self) -> bool:
+        return any(exchange.in_flight for exchange in self._exchanges.values())
 
     def _ensure_watcher(self) -> None:
         if self._watcher is None and not self._closed:
@@ -456,7 +509,7 @@ class VirtualClock:
                 quiet_for = real_now - self._last_activity
                 if (
                     self._busy > 0
-                    or self._in_transit(real_now)
+                    or self._in_transit()
                     or quiet_for < self._threshold
                     or not self._loops_parked(real_now)
                 ):

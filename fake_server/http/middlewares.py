@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from fake_server.clock import EXCHANGE_HEADER
 from fake_server.http.errors import error_response
 from fake_server.http.keys import (
     ACCOUNT_KEY,
@@ -115,7 +116,8 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
     world = request.app[WORLD_KEY]
     clock = world.ctx.clock
     journal = world.ctx.journal
-    announced = request[ANNOUNCED_KEY] = clock.request_arrived()
+    exchange = request.headers.get(EXCHANGE_HEADER)
+    announced = request[ANNOUNCED_KEY] = exchange if clock.request_arrived(exchange) else None
     operation = operation_of(request)
     request[OPERATION_KEY] = operation
     request[STREAM_WRAPPERS_KEY] = []
@@ -151,7 +153,7 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
             request.app[ERRORS_KEY].append((operation, traceback.format_exc()))
             response = error_response(InternalError("internal error in the fake"))
     if announced and not response.prepared:
-        clock.response_sent()
+        clock.response_sent(announced)
     journal.record(
         Event(
             time=clock.now(),

@@ -7,7 +7,7 @@ import time
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, httpx_event_hooks
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 from fake_server.clock import DEFAULT_EPOCH
 
 pytestmark = pytest.mark.asyncio
@@ -19,7 +19,7 @@ def _client(fake: FakeCreateOS) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         base_url=fake.url,
         headers={"X-Api-Key": fake.api_key},
-        event_hooks=httpx_event_hooks(fake.clock),
+        transport=clock_transport(fake.clock),
     )
 
 
