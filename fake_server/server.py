@@ -174,14 +174,16 @@ class FakeCreateOS:
         if self._runner is not None:
             raise RuntimeError("this fake is already serving")
         from fake_server.http import create_app
+        from fake_server.http.connections import WatchedRunner
 
         self._loop = asyncio.get_running_loop()
         app = create_app(self)
-        runner = web.AppRunner(
+        runner = WatchedRunner(
             app,
+            clock=self.clock,
+            handler_kwargs={"access_log": None},
             handle_signals=False,
             handler_cancellation=True,
-            access_log=None,
             shutdown_timeout=0.0,
         )
         await runner.setup()

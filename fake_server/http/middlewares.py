@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from fake_server.clock import EXCHANGE_HEADER
+from fake_server.http.connections import request_finished, request_started
 from fake_server.http.errors import error_response
 from fake_server.http.keys import (
     ACCOUNT_KEY,
@@ -36,6 +37,8 @@ from fake_server.models import (
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
+
+    from fake_server.clock import Clock
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -115,9 +118,18 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
     """Names the operation, journals request and response, renders every error."""
     world = request.app[WORLD_KEY]
     clock = world.ctx.clock
-    journal = world.ctx.journal
     exchange = request.headers.get(EXCHANGE_HEADER)
     announced = request[ANNOUNCED_KEY] = exchange if clock.request_arrived(exchange) else None
+    try:
+        return await _serve(request, handler, clock, announced)
+    finally:
+        request_finished(request)
+
+
+async def _serve(
+    request: web.Request, handler: Handler, clock: Clock, announced: str | None
+) -> web.StreamResponse:
+    journal = request.app[WORLD_KEY].ctx.journal
     operation = operation_of(request)
     request[OPERATION_KEY] = operation
     request[STREAM_WRAPPERS_KEY] = []
@@ -138,6 +150,7 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
     )
     response: web.StreamResponse
     with clock.busy():
+        request_started(request)  # no longer partly received: this busy token takes over
         try:
             # Unmatched routes run the chain too (their handler raises the router's 404/405),
             # so fault injection sees ``not_implemented`` requests like any other.
