@@ -8,11 +8,14 @@ handler, fake time must not move, even though every event loop waits meanwhile.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 #: Real seconds between two pieces of the request: longer than any "surely arrived" guess.
 PAUSE = 0.15

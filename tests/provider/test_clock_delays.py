@@ -8,13 +8,16 @@ never takes the delay for quiet and jumps to the provider's own deadline.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 #: Real seconds a delayed request waits before it goes out: small, to keep the suite fast
 #: (benchmarks/wire_delays.py runs the same lifecycle with 1 s on every request).
@@ -52,9 +55,7 @@ def _threaded() -> Iterator[FakeCreateOS]:
     assert fake.errors == []
 
 
-@pytest.mark.parametrize(
-    "delayed", [(1,), (3, 6)], ids=["the first request", "two later requests"]
-)
+@pytest.mark.parametrize("delayed", [(1,), (3, 6)], ids=["the first request", "two later requests"])
 @pytest.mark.asyncio
 async def test_a_delayed_request_never_fires_a_fake_deadline(
     threaded: FakeCreateOS, delayed: tuple[int, ...]
