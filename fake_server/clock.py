@@ -5,10 +5,10 @@ The fake never reads the wall clock directly. Everything that waits (transitions
 
 ``RealClock`` is wall time, for ``createos-fake serve``. ``VirtualClock`` only moves when the
 program waits: ``advance()`` moves it by hand and, with ``autojump`` on (the default), it jumps to
-the next deadline as soon as every participant has been quiet for ``autojump_threshold`` real
-seconds -- trio's ``MockClock`` autojump is the model. Because the fake usually runs in a
-background thread while the test runs in its own loop, quietness cannot be read off one event
-loop; instead participants report it:
+the next deadline once every participant provably waits -- trio's ``MockClock`` autojump is the
+model. Real elapsed time is never the proof (``autojump_threshold`` only debounces). Because
+the fake usually runs in a background thread while the test runs in its own loop, waiting
+cannot be read off one event loop; instead participants report it:
 
 * tasks that do real work inside the fake hold a *busy* token (``with clock.busy():``), which
   ``sleep()`` and ``idle()`` give back while the task waits;
@@ -22,13 +22,15 @@ loop; instead participants report it:
   stream nothing is in flight, so a server waiting on the clock (heartbeats, ``sleep``) lets
   time move while the client waits for the next bytes;
 * a hand-off between tasks (a handler starting a process) is bridged by a ``hold()``, a busy
-  token that belongs to no task;
+  token that belongs to no task; the fake's connections hold one while a request is partly
+  received, for clients that report nothing (``fake_server.http.connections``);
 * every call into the clock counts as activity and restarts the quiet period;
 * every event loop that uses the clock is watched at its selector: time only jumps while all of
   them are parked in ``select()``, so code that runs between two awaits -- a test between two
   requests -- is never skipped over. A loop that stays out of ``select()`` for
   ``_STUCK_LOOP`` real seconds (blocked in a synchronous call, say) stops counting, so it cannot
-  freeze time for everybody. Loops without a selector (uvloop) rely on the rest alone.
+  freeze time for everybody; the rules above still hold for it. Loops without a selector
+  (uvloop) rely on the rest alone.
 
 The provider only needs ``now()`` and ``sleep()`` (its own structural protocol); the extra hooks
 are optional and looked up with ``getattr``.
@@ -197,8 +199,8 @@ class VirtualClock:
         start: the initial ``now()``.
         autojump: jump to the next deadline when everything is quiet; off means only
             ``advance()`` moves time.
-        autojump_threshold: real seconds of quiet before a jump. Loopback HTTP between two
-            threads needs a little slack; 2 ms is enough on a loaded two-core machine.
+        autojump_threshold: real seconds of quiet before a jump: a debounce on top of the
+            proof that everybody waits, never a substitute for it.
         epoch: Unix time at ``now() == 0``.
     """
 
