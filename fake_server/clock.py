@@ -42,144 +42,25 @@ import asyncio
 import contextlib
 import heapq
 import itertools
-import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING
 
+from fake_server.clockbase import EXCHANGE_HEADER, Clock, Hold, RealClock
+from fake_server.exchanges import ExchangeLedger
 from fake_server.loopwatch import LoopProbe
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
 
 __all__ = ["DEFAULT_EPOCH", "EXCHANGE_HEADER", "Clock", "Hold", "RealClock", "VirtualClock"]
 
 #: Unix time at virtual ``now() == 0``: 2026-01-01T00:00:00Z, so timestamps are reproducible.
 DEFAULT_EPOCH = 1_767_225_600.0
 
-#: The request header that carries an exchange id from a clock-aware client to the fake.
-EXCHANGE_HEADER = "X-Fake-Clock-Exchange"
 # A watched loop that has not been back in ``select()`` for this long is blocked elsewhere.
 _STUCK_LOOP = 0.5
-
-
-@runtime_checkable
-class Clock(Protocol):
-    """What the fake needs from time."""
-
-    def now(self) -> float:
-        """Monotonic seconds."""
-        ...
-
-    def time(self) -> float:
-        """Unix time, for timestamps in API payloads."""
-        ...
-
-    async def sleep(self, seconds: float) -> None:
-        """Wait ``seconds`` on this clock (cancellable)."""
-        ...
-
-    def busy(self) -> contextlib.AbstractContextManager[None]:
-        """Mark the current task as doing work that time must not skip over."""
-        ...
-
-    def idle(self) -> contextlib.AbstractContextManager[None]:
-        """Give back the current task's busy tokens while it waits on something external."""
-        ...
-
-    def hold(self) -> Hold:
-        """A busy token that belongs to no task: released explicitly, from anywhere."""
-        ...
-
-    def request_sent(self) -> str | None: ...
-    def request_arrived(self, exchange: str | None = None) -> bool: ...
-    def response_sent(self, exchange: str | None = None, size: int = 0) -> None: ...
-    def response_received(self, exchange: str | None = None, size: int = 0) -> None: ...
-    def exchange_closed(self, exchange: str | None = None) -> None: ...
-
-
-class Hold:
-    """A task-independent busy token; ``release()`` is idempotent.
-
-    It bridges hand-offs: a request handler takes one before it starts a process task and the
-    runtime releases it once the interpreter holds its own token, so there is no instant in
-    which nobody is busy and a virtual clock could jump.
-    """
-
-    __slots__ = ("_release",)
-
-    def __init__(self, release: Callable[[], None] | None = None) -> None:
-        self._release = release
-
-    def release(self) -> None:
-        release, self._release = self._release, None
-        if release is not None:
-            release()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-class RealClock:
-    """Wall-clock time; every hook is a no-op."""
-
-    def __init__(self) -> None:
-        self._origin = time.monotonic()
-
-    def now(self) -> float:
-        return time.monotonic() - self._origin
-
-    def time(self) -> float:
-        return time.time()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(max(0.0, seconds))
-
-    @contextlib.contextmanager
-    def busy(self) -> Iterator[None]:
-        yield
-
-    @contextlib.contextmanager
-    def idle(self) -> Iterator[None]:
-        yield
-
-    def hold(self) -> Hold:
-        return Hold()
-
-    def request_sent(self) -> str | None:
-        return None
-
-    def request_arrived(self, exchange: str | None = None) -> bool:
-        return False
-
-    def response_sent(self, exchange: str | None = None, size: int = 0) -> None:
-        pass
-
-    def response_received(self, exchange: str | None = None, size: int = 0) -> None:
-        pass
-
-    def exchange_closed(self, exchange: str | None = None) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-@dataclass(slots=True)
-class _Exchange:
-    """One announced request and its reply: what of it is on the wire right now."""
-
-    request: bool = True  # sent, not yet claimed by the server
-    heads: int = 0  # reply heads sent, not yet claimed by the client
-    bytes: int = 0  # streamed body bytes written, not yet read by the client
-
-    @property
-    def in_flight(self) -> bool:
-        return self.request or self.heads > 0 or self.bytes > 0
 
 
 @dataclass(order=True)
@@ -223,9 +104,7 @@ class VirtualClock:
         self._seq = itertools.count()
         self._busy = 0
         self._held: dict[asyncio.Task[object] | None, int] = {}
-        self._exchanges: dict[str, _Exchange] = {}
-        self._exchange_ids = itertools.count(1)
-        self._exchange_prefix = secrets.token_hex(4)
+        self._exchanges = ExchangeLedger()
         self._last_activity = time.perf_counter()
         self._jumps = 0
         self._loops: dict[asyncio.AbstractEventLoop, LoopProbe] = {}
@@ -265,7 +144,7 @@ class VirtualClock:
     def in_transit(self) -> int:
         """Open exchanges with a request, a reply head or body bytes on the wire right now."""
         with self._cond:
-            return sum(1 for exchange in self._exchanges.values() if exchange.in_flight)
+            return self._exchanges.in_flight()
 
     @property
     def open_exchanges(self) -> int:
@@ -389,10 +268,8 @@ class VirtualClock:
         the request counts as in flight, however long it takes to reach the server.
         """
         with self._cond:
-            exchange = f"{self._exchange_prefix}-{next(self._exchange_ids)}"
-            self._exchanges[exchange] = _Exchange()
             self._touch()
-            return exchange
+            return self._exchanges.open()
 
     def request_arrived(self, exchange: str | None = None) -> bool:
         """The server has a request: True when it belongs to an open exchange of this clock.
@@ -403,40 +280,25 @@ class VirtualClock:
         with self._cond:
             self._touch()
             self._cond.notify_all()
-            state = self._exchanges.get(exchange) if exchange else None
-            if state is None:
-                return False
-            state.request = False
-            return True
+            return self._exchanges.arrived(exchange)
 
     def response_sent(self, exchange: str | None = None, size: int = 0) -> None:
         """The server is about to write a reply head (``size=0``) or ``size`` body bytes."""
         with self._cond:
-            state = self._exchanges.get(exchange) if exchange else None
-            if state is not None:
-                if size > 0:
-                    state.bytes += size
-                else:
-                    state.heads += 1
+            self._exchanges.sent(exchange, size)
             self._touch()
 
     def response_received(self, exchange: str | None = None, size: int = 0) -> None:
         """The client has the reply head (``size=0``) or has read ``size`` more body bytes."""
         with self._cond:
-            state = self._exchanges.get(exchange) if exchange else None
-            if state is not None:
-                if size > 0:
-                    state.bytes = max(0, state.bytes - size)
-                else:
-                    state.heads = max(0, state.heads - 1)
+            self._exchanges.received(exchange, size)
             self._touch()
             self._cond.notify_all()
 
     def exchange_closed(self, exchange: str | None = None) -> None:
         """The client is done with the exchange (body read, error or abandon); idempotent."""
         with self._cond:
-            if exchange:
-                self._exchanges.pop(exchange, None)
+            self._exchanges.close(exchange)
             self._touch()
             self._cond.notify_all()
 
@@ -491,7 +353,7 @@ class VirtualClock:
         self._busy += 1
 
     def _in_transit(self) -> bool:
-        return any(exchange.in_flight for exchange in self._exchanges.values())
+        return self._exchanges.in_flight() > 0
 
     def _ensure_watcher(self) -> None:
         if self._watcher is None and not self._closed:

@@ -88,3 +88,11 @@ async def test_a_delayed_request_never_fires_a_fake_deadline(
     assert transport.held == len(delayed)  # the delays really happened
     assert clock.now() < 2.0  # no fake deadline came near
     assert (clock.in_transit, clock.open_exchanges, clock.busy_tokens) == (0, 0, 0)
+
+
+def test_the_provider_names_the_exchange_header_as_the_fake_reads_it() -> None:
+    """The provider never imports the fake, so the header name is written twice."""
+    from fake_server.clock import EXCHANGE_HEADER as FAKE
+    from pytest_createos.provider._clock import EXCHANGE_HEADER as PROVIDER
+
+    assert PROVIDER == FAKE == "X-Fake-Clock-Exchange"
