@@ -4,7 +4,7 @@ only when the test says so, even with the fake serving from a background thread.
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, httpx_event_hooks
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 
 
 @pytest.mark.asyncio
@@ -14,7 +14,7 @@ async def test_a_sandbox_stays_creating_until_fake_time_passes():
         async with httpx.AsyncClient(
             base_url=fake.api_url,
             headers={"X-Api-Key": fake.api_key},
-            event_hooks=httpx_event_hooks(clock),
+            transport=clock_transport(clock),
         ) as api:
             created = await api.post("/sandboxes", json={"shape": "s-1vcpu-1gb"})
             url = f"/sandboxes/{created.json()['data']['id']}"

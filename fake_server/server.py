@@ -13,6 +13,7 @@ from fake_server.clock import DEFAULT_EPOCH, VirtualClock
 from fake_server.faults import Faults
 from fake_server.faults.world import WorldTarget
 from fake_server.http import AppState, create_app
+from fake_server.http.connections import WatchedRunner
 from fake_server.http.fault_middleware import journal_listener
 from fake_server.http.ratelimit import RateLimiter
 from fake_server.loopcall import call_on_loop
@@ -197,13 +198,13 @@ class FakeCreateOS:
         timeouts: dict[str, Any] = {}
         if idle_timeout is not None:
             timeouts["keepalive_timeout"] = idle_timeout
-        runner = web.AppRunner(
+        runner = WatchedRunner(
             app,
+            clock=self.clock,
+            handler_kwargs={"access_log": None, **timeouts},
             handle_signals=False,
             handler_cancellation=True,
-            access_log=None,
             shutdown_timeout=0.0,
-            **timeouts,
         )
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)

@@ -45,8 +45,8 @@ OPERATION_KEY: web.RequestKey[str] = web.RequestKey("fake_server.operation")
 CALL_KEY: web.RequestKey[Call] = web.RequestKey("fake_server.call")
 ACCOUNT_KEY: web.RequestKey[str] = web.RequestKey("fake_server.account_id")
 BACKEND_KEY: web.RequestKey[Account] = web.RequestKey("fake_server.account")
-#: The client announced this request to the shared clock, so replies are counted in transit.
-ANNOUNCED_KEY: web.RequestKey[bool] = web.RequestKey("fake_server.announced")
+#: The exchange id a clock-aware client announced (replies are counted in transit), or None.
+ANNOUNCED_KEY: web.RequestKey[str | None] = web.RequestKey("fake_server.announced")
 STREAM_KEY: web.RequestKey[Any] = web.RequestKey("fake_server.stream")
 STREAM_WRAPPERS_KEY: web.RequestKey[list[Callable[[Any], Any]]] = web.RequestKey(
     "fake_server.stream_wrappers"

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from fake_server.clock import EXCHANGE_HEADER
 from fake_server.faults import Call
+from fake_server.http.connections import request_finished, request_started
 from fake_server.http.errors import error_response
 from fake_server.http.keys import (
     ACCOUNT_KEY,
@@ -42,6 +44,8 @@ from fake_server.models import (
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
+
+    from fake_server.clock import Clock
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -127,8 +131,18 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
     """Names the operation, journals request and response, renders every error."""
     world = request.app[WORLD_KEY]
     clock = world.ctx.clock
-    journal = world.ctx.journal
-    announced = request[ANNOUNCED_KEY] = clock.request_arrived()
+    exchange = request.headers.get(EXCHANGE_HEADER)
+    announced = request[ANNOUNCED_KEY] = exchange if clock.request_arrived(exchange) else None
+    try:
+        return await _serve(request, handler, clock, announced)
+    finally:
+        request_finished(request)
+
+
+async def _serve(
+    request: web.Request, handler: Handler, clock: Clock, announced: str | None
+) -> web.StreamResponse:
+    journal = request.app[WORLD_KEY].ctx.journal
     operation = operation_of(request)
     request[OPERATION_KEY] = operation
     request[STREAM_WRAPPERS_KEY] = []
@@ -137,6 +151,7 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
     journal.record(event_of(call, kind="request", time=clock.now()))
     response: web.StreamResponse
     with clock.busy():
+        request_started(request)  # no longer partly received: this busy token takes over
         try:
             # Unmatched routes run the chain too (their handler raises the router's 404/405),
             # so fault injection sees ``not_implemented`` requests like any other.
@@ -152,7 +167,7 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
             request.app[ERRORS_KEY].append((operation, traceback.format_exc()))
             response = error_response(InternalError("internal error in the fake"))
     if announced and not response.prepared:
-        clock.response_sent()
+        clock.response_sent(announced)
     account = request.get(ACCOUNT_KEY)
     journal.record(
         event_of(call, kind="response", time=clock.now(), status=response.status, account=account)

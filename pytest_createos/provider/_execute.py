@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._client import StreamReadError, identifier
-from ._clock import busy, notify
+from ._clock import busy
 from ._errors import (
     ConnectionFailedError,
     CreateosApiError,
@@ -268,9 +268,6 @@ class _Follower:
         """Handle one connection's frames; the exit frame, or None at end of stream."""
         splitter = LineSplitter()
         async for text in chunks:
-            # Each complete line is a frame the fake counted in transit for a virtual clock.
-            for _ in range(text.count("\n")):
-                notify(self._clock, "response_received")
             for line in splitter.feed(text):
                 frame = await self._handle(line)
                 if frame is not None:

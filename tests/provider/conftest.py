@@ -18,6 +18,8 @@ from aiohttp import web
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.faults import EmptyReply, Fault, HttpError
+from fake_server.clock import EXCHANGE_HEADER
+from fake_server.http.keys import OPERATION_KEY
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -47,17 +49,18 @@ class ScriptedApi:
     url: str = ""
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
-        self.clock.request_arrived()
+        exchange = request.headers.get(EXCHANGE_HEADER)
+        announced = self.clock.request_arrived(exchange)
         # Busy while handling, like the fake: a virtual clock must not jump meanwhile.
         with self.clock.busy():
             body = await request.read()
             self.calls.append(Call(request.method, request.raw_path, dict(request.headers), body))
             if self.handler is None:
                 raise AssertionError("no handler scripted for this test")
-            try:
-                return await self.handler(request)
-            finally:
-                self.clock.response_sent()
+            response = await self.handler(request)
+            if announced and not response.prepared:
+                self.clock.response_sent(exchange)  # the head, sent once this returns
+            return response
 
     def requests(self) -> list[str]:
         """``"METHOD /path?query"`` for every call, in order."""
