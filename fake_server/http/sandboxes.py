@@ -27,7 +27,8 @@ def _sid(request: web.Request) -> str:
 async def create_sandbox(request: web.Request) -> web.Response:
     spec = wire.parse_create_sandbox(await wire.read_json(request))
     sandbox = request[BACKEND_KEY].create_sandbox(spec)
-    return web.json_response(wire.success(wire.sandbox_json(sandbox)), status=201)
+    await sandbox.until_created()  # the service answers once the sandbox is running
+    return web.json_response(wire.success(wire.sandbox_json(sandbox)))
 
 
 async def list_sandboxes(request: web.Request) -> web.Response:

@@ -160,6 +160,19 @@ class Sandbox:
         await self.clock.sleep(seconds)
         self.settle()
 
+    async def until_created(self) -> None:
+        """Block while ``creating`` for the creating step's fake seconds, as the service's
+        synchronous ``POST /v1/sandboxes`` does; a step counted in reads answers at once (the
+        ``creating`` reply of older deployments), and so does a status changed meanwhile."""
+        pending = self._pending
+        step = self.ctx.policy.step("creating")
+        if pending is None or pending.status != "creating" or step.reads:
+            return
+        remaining = pending.started + step.seconds - self.clock.now()
+        if remaining > 0:
+            await self.clock.sleep(remaining)
+        self.settle()
+
     def cancel_timer(self) -> None:
         timer, self._timer = self._timer, None
         if timer is not None and not timer.done():

@@ -37,12 +37,12 @@ async def test_create_returns_creating_projection_then_running(
             "networks": [],
         },
     )
-    assert response.status_code == 201
+    assert response.status_code == 200
     data = response.json()["data"]
     assert data["id"].startswith("sb-")
     assert len(data["id"]) == 29
     assert {k: data[k] for k in ("status", "name", "shape", "rootfs", "region")} == {
-        "status": "creating",
+        "status": "running",
         "name": "my-box",
         "shape": "s-2vcpu-4gb",
         "rootfs": "node:22",
@@ -112,7 +112,7 @@ async def test_envs_at_the_limits_are_accepted(client: httpx.AsyncClient) -> Non
     envs = {f"K{i}": "x" * 900 for i in range(64)}
     envs["K0"] = "y" * 4096
     response = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "envs": envs})
-    assert response.status_code == 201
+    assert response.status_code == 200
 
 
 async def test_missing_or_wrong_key_is_401(fake: FakeCreateOS) -> None:
@@ -281,9 +281,11 @@ async def test_durations_run_on_the_virtual_clock() -> None:
     clock = VirtualClock(autojump=False)
     async with FakeCreateOS(clock=clock) as fake:
         async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
-            sandbox_id = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()[
-                "data"
-            ]["id"]
+            # Create blocks for the spawn time; a concurrent GET sees ``creating`` meanwhile.
+            creating = asyncio.ensure_future(c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}))
+            while not fake.sandboxes():
+                await asyncio.sleep(0)
+            sandbox_id = fake.sandboxes()[0].id
             base = f"/v1/sandboxes/{sandbox_id}"
 
             async def status() -> str:
@@ -291,7 +293,10 @@ async def test_durations_run_on_the_virtual_clock() -> None:
                 return result
 
             assert await status() == "creating"
+            assert not creating.done()
             clock.advance(0.05)
+            created = await creating
+            assert (created.status_code, created.json()["data"]["status"]) == (200, "running")
             assert await status() == "running"
             await c.post(base + "/pause")
             clock.advance(1.9)
@@ -374,12 +379,12 @@ async def test_pending_transitions_are_on_the_clock_for_wall_time_pollers() -> N
     clock = VirtualClock(autojump=False)
     async with FakeCreateOS(clock=clock) as fake:
         async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
-            sandbox_id = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()[
-                "data"
-            ]["id"]
+            creating = asyncio.ensure_future(c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}))
+            while clock.next_deadline() is None:
+                await asyncio.sleep(0)
             assert clock.next_deadline() == pytest.approx(0.05)
             clock.advance(0.05)
-            await asyncio.sleep(0)  # the fake's timer task runs (same loop)
+            sandbox_id = (await creating).json()["data"]["id"]
             assert fake.sandbox(sandbox_id).status == "running"
             await c.post(f"/v1/sandboxes/{sandbox_id}/pause")
             assert clock.next_deadline() == pytest.approx(2.05)

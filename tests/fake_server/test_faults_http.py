@@ -43,7 +43,7 @@ async def _api(faulty: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
 
 async def running_sandbox(api: httpx.AsyncClient) -> str:
     response = await api.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
-    assert response.status_code == 201, response.text
+    assert response.status_code == 200, response.text
     sandbox_id: str = response.json()["data"]["id"]
     assert (await api.get(f"/v1/sandboxes/{sandbox_id}")).json()["data"]["status"] == "running"
     return sandbox_id
