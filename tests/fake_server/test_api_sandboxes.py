@@ -277,14 +277,22 @@ async def test_after_reads_shows_transitional_state_for_n_reads() -> None:
     assert seen == ["creating", "creating", "running"]
 
 
+async def _until(condition: Callable[[], bool]) -> None:
+    """Let the loop run (the request reaches the fake) until ``condition`` holds."""
+    for _ in range(100_000):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition never held")
+
+
 async def test_durations_run_on_the_virtual_clock() -> None:
     clock = VirtualClock(autojump=False)
     async with FakeCreateOS(clock=clock) as fake:
         async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
             # Create blocks for the spawn time; a concurrent GET sees ``creating`` meanwhile.
             creating = asyncio.ensure_future(c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}))
-            while not fake.sandboxes():
-                await asyncio.sleep(0)
+            await _until(lambda: bool(fake.sandboxes()))
             sandbox_id = fake.sandboxes()[0].id
             base = f"/v1/sandboxes/{sandbox_id}"
 
@@ -380,8 +388,7 @@ async def test_pending_transitions_are_on_the_clock_for_wall_time_pollers() -> N
     async with FakeCreateOS(clock=clock) as fake:
         async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
             creating = asyncio.ensure_future(c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}))
-            while clock.next_deadline() is None:
-                await asyncio.sleep(0)
+            await _until(lambda: clock.next_deadline() is not None)
             assert clock.next_deadline() == pytest.approx(0.05)
             clock.advance(0.05)
             sandbox_id = (await creating).json()["data"]["id"]
