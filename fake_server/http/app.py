@@ -7,7 +7,12 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from fake_server.http.keys import ERRORS_KEY, FAKE_KEY, WORLD_KEY
-from fake_server.http.middlewares import auth_middleware, core_middleware, not_implemented
+from fake_server.http.middlewares import (
+    auth_middleware,
+    core_middleware,
+    not_implemented,
+    stamp_request_id,
+)
 from fake_server.http.routes import ROUTES, UNIMPLEMENTED
 
 if TYPE_CHECKING:
@@ -42,6 +47,7 @@ def create_app(
     app[WORLD_KEY] = fake.world
     app[ERRORS_KEY] = fake.errors
     app[FAKE_KEY] = fake
+    app.on_response_prepare.append(stamp_request_id)
     for method, path, operation, handler in ROUTES:
         app.router.add_route(method, path, handler, name=operation)
     for method, path, real_name in UNIMPLEMENTED:

@@ -24,6 +24,7 @@ __all__ = [
     "ERRORS_KEY",
     "FAKE_KEY",
     "OPERATION_KEY",
+    "REQUEST_ID_KEY",
     "STREAM_KEY",
     "STREAM_WRAPPERS_KEY",
     "WORLD_KEY",
@@ -39,6 +40,8 @@ ACCOUNT_KEY: web.RequestKey[str] = web.RequestKey("fake_server.account_id")
 BACKEND_KEY: web.RequestKey[Account] = web.RequestKey("fake_server.account")
 #: The client announced this request to the shared clock, so replies are counted in transit.
 ANNOUNCED_KEY: web.RequestKey[bool] = web.RequestKey("fake_server.announced")
+#: The ``X-Request-Id`` every response carries and the journal records.
+REQUEST_ID_KEY: web.RequestKey[str] = web.RequestKey("fake_server.request_id")
 STREAM_KEY: web.RequestKey[Any] = web.RequestKey("fake_server.stream")
 STREAM_WRAPPERS_KEY: web.RequestKey[list[Callable[[Any], Any]]] = web.RequestKey(
     "fake_server.stream_wrappers"

@@ -19,6 +19,7 @@ from fake_server.http.keys import (
     BACKEND_KEY,
     ERRORS_KEY,
     OPERATION_KEY,
+    REQUEST_ID_KEY,
     STREAM_WRAPPERS_KEY,
     WORLD_KEY,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "core_middleware",
     "not_implemented",
     "operation_of",
+    "stamp_request_id",
 ]
 
 #: Operations served without an API key (the SDK calls them with ``skip_auth``).
@@ -118,6 +120,7 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
     announced = request[ANNOUNCED_KEY] = clock.request_arrived()
     operation = operation_of(request)
     request[OPERATION_KEY] = operation
+    request_id = request[REQUEST_ID_KEY] = world.next_request_id()
     request[STREAM_WRAPPERS_KEY] = []
     match = request.match_info
     sandbox_id = match.get("sandbox_id")
@@ -132,6 +135,7 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
             path=path,
             sandbox_id=sandbox_id,
             process_id=process_id,
+            request_id=request_id,
         )
     )
     response: web.StreamResponse
@@ -163,9 +167,17 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
             account_id=request.get(ACCOUNT_KEY),
             sandbox_id=sandbox_id,
             process_id=process_id,
+            request_id=request_id,
         )
     )
     return response
+
+
+async def stamp_request_id(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare``: every reply, streamed ones included, names its request."""
+    request_id = request.get(REQUEST_ID_KEY)
+    if request_id is not None:
+        response.headers["X-Request-Id"] = request_id
 
 
 @web.middleware

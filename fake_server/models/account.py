@@ -147,6 +147,12 @@ class World:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.accounts: dict[str, Account] = {}
+        self._requests = 0
+
+    def next_request_id(self) -> str:
+        """The ``X-Request-Id`` of the next request: numbered, so a seed replays the same."""
+        self._requests += 1
+        return f"req-{self._requests:012d}"
 
     def add_account(self, api_key: str | None = None) -> Account:
         key = api_key if api_key is not None else self.ctx.ids.api_key()
@@ -183,3 +189,4 @@ class World:
             for sandbox_id in list(account.sandboxes):
                 account.forget_sandbox(sandbox_id)
         self.accounts.clear()
+        self._requests = 0

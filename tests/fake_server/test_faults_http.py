@@ -66,8 +66,9 @@ async def test_an_injected_5xx_has_the_error_envelope_and_fires_once(
     assert response.status_code == 503
     assert response.json() == {
         "status": "error",
-        "code": "service_unavailable",
+        "code": 503,
         "message": "service unavailable",
+        "data": {"code": "service_unavailable"},
     }
     assert await status_of(api, sandbox_id) == "running"  # the operation never ran
     assert (await api.post(f"/v1/sandboxes/{sandbox_id}/pause")).status_code == 202
@@ -115,7 +116,12 @@ async def test_any_status_can_be_injected_with_its_envelope(
     assert response.status_code == status
     body = response.json()
     if status >= 500:
-        assert body == {"status": "error", "code": code, "message": message}
+        assert body == {
+            "status": "error",
+            "code": status,
+            "message": message,
+            "data": {"code": code},
+        }
     else:
         assert body == {"status": "fail", "data": {"code": code, "message": message}}
 

@@ -102,7 +102,7 @@ def _prepare(http: httpx.Client) -> tuple[str, str]:
 def _check(fake: FakeCreateOS, response: httpx.Response) -> None:
     assert fake.errors == []
     if response.status_code == 501:
-        assert response.json()["code"] == "not_implemented_by_fake"
+        assert response.json()["data"]["code"] == "not_implemented_by_fake"
         return
     assert response.status_code < 500, response.text[:300]
     if response.status_code >= 400:
