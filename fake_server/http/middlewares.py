@@ -27,6 +27,7 @@ from fake_server.models import (
     ApiError,
     BadRequest,
     Event,
+    Forbidden,
     InternalError,
     MethodNotAllowed,
     NotImplementedByFake,
@@ -36,6 +37,8 @@ from fake_server.models import (
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
+
+    from fake_server.models import Account
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -50,7 +53,19 @@ __all__ = [
 
 #: Operations served without an API key (the SDK calls them with ``skip_auth``).
 OPEN_OPERATIONS = frozenset(
-    {"health", "readiness", "list_shapes", "list_rootfs", "not_implemented", "method_not_allowed"}
+    {
+        "health",
+        "readiness",
+        "list_shapes",
+        "list_rootfs",
+        "not_implemented",
+        "method_not_allowed",
+        "ingress",  # preview URLs are public, as in the service
+    }
+)
+#: What a sandbox access token may not do even on its own sandbox: manage credentials.
+TOKEN_DENIED = frozenset(
+    {"create_access_token", "rotate_access_token", "disable_access_token", "get_access_token"}
 )
 #: Headers the docs accept for the key; clients use ``X-Api-Key``.
 KEY_HEADERS = ("X-Api-Key", "X-Auth-Token", "X-Access-Token")
@@ -180,13 +195,26 @@ async def stamp_request_id(request: web.Request, response: web.StreamResponse) -
         response.headers["X-Request-Id"] = request_id
 
 
+def _token_account(request: web.Request, owner: tuple[Account, str] | None) -> Account | None:
+    """A sandbox access token acts as its account on its own sandbox only."""
+    if owner is None:
+        return None
+    account, sandbox_id = owner
+    if request.match_info.get("sandbox_id") != sandbox_id or request[OPERATION_KEY] in TOKEN_DENIED:
+        raise Forbidden("this access token is scoped to one sandbox", code="token_scope")
+    return account
+
+
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Each API key is an account; control routes accept any account's key."""
     if request[OPERATION_KEY] in OPEN_OPERATIONS:
         return await handler(request)
     key = next((request.headers[h] for h in KEY_HEADERS if request.headers.get(h)), None)
-    account = request.app[WORLD_KEY].account_for_key(key.strip()) if key else None
+    world = request.app[WORLD_KEY]
+    account = world.account_for_key(key.strip()) if key else None
+    if account is None and key:
+        account = _token_account(request, world.token_owner(key.strip()))
     if account is None:
         raise Unauthorized("missing or invalid API key", code="unauthorized")
     request[ACCOUNT_KEY] = account.id

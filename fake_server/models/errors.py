@@ -6,8 +6,10 @@ from typing import ClassVar
 
 __all__ = [
     "ApiError",
+    "BadGateway",
     "BadRequest",
     "Conflict",
+    "Forbidden",
     "Gone",
     "InsufficientStorage",
     "InternalError",
@@ -63,6 +65,11 @@ class NotFound(ApiError):
     default_code = "not_found"
 
 
+class Forbidden(ApiError):
+    status = 403
+    default_code = "forbidden"
+
+
 class MethodNotAllowed(ApiError):
     status = 405
     default_code = "method_not_allowed"
@@ -103,6 +110,13 @@ class RateLimited(ApiError):
 class InternalError(ApiError):
     status = 500
     default_code = "internal_error"
+
+
+class BadGateway(ApiError):
+    """Nothing answers behind a sandbox's preview URL (no server on that port)."""
+
+    status = 502
+    default_code = "bad_gateway"
 
 
 class InsufficientStorage(ApiError):

@@ -22,15 +22,11 @@ pytestmark = pytest.mark.asyncio
 @pytest.mark.parametrize(
     ("method", "suffix"),
     [
-        ("POST", "/fork"),
-        ("PUT", "/egress"),
-        ("GET", "/egress"),
-        ("GET", "/bandwidth"),
-        ("POST", "/access-token"),
         ("GET", "/computer/screen"),
+        ("GET", "/computer/screenshot"),
+        ("DELETE", "/networks/net-1"),
         ("POST", "/networks"),
         ("GET", "/disks"),
-        ("POST", "/processes/proc-1/resize"),
     ],
 )
 async def test_sdk_routes_the_fake_lacks_are_501(
@@ -74,11 +70,10 @@ async def test_wrong_method_on_a_known_path_is_405(client: httpx.AsyncClient) ->
 async def test_real_but_unimplemented_method_is_501_not_405(
     fake: FakeCreateOS, client: httpx.AsyncClient
 ) -> None:
-    """PATCH /sandboxes/{id} exists in the real API (ingress, auto-pause): not a 405."""
-    response = await client.patch("/v1/sandboxes/sb-1", json={"ingress_enabled": True})
+    """PATCH /v1/disks/{id} exists in the real API (credential rotation): not a 405."""
+    response = await client.patch("/v1/disks/disk-1", json={})
     assert response.status_code == 501
     assert response.json()["data"]["code"] == "not_implemented_by_fake"
-    assert "/v1/sandboxes/{sandbox_id}" in response.json()["message"]
     assert fake.journal.operations() == ["not_implemented"]
 
 
