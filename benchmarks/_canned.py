@@ -68,7 +68,7 @@ class CannedApi:
         if method == "POST" and path == "/v1/sandboxes":
             sandbox_id = f"sb-canned{next(self._ids):020d}"
             self.status[sandbox_id] = "running"
-            return _ok({"id": sandbox_id, "status": "creating"}, 201)
+            return _ok({"id": sandbox_id, "status": "running"})  # synchronous create
         match = _SANDBOX.match(path)
         if match is None or match["id"] not in self.status:
             return httpx.Response(404, json={"status": "fail", "data": {"id": "not found"}})

@@ -8,7 +8,7 @@ from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_tran
 
 
 @pytest.mark.asyncio
-async def test_a_sandbox_stays_creating_until_fake_time_passes():
+async def test_a_sandbox_stays_pausing_until_fake_time_passes():
     clock = VirtualClock()
     with FakeCreateOS(clock=clock, transitions=TransitionPolicy.after(10)) as fake:
         async with httpx.AsyncClient(
@@ -17,9 +17,11 @@ async def test_a_sandbox_stays_creating_until_fake_time_passes():
             transport=clock_transport(clock),
         ) as api:
             created = await api.post("/sandboxes", json={"shape": "s-1vcpu-1gb"})
+            assert created.json()["data"]["status"] == "running"  # after 10 fake seconds
             url = f"/sandboxes/{created.json()['data']['id']}"
-            assert (await api.get(url)).json()["data"]["status"] == "creating"
+            await api.post(url + "/pause")
+            assert (await api.get(url)).json()["data"]["status"] == "pausing"
 
             await clock.sleep(10)  # ten fake seconds, no real waiting
-            assert (await api.get(url)).json()["data"]["status"] == "running"
+            assert (await api.get(url)).json()["data"]["status"] == "paused"
     clock.close()

@@ -190,6 +190,7 @@ class FakeCreateOS:
                 limiter=self._limiter,
                 control_key=self.control_key,
                 reset=self.reset,
+                origin=lambda: self.url,
                 middlewares=tuple(self.middlewares),
             )
         )

@@ -43,6 +43,22 @@ OPERATIONS: Final = frozenset(
         "signal_process",
         "wait_process",
         "kill_process",
+        "resize_process",
+        "update_sandbox",
+        "fork_sandbox",
+        "resize_sandbox",
+        "add_ssh_pubkeys",
+        "get_egress",
+        "set_egress",
+        "get_bandwidth",
+        "recharge_bandwidth",
+        "get_sandbox_by_ip",
+        "list_hosts",
+        "create_access_token",
+        "get_access_token",
+        "rotate_access_token",
+        "disable_access_token",
+        "ingress",
         "not_implemented",
         "method_not_allowed",
     }
@@ -70,6 +86,8 @@ class Call:
     sandbox_id: str | None = None
     process_id: str | None = None
     account: str | None = None
+    #: The ``X-Request-Id`` the reply carries.
+    request_id: str | None = None
 
 
 class Fault:

@@ -24,8 +24,17 @@ def ok(
 
 
 def envelope(error: ApiError) -> dict[str, Any]:
+    """JSend as both SDKs parse it: ``error`` carries a string ``message`` and an integer
+    ``code`` (the Python SDK reads ``int(code)`` and drops the message when that fails), the
+    fake's snake_case code rides in ``data.code``; ``fail`` carries ``data``, which the SDKs
+    join as ``key: value`` pairs (TS reads ``data.code`` as the machine code)."""
     if error.status >= 500:
-        return {"status": "error", "code": error.code, "message": error.message}
+        return {
+            "status": "error",
+            "code": error.status,
+            "message": error.message,
+            "data": {"code": error.code},
+        }
     if error.field is not None:
         return {"status": "fail", "data": {error.field: error.message}}
     return {"status": "fail", "data": {"code": error.code, "message": error.message}}

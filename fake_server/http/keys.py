@@ -26,6 +26,7 @@ __all__ = [
     "CALL_KEY",
     "ERRORS_KEY",
     "OPERATION_KEY",
+    "REQUEST_ID_KEY",
     "STATE_KEY",
     "STREAM_KEY",
     "STREAM_WRAPPERS_KEY",
@@ -47,6 +48,8 @@ ACCOUNT_KEY: web.RequestKey[str] = web.RequestKey("fake_server.account_id")
 BACKEND_KEY: web.RequestKey[Account] = web.RequestKey("fake_server.account")
 #: The exchange id a clock-aware client announced (replies are counted in transit), or None.
 ANNOUNCED_KEY: web.RequestKey[str | None] = web.RequestKey("fake_server.announced")
+#: The ``X-Request-Id`` every response carries and the journal records.
+REQUEST_ID_KEY: web.RequestKey[str] = web.RequestKey("fake_server.request_id")
 STREAM_KEY: web.RequestKey[Any] = web.RequestKey("fake_server.stream")
 STREAM_WRAPPERS_KEY: web.RequestKey[list[Callable[[Any], Any]]] = web.RequestKey(
     "fake_server.stream_wrappers"

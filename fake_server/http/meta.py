@@ -51,12 +51,8 @@ async def list_shapes(request: web.Request) -> web.Response:
 async def list_rootfs(request: web.Request) -> web.Response:
     catalog = request.app[WORLD_KEY].ctx.catalog
     entries = [
-        {
-            "name": e.name,
-            "description": e.description,
-            "deprecated": e.deprecated,
-            "successor": e.successor,
-        }
+        {"name": e.name, "description": e.description, "deprecated": e.deprecated}
+        | ({"successor": e.successor} if e.successor is not None else {})
         for e in catalog.rootfs.values()
     ]
     data = {"rootfs": list(catalog.rootfs), "default": catalog.default_rootfs, "entries": entries}

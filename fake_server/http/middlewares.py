@@ -24,6 +24,7 @@ from fake_server.http.keys import (
     CALL_KEY,
     ERRORS_KEY,
     OPERATION_KEY,
+    REQUEST_ID_KEY,
     STATE_KEY,
     STREAM_WRAPPERS_KEY,
     WORLD_KEY,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from fake_server.clock import Clock
+    from fake_server.models import Account
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -57,12 +59,25 @@ __all__ = [
     "not_implemented",
     "operation_of",
     "rate_limit_middleware",
+    "stamp_request_id",
 ]
 
 _MAX_QUERY = 20
 #: Operations served without an API key (the SDK calls them with ``skip_auth``).
 OPEN_OPERATIONS = frozenset(
-    {"health", "readiness", "list_shapes", "list_rootfs", "not_implemented", "method_not_allowed"}
+    {
+        "health",
+        "readiness",
+        "list_shapes",
+        "list_rootfs",
+        "not_implemented",
+        "method_not_allowed",
+        "ingress",  # preview URLs are public, as in the service
+    }
+)
+#: What a sandbox access token may not do even on its own sandbox: manage credentials.
+TOKEN_DENIED = frozenset(
+    {"create_access_token", "rotate_access_token", "disable_access_token", "get_access_token"}
 )
 #: Names the accepted headers: ``Authorization: Bearer`` is a common first guess the API refuses.
 UNAUTHORIZED_MESSAGE = (
@@ -147,7 +162,8 @@ async def _serve(
     request[OPERATION_KEY] = operation
     request[STREAM_WRAPPERS_KEY] = []
     match = request.match_info
-    call = request[CALL_KEY] = _call_of(request, operation)
+    request_id = request[REQUEST_ID_KEY] = request.app[WORLD_KEY].next_request_id()
+    call = request[CALL_KEY] = _call_of(request, operation, request_id)
     journal.record(event_of(call, kind="request", time=clock.now()))
     response: web.StreamResponse
     with clock.busy():
@@ -175,7 +191,7 @@ async def _serve(
     return response
 
 
-def _call_of(request: web.Request, operation: str) -> Call:
+def _call_of(request: web.Request, operation: str, request_id: str) -> Call:
     """The one record of what a request is: journal events and fault matching read it."""
     match = request.match_info
     query = {k: v[:200] for k, v in list(request.query.items())[:_MAX_QUERY]}
@@ -186,6 +202,7 @@ def _call_of(request: web.Request, operation: str) -> Call:
         query=query,
         sandbox_id=match.get("sandbox_id"),
         process_id=match.get("process_id"),
+        request_id=request_id,
     )
 
 
@@ -209,8 +226,26 @@ def event_of(
         account_id=account if account is not None else call.account,
         sandbox_id=call.sandbox_id,
         process_id=call.process_id,
+        request_id=call.request_id,
         detail=detail,
     )
+
+
+async def stamp_request_id(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare``: every reply, streamed ones included, names its request."""
+    request_id = request.get(REQUEST_ID_KEY)
+    if request_id is not None:
+        response.headers["X-Request-Id"] = request_id
+
+
+def _token_account(request: web.Request, owner: tuple[Account, str] | None) -> Account | None:
+    """A sandbox access token acts as its account on its own sandbox only."""
+    if owner is None:
+        return None
+    account, sandbox_id = owner
+    if request.match_info.get("sandbox_id") != sandbox_id or request[OPERATION_KEY] in TOKEN_DENIED:
+        raise Forbidden("this access token is scoped to one sandbox", code="token_scope")
+    return account
 
 
 @web.middleware
@@ -222,7 +257,10 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
         _check_control_key(request)
         return await handler(request)
     key = _account_key(request)
-    account = request.app[WORLD_KEY].account_for_key(key) if key else None
+    world = request.app[WORLD_KEY]
+    account = world.account_for_key(key) if key else None
+    if account is None and key:
+        account = _token_account(request, world.token_owner(key))
     if account is None:
         raise Unauthorized(UNAUTHORIZED_MESSAGE, code="unauthorized")
     request[ACCOUNT_KEY] = account.id

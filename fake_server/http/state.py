@@ -35,5 +35,7 @@ class AppState:
     control_key: str
     #: Back to a fresh fake (``POST /_fake/reset``).
     reset: Callable[[], None]
+    #: The fake's own origin (its bound address, never the Host header), for preview URLs.
+    origin: Callable[[], str]
     #: Extra middlewares, run after authentication and rate limiting, before fault injection.
     middlewares: Sequence[Middleware] = field(default=())

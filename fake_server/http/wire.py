@@ -245,12 +245,28 @@ def parse_signal(body: Mapping[str, Any]) -> str:
     return signal
 
 
+#: Field parsers shared with the handler modules of later routes.
+str_list = _str_list
+str_map = _str_map
+opt_int = _int
+
+
 # -- responses ------------------------------------------------------------------------------
 
 
-def sandbox_json(s: Sandbox) -> dict[str, Any]:
-    extras = s.spec.extras
-    return {
+#: Where a sandbox's preview URLs live on the fake: ``{origin}/_ingress/{id}/{port}/``.
+INGRESS_PREFIX = "/_ingress"
+
+
+def ingress_url_template(origin: str, sandbox_id: str) -> str:
+    """The template with the literal ``<port>`` placeholder both SDKs substitute."""
+    return f"{origin}{INGRESS_PREFIX}/{sandbox_id}/<port>/"
+
+
+def sandbox_json(s: Sandbox, origin: str = "") -> dict[str, Any]:
+    """The service's projection: optional fields absent when unset (``omitempty``), never
+    ``null``; ``origin`` (the fake's URL) makes the ingress template when ingress is on."""
+    data: dict[str, Any] = {
         "id": s.id,
         "status": s.status,
         "name": s.name,
@@ -260,26 +276,35 @@ def sandbox_json(s: Sandbox) -> dict[str, Any]:
         "region": s.spec.region,
         "vcpu": s.shape.vcpu,
         "mem_mib": s.shape.mem_mib,
-        "disk_mib": extras.get("disk_mib") or s.shape.default_disk_mib,
+        "disk_mib": s.disk_mib,
         "spawn_ms": s.spawn_ms,
-        "egress": list(extras.get("egress") or []),
+        "egress": list(s.egress),
         "created_at": iso(s.created_at),
+        "ingress_enabled": s.ingress_enabled,
+        "envs": sorted(s.envs),
+        "ssh_pubkeys": list(s.ssh_pubkeys),
+        "created_by": s.account_id,
+        "bandwidth_quota_bytes": s.bandwidth.quota_bytes,
+        "bandwidth_ingress_bytes": s.bandwidth.ingress_bytes,
+    }
+    optional = {
         "running_at": iso(s.running_at),
         "paused_at": iso(s.paused_at),
         "last_resumed_at": iso(s.last_resumed_at),
         "destroyed_at": iso(s.destroyed_at),
-        "ingress_enabled": s.spec.ingress_enabled,
-        "ingress_url_template": "",
-        "envs": sorted(s.envs),
-        "ssh_pubkeys": list(extras.get("ssh_pubkeys") or []),
-        "auto_pause_after_seconds": extras.get("auto_pause_after_seconds"),
-        "created_by": s.account_id,
+        "auto_pause_after_seconds": s.auto_pause_after_seconds,
+        "forked_from": s.forked_from,
+        "ingress_url_template": ingress_url_template(origin, s.id)
+        if s.ingress_enabled and origin
+        else None,
     }
+    data.update((key, value) for key, value in optional.items() if value is not None)
+    return data
 
 
-def sandbox_page(page: Page) -> dict[str, Any]:
+def sandbox_page(page: Page, origin: str = "") -> dict[str, Any]:
     return {
-        "data": [sandbox_json(s) for s in page.items],
+        "data": [sandbox_json(s, origin) for s in page.items],
         "pagination": {
             "total": page.total,
             "limit": page.limit,

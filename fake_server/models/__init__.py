@@ -11,6 +11,7 @@ from fake_server.models.catalog import Catalog, RootfsEntry, Shape
 from fake_server.models.context import Context
 from fake_server.models.errors import (
     ApiError,
+    BadGateway,
     BadRequest,
     Conflict,
     Forbidden,
@@ -51,6 +52,7 @@ __all__ = [
     "STATUSES",
     "Account",
     "ApiError",
+    "BadGateway",
     "BadRequest",
     "Catalog",
     "Conflict",

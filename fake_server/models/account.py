@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from fake_server.models.access_tokens import TokenOps
+from fake_server.models.admin_ops import AdminOps
 from fake_server.models.base import AccountBase
 from fake_server.models.errors import BadRequest, at_capacity
 from fake_server.models.exec_ops import ExecOps
@@ -42,7 +44,7 @@ class Stats:
     total: int
 
 
-class Account(ExecOps, ProcessOps, AccountBase):
+class Account(ExecOps, ProcessOps, AdminOps, TokenOps, AccountBase):
     """Every API operation of one account, as one method each."""
 
     def create_sandbox(self, spec: SandboxSpec) -> Sandbox:
@@ -61,7 +63,7 @@ class Account(ExecOps, ProcessOps, AccountBase):
             raise BadRequest("unknown region", field="region")
         if spec.name is not None and not 1 <= len(spec.name) <= MAX_NAME:
             raise BadRequest(f"must be 1 to {MAX_NAME} characters", field="name")
-        _check_envs(spec.envs)
+        check_envs(spec.envs)
         from fake_server.runtime import CapacityError, SandboxDisk
 
         try:
@@ -128,7 +130,7 @@ class Account(ExecOps, ProcessOps, AccountBase):
         return live
 
 
-def _check_envs(envs: tuple[tuple[str, str], ...]) -> None:
+def check_envs(envs: tuple[tuple[str, str], ...]) -> None:
     if len(envs) > MAX_ENVS:
         raise BadRequest(f"at most {MAX_ENVS} entries", field="envs")
     total = 0
@@ -151,6 +153,12 @@ class World:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.accounts: dict[str, Account] = {}
+        self._requests = 0
+
+    def next_request_id(self) -> str:
+        """The ``X-Request-Id`` of the next request: numbered, so a seed replays the same."""
+        self._requests += 1
+        return f"req-{self._requests:012d}"
 
     def add_account(self, api_key: str | None = None) -> Account:
         key = api_key if api_key is not None else self.ctx.ids.api_key()
@@ -175,6 +183,15 @@ class World:
                 return sandbox
         return None
 
+    def token_owner(self, token: str) -> tuple[Account, str] | None:
+        """The account and sandbox a sandbox access token acts for, if it is current."""
+        for account in self.accounts.values():
+            for sandbox in account.sandboxes.values():
+                current = sandbox.access_token
+                if current is not None and current.token == token:
+                    return account, sandbox.id
+        return None
+
     def account_of(self, sandbox_id: str) -> Account | None:
         for account in self.accounts.values():
             if sandbox_id in account.sandboxes:
@@ -187,3 +204,4 @@ class World:
             for sandbox_id in list(account.sandboxes):
                 account.forget_sandbox(sandbox_id)
         self.accounts.clear()
+        self._requests = 0

@@ -59,6 +59,7 @@ class AccountBase:
     def _running(self, sandbox_id: str) -> Sandbox:
         sandbox = self._sandbox(sandbox_id)
         sandbox.require_running()
+        sandbox.touch()
         return sandbox
 
     def _room_for_a_command(self) -> None:

@@ -7,6 +7,7 @@ from typing import Final
 __all__ = [
     "CODES",
     "ApiError",
+    "BadGateway",
     "BadRequest",
     "Conflict",
     "Forbidden",
@@ -128,6 +129,13 @@ class RateLimited(ApiError):
 
 class InternalError(ApiError):
     status = 500
+
+
+class BadGateway(ApiError):
+    """Nothing answers behind a sandbox's preview URL (no server on that port)."""
+
+    status = 502
+    default_code = "bad_gateway"
 
 
 class InsufficientStorage(ApiError):

@@ -189,6 +189,7 @@ class ExecOps(AccountBase):
     def upload_file(self, sandbox_id: str, path: str, data: bytes) -> tuple[str, int]:
         sandbox = self._running(sandbox_id)
         target = check_abs_path(path)
+        sandbox.bandwidth.received(len(data))
         try:
             sandbox.disk.write_file(target, data)
         except IsADirectoryError:
@@ -211,13 +212,15 @@ class ExecOps(AccountBase):
         sandbox = self._running(sandbox_id)
         target = check_abs_path(path)
         try:
-            return sandbox.disk.read_file(target)
+            data = sandbox.disk.read_file(target)
         except IsADirectoryError:
             raise BadRequest("is a directory", field="path") from None
         except (FileNotFoundError, NotADirectoryError):
             raise NotFound("file not found", code="file_not_found") from None
         except OSError:
             raise BadRequest("cannot be read", field="path") from None
+        sandbox.bandwidth.sent(len(data))
+        return data
 
 
 _SIGNUMS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGKILL": 9, "SIGTERM": 15}

@@ -30,6 +30,8 @@ class Event:
     account_id: str | None = None
     sandbox_id: str | None = None
     process_id: str | None = None
+    #: The ``X-Request-Id`` the fake answered with (requests and responses only).
+    request_id: str | None = None
     detail: str = ""
 
     def format(self, origin: float = 0.0) -> str:

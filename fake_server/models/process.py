@@ -83,6 +83,8 @@ class Process:
         self.pid = pid
         self.spec = spec
         self.kind = "pty" if spec.pty else "process"
+        #: ``(rows, cols)`` of a PTY, changed by ``…/resize``.
+        self.pty_size = spec.pty
         self.created_at = created_at
         self.clock = clock
         self.stdin = stdin

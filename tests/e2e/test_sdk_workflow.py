@@ -55,7 +55,7 @@ def test_full_workflow(fake: FakeCreateOS, client: Client) -> None:
             shape="s-1vcpu-1gb", rootfs="python:3.12", environment_variables={"GREETING": "hello"}
         )
     )
-    assert sandbox.status == SandboxStatus.CREATING
+    assert sandbox.status == SandboxStatus.RUNNING  # create answers once the sandbox runs
     sandbox.wait_until_running()
     assert sandbox.data.rootfs == "python:3.12"
 

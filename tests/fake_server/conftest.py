@@ -47,7 +47,7 @@ def _make_sandbox(
     async def make(**fields: Any) -> str:
         body = {"shape": "s-1vcpu-1gb", **fields}
         response = await client.post("/v1/sandboxes", json=body)
-        assert response.status_code == 201, response.text
+        assert response.status_code == 200, response.text
         sandbox_id: str = response.json()["data"]["id"]
         for _ in range(10):
             status = (await client.get(f"/v1/sandboxes/{sandbox_id}")).json()["data"]["status"]

@@ -477,11 +477,15 @@ async def test_a_threaded_fake_and_the_test_loop_share_one_timeline() -> None:
             transport=clock_transport(clock),
         ) as api:
             created = await api.post("/sandboxes", json={"shape": "s-1vcpu-1gb"})
+            assert clock.now() >= 10  # create answers once the sandbox runs, on the clock
             sandbox_id = created.json()["data"]["id"]
-            assert (await api.get(f"/sandboxes/{sandbox_id}")).json()["data"]["status"] == (
-                "creating"
-            )
+            await api.post(f"/sandboxes/{sandbox_id}/pause")
+            paused = f"/sandboxes/{sandbox_id}"
+            assert (await api.get(paused)).json()["data"]["status"] == "pausing"
             await clock.sleep(10)  # the test's own wait moves the fake's transitions too
+            assert (await api.get(paused)).json()["data"]["status"] == "paused"
+            await api.post(f"/sandboxes/{sandbox_id}/resume")
+            await clock.sleep(10)
             status = (await api.get(f"/sandboxes/{sandbox_id}")).json()["data"]["status"]
             assert status == "running"
             body = {"cmd": "/bin/bash", "args": ["-c", "sleep 30; echo ok"]}

@@ -17,9 +17,8 @@ from _leased import Leased
 from aiohttp import web
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
-from fake_server.faults import EmptyReply, Fault, HttpError
 from fake_server.clock import EXCHANGE_HEADER
-from fake_server.http.keys import OPERATION_KEY
+from fake_server.faults import EmptyReply, Fault, HttpError
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from fake_server import TransitionPolicy
+from fake_server import Step, TransitionPolicy
 from pytest_createos.provider import (
     CreateosApiError,
     CreateosCleanupError,
@@ -74,8 +74,9 @@ async def test_lease_metadata_shape_and_no_secret(
 async def test_acquire_waits_for_creation_on_the_clock(
     fake: FakeCreateOS, provider: CreateosProvider, env: Environment
 ) -> None:
-    """A sandbox still ``creating`` is polled every 250 ms of clock time until it runs."""
-    fake.transitions = TransitionPolicy.after(1.0)
+    """A create answered ``creating`` (older deployments) is polled every 250 ms of clock
+    time until it runs."""
+    fake.transitions = TransitionPolicy.after(1.0).override(creating=Step(seconds=1.0, reads=1))
     lease = await provider.acquire_lease(env, run_id="r1")
     assert lease.provider_lease_id is not None
     assert fake.clock.now() == pytest.approx(1.0)
@@ -131,7 +132,7 @@ async def test_acquire_deadline_covers_every_step(
     fake: FakeCreateOS, provider: CreateosProvider
 ) -> None:
     """One timeoutMs bounds the whole acquire; the sandbox is still deleted afterwards."""
-    fake.transitions = TransitionPolicy.after(60.0)
+    fake.transitions = TransitionPolicy.after(60.0).override(creating=Step(seconds=60, reads=1))
     env = make_env(fake, timeoutMs=2000)
     with pytest.raises(OperationTimeout):
         await provider.acquire_lease(env, run_id="r1")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from fake_server import TransitionPolicy
+from fake_server import Step, TransitionPolicy
 from pytest_createos.provider import CreateosApiError, ProbeResult
 from tests.provider.conftest import fail, make_env, operations
 
@@ -88,7 +88,8 @@ async def test_probe_reports_config_errors_without_requests(
 @pytest.mark.asyncio
 async def test_probe_times_out_on_the_clock(fake: FakeCreateOS, provider: CreateosProvider) -> None:
     """A sandbox that never starts fails the probe after timeoutMs of clock time."""
-    fake.transitions = TransitionPolicy.after(3600.0)
+    # Answered ``creating`` at once, as older deployments did.
+    fake.transitions = TransitionPolicy.after(3600.0).override(creating=Step(seconds=3600, reads=1))
     result = await provider.probe(make_env(fake, timeoutMs=5000))
     assert result == ProbeResult(ok=False, summary="CreateOS operation timed out.")
     assert operations(fake)[-1] == "delete_sandbox"

@@ -49,6 +49,15 @@ FIELDS = (
     "pty",
     "seconds",
     "disk_mib",
+    "auto_pause_after_seconds",
+    "disable_auto_pause",
+    "start_paused",
+    "ssh_pubkeys",
+    "keys",
+    "add_bytes",
+    "rows",
+    "cols",
+    "bandwidth_quota_bytes",
 )
 SAFE_CMDS = st.sampled_from(["true", "echo", "/bin/false", "zz-missing", "", "/", "\x00"])
 BODY_OBJECTS = st.dictionaries(
@@ -87,7 +96,11 @@ def _prepare(http: httpx.Client) -> tuple[str, str]:
 def _check(fake: FakeCreateOS, response: httpx.Response) -> None:
     assert fake.errors == []
     if response.status_code == 501:
-        assert response.json()["code"] == "not_implemented_by_fake"
+        assert response.json()["data"]["code"] == "not_implemented_by_fake"
+        return
+    if response.status_code == 502:  # a preview URL with no server behind it
+        assert response.url.path.startswith("/_ingress/")
+        assert response.json()["data"]["code"] == "bad_gateway"
         return
     assert response.status_code < 500, response.text[:300]
     if response.status_code >= 400:
@@ -125,9 +138,16 @@ def test_known_routes_survive_garbage(
     body: bytes | None,
 ) -> None:
     sandbox_id, process_id = _prepare(http) if use_real_ids else (odd_id, odd_id)
-    path = route[1].replace("{sandbox_id}", sandbox_id).replace("{process_id}", process_id)
+    path = (
+        route[1]
+        .replace("{sandbox_id}", sandbox_id)
+        .replace("{process_id}", process_id)
+        .replace("{ip}", odd_id)
+        .replace("{port}", odd_id if not use_real_ids else "8080")
+        .replace("{tail:.*}", odd_id)
+    )
     response = http.request(
-        method or route[0],
+        method or route[0].replace("*", "GET"),
         path,
         params=query,
         content=body,
