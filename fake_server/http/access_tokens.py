@@ -10,7 +10,7 @@ from fake_server.http import wire
 from fake_server.http.keys import BACKEND_KEY
 
 if TYPE_CHECKING:
-    from fake_server.models.access_tokens import AccessToken
+    from fake_server.models.sandbox import AccessToken
 
 __all__ = [
     "create_access_token",

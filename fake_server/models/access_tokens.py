@@ -6,28 +6,11 @@ authenticates with a token acts as the sandbox's account, limited to that sandbo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from fake_server.models.base import AccountBase
 from fake_server.models.errors import Conflict, NotFound
-
-if TYPE_CHECKING:
-    from fake_server.models.sandbox import Sandbox
+from fake_server.models.sandbox import AccessToken, Sandbox
 
 __all__ = ["AccessToken", "TokenOps"]
-
-
-@dataclass(slots=True)
-class AccessToken:
-    token: str
-    created_at: float
-    rotated_at: float | None = None
-
-    @property
-    def hint(self) -> str:
-        """Enough to tell tokens apart, never enough to use one."""
-        return self.token[:4] + "…" + self.token[-4:]
 
 
 class TokenOps(AccountBase):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fake_server.models.access_tokens import TokenOps
 from fake_server.models.admin_ops import AdminOps
 from fake_server.models.base import AccountBase
+from fake_server.models.envs import check_envs
 from fake_server.models.errors import BadRequest, at_capacity
 from fake_server.models.exec_ops import ExecOps
 from fake_server.models.process_ops import ProcessOps
@@ -20,10 +20,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Account", "Page", "Stats", "World"]
 
-ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-MAX_ENVS = 64
-MAX_ENV_VALUE = 4 * 1024
-MAX_ENV_TOTAL = 64 * 1024
 MAX_NAME = 63
 MAX_LIMIT = 500
 
@@ -128,23 +124,6 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, AccountBase):
             else:
                 live.append(sandbox)
         return live
-
-
-def check_envs(envs: tuple[tuple[str, str], ...]) -> None:
-    if len(envs) > MAX_ENVS:
-        raise BadRequest(f"at most {MAX_ENVS} entries", field="envs")
-    total = 0
-    for key, value in envs:
-        if not ENV_KEY.match(key):
-            raise BadRequest("keys must match ^[A-Za-z_][A-Za-z0-9_]*$", field="envs")
-        if "\x00" in value:
-            raise BadRequest("values must not contain NUL", field="envs")
-        size = len(value.encode(errors="surrogatepass"))
-        if size > MAX_ENV_VALUE:
-            raise BadRequest(f"values must be at most {MAX_ENV_VALUE} bytes", field="envs")
-        total += size + len(key)
-    if total > MAX_ENV_TOTAL:
-        raise BadRequest(f"must be at most {MAX_ENV_TOTAL} bytes in total", field="envs")
 
 
 class World:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fake_server.models.base import AccountBase
+from fake_server.models.envs import check_envs
 from fake_server.models.errors import BadRequest, Conflict, NotFound
 
 if TYPE_CHECKING:
@@ -103,7 +104,6 @@ class AdminOps(AccountBase):
             check_ssh_keys(spec.ssh_pubkeys, "ssh_pubkeys")
         if spec.egress is not None:
             check_egress(spec.egress)
-        from fake_server.models.account import check_envs
         from fake_server.models.sandbox import Sandbox
         from fake_server.runtime.diskcopy import copy_disk
 

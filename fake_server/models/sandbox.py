@@ -16,14 +16,13 @@ from fake_server.models.errors import Conflict
 from fake_server.models.journal import Event
 
 if TYPE_CHECKING:
-    from fake_server.models.access_tokens import AccessToken
     from fake_server.models.catalog import Shape
     from fake_server.models.context import Context
     from fake_server.models.process import Process
     from fake_server.models.transitions import Step
     from fake_server.runtime import SandboxDisk
 
-__all__ = ["STATUSES", "Sandbox", "SandboxSpec"]
+__all__ = ["STATUSES", "AccessToken", "Sandbox", "SandboxSpec"]
 
 STATUSES = (
     "creating",
@@ -46,6 +45,18 @@ _TARGET = {
     "destroying": "destroyed",
     "forking": "running",
 }
+
+
+@dataclass(slots=True)
+class AccessToken:
+    token: str
+    created_at: float
+    rotated_at: float | None = None
+
+    @property
+    def hint(self) -> str:
+        """Enough to tell tokens apart, never enough to use one."""
+        return self.token[:4] + "…" + self.token[-4:]
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ def test_every_error_class_takes_its_code_from_the_one_table() -> None:
         for cls in vars(errors).values()
         if isinstance(cls, type) and issubclass(cls, errors.ApiError) and cls is not errors.ApiError
     ]
-    assert len(classes) == 13
+    assert {errors.BadRequest, errors.NotImplementedByFake} <= set(classes)
     for cls in classes:
         error = cls(1) if cls is errors.RateLimited else cls("x")  # type: ignore[call-arg]
         assert error.code == errors.CODES[cls.status], cls.__name__
