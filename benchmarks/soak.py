@@ -2,9 +2,9 @@
 
 Not part of CI (``tests/reliability/test_leaks.py`` is its cheap version). First 2,000 command
 executions in one sandbox and 500 sandbox lifecycles with ``reset()`` between them, each
-checked against the starting fd count and the interpreter's allocated memory blocks; then lifecycles until
-``--minutes`` (default 10) have passed, printing RSS and open fds every ``--interval``
-seconds. Exits 1 when fds or memory grew past the bounds.
+checked against the starting fd count and the interpreter's allocated memory blocks; then
+lifecycles until ``--minutes`` (default 10) have passed, printing RSS and open fds every
+``--interval`` seconds. Exits 1 when fds or memory grew past the bounds.
 
     python -m benchmarks.soak [--minutes 10] [--interval 30]
 """
