@@ -6,22 +6,35 @@ private modules here hold options, markers, the background loop, per-test state 
 
 from __future__ import annotations
 
-import uuid
 import warnings
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_createos._markers import MARKER_HELP, MarkerError, faults_for, marker_errors
+from pytest_createos._markers import (
+    MARKER_HELP,
+    MarkerError,
+    faults_for,
+    marker_errors,
+    unconfigured,
+)
 from pytest_createos._markers import settings_for as _settings_for
 from pytest_createos._options import add_options, read_options
-from pytest_createos._report import CreateosWarning, header_line, journal_text, problems
+from pytest_createos._report import (
+    LEAKING,
+    CreateosWarning,
+    header_line,
+    journal_text,
+    problems,
+    trim_traceback,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Generator, Iterator
+    from collections.abc import Callable, Generator, Iterator
 
     from fake_server import FakeCreateOS, VirtualClock
     from pytest_createos._bridge import BridgedProvider, RunSync
+    from pytest_createos._leases import LeaseFactory
     from pytest_createos._markers import MarkerSettings
     from pytest_createos._options import Options
     from pytest_createos._session import Run, Session
@@ -36,6 +49,12 @@ ENVIRONMENT_ID = "pytest-createos-env"
 
 _OPTIONS_KEY: pytest.StashKey[Options] = pytest.StashKey()
 _RUN_KEY: pytest.StashKey[Run] = pytest.StashKey()
+#: Journal length when the test body started: a body that made no call gets no journal.
+_BODY_START_KEY: pytest.StashKey[int] = pytest.StashKey()
+#: Sandboxes a lease fixture destroys at teardown (and reports itself if it cannot).
+_OWNED_KEY: pytest.StashKey[set[str]] = pytest.StashKey()
+#: The test body failed and its report already named the leaks and unfired faults.
+_FOLDED_KEY: pytest.StashKey[bool] = pytest.StashKey()
 
 
 # -- hooks ------------------------------------------------------------------------------------
@@ -61,6 +80,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     found = [p for item in items for p in marker_errors(item, seed)]
     if found:
         raise pytest.UsageError("pytest-createos marker errors:\n" + "\n".join(found))
+    ignored = [item for item in items if unconfigured(item)]
+    if ignored:
+        names = ", ".join(item.nodeid for item in ignored[:3])
+        more = f" and {len(ignored) - 3} more" if len(ignored) > 3 else ""
+        ignored[0].warn(
+            CreateosWarning(
+                f"createos: a module- or class-wide createos marker reaches {len(ignored)} "
+                f"test(s) that use no createos fixture ({names}{more}); it is ignored there"
+            )
+        )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -68,6 +97,7 @@ def pytest_runtest_call(item: pytest.Item) -> None:
     """Marker faults are armed as the test body starts, so fixtures (a lease) are unaffected."""
     run = item.stash.get(_RUN_KEY, None)
     if run is not None:
+        item.stash[_BODY_START_KEY] = len(run.fake.journal)
         run.arm()
 
 
@@ -75,11 +105,37 @@ def pytest_runtest_call(item: pytest.Item) -> None:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """A failing phase of a test that used the fake gets the fake's journal as a section."""
+    """A failing phase of a test that used the fake gets the fake's journal as a section.
+
+    Only when the failing phase made calls (a test body that never ran, such as an async test
+    without its marker, gets none); a failing body also names its leaks and unfired faults
+    here, so teardown does not report the same test a second time.
+    """
+    options = item.config.stash[_OPTIONS_KEY]
+    if call.excinfo is not None and options.journal != "full":
+        trim_traceback(call.excinfo)
     report = yield
     run = item.stash.get(_RUN_KEY, None)
-    if run is not None and report.failed:
-        report.sections.append(("createos journal", journal_text(run)))
+    if run is None or not report.failed:
+        return report
+    lines: list[str] = []
+    owned: set[str] = item.stash.get(_OWNED_KEY, set())
+    if call.when == "call":
+        item.stash[_FOLDED_KEY] = True
+        failures, warned = problems(
+            run,
+            leak_check=run.settings.leak_check or options.leak_check,
+            unfired_faults=options.unfired_faults,
+            owned=owned,
+            internal=False,
+        )
+        lines = [f"also: {text}" for text in failures + warned]
+    body_start = item.stash.get(_BODY_START_KEY, None) if call.when == "call" else None
+    made_calls = len(run.fake.journal) > (body_start or 0)
+    if options.journal != "off" and (made_calls or call.when != "call"):
+        lines.insert(0, journal_text(run, options.journal, body_start))
+    if lines:
+        report.sections.append(("createos journal", "\n".join(lines)))
     return report
 
 
@@ -134,8 +190,16 @@ def createos_fake(
         pytest.skip("createos: this test needs the fake and is skipped under --createos-live")
     run = _createos_session.begin(_settings(request), faults_for(request.node))
     request.node.stash[_RUN_KEY] = run
+    request.node.stash[_OWNED_KEY] = set()
     yield run.fake
-    failures, notes = problems(run, _createos_session.options)
+    options = _createos_session.options
+    folded = request.node.stash.get(_FOLDED_KEY, False)
+    failures, notes = problems(
+        run,
+        leak_check="off" if folded else run.settings.leak_check or options.leak_check,
+        unfired_faults="off" if folded else options.unfired_faults,
+        owned=request.node.stash.get(_OWNED_KEY, set()),
+    )
     for note in notes:
         warnings.warn(CreateosWarning(note), stacklevel=1)
     if failures:
@@ -211,35 +275,58 @@ def createos_provider(
     provider.shutdown_blocking()
 
 
+def _claim(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """Mark a sandbox as a lease fixture's: the fake's leak check leaves it to that fixture."""
+    owned = request.node.stash.get(_OWNED_KEY, None)
+    return (lambda _id: None) if owned is None else owned.add
+
+
+def _alive(request: pytest.FixtureRequest) -> Callable[[str], bool]:
+    """Whether a sandbox still needs destroying (on the fake, by its status; live: always)."""
+    run = request.node.stash.get(_RUN_KEY, None)
+    if run is None:
+        return lambda _id: True
+    fake = run.fake
+
+    def alive(sandbox_id: str) -> bool:
+        return any(s.id == sandbox_id and s.status in LEAKING for s in fake.sandboxes())
+
+    return alive
+
+
 @pytest.fixture
-def createos_lease(
-    request: pytest.FixtureRequest, createos_env: Environment, _createos_session: Session
-) -> Iterator[Lease]:
+def createos_lease(createos_leases: LeaseFactory) -> Lease:
     """A lease acquired for ``createos_env`` before the test, destroyed at teardown.
 
     Scope: function. Type: ``pytest_createos.provider.Lease`` (``provider_lease_id`` is the
     sandbox id, ``metadata`` what ``resume_lease`` needs). Default: a running sandbox of
     shape ``s-1vcpu-1gb`` with ``/paperclip-workspace`` prepared. It was acquired by an
-    internal provider: use it with ``createos_provider`` like any stored lease.
+    internal provider: use it with ``createos_provider`` like any stored lease. A test that
+    destroys it itself is fine: teardown destroys only what still exists.
     """
-    from pytest_createos.provider import CreateosError
+    return createos_leases.acquire_sync()
+
+
+@pytest.fixture
+def createos_leases(
+    request: pytest.FixtureRequest, createos_env: Environment, _createos_session: Session
+) -> Iterator[LeaseFactory]:
+    """A lease factory: ``await createos_leases.acquire()`` (or ``acquire_sync()``) any number.
+
+    Scope: function. Type: ``pytest_createos.LeaseFactory``; ``acquire(env=None)`` returns a
+    ``Lease`` for ``createos_env`` (or the ``Environment`` given), ``acquired`` lists them.
+    Default: none acquired. At teardown every lease still alive is destroyed; one the test
+    destroyed itself is left alone. The leak check does not count them.
+    """
+    from pytest_createos._leases import LeaseFactory
 
     session = _createos_session
-    live = _is_live(request)
-    provider = session.lease_provider(live=live)
-    lease = session.bridge.run(
-        provider.acquire_lease(createos_env, run_id=f"pytest-{uuid.uuid4().hex[:12]}")
-    )
-    yield lease
-    try:
-        session.bridge.run(
-            provider.destroy_lease(createos_env, lease.provider_lease_id, lease.metadata)
-        )
-    except CreateosError as error:
-        pytest.fail(
-            f"createos_lease: destroying lease {lease.provider_lease_id} failed: {error}",
-            pytrace=False,
-        )
+    provider = session.lease_provider(live=_is_live(request))
+    factory = LeaseFactory(provider, createos_env, session.bridge, _claim(request))
+    yield factory
+    failed = factory.close(_alive(request))
+    if failed:
+        pytest.fail("createos_leases: " + "; ".join(failed), pytrace=False)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ it looks at that call. When it fires is the registry's business (``rules.FaultRe
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -117,8 +118,10 @@ class Fault:
         expected: bool | None = None,
     ) -> None:
         if operation != "*" and operation not in OPERATIONS:
+            close = difflib.get_close_matches(str(operation), OPERATIONS, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             raise ValueError(
-                f"unknown operation {operation!r}; known: * " + " ".join(sorted(OPERATIONS))
+                f"unknown operation {operation!r}; {hint}known: * " + " ".join(sorted(OPERATIONS))
             )
         if not isinstance(action, Action) or type(action) in _ABSTRACT:
             raise TypeError("action must be a fault action such as HttpError(503)")
