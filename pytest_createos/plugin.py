@@ -67,7 +67,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKER_HELP.items():
         config.addinivalue_line("markers", f"{name}: {text}")
-    config.stash[_OPTIONS_KEY] = read_options(config)
+    options = config.stash[_OPTIONS_KEY] = read_options(config)
+    if options.live and not options.live_optional:
+        from pytest_createos._live import live_target
+
+        missing = live_target()
+        if isinstance(missing, str):
+            raise pytest.UsageError(
+                f"--createos-live: {missing}; pass --createos-live-optional (ini "
+                "createos_live_optional = true) to skip the live tests instead"
+            )
 
 
 def pytest_report_header(config: pytest.Config) -> str:
