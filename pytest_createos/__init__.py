@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from pytest_createos._bridge import RunSync
     from pytest_createos._leases import LeaseFactory
     from pytest_createos._report import CreateosWarning
+    from pytest_createos._shared import SharedCreateOS
     from pytest_createos.provider import CreateosProvider, Environment, ExecuteResult, Lease
 
 #: The fault actions, re-exported from ``fake_server.faults``.
@@ -86,6 +87,7 @@ __all__ = [
     "ResetBeforeResponse",
     "RunSync",
     "SetStatus",
+    "SharedCreateOS",
     "SkipFrame",
     "StallStream",
     "TamperFile",
@@ -103,6 +105,7 @@ _LAZY = {
     "Lease": "pytest_createos.provider",
     "LeaseFactory": "pytest_createos._leases",
     "RunSync": "pytest_createos._bridge",
+    "SharedCreateOS": "pytest_createos._shared",
     "TransitionPolicy": "fake_server",
     "VirtualClock": "fake_server",
     **dict.fromkeys(("Fault", "FaultFiring", *FAULT_ACTIONS), "fake_server.faults"),

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from pytest_createos._markers import MarkerSettings
     from pytest_createos._options import Options
     from pytest_createos._session import Run, Session
+    from pytest_createos._shared import SharedCreateOS
     from pytest_createos.provider import Environment, Lease
 
 # The fake, the provider and httpx load on the first createos fixture, not at pytest start-up.
@@ -336,6 +337,32 @@ def createos_leases(
     failed = factory.close(_alive(request))
     if failed:
         pytest.fail("createos_leases: " + "; ".join(failed), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def createos_shared(_createos_session: Session) -> Iterator[SharedCreateOS]:
+    """A fake and provider shared by every test that asks, for module- or session-wide state.
+
+    Scope: session (use it from fixtures of any scope). Type:
+    ``pytest_createos.SharedCreateOS`` (``fake``, ``clock``, ``env``, ``provider``, ``run``,
+    ``leases()``). Default: a second fake of its own, never reset by the plugin, so the
+    per-test reset, markers and checks do not apply to it; sandboxes still alive at the end of
+    the session are reported as a ``CreateosWarning``. Starts on first use.
+    """
+    from pytest_createos._shared import SharedCreateOS
+
+    shared = SharedCreateOS(_createos_session.bridge, seed=_createos_session.options.seed)
+    yield shared
+    leaked = shared.leaked()
+    shared.close()
+    if leaked:
+        warnings.warn(
+            CreateosWarning(
+                f"createos_shared: {len(leaked)} sandbox(es) left running or paused at the "
+                f"end of the session: {', '.join(leaked)}"
+            ),
+            stacklevel=1,
+        )
 
 
 @pytest.fixture
