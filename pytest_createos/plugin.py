@@ -125,6 +125,8 @@ def pytest_runtest_makereport(
     if call.excinfo is not None and options.journal != "full":
         trim_traceback(call.excinfo)
     report = yield
+    if report.failed and call.when == "setup" and _scope_mismatch(report):
+        report.sections.append(("createos", SCOPE_HINT))
     run = item.stash.get(_RUN_KEY, None)
     if run is None or not report.failed:
         return report
@@ -150,6 +152,18 @@ def pytest_runtest_makereport(
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+SCOPE_HINT = (
+    "createos: the createos_* fixtures are per test (the fake is reset before each); a module- "
+    "or session-scoped fixture takes createos_shared instead: its own fake, env and provider, "
+    "never reset (see docs/howto/scopes.md)"
+)
+
+
+def _scope_mismatch(report: pytest.TestReport) -> bool:
+    """pytest's ScopeMismatch for one of this plugin's per-test fixtures."""
+    text = str(report.longrepr)
+    return "ScopeMismatch" in text and "function scoped fixture createos_" in text
 
 
 def _options(request: pytest.FixtureRequest) -> Options:

@@ -136,3 +136,32 @@ def test_trio_under_anyio_before_and_after_asyncio(inner: pytest.Pytester) -> No
     tests; cancelling a trio test's wait cancels the call on the plugin's loop."""
     inner.makepyfile(TRIO_TESTS)
     inner.runpytest("-p", "anyio").assert_outcomes(passed=4)
+
+
+def test_a_scoped_fixture_asking_for_a_per_test_one_is_pointed_to_shared(
+    inner: pytest.Pytester,
+) -> None:
+    """pytest's ScopeMismatch gets a line saying what to use instead."""
+    inner.makepyfile(
+        """
+        import pytest
+
+        @pytest.fixture(scope="module")
+        def provider(createos_provider):
+            return createos_provider
+
+        def test_uses(provider):
+            pass
+        """
+    )
+    result = inner.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ScopeMismatch*createos_provider*",
+            "*- createos -*",
+            "createos: the createos_* fixtures are per test (the fake is reset before each); a "
+            "module- or session-scoped fixture takes createos_shared instead: its own fake, env "
+            "and provider, never reset (see docs/howto/scopes.md)",
+        ]
+    )
