@@ -207,8 +207,10 @@ def createos_fake(
     ``createos`` marker changes these and ``createos_fault`` markers arm faults when the test
     body starts (fixture setup, such as ``createos_lease``, runs without them).
     At teardown the test fails when the fake raised internally, when sandboxes were left
-    running or paused (``--createos-leak-check``) or armed faults never fired
-    (``--createos-unfired-faults``). Skipped for ``createos_live`` tests under --createos-live.
+    running or paused (``--createos-leak-check``, or ``createos(leak_check=...)``; lease
+    fixtures' sandboxes excepted) or armed faults never fired (``--createos-unfired-faults``);
+    a test whose body failed gets those two as lines of its journal instead. ``calls`` lists
+    the requests for assertions. Skipped for ``createos_live`` tests under --createos-live.
     """
     if _is_live(request):
         pytest.skip("createos: this test needs the fake and is skipped under --createos-live")

@@ -155,3 +155,17 @@ def test_a_bad_leak_check_marker_is_named(inner: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(
         ["*::test_bad: createos(leak_check=...) must be 'fail', 'warn' or 'off'"]
     )
+
+
+def test_the_tutorial_shows_the_report_as_printed() -> None:
+    """The tutorial's copy of the report keeps the journal lines the test above checks."""
+    tutorial = (DEMO.parents[1] / "docs" / "tutorial.md").read_text()
+    for line in (
+        "seed 0, transitions realistic, fake time elapsed 2.250s, 41 events",
+        "+0.00s setup: 5 calls (sb-…7T creating → running)",
+        "+0.50s GET /v1/sandboxes/sb-…7T ×10 → 200 (pausing → paused)",
+        "+2.25s POST /v1/sandboxes/sb-…7T/resume → 503 (fault #1 HttpError 503)",
+        "E       pytest_createos.provider._errors.CreateosApiError: CreateOS request failed "
+        "(HTTP 503) during sandbox lifecycle.",
+    ):
+        assert line in tutorial
