@@ -56,6 +56,8 @@ _BODY_START_KEY: pytest.StashKey[int] = pytest.StashKey()
 _OWNED_KEY: pytest.StashKey[set[str]] = pytest.StashKey()
 #: The test body failed and its report already named the leaks and unfired faults.
 _FOLDED_KEY: pytest.StashKey[bool] = pytest.StashKey()
+#: Run-wide notices for the terminal summary.
+_NOTES_KEY: pytest.StashKey[list[str]] = pytest.StashKey()
 
 
 # -- hooks ------------------------------------------------------------------------------------
@@ -94,12 +96,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if ignored:
         names = ", ".join(item.nodeid for item in ignored[:3])
         more = f" and {len(ignored) - 3} more" if len(ignored) > 3 else ""
-        ignored[0].warn(
-            CreateosWarning(
-                f"createos: a module- or class-wide createos marker reaches {len(ignored)} "
-                f"test(s) that use no createos fixture ({names}{more}); it is ignored there"
-            )
+        warning = CreateosWarning(
+            f"createos: a module- or class-wide createos marker reaches {len(ignored)} "
+            f"test(s) that use no createos fixture ({names}{more}); it is ignored there"
         )
+        try:
+            ignored[0].warn(warning)
+        except CreateosWarning:  # filterwarnings = error: still no reason to stop the run
+            config.stash[_NOTES_KEY] = [*config.stash.get(_NOTES_KEY, []), str(warning)]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Notices that a ``filterwarnings = error`` setting kept from being warnings."""
+    for note in terminalreporter.config.stash.get(_NOTES_KEY, []):
+        terminalreporter.write_line(note, yellow=True)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -73,6 +73,31 @@ def test_a_module_wide_marker_skips_plain_tests_with_a_warning(
     )
 
 
+def test_a_module_wide_marker_under_filterwarnings_error_is_a_notice(
+    inner: pytest.Pytester,
+) -> None:
+    """With warnings as errors (the inner ini's setting) the run still goes on; the same text
+    is a line of the terminal summary."""
+    inner.makepyfile(
+        """
+        import pytest
+
+        pytestmark = pytest.mark.createos(seed=7)
+
+        def test_plain_unit():
+            pass
+        """
+    )
+    result = inner.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "createos: a module- or class-wide createos marker reaches 1 test(s) that use no "
+            "createos fixture (*::test_plain_unit); it is ignored there"
+        ]
+    )
+
+
 def test_every_fault_action_is_importable_from_pytest_createos() -> None:
     """``from pytest_createos import HttpError`` works for every concrete action."""
     abstract = {faults.Action, faults.ResponseAction, faults.OutOfBandAction, faults.StreamAction}
