@@ -62,7 +62,6 @@ FAULT_ACTIONS = (
 )
 
 __all__ = [
-    "FAULT_ACTIONS",
     "CrashProcess",
     "CreateosProvider",
     "CreateosWarning",

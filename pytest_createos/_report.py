@@ -9,7 +9,7 @@ import sysconfig
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection
+    from collections.abc import Callable, Collection, Sequence
     from types import TracebackType
 
     from pytest_createos._options import CheckMode, JournalMode, Options
@@ -20,11 +20,15 @@ import pytest
 __all__ = [
     "JOURNAL_LIMIT",
     "LEAKING",
+    "SCOPE_HINT",
     "SHORT_LIMIT",
     "CreateosWarning",
     "header_line",
+    "ignored_first",
+    "ignored_warning",
     "journal_text",
     "problems",
+    "scope_mismatch",
     "trim_traceback",
 ]
 
@@ -187,3 +191,38 @@ def trim_traceback(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
 
 
 _BRIDGE = str(_PACKAGE / "_bridge.py")
+
+
+SCOPE_HINT = (
+    "createos: the createos_* fixtures are per test (the fake is reset before each); a module- "
+    "or session-scoped fixture takes createos_shared instead: its own fake, env and provider, "
+    "never reset (see docs/howto/scopes.md)"
+)
+
+
+def scope_mismatch(report: pytest.TestReport) -> bool:
+    """pytest's ScopeMismatch for one of this plugin's per-test fixtures."""
+    text = str(report.longrepr)
+    return "ScopeMismatch" in text and "function scoped fixture createos_" in text
+
+
+def ignored_warning(items: Sequence[pytest.Item]) -> CreateosWarning | None:
+    """One warning naming the tests a module- or class-wide marker reaches in vain."""
+    from pytest_createos._markers import unconfigured
+
+    ignored = [item for item in items if unconfigured(item)]
+    if not ignored:
+        return None
+    names = ", ".join(item.nodeid for item in ignored[:3])
+    more = f" and {len(ignored) - 3} more" if len(ignored) > 3 else ""
+    return CreateosWarning(
+        f"createos: a module- or class-wide createos marker reaches {len(ignored)} "
+        f"test(s) that use no createos fixture ({names}{more}); it is ignored there"
+    )
+
+
+def ignored_first(items: Sequence[pytest.Item]) -> pytest.Item:
+    """The first test ``ignored_warning`` names (the warning's location)."""
+    from pytest_createos._markers import unconfigured
+
+    return next(item for item in items if unconfigured(item))

@@ -16,16 +16,19 @@ from pytest_createos._markers import (
     MarkerError,
     faults_for,
     marker_errors,
-    unconfigured,
 )
 from pytest_createos._markers import settings_for as _settings_for
 from pytest_createos._options import add_options, read_options
 from pytest_createos._report import (
     LEAKING,
+    SCOPE_HINT,
     CreateosWarning,
     header_line,
+    ignored_first,
+    ignored_warning,
     journal_text,
     problems,
+    scope_mismatch,
     trim_traceback,
 )
 
@@ -92,16 +95,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     found = [p for item in items for p in marker_errors(item, seed)]
     if found:
         raise pytest.UsageError("pytest-createos marker errors:\n" + "\n".join(found))
-    ignored = [item for item in items if unconfigured(item)]
-    if ignored:
-        names = ", ".join(item.nodeid for item in ignored[:3])
-        more = f" and {len(ignored) - 3} more" if len(ignored) > 3 else ""
-        warning = CreateosWarning(
-            f"createos: a module- or class-wide createos marker reaches {len(ignored)} "
-            f"test(s) that use no createos fixture ({names}{more}); it is ignored there"
-        )
+    warning = ignored_warning(items)
+    if warning is not None:
         try:
-            ignored[0].warn(warning)
+            ignored_first(items).warn(warning)
         except CreateosWarning:  # filterwarnings = error: still no reason to stop the run
             config.stash[_NOTES_KEY] = [*config.stash.get(_NOTES_KEY, []), str(warning)]
 
@@ -132,10 +129,11 @@ def pytest_runtest_makereport(
     here, so teardown does not report the same test a second time.
     """
     options = item.config.stash[_OPTIONS_KEY]
-    if call.excinfo is not None and options.journal != "full":
+    full = options.journal == "full" or item.config.getoption("fulltrace", False)
+    if call.excinfo is not None and not full:
         trim_traceback(call.excinfo)
     report = yield
-    if report.failed and call.when == "setup" and _scope_mismatch(report):
+    if report.failed and call.when == "setup" and scope_mismatch(report):
         report.sections.append(("createos", SCOPE_HINT))
     run = item.stash.get(_RUN_KEY, None)
     if run is None or not report.failed:
@@ -162,18 +160,6 @@ def pytest_runtest_makereport(
 
 
 # -- helpers ----------------------------------------------------------------------------------
-
-SCOPE_HINT = (
-    "createos: the createos_* fixtures are per test (the fake is reset before each); a module- "
-    "or session-scoped fixture takes createos_shared instead: its own fake, env and provider, "
-    "never reset (see docs/howto/scopes.md)"
-)
-
-
-def _scope_mismatch(report: pytest.TestReport) -> bool:
-    """pytest's ScopeMismatch for one of this plugin's per-test fixtures."""
-    text = str(report.longrepr)
-    return "ScopeMismatch" in text and "function scoped fixture createos_" in text
 
 
 def _options(request: pytest.FixtureRequest) -> Options:
