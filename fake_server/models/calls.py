@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, overload
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
     from fake_server.models.journal import Event
 
@@ -32,6 +32,18 @@ class ApiCall:
     account_id: str | None = None
     #: The injected faults that fired on this call, as the journal describes them.
     faults: tuple[str, ...] = ()
+    #: What the recorder kept (empty when it keeps none): secrets redacted, bodies capped.
+    query: str = ""
+    request_headers: tuple[tuple[str, str], ...] = ()
+    request_body: str | None = None
+    response_headers: tuple[tuple[str, str], ...] = ()
+    response_body: str | None = None
+
+    def header(self, name: str, *, response: bool = False) -> str | None:
+        """A request (or response) header's value by case-insensitive name."""
+        wanted = name.lower()
+        headers = self.response_headers if response else self.request_headers
+        return next((value for key, value in headers if key == wanted), None)
 
     def format(self, origin: float = 0.0) -> str:
         status = "no reply" if self.status is None else str(self.status)
@@ -58,6 +70,9 @@ def _pair(events: Iterable[Event]) -> list[ApiCall]:
                 "sandbox_id": event.sandbox_id,
                 "process_id": event.process_id,
                 "faults": (),
+                "query": event.query,
+                "request_headers": event.headers,
+                "request_body": event.body,
             }
             calls.append(record)
             open_calls.setdefault(key, []).append(record)
@@ -68,6 +83,8 @@ def _pair(events: Iterable[Event]) -> list[ApiCall]:
             first = open_calls[key].pop(0)
             first["status"] = event.status
             first["account_id"] = event.account_id
+            first["response_headers"] = event.headers
+            first["response_body"] = event.body
     return [ApiCall(**record) for record in calls]  # type: ignore[arg-type]
 
 
@@ -123,8 +140,9 @@ class Calls:
         process_id: str | None = None,
         method: str | None = None,
         status: int | None = None,
+        where: Callable[[ApiCall], bool] | None = None,
     ) -> Calls:
-        """The calls matching every given criterion, in order."""
+        """The calls matching every given criterion (``where``: any predicate), in order."""
         return Calls(
             (
                 call
@@ -134,6 +152,7 @@ class Calls:
                 and (process_id is None or call.process_id == process_id)
                 and (method is None or call.method == method)
                 and (status is None or call.status == status)
+                and (where is None or where(call))
             ),
             self.origin,
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fake_server.models.calls import ApiCall, Calls
-from fake_server.models.journal import Event
+from fake_server.models.journal import Event, body_text, redacted
 
 CALLS_TESTS = """
 import pytest
@@ -81,3 +81,43 @@ def test_calls_pair_requests_with_replies_and_faults() -> None:
         "  * +0.00s whoami GET /v1/whoami -> 200 (fault#1 LostReply())\n"
         "    +0.50s whoami GET /v1/whoami -> no reply"
     )
+
+
+def test_recorded_headers_and_bodies_reach_the_calls_redacted_and_capped() -> None:
+    """The event model carries query, headers and body; the helpers mask secrets, cap text
+    and summarise binary; ``where=`` filters on them."""
+    headers = redacted([("X-Api-Key", "cos_live_secret"), ("Content-Type", "application/json")])
+    assert headers == (("x-api-key", "<redacted>"), ("content-type", "application/json"))
+    assert body_text(b"\xff\x00\x01") == "<binary, 3 bytes>"
+    assert body_text(b"abcdef", limit=4) == "abcd… (2 more characters)"
+    events = [
+        Event(
+            1.0,
+            "request",
+            "create_sandbox",
+            "POST",
+            "/v1/sandboxes",
+            query="dry=1",
+            headers=headers,
+            body=body_text(b'{"shape": "s-1vcpu-1gb"}'),
+        ),
+        Event(
+            1.0,
+            "response",
+            "create_sandbox",
+            "POST",
+            "/v1/sandboxes",
+            201,
+            headers=redacted([("Content-Type", "application/json")]),
+            body='{"id": "sb-1"}',
+        ),
+    ]
+    call = Calls.from_events(events).assert_called_once(
+        "create_sandbox", where=lambda c: '"s-1vcpu-1gb"' in (c.request_body or "")
+    )
+    assert call.query == "dry=1"
+    assert call.header("X-API-KEY") == "<redacted>"
+    assert call.header("content-type", response=True) == "application/json"
+    assert call.response_body == '{"id": "sb-1"}'
+    assert events[0].format() == ("     1.000s request    create_sandbox POST /v1/sandboxes?dry=1")
+    assert "cos_live_secret" not in repr(call)
