@@ -26,6 +26,7 @@ from fake_server.models import (
     TransitionPolicy,
     World,
 )
+from fake_server.models.calls import Calls
 from fake_server.runtime import CommandRegistry
 
 if TYPE_CHECKING:
@@ -134,6 +135,11 @@ class FakeCreateOS:
     @property
     def api_url(self) -> str:
         return self.url + "/v1"
+
+    @property
+    def calls(self) -> Calls:
+        """The requests so far, each with its reply: filter them, assert on them."""
+        return Calls.from_events(self.journal.events, self.journal.origin)
 
     @property
     def transitions(self) -> TransitionPolicy:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
+import importlib
 import inspect
 import threading
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -143,7 +145,7 @@ class BackgroundLoop:
             handoff.caller_resumed()
 
     async def relay(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
-        """Await ``coroutine`` on this loop from any asyncio loop (cancellation follows)."""
+        """Await ``coroutine`` on this loop from any asyncio or trio loop (cancellation follows)."""
         try:
             current = asyncio.get_running_loop()
         except RuntimeError:
@@ -151,6 +153,14 @@ class BackgroundLoop:
         if current is self.loop:
             return await coroutine
         handoff = _Handoff(self.clock)
+        if current is None:  # trio (anyio's trio backend)
+            future = asyncio.run_coroutine_threadsafe(
+                handoff.run(_as_asyncio(coroutine)), self.loop
+            )
+            try:
+                return await _wait_from_trio(future)
+            finally:
+                handoff.caller_resumed()
         future = asyncio.run_coroutine_threadsafe(handoff.run(coroutine), self.loop)
         try:
             return await asyncio.wrap_future(future)
@@ -163,6 +173,35 @@ class BackgroundLoop:
             return
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
+
+
+async def _as_asyncio(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coroutine`` as asyncio code: the task inherits the trio caller's context, whose
+    sniffio marker would make httpx pick its trio backend on this asyncio loop."""
+    import sniffio
+
+    sniffio.current_async_library_cvar.set(None)
+    return await coroutine
+
+
+async def _wait_from_trio(future: concurrent.futures.Future[_T]) -> _T:
+    """Await ``future`` from a trio loop; cancelling the wait cancels the coroutine."""
+    trio: Any = importlib.import_module("trio")  # only ever imported under trio
+
+    token = trio.lowlevel.current_trio_token()
+    done = trio.Event()
+
+    def wake(_: object) -> None:
+        with contextlib.suppress(trio.RunFinishedError):
+            token.run_sync_soon(done.set)
+
+    future.add_done_callback(wake)
+    try:
+        await done.wait()
+    except trio.Cancelled:
+        future.cancel()
+        raise
+    return future.result()
 
 
 def _relayed(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:

@@ -6,13 +6,16 @@ it looks at that call. When it fires is the registry's business (``rules.FaultRe
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from fake_server.faults.actions import Action, OutOfBandAction, ResponseAction
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+
+    from fake_server.faults.rules import FaultFiring
 
 __all__ = ["DEFAULT", "OPERATIONS", "Call", "Fault", "target_of"]
 
@@ -100,6 +103,7 @@ class Fault:
     """
 
     __slots__ = (
+        "_armed_in",
         "account",
         "action",
         "after",
@@ -129,8 +133,10 @@ class Fault:
         expected: bool | None = None,
     ) -> None:
         if operation != "*" and operation not in OPERATIONS:
+            close = difflib.get_close_matches(str(operation), OPERATIONS, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             raise ValueError(
-                f"unknown operation {operation!r}; known: * " + " ".join(sorted(OPERATIONS))
+                f"unknown operation {operation!r}; {hint}known: * " + " ".join(sorted(OPERATIONS))
             )
         if not isinstance(action, Action) or type(action) in _ABSTRACT:
             raise TypeError("action must be a fault action such as HttpError(503)")
@@ -162,6 +168,18 @@ class Fault:
         self.when = when
         self.name = name
         self.expected = probability is None if expected is None else expected
+        self._armed_in: _Firings | None = None
+
+    @property
+    def calls(self) -> list[FaultFiring]:
+        """This fault's firings while armed (operation, method, path, ids, fake time)."""
+        registry = self._armed_in
+        return [] if registry is None else registry.firings_of(self)
+
+    @property
+    def fired(self) -> int:
+        """How many times this fault fired while armed (0 before ``faults.add()``)."""
+        return len(self.calls)
 
     def matches(self, call: Call) -> bool:
         """Whether ``call`` is one this fault looks at (before the schedule is consulted)."""
@@ -197,6 +215,12 @@ class Fault:
 
     def __repr__(self) -> str:
         return f"Fault({self.describe()})"
+
+
+class _Firings(Protocol):
+    """The registry a fault is armed in, as far as the fault asks it."""
+
+    def firings_of(self, fault: Fault) -> list[FaultFiring]: ...
 
 
 _ABSTRACT: Final = (Action, ResponseAction, OutOfBandAction)

@@ -137,7 +137,7 @@ class FaultRegistry:
     # -- arming -------------------------------------------------------------------------------
 
     def add(self, fault: Fault) -> Fault:
-        """Arm ``fault`` and return it (keep it to ask ``fire_count`` later)."""
+        """Arm ``fault`` and return it: ``fault.fired`` and ``fault.calls`` answer from here."""
         if not isinstance(fault, Fault):
             raise TypeError("add() takes a Fault")
         with self._lock:
@@ -153,6 +153,7 @@ class FaultRegistry:
                 _Armed(fault, self._next_id, _stream(self._seed, f"{identity}#{twins}"))
             )
             self._next_id += 1
+            fault._armed_in = self
         return fault
 
     def remove(self, fault: Fault) -> None:
@@ -182,6 +183,11 @@ class FaultRegistry:
     def fired(self) -> list[FaultFiring]:
         with self._lock:
             return list(self._fired)
+
+    def firings_of(self, fault: Fault) -> list[FaultFiring]:
+        """The firings of ``fault`` since it was armed here (none once cleared)."""
+        with self._lock:
+            return [firing for firing in self._fired if firing.fault is fault]
 
     def fire_count(self, fault: Fault) -> int:
         return self._find(fault).fired
