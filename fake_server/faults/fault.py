@@ -15,9 +15,8 @@ from fake_server.faults.actions import Action, OutOfBandAction, ResponseAction
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from fake_server.faults.rules import FaultFiring
 
-__all__ = ["DEFAULT", "OPERATIONS", "Call", "Fault", "target_of"]
+__all__ = ["DEFAULT", "OPERATIONS", "Call", "Fault", "FaultFiring", "target_of"]
 
 #: Operation names of the fake's API (the names the journal and faults use), plus ``*``.
 OPERATIONS: Final = frozenset(
@@ -237,3 +236,47 @@ def target_of(action: OutOfBandAction, call: Call) -> tuple[str, str | None] | N
             return None
         return sandbox_id, process_id
     return sandbox_id, None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FaultFiring:
+    """One firing, for the journal: which fault, on which request, at which fake time."""
+
+    fault_id: int
+    fault: Fault
+    call: Call
+    at: float
+
+    @property
+    def action(self) -> Action:
+        return self.fault.action
+
+    @property
+    def operation(self) -> str:
+        return self.call.operation
+
+    @property
+    def method(self) -> str:
+        return self.call.method
+
+    @property
+    def path(self) -> str:
+        return self.call.path
+
+    @property
+    def sandbox_id(self) -> str | None:
+        return self.call.sandbox_id
+
+    @property
+    def process_id(self) -> str | None:
+        return self.call.process_id
+
+    @property
+    def account(self) -> str | None:
+        return self.call.account
+
+    def format(self) -> str:
+        return (
+            f"t={self.at:.3f} fault#{self.fault_id} {self.fault.action!r} "
+            f"on {self.operation} {self.method} {self.path}"
+        )

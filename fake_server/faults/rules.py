@@ -20,13 +20,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from fake_server.faults.actions import (
-    Action,
     Latency,
     OutOfBandAction,
     ResponseAction,
     StreamAction,
 )
-from fake_server.faults.fault import DEFAULT, OPERATIONS, Call, Fault, target_of
+from fake_server.faults.fault import DEFAULT, OPERATIONS, Call, Fault, FaultFiring, target_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,50 +41,6 @@ __all__ = [
     "FaultRegistry",
     "Plan",
 ]
-
-
-@dataclass(frozen=True, kw_only=True)
-class FaultFiring:
-    """One firing, for the journal: which fault, on which request, at which fake time."""
-
-    fault_id: int
-    fault: Fault
-    call: Call
-    at: float
-
-    @property
-    def action(self) -> Action:
-        return self.fault.action
-
-    @property
-    def operation(self) -> str:
-        return self.call.operation
-
-    @property
-    def method(self) -> str:
-        return self.call.method
-
-    @property
-    def path(self) -> str:
-        return self.call.path
-
-    @property
-    def sandbox_id(self) -> str | None:
-        return self.call.sandbox_id
-
-    @property
-    def process_id(self) -> str | None:
-        return self.call.process_id
-
-    @property
-    def account(self) -> str | None:
-        return self.call.account
-
-    def format(self) -> str:
-        return (
-            f"t={self.at:.3f} fault#{self.fault_id} {self.fault.action!r} "
-            f"on {self.operation} {self.method} {self.path}"
-        )
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ async def test_calls_and_fault_handle(createos_fake, createos_provider, createos
     sandbox = lease.provider_lease_id
     calls = createos_fake.calls
     created = calls.assert_called_once("create_sandbox")
-    assert (created.method, created.path, created.status) == ("POST", "/v1/sandboxes", 201)
+    assert (created.method, created.path, created.status) == ("POST", "/v1/sandboxes", 200)
     assert calls.filter("get_sandbox", sandbox_id=sandbox).call_count >= 1
     calls.assert_not_called("delete_sandbox")
     fault = createos_fake.faults.add(Fault("exec", HttpError(503)))
@@ -49,7 +49,7 @@ def test_calls_and_fault_handles_from_a_test(inner: pytest.Pytester) -> None:
             "E       AssertionError: expected 1 call(s) matching operation='resume_sandbox'; "
             "0 matched",
             "E       the fake received 4 call(s):",
-            "E*  +0.00s create_sandbox POST /v1/sandboxes -> 201",
+            "E*  +0.00s create_sandbox POST /v1/sandboxes -> 200",
             "E*  +0.00s get_sandbox GET /v1/sandboxes/sb-01KD* -> 200",
             "E*  +0.00s exec POST /v1/sandboxes/sb-01KD*/exec -> 200",
             "E*  +0.00s upload_file PUT /v1/sandboxes/sb-01KD*/files -> 200",
@@ -107,7 +107,7 @@ def test_recorded_headers_and_bodies_reach_the_calls_redacted_and_capped() -> No
             "create_sandbox",
             "POST",
             "/v1/sandboxes",
-            201,
+            200,
             headers=redacted([("Content-Type", "application/json")]),
             body='{"id": "sb-1"}',
         ),

@@ -53,12 +53,12 @@ def test_the_tutorials_failing_example_reports_in_under_25_lines(inner: pytest.P
             "",
             "test_demo.py:18: CreateosApiError",
             "*- createos journal -*",
-            "seed 0, transitions realistic, fake time elapsed 2.250s, 41 events",
-            "+0.00s setup: 5 calls (sb-…7T creating → running)",
-            "+0.25s GET /v1/sandboxes/sb-…7T → 200",
-            "+0.25s POST /v1/sandboxes/sb-…7T/pause → 202 (running → pausing)",
-            "+0.50s GET /v1/sandboxes/sb-…7T ×10 → 200 (pausing → paused)",
-            "+2.25s POST /v1/sandboxes/sb-…7T/resume → 503 (fault #1 HttpError 503)",
+            "seed 0, transitions realistic, fake time elapsed 2.050s, 39 events",
+            "+0.00s setup: 4 calls (sb-…7T creating → running)",
+            "+0.05s GET /v1/sandboxes/sb-…7T → 200",
+            "+0.05s POST /v1/sandboxes/sb-…7T/pause → 202 (running → pausing)",
+            "+0.30s GET /v1/sandboxes/sb-…7T ×10 → 200 (pausing → paused)",
+            "+2.05s POST /v1/sandboxes/sb-…7T/resume → 503 (fault #1 HttpError 503)",
             "=*short test summary info*",
         ],
         consecutive=True,
@@ -128,7 +128,7 @@ def test_each_failure_is_reported_once_and_only_with_the_fake_s_part(
         [
             "*- createos journal -*",
             "seed 0, *",
-            "+0.00s POST /v1/sandboxes → 201 (sb-…7T creating)",
+            "+0.00s POST /v1/sandboxes → 200 (sb-…7T creating → running)",
             "*",
             "*",
             "*",
@@ -161,10 +161,10 @@ def test_the_tutorial_shows_the_report_as_printed() -> None:
     """The tutorial's copy of the report keeps the journal lines the test above checks."""
     tutorial = (DEMO.parents[1] / "docs" / "tutorial.md").read_text()
     for line in (
-        "seed 0, transitions realistic, fake time elapsed 2.250s, 41 events",
-        "+0.00s setup: 5 calls (sb-…7T creating → running)",
-        "+0.50s GET /v1/sandboxes/sb-…7T ×10 → 200 (pausing → paused)",
-        "+2.25s POST /v1/sandboxes/sb-…7T/resume → 503 (fault #1 HttpError 503)",
+        "seed 0, transitions realistic, fake time elapsed 2.050s, 39 events",
+        "+0.00s setup: 4 calls (sb-…7T creating → running)",
+        "+0.30s GET /v1/sandboxes/sb-…7T ×10 → 200 (pausing → paused)",
+        "+2.05s POST /v1/sandboxes/sb-…7T/resume → 503 (fault #1 HttpError 503)",
         "E       pytest_createos.provider._errors.CreateosApiError: CreateOS request failed "
         "(HTTP 503) during sandbox lifecycle.",
     ):
