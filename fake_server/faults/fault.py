@@ -16,6 +16,7 @@ from fake_server.faults.actions import (
     OutOfBandAction,
     ResponseAction,
 )
+from fake_server.models.resource_ops import RESOURCE_OPERATIONS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -52,6 +53,7 @@ OPERATIONS: Final = frozenset(
         "not_implemented",
         "method_not_allowed",
     }
+    | RESOURCE_OPERATIONS
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fake_server.http import commands, meta, processes, sandboxes
+from fake_server.http.resources_routes import RESOURCE_ROUTES
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -43,6 +44,7 @@ ROUTES: tuple[tuple[str, str, str, Handler], ...] = (
     ("POST", _PROC + "/stdin/close", "close_process_stdin", processes.close_process_stdin),
     ("POST", _PROC + "/signal", "signal_process", processes.signal_process),
     ("GET", _PROC + "/wait", "wait_process", processes.wait_process),
+    *RESOURCE_ROUTES,  # networks, disks, templates, computer use
 )
 
 #: Real API routes on paths the fake serves with other methods: without these they would be

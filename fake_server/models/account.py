@@ -55,14 +55,15 @@ class Account(ExecOps, ProcessOps, AccountBase):
         shape = catalog.shapes.get(spec.shape)
         if shape is None:
             raise BadRequest("unknown shape", field="shape")
-        if spec.rootfs not in catalog.rootfs:
+        plan = self.resources.plan_create(spec)
+        if spec.rootfs not in catalog.rootfs and plan.template is None:
             raise BadRequest("unknown rootfs", field="rootfs")
         if spec.region not in catalog.regions:
             raise BadRequest("unknown region", field="region")
         if spec.name is not None and not 1 <= len(spec.name) <= MAX_NAME:
             raise BadRequest(f"must be 1 to {MAX_NAME} characters", field="name")
         _check_envs(spec.envs)
-        from fake_server.runtime import SandboxDisk
+        from fake_server.runtime.mounts import MountingDisk
 
         ids = self.ctx.ids
         sandbox = Sandbox(
@@ -73,10 +74,11 @@ class Account(ExecOps, ProcessOps, AccountBase):
             name=spec.name or ids.name(),
             ip=ids.private_ip(),
             spawn_ms=ids.spawn_ms(),
-            disk=SandboxDisk(),
+            disk=MountingDisk(),
             ctx=self.ctx,
         )
         self.sandboxes[sandbox.id] = sandbox
+        self.resources.apply(plan, sandbox)
         return sandbox
 
     def get_sandbox(self, sandbox_id: str) -> Sandbox:

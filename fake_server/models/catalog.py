@@ -48,6 +48,7 @@ def _rootfs() -> dict[str, RootfsEntry]:
         RootfsEntry("ubuntu:24.04", "Minimal Ubuntu 24.04"),
         RootfsEntry("node:22", "Node.js 22 on Debian"),
         RootfsEntry("python:3.12", "Python 3.12 on Debian"),
+        RootfsEntry("desktop:1", "Ubuntu 24.04 with a graphical desktop, a browser and noVNC"),
     ]
     return {e.name: e for e in entries}
 

@@ -150,6 +150,8 @@ class Shell:
             username="sandbox", hostname="sandbox", cwd=workdir, env=environment, **_LIMITS
         )
         bash.mount("/", self._disk.fs)
+        for point, mounted in self._disk.mounts.items():
+            bash.mount(point, mounted)
         state.bind(bash.cancel)
         program = self._program(args[0], workdir)
         interactive = isinstance(stdin, StdinPipe) and reads_commands_from_stdin(program, args[1:])
