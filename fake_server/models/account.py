@@ -185,3 +185,4 @@ class World:
             for sandbox_id in list(account.sandboxes):
                 account.forget_sandbox(sandbox_id)
         self.accounts.clear()
+        self.ctx.resources = type(self.ctx.resources)()  # settings and bucket contents too

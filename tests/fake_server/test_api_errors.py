@@ -27,9 +27,6 @@ pytestmark = pytest.mark.asyncio
         ("GET", "/egress"),
         ("GET", "/bandwidth"),
         ("POST", "/access-token"),
-        ("GET", "/computer/screen"),
-        ("POST", "/networks"),
-        ("GET", "/disks"),
         ("POST", "/processes/proc-1/resize"),
     ],
 )
@@ -48,12 +45,12 @@ async def test_sdk_routes_the_fake_lacks_are_501(
 
 
 async def test_unknown_top_level_route_names_nearest_routes(client: httpx.AsyncClient) -> None:
-    response = await client.get("/v1/templates")
+    response = await client.get("/v1/volumes")
     assert response.json() == {
         "status": "error",
         "code": "not_implemented_by_fake",
         "message": "this route is not implemented by the CreateOS fake; nearest known routes: "
-        "/v1/shapes, /v1/sandboxes, /v1/rootfs",
+        "/v1/templates, /v1/sandboxes, /v1/whoami",
     }
 
 
@@ -173,8 +170,8 @@ async def test_unknown_routes_pass_through_fault_middlewares(
     from fake_server.faults import HttpError
 
     fake.faults.add(Fault("not_implemented", HttpError(503)))
-    first = await client.get("/v1/templates")
-    second = await client.get("/v1/templates")
+    first = await client.get("/v1/volumes")
+    second = await client.get("/v1/volumes")
     assert (first.status_code, second.status_code) == (503, 501)
 
 

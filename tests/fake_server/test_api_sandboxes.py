@@ -160,7 +160,7 @@ async def test_health_readiness_and_catalog_need_no_key(fake: FakeCreateOS) -> N
     }
     data = rootfs.json()["data"]
     assert data["default"] == "devbox:1"
-    assert data["rootfs"] == ["devbox:1", "ubuntu:24.04", "node:22", "python:3.12"]
+    assert data["rootfs"] == ["devbox:1", "ubuntu:24.04", "node:22", "python:3.12", "desktop:1"]
     assert data["entries"][0]["name"] == "devbox:1"
 
 
