@@ -52,7 +52,7 @@ def _running(sdk: Client) -> Callable[..., SandboxInstance]:
     """Create a sandbox through the SDK and wait until it runs."""
 
     def make(**fields: object) -> SandboxInstance:
-        request = CreateSandboxRequest(shape="s-1vcpu-1gb", **fields)  # type: ignore[arg-type]
+        request = CreateSandboxRequest(**{"shape": "s-1vcpu-1gb", **fields})  # type: ignore[arg-type]
         sandbox = sdk.create_sandbox(request)
         sandbox.wait_until_running()
         return sandbox
