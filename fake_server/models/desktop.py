@@ -321,7 +321,7 @@ class Desktop:
 
 def _screen_index(screen_id: str) -> int:
     prefix, _, number = screen_id.partition("-")
-    if prefix != "screen" or not number.isdigit() or len(number) > 2:
+    if prefix != "screen" or not number.isdigit() or int(number[:3]) >= MAX_SCREENS:
         raise BadRequest("must be screen-0 to screen-7", field="screen_id")
     return int(number)
 
