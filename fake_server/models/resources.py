@@ -105,6 +105,12 @@ class AccountResources:
 
     def desktop(self, sandbox_id: str) -> Desktop:
         """The running desktop sandbox's session (409 for other rootfs, as the service)."""
+        for known in [sid for sid in self.desktops if sid != sandbox_id]:
+            try:  # drop the sessions of sandboxes that are destroyed or gone
+                if self._sandbox(known).status in ("destroyed", "failed"):
+                    del self.desktops[known]
+            except NotFound:
+                del self.desktops[known]
         sandbox = self._sandbox(sandbox_id)
         sandbox.require_running()
         desktop = self.desktops.get(sandbox.id)

@@ -233,3 +233,14 @@ def test_non_desktop_and_stopped_sandboxes(running: Callable[..., SandboxInstanc
     desktop.pause()
     desktop.wait_until_paused()
     assert _error(desktop.computer.cursor).status_code == 409
+
+
+def test_sessions_of_destroyed_sandboxes_are_dropped(
+    running: Callable[..., SandboxInstance], account: Account
+) -> None:
+    first, second = running(rootfs="desktop:1"), running(rootfs="desktop:1")
+    first.computer.screen()
+    first.destroy()
+    first.wait_until_destroyed()
+    second.computer.screen()
+    assert list(account.resources.desktops) == [second.id]
