@@ -10,7 +10,12 @@ import difflib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Protocol
 
-from fake_server.faults.actions import Action, OutOfBandAction, ResponseAction
+from fake_server.faults.actions import (
+    Action,
+    OutOfBandAction,
+    ResponseAction,
+)
+from fake_server.models.resource_ops import RESOURCE_OPERATIONS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -64,6 +69,7 @@ OPERATIONS: Final = frozenset(
         "not_implemented",
         "method_not_allowed",
     }
+    | RESOURCE_OPERATIONS
 )
 
 

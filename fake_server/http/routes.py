@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fake_server.http import access_tokens, commands, meta, processes, sandbox_admin, sandboxes
+from fake_server.http.resources_routes import RESOURCE_ROUTES
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -71,6 +72,7 @@ ROUTES: tuple[tuple[str, str, str, Handler], ...] = (
     ),
     ("DELETE", _SB + "/access-token", "disable_access_token", access_tokens.disable_access_token),
     ("*", "/_ingress/{sandbox_id}/{port}/{tail:.*}", "ingress", sandbox_admin.ingress),
+    *RESOURCE_ROUTES,  # networks, disks, templates, computer use
 )
 
 #: Real API routes on paths the fake serves with other methods: without these they would be

@@ -183,6 +183,11 @@ def parse_create_sandbox(body: Mapping[str, Any]) -> SandboxSpec:
         "networks": body.get("networks") if isinstance(body.get("networks"), list) else [],
         "disk_mib": _int(body, "disk_mib"),
         "auto_pause_after_seconds": _int(body, "auto_pause_after_seconds"),
+        # Checked against the account's networks, disks and hosts (``models.resources``).
+        "networks_raw": body.get("networks"),
+        "disks_raw": body.get("disks"),
+        "host_id": body.get("host_id"),
+        "node_selector": body.get("node_selector"),
     }
     return SandboxSpec(
         shape=shape,

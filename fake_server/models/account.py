@@ -53,17 +53,19 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, AccountBase):
         shape = catalog.shapes.get(spec.shape)
         if shape is None:
             raise BadRequest("unknown shape", field="shape")
-        if spec.rootfs not in catalog.rootfs:
+        plan = self.resources.plan_create(spec)
+        if spec.rootfs not in catalog.rootfs and plan.template is None:
             raise BadRequest("unknown rootfs", field="rootfs")
         if spec.region not in catalog.regions:
             raise BadRequest("unknown region", field="region")
         if spec.name is not None and not 1 <= len(spec.name) <= MAX_NAME:
             raise BadRequest(f"must be 1 to {MAX_NAME} characters", field="name")
         check_envs(spec.envs)
-        from fake_server.runtime import CapacityError, SandboxDisk
+        from fake_server.runtime import CapacityError
+        from fake_server.runtime.mounts import MountingDisk
 
         try:
-            disk = SandboxDisk()
+            disk = MountingDisk()
         except CapacityError as exc:
             raise at_capacity(exc) from None
         ids = self.ctx.ids
@@ -79,6 +81,7 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, AccountBase):
             ctx=self.ctx,
         )
         self.sandboxes[sandbox.id] = sandbox
+        self.resources.apply(plan, sandbox)
         return sandbox
 
     def get_sandbox(self, sandbox_id: str) -> Sandbox:
@@ -184,3 +187,4 @@ class World:
                 account.forget_sandbox(sandbox_id)
         self.accounts.clear()
         self._requests = 0
+        self.ctx.resources = type(self.ctx.resources)()  # settings and bucket contents too

@@ -45,6 +45,10 @@ class AccountBase:
         self.api_key = api_key
         self.ctx = ctx
         self.sandboxes: dict[str, Sandbox] = {}
+        from fake_server.models.resources import AccountResources
+
+        #: Networks, disks, templates and desktops (``models.resources``).
+        self.resources = AccountResources(ctx, self._sandbox)
 
     def _sandbox(self, sandbox_id: str, *, read: bool = False) -> Sandbox:
         sandbox = self.sandboxes.get(sandbox_id)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from fake_server.models.catalog import Catalog
 from fake_server.models.journal import Journal
+from fake_server.models.resource_base import ResourceSettings
 from fake_server.models.transitions import TransitionPolicy
 
 if TYPE_CHECKING:
@@ -31,3 +32,5 @@ class Context:
     heartbeat_interval: float = 5.0
     #: ``(operation, traceback)`` of every unexpected exception (``FakeCreateOS.errors``).
     errors: list[tuple[str, str]] = field(default_factory=list)
+    #: Quotas, switches and bucket contents of the account resources (networks, disks...).
+    resources: ResourceSettings = field(default_factory=ResourceSettings)

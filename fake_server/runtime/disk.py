@@ -72,6 +72,8 @@ class SandboxDisk:
     def __init__(self) -> None:
         self.fs = capacity.create(bashkit.FileSystem)  # CapacityError past the fd limit
         self._wiped = False
+        #: Shared filesystems mounted at guest paths (persistent disks; ``runtime.mounts``).
+        self.mounts: dict[str, bashkit.FileSystem] = {}
         self._install_image()
 
     # -- image --------------------------------------------------------------------------------
