@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import posixpath
 from typing import TYPE_CHECKING
 
 from fake_server.models.errors import BadRequest, NotFound, at_capacity
+from fake_server.models.paths import check_abs_path
 
 if TYPE_CHECKING:
     from fake_server.models.context import Context
@@ -13,28 +13,6 @@ if TYPE_CHECKING:
     from fake_server.models.sandbox import Sandbox
 
 __all__ = ["AccountBase", "check_abs_path"]
-
-MAX_PATH = 4096
-
-
-def check_abs_path(path: object, field: str = "path") -> str:
-    """An absolute, NUL-free guest path, normalised (``..`` collapsed)."""
-    if not isinstance(path, str) or not path:
-        raise BadRequest("is required", field=field)
-    if "\x00" in path or len(path) > MAX_PATH or not _encodable(path):
-        raise BadRequest("is not a valid path", field=field)
-    if not path.startswith("/"):
-        raise BadRequest("must be an absolute path", field=field)
-    normal = posixpath.normpath(path)
-    return "/" + normal.lstrip("/")
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class AccountBase:

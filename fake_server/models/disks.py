@@ -12,8 +12,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fake_server.models.base import check_abs_path
 from fake_server.models.errors import BadRequest, Conflict, NotFound
+from fake_server.models.paths import check_abs_path
 from fake_server.models.resource_base import Forbidden, ServiceUnavailable, check_name
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fake_server.models.base import AccountBase, check_abs_path
+from fake_server.models.base import AccountBase
 from fake_server.models.errors import (
     BadRequest,
     InsufficientStorage,
@@ -19,6 +19,7 @@ from fake_server.models.errors import (
     PayloadTooLarge,
     at_capacity,
 )
+from fake_server.models.paths import check_abs_path
 from fake_server.models.waiting import Wakeup, wait_event
 
 if TYPE_CHECKING:

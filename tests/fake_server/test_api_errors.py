@@ -25,7 +25,7 @@ async def test_unknown_top_level_route_names_nearest_routes(client: httpx.AsyncC
         "status": "error",
         "code": 501,
         "message": "this route is not implemented by the CreateOS fake; nearest known routes: "
-        "/v1/shapes, /v1/sandboxes, /v1/rootfs",
+        "/v1/hosts, /v1/templates, /v1/sandboxes",
         "data": {"code": "not_implemented_by_fake"},
     }
 
@@ -41,16 +41,6 @@ async def test_wrong_method_on_a_known_path_is_405(client: httpx.AsyncClient) ->
             "message": "method not allowed; allowed: DELETE, GET, PATCH",
         },
     }
-
-
-async def test_real_but_unimplemented_method_is_501_not_405(
-    fake: FakeCreateOS, client: httpx.AsyncClient
-) -> None:
-    """PATCH /v1/disks/{id} exists in the real API (credential rotation): not a 405."""
-    response = await client.patch("/v1/disks/disk-1", json={})
-    assert response.status_code == 501
-    assert response.json()["data"]["code"] == "not_implemented_by_fake"
-    assert fake.journal.operations() == ["not_implemented"]
 
 
 @pytest.mark.parametrize(
@@ -184,7 +174,7 @@ async def test_every_reply_names_its_request_and_the_journal_records_it(
 ) -> None:
     answers = [
         await client.get("/v1/whoami"),
-        await client.get("/v1/templates"),  # 501
+        await client.get("/v1/volumes"),  # 501
         await client.get("/v1/sandboxes/sb-unknown"),  # 404
         await client.get("/healthz", headers={"X-Api-Key": ""}),
     ]
@@ -194,10 +184,17 @@ async def test_every_reply_names_its_request_and_the_journal_records_it(
     assert journaled[-4:] == ids
 
 
-async def test_the_sdk_reads_the_501_message_code_and_request_id(fake: FakeCreateOS) -> None:
+async def test_the_sdk_reads_an_error_s_message_code_and_request_id(fake: FakeCreateOS) -> None:
     """A string ``code`` made the Python SDK drop the message ("request failed")."""
     from createos import Client
     from createos.errors import APIError
+
+    from fake_server import Fault
+    from fake_server.faults import HttpError
+
+    fake.faults.add(
+        Fault("list_templates", HttpError(500, message="templates are down"), times=None)
+    )
 
     def call() -> APIError:
         with Client(fake.api_key, base_url=fake.url) as sdk:
@@ -206,8 +203,6 @@ async def test_the_sdk_reads_the_501_message_code_and_request_id(fake: FakeCreat
             return raised.value
 
     error = await asyncio.to_thread(call)
-    assert (error.status_code, error.code) == (501, 501)
-    assert str(error).startswith(
-        "GET /v1/templates: HTTP 501: this route is not implemented by the CreateOS fake"
-    )
-    assert error.request_id == fake.journal.events[-1].request_id
+    assert (error.status_code, error.code) == (500, 500)
+    assert str(error).startswith("GET /v1/templates: HTTP 500: templates are down")
+    assert error.request_id == fake.journal.responses("list_templates")[-1].request_id

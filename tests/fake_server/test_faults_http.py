@@ -307,8 +307,8 @@ async def test_a_lost_reply_is_lost_even_when_the_operation_fails(
 @pytest.mark.asyncio
 async def test_unknown_routes_can_be_faulted_too(faults: Faults, api: httpx.AsyncClient) -> None:
     faults.add(Fault("not_implemented", HttpError(503)))
-    assert (await api.get("/v1/sandboxes/sb-1/networks")).status_code == 503
-    assert (await api.get("/v1/sandboxes/sb-1/networks")).status_code == 501
+    assert (await api.get("/v1/volumes")).status_code == 503
+    assert (await api.get("/v1/volumes")).status_code == 501
 
 
 def test_direct_changes_from_a_sync_test_reach_a_threaded_fake() -> None:
