@@ -62,18 +62,17 @@ class Account(ExecOps, ProcessOps, AccountBase):
         if spec.name is not None and not 1 <= len(spec.name) <= MAX_NAME:
             raise BadRequest(f"must be 1 to {MAX_NAME} characters", field="name")
         _check_envs(spec.envs)
-        from fake_server.runtime import SandboxDisk
-
         ids = self.ctx.ids
+        sandbox_id = ids.sandbox_id()
         sandbox = Sandbox(
-            sandbox_id=ids.sandbox_id(),
+            sandbox_id=sandbox_id,
             account_id=self.id,
             spec=spec,
             shape=shape,
             name=spec.name or ids.name(),
             ip=ids.private_ip(),
             spawn_ms=ids.spawn_ms(),
-            disk=SandboxDisk(),
+            machine=self.ctx.runtime_choice().new_sandbox(sandbox_id, spec.rootfs),
             ctx=self.ctx,
         )
         self.sandboxes[sandbox.id] = sandbox

@@ -23,7 +23,7 @@ class ProcessOps(AccountBase):
     """create/list/get/connect/input/stdin-close/signal/wait/kill for managed processes."""
 
     def create_process(self, sandbox_id: str, spec: ProcessSpec) -> Process:
-        from fake_server.runtime import Shell, StdinPipe
+        from fake_server.runtime import StdinPipe
 
         sandbox = self._running(sandbox_id)
         env = self._env(sandbox, dict(spec.env))
@@ -34,12 +34,12 @@ class ProcessOps(AccountBase):
             pid=ids.pid(),
             spec=ProcessSpec(spec.cmd, spec.args, cwd, spec.env, spec.pty),
             created_at=self.ctx.clock.time(),
-            clock=self.ctx.clock,
+            clock=sandbox.machine.wait_clock(self.ctx.clock),
             stdin=StdinPipe(),
             on_error=lambda trace: self.ctx.errors.append(("create_process", trace)),
         )
         sandbox.processes[process.process_id] = process
-        process.start(Shell(sandbox.disk, self.ctx.clock, self.ctx.commands), env)
+        process.start(sandbox.machine.runner(self.ctx.clock), env)
         return process
 
     def list_processes(self, sandbox_id: str) -> list[Process]:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from fake_server.models.catalog import Shape
     from fake_server.models.context import Context
     from fake_server.models.process import Process
-    from fake_server.runtime import SandboxDisk
+    from fake_server.runtime.api import Machine
 
 __all__ = ["STATUSES", "Sandbox", "SandboxSpec"]
 
@@ -77,7 +77,7 @@ class Sandbox:
         name: str,
         ip: str,
         spawn_ms: float,
-        disk: SandboxDisk,
+        machine: Machine,
         ctx: Context,
     ) -> None:
         self.id = sandbox_id
@@ -87,7 +87,9 @@ class Sandbox:
         self.name = name
         self.ip = ip
         self.spawn_ms = spawn_ms
-        self.disk = disk
+        #: The runtime's side of this sandbox: files, processes, pause, destroy.
+        self.machine = machine
+        self.disk = machine.disk
         self.ctx = ctx
         self.clock = ctx.clock
         self.envs: dict[str, str] = dict(spec.envs)
@@ -190,6 +192,7 @@ class Sandbox:
             return False
         if self.status != "running":
             raise Conflict("sandbox is not running", code="invalid_state")
+        self.machine.pause()
         self._begin("pausing")
         return True
 
@@ -199,6 +202,7 @@ class Sandbox:
             return False
         if self.status not in ("paused", "error"):
             raise Conflict("sandbox must be paused or error to resume", code="invalid_state")
+        self.machine.resume()
         self._begin("resuming")
         return True
 
@@ -208,7 +212,7 @@ class Sandbox:
             return
         for process in self.processes.values():
             process.crash("SIGKILL")
-        self.disk.wipe()
+        self.machine.destroy()
         self._begin("destroying")
 
     def require_running(self) -> None:
