@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fake_server.models.base import AccountBase
-from fake_server.models.errors import BadRequest, Gone, RequestTimeout
+from fake_server.models.errors import BadRequest, Gone, NotImplementedByFake, RequestTimeout
 from fake_server.models.process import KNOWN_SIGNALS, Process, ProcessSpec
 
 if TYPE_CHECKING:
@@ -17,6 +17,10 @@ __all__ = ["MAX_WAIT_MS", "ProcessOps"]
 
 MAX_WAIT_MS = 600_000
 MAX_GRACE_MS = 600_000
+PTY_UNSUPPORTED = (
+    "the fake's process runtime has no PTY support yet; "
+    "create this sandbox on the bashkit runtime for a PTY"
+)
 
 
 class ProcessOps(AccountBase):
@@ -26,6 +30,8 @@ class ProcessOps(AccountBase):
         from fake_server.runtime import StdinPipe
 
         sandbox = self._running(sandbox_id)
+        if spec.pty and sandbox.machine.runtime == "process":
+            raise NotImplementedByFake(PTY_UNSUPPORTED, code="not_implemented")
         env = self._env(sandbox, dict(spec.env))
         cwd = self._check_cwd(sandbox, spec.cwd)
         ids = self.ctx.ids
