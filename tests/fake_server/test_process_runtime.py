@@ -217,9 +217,9 @@ async def test_pause_stops_every_process_and_resume_continues_them(
     [bwrap] = [run.pid for run in machine(fake, sandbox_id).runs.values()]
     tree_pids = [p for level in tree.descendants(bwrap)[1:] for p in level]
     assert (await client.post(f"/v1/sandboxes/{sandbox_id}/pause")).status_code in (200, 202)
-    assert {_state(pid) for pid in tree_pids} == {"T"}
+    await until(lambda: {_state(pid) for pid in tree_pids} == {"T"})  # SIGSTOP lands at once
     assert (await client.post(f"/v1/sandboxes/{sandbox_id}/resume")).status_code in (200, 202)
-    assert "T" not in {_state(pid) for pid in tree_pids}
+    await until(lambda: "T" not in {_state(pid) for pid in tree_pids})
 
 
 def _state(pid: int) -> str:
