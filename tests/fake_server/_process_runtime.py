@@ -53,3 +53,11 @@ def base_dir() -> Path:
     import tempfile
 
     return Path(tempfile.gettempdir()) / BASE_NAME
+
+
+def host_bytes(path: Path | str) -> bytes | None:
+    """A host file's bytes, ``None`` when it does not exist."""
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
