@@ -33,11 +33,13 @@ FIXTURES = frozenset(
         "createos_sdk",
     }
 )
-_SETTINGS = ("seed", "transitions", "reuse_lease", "shape", "rate_limit")
+_SETTINGS = ("seed", "transitions", "reuse_lease", "shape", "rate_limit", "runtime")
+_RUNTIMES = ("bashkit", "process")
 
 MARKER_HELP = {
     "createos": "createos(seed=int, transitions='immediate'|'realistic'|TransitionPolicy, "
-    "reuse_lease=bool, shape=str, rate_limit=int|None): per-test settings of the CreateOS fake",
+    "reuse_lease=bool, shape=str, rate_limit=int|None, runtime='bashkit'|'process'): "
+    "per-test settings of the CreateOS fake",
     "createos_fault": "createos_fault(operation, action, **schedule): arm a fault on the "
     "CreateOS fake for this test (same arguments as fake_server.faults.Fault)",
     "createos_live": "createos_live: run this test against the real CreateOS API under "
@@ -59,6 +61,7 @@ class MarkerSettings:
     reuse_lease: bool
     shape: str
     rate_limit: int | None
+    runtime: str = "bashkit"
 
 
 def _merged(item: pytest.Item) -> dict[str, Any]:
@@ -110,7 +113,10 @@ def settings_for(item: pytest.Item, default_seed: int) -> MarkerSettings:
         isinstance(rate_limit, bool) or not isinstance(rate_limit, int) or rate_limit < 1
     ):
         raise MarkerError("createos(rate_limit=...) must be None (off) or an integer >= 1")
-    return MarkerSettings(seed, policy, name, reuse, shape, rate_limit)
+    runtime = kwargs.get("runtime", "bashkit")
+    if runtime not in _RUNTIMES:
+        raise MarkerError("createos(runtime=...) must be 'bashkit' or 'process'")
+    return MarkerSettings(seed, policy, name, reuse, shape, rate_limit, runtime)
 
 
 def faults_for(item: pytest.Item) -> list[Fault]:
