@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from fake_server.clock import RealClock
 from fake_server.models import TransitionPolicy
+from fake_server.runtime.api import RuntimeUnavailable
 from fake_server.server import FakeCreateOS
 
 if TYPE_CHECKING:
@@ -83,7 +84,27 @@ def build_parser() -> argparse.ArgumentParser:
         default=JOURNAL_LIMIT,
         help="keep the newest N journal events (a server may run for days), or 'off'",
     )
+    serve.add_argument(
+        "--runtime",
+        choices=("auto", "process", "bashkit"),
+        default="auto",
+        help="what runs in sandboxes: real programs under bubblewrap (process), the in-memory "
+        "bashkit shell, or auto: process where bubblewrap runs here, else bashkit",
+    )
     return parser
+
+
+def _runtime(choice: str) -> tuple[str, str]:
+    """The runtime to serve with and the line that says so."""
+    from fake_server.runtime.process.bwrap import require_bwrap
+
+    if choice != "auto":
+        return choice, f"runtime: {choice}"
+    try:
+        require_bwrap()
+    except RuntimeUnavailable as exc:
+        return "bashkit", f"runtime: bashkit ({str(exc).split('. ')[0]})"
+    return "process", "runtime: process"
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -92,16 +113,22 @@ async def _serve(args: argparse.Namespace) -> int:
         if args.transitions == "immediate"
         else TransitionPolicy.realistic()
     )
-    fake = FakeCreateOS(
-        seed=args.seed,
-        clock=RealClock(),
-        transitions=policy,
-        api_key=args.api_key,
-        rate_limit=args.rate_limit,
-        journal_limit=args.journal_limit,
-        host=args.host,
-        port=args.port,
-    )
+    runtime, runtime_line = _runtime(args.runtime)
+    try:
+        fake = FakeCreateOS(
+            seed=args.seed,
+            clock=RealClock(),
+            transitions=policy,
+            api_key=args.api_key,
+            rate_limit=args.rate_limit,
+            journal_limit=args.journal_limit,
+            host=args.host,
+            port=args.port,
+            runtime=runtime,
+        )
+    except RuntimeUnavailable as exc:
+        print(f"createos-fake: {exc}", file=sys.stderr)
+        return 1
     try:
         await fake.start_async()
     except OSError as exc:
@@ -114,6 +141,7 @@ async def _serve(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     print(f"{fake.url}/v1", flush=True)
     print(f"api key: {fake.api_key}", flush=True)
+    print(runtime_line, flush=True)
     try:
         await stop.wait()
     finally:

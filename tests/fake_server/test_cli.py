@@ -30,6 +30,7 @@ def _exercise(process: subprocess.Popen[str]) -> None:
         assert url.startswith("http://127.0.0.1:")
         assert url.endswith("/v1")
         assert process.stdout.readline().strip() == "api key: k-123"
+        assert process.stdout.readline().strip() == "runtime: process"  # auto: bwrap runs here
         origin = url.removesuffix("/v1")
         assert httpx.get(origin + "/healthz").json() == {"status": "success", "data": {"up": True}}
         whoami = httpx.get(url + "/whoami", headers={"X-Api-Key": "k-123"})
@@ -92,3 +93,29 @@ def test_port_in_use_is_one_line_and_exit_1() -> None:
         f"createos-fake: cannot listen on 127.0.0.1:{port}: address already in use\n"
     )
     assert result.stdout == ""
+
+
+def test_serve_asking_for_an_unavailable_process_runtime_says_why_and_what_to_do(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fake_server.runtime.process import bwrap
+
+    monkeypatch.setattr(bwrap, "bwrap_path", lambda: "/nonexistent/bwrap")
+    assert main(["serve", "--port", "0", "--runtime", "process"]) == 1
+    assert capsys.readouterr().err == (
+        "createos-fake: the process runtime cannot run here: bwrap cannot start: "
+        f"No such file or directory. {bwrap.HELP}\n"
+    )
+
+
+def test_serve_auto_falls_back_to_bashkit_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fake_server.__main__ import _runtime
+    from fake_server.runtime.process import bwrap
+
+    monkeypatch.setattr(bwrap, "bwrap_path", lambda: "/nonexistent/bwrap")
+    assert _runtime("auto") == (
+        "bashkit",
+        "runtime: bashkit (the process runtime cannot run here: bwrap cannot start: "
+        "No such file or directory)",
+    )
+    assert _runtime("bashkit") == ("bashkit", "runtime: bashkit")
