@@ -27,6 +27,7 @@ EXPECTED_GOALS = {
     "bench_requests": ["fake rate / bare rate"],
     "bench_transfer": ["files: fake / bare throughput", "output live rate"],
     "bench_startup": ["fake start+stop", "memory per idle sandbox"],
+    "bench_process": ["sandbox create", "exec true over bwrap", "pause", "resume"],
     "bench_provider": [
         "later provider + request",
         "lifecycle fake / canned",
