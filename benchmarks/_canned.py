@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from fake_server.clock import EXCHANGE_HEADER
+
 if TYPE_CHECKING:
     from fake_server import Clock
 
@@ -36,8 +38,8 @@ class CannedApi:
     """A ``MockTransport`` handler answering the calls one lease lifecycle makes.
 
     Like the fake, it reports requests and replies to ``clock`` (``request_arrived``,
-    ``response_sent``): a virtual clock otherwise counts every request as still on the wire
-    until it goes stale (250 ms real time) and will not jump over the provider's polling sleeps.
+    ``response_sent``): a virtual clock otherwise counts every request as on the wire until the
+    provider closes its exchange, and will not jump over the provider's polling sleeps.
     """
 
     def __init__(self, clock: Clock | None = None) -> None:
@@ -51,13 +53,14 @@ class CannedApi:
         return httpx.MockTransport(self.handle)
 
     def handle(self, request: httpx.Request) -> httpx.Response:
+        exchange = request.headers.get(EXCHANGE_HEADER)
         if self._clock is not None:
-            self._clock.request_arrived()
+            self._clock.request_arrived(exchange)
         try:
             return self._handle(request)
         finally:
             if self._clock is not None:
-                self._clock.response_sent()
+                self._clock.response_sent(exchange)
 
     def _handle(self, request: httpx.Request) -> httpx.Response:
         self.calls += 1
@@ -65,7 +68,7 @@ class CannedApi:
         if method == "POST" and path == "/v1/sandboxes":
             sandbox_id = f"sb-canned{next(self._ids):020d}"
             self.status[sandbox_id] = "running"
-            return _ok({"id": sandbox_id, "status": "creating"}, 201)
+            return _ok({"id": sandbox_id, "status": "running"})  # synchronous create
         match = _SANDBOX.match(path)
         if match is None or match["id"] not in self.status:
             return httpx.Response(404, json={"status": "fail", "data": {"id": "not found"}})

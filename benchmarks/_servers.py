@@ -73,7 +73,7 @@ async def fake_with_sandbox(
 ) -> tuple[str, dict[str, Any]]:
     """Create a sandbox on ``fake`` and read it once (running); returns its id and JSON body."""
     async with session.post(f"{fake.api_url}/sandboxes", json={"shape": SHAPE}) as response:
-        if response.status != 201:
+        if response.status != 200:
             raise RuntimeError(f"create_sandbox answered HTTP {response.status}")
         sandbox_id = str((await response.json())["data"]["id"])
     async with session.get(f"{fake.api_url}/sandboxes/{sandbox_id}") as response:

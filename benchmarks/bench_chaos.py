@@ -1,9 +1,10 @@
 """Benchmark: chaos throughput, lease lifecycles per second under seeded faults.
 
-Runs the chaos acceptance harness (``tests/reliability/test_chaos.py``: acquire, execute,
-sync, release with pause, resume, destroy through ``CreateosProvider`` against the fake, 8
-lifecycles at a time on one VirtualClock) with its random fault schedules and, side by side in
-the same rounds, with no faults. Prints lifecycles/s and requests/s for both, the
+Runs the chaos harness (``benchmarks/chaos.py``, also run by
+``tests/reliability/test_chaos.py``: acquire, execute, sync, release with pause, resume,
+destroy through ``CreateosProvider`` against the fake, 8 lifecycles at a time on one
+VirtualClock) with its random fault schedules and, side by side in the same rounds, with no
+faults. Prints lifecycles/s and requests/s for both, the
 faulted/clean ratio, and the estimated time of the 500-lifecycle acceptance run (goal: 60 s on
 the 2-core machine). The machine is shared and noisy: compare the ratio, not the absolute rates.
 
@@ -13,44 +14,32 @@ Run: ``python benchmarks/bench_chaos.py [--rounds N] [--smoke] [--json PATH]``.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks._common import Report, finish, interleave, median, parse_args, per_second
+from benchmarks.chaos import random_faults, run_chaos
 
 if TYPE_CHECKING:
+    import random
     from collections.abc import Sequence
-    from types import ModuleType
+
+    from fake_server.faults import Fault
 
 ROOT = Path(__file__).resolve().parent.parent
 ACCEPTANCE_LIFECYCLES = 500
 BUDGET_SECONDS = 60.0
 
 
-def load_harness() -> ModuleType:
-    """Import the chaos test module by path (``tests/`` is not a package)."""
-    path = ROOT / "tests" / "reliability" / "test_chaos.py"
-    spec = importlib.util.spec_from_file_location("chaos_harness", path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def run(rounds: int, lifecycles: int, seed: int) -> Report:
-    harness = load_harness()
-    faulty_schedule = harness.random_faults
     totals: dict[str, list[Any]] = {"faulted": [], "clean": []}
 
     def measure(name: str) -> float:
-        harness.random_faults = faulty_schedule if name == "faulted" else _no_faults
+        schedule = random_faults if name == "faulted" else _no_faults
         with tempfile.TemporaryDirectory() as scratch:
-            result = asyncio.run(harness.run_chaos(seed, lifecycles, Path(scratch)))
+            result = asyncio.run(run_chaos(seed, lifecycles, Path(scratch), schedule=schedule))
         if result.failures:
             raise SystemExit("chaos run broke a guarantee:\n" + result.failures[0])
         totals[name].append(result)
@@ -86,7 +75,7 @@ def run(rounds: int, lifecycles: int, seed: int) -> Report:
     return report
 
 
-def _no_faults(rng: object, index: int, account: str) -> list[object]:
+def _no_faults(rng: random.Random, index: int, account: str) -> list[Fault]:
     return []
 
 

@@ -85,7 +85,7 @@ async def _idle_sandboxes(count: int) -> tuple[float, float]:
             for _ in range(count):
                 async with session.post(create, json={"shape": SHAPE}) as response:
                     await response.read()
-                    if response.status != 201:
+                    if response.status != 200:
                         raise RuntimeError(f"create_sandbox answered HTTP {response.status}")
             alive = [s for s in fake.sandboxes() if s.status == "running"]
             if len(alive) != count + 1:

@@ -12,12 +12,18 @@ SCRIPT = pathlib.Path(__file__).with_name("curl_client.sh")
 
 @pytest.fixture
 def served_fake():
-    command = [sys.executable, "-m", "fake_server", "serve", "--port", "0", "--seed", "1"]
+    command = [sys.executable, "-m", "fake_server", "serve", "--port", "0", "--quiet"]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
-        api_url = server.stdout.readline().strip()  # http://127.0.0.1:PORT/v1
-        api_key = server.stdout.readline().strip().removeprefix("api key: ")
-        yield api_url, api_key
+        exports = {}
+        while not exports.get("CREATEOS_API_KEY"):  # the lines to paste into a shell
+            line = server.stdout.readline()
+            assert line, "createos-fake serve exited"
+            if line.startswith("export "):
+                name, _, value = line.removeprefix("export ").strip().partition("=")
+                exports[name] = value
+        origin = exports["CREATEOS_SANDBOX_BASE_URL"]  # http://127.0.0.1:PORT
+        yield origin + "/v1", exports["CREATEOS_API_KEY"]
     finally:
         server.terminate()
         assert server.wait(timeout=10) == 0

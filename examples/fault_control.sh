@@ -1,7 +1,9 @@
 #!/bin/sh
 # Faults for non-Python users: arm, list and disarm them, and change a sandbox out of band,
 # through the fake's control API. Prints one JSend answer per line.
-# Usage: sh examples/fault_control.sh http://127.0.0.1:8080 <api key> <sandbox id>
+# Usage: sh examples/fault_control.sh http://127.0.0.1:8080 <control key> <sandbox id>
+# (the control key is the fake's own credential: `createos-fake serve` prints it, a test reads
+# it from `createos_fake.control_key`; account API keys do not open /_fake.)
 set -eu
 URL="$1"
 KEY="$2"
@@ -9,9 +11,9 @@ SANDBOX="$3"
 
 control() { # control METHOD PATH [JSON BODY]; no --fail: a 400 prints its envelope too
     if [ $# -ge 3 ]; then
-        curl -sS -X "$1" -H "X-Api-Key: $KEY" -d "$3" "$URL/_fake$2"
+        curl -sS -X "$1" -H "X-Fake-Control-Key: $KEY" -d "$3" "$URL/_fake$2"
     else
-        curl -sS -X "$1" -H "X-Api-Key: $KEY" "$URL/_fake$2"
+        curl -sS -X "$1" -H "X-Fake-Control-Key: $KEY" "$URL/_fake$2"
     fi
     echo
 }

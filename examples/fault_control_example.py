@@ -14,7 +14,7 @@ SCRIPT = pathlib.Path(__file__).with_name("fault_control.sh")
 def test_faults_over_the_control_api(createos_fake, createos_lease):
     sandbox_id = createos_lease.provider_lease_id
     done = subprocess.run(
-        ["sh", str(SCRIPT), createos_fake.url, createos_fake.api_key, sandbox_id],
+        ["sh", str(SCRIPT), createos_fake.url, createos_fake.control_key, sandbox_id],
         capture_output=True,
         text=True,
         timeout=60,

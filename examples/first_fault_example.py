@@ -2,7 +2,7 @@
 
 import pytest
 
-from fake_server.faults import HttpError
+from pytest_createos import HttpError
 from pytest_createos.provider import CreateosApiError
 
 

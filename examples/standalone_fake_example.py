@@ -13,13 +13,13 @@ def test_thread_mode_fake_serves_the_api():
         created = httpx.post(
             f"{fake.api_url}/sandboxes", json={"shape": "s-1vcpu-1gb"}, headers=headers
         )
-        assert created.status_code == 201
+        assert created.status_code == 200  # create answers once the sandbox is running
         sandbox = created.json()["data"]
-        assert sandbox["status"] == "creating"  # the reply that starts a transition shows it
+        assert sandbox["status"] == "running"
 
         fetched = httpx.get(f"{fake.api_url}/sandboxes/{sandbox['id']}", headers=headers)
         assert fetched.json()["status"] == "success"  # JSend envelope
-        assert fetched.json()["data"]["status"] == "running"  # immediate: done by the next GET
+        assert fetched.json()["data"]["status"] == "running"
         assert fake.journal.operations() == ["create_sandbox", "get_sandbox"]
     finally:
         fake.close()
@@ -32,5 +32,9 @@ async def test_in_loop_fake_answers_401_without_a_key():
         assert answer.status_code == 401
         assert answer.json() == {
             "status": "fail",
-            "data": {"code": "unauthorized", "message": "missing or invalid API key"},
+            "data": {
+                "code": "unauthorized",
+                "message": "missing or invalid API key; send it in the X-Api-Key header "
+                "(X-Auth-Token and X-Access-Token work too; Authorization: Bearer does not)",
+            },
         }

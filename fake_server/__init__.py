@@ -2,7 +2,7 @@
 
 Start here: ``FakeCreateOS`` (the server), ``TransitionPolicy`` (when lifecycle transitions
 complete), ``VirtualClock`` (time that jumps while everything waits), ``Fault`` (fault
-injection rules for ``fake.faults.add``), ``httpx_event_hooks`` (a client of your own that
+injection rules for ``fake.faults.add``), ``clock_transport`` (a client of your own that
 keeps a virtual clock exact). The reference is ``docs/fake-server.md``.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fake_server.clock import Clock, RealClock, VirtualClock
 from fake_server.faults import Fault, Faults
-from fake_server.hooks import httpx_event_hooks
+from fake_server.hooks import clock_transport, httpx_event_hooks
 from fake_server.models import Event, Journal, Step, TransitionPolicy
 from fake_server.server import FakeCreateOS
 
@@ -25,5 +25,6 @@ __all__ = [
     "Step",
     "TransitionPolicy",
     "VirtualClock",
+    "clock_transport",
     "httpx_event_hooks",
 ]

@@ -6,22 +6,31 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import json
+import secrets
+import shlex
 import signal
 import sys
 from typing import TYPE_CHECKING
 
 from fake_server.clock import RealClock
+from fake_server.http.routes import CONTROL_KEY_HEADER
 from fake_server.models import TransitionPolicy
 from fake_server.runtime.api import RuntimeUnavailable
+from fake_server.serve_http import allowed_hosts, host_guard, request_log
 from fake_server.server import FakeCreateOS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["JOURNAL_LIMIT", "main"]
+__all__ = ["IDLE_TIMEOUT", "JOURNAL_LIMIT", "connection_help", "main", "serve_key"]
 
 #: Journal events ``serve`` keeps by default: two per request, so the last 50,000 requests.
 JOURNAL_LIMIT = 100_000
+#: Real seconds a connection may stay open without a complete request (aiohttp: one hour).
+#: Above the idle expiry of common client pools (httpx 5 s, Node's fetch 4 s), so a client
+#: never reuses a connection the server is closing.
+IDLE_TIMEOUT = 15.0
 
 
 def _rate_limit(text: str) -> int | None:
@@ -64,6 +73,22 @@ def _api_key(text: str) -> str:
     return text
 
 
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a number of seconds > 0") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError("must be a number of seconds > 0")
+    return value
+
+
+def _host_name(text: str) -> str:
+    if not text or not text.isprintable() or any(c in text for c in " /@?#"):
+        raise argparse.ArgumentTypeError("must be a host name, an address or '*'")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="createos-fake", description="A fake of the CreateOS sandbox API."
@@ -72,8 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve the fake API until Ctrl-C or SIGTERM")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=_port, default=8080, help="0 picks a free port")
-    serve.add_argument("--api-key", type=_api_key, default=None, help="the default key")
-    serve.add_argument("--seed", type=int, default=0)
+    serve.add_argument(
+        "--api-key", type=_api_key, default=None, help="the key (default: random per start)"
+    )
+    serve.add_argument(
+        "--seed", type=int, default=None, help="seeds ids and, without --api-key, the key"
+    )
     serve.add_argument(
         "--rate-limit", type=_rate_limit, default=300, help="requests/minute per key, or 'off'"
     )
@@ -91,6 +120,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="what runs in sandboxes: real programs under bubblewrap (process), the in-memory "
         "bashkit shell, or auto: process where bubblewrap runs here, else bashkit",
     )
+    serve.add_argument(
+        "--allow-host",
+        type=_host_name,
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also accept this Host name (repeatable; '*' accepts any)",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=_timeout,
+        default=IDLE_TIMEOUT,
+        metavar="SECONDS",
+        help="close a connection without a complete request after this long",
+    )
+    serve.add_argument("--quiet", action="store_true", help="do not log requests")
     return parser
 
 
@@ -107,6 +152,43 @@ def _runtime(choice: str) -> tuple[str, str]:
     return "process", "runtime: process"
 
 
+def serve_key(api_key: str | None, seed: int | None) -> str | None:
+    """The key to serve with; ``None`` lets the fake derive it from the seed.
+
+    A key shared by every install would let anything that finds the port use it, so it is
+    random unless asked for (``--api-key``) or made reproducible with the rest (``--seed``).
+    """
+    if api_key is None and seed is None:
+        return "cos_live_" + secrets.token_hex(16)
+    return api_key
+
+
+def connection_help(fake: FakeCreateOS, runtime_line: str | None = None) -> str:
+    """What to paste to point a client at ``fake``: SDK variables, provider config, header.
+
+    ``runtime_line`` says what runs in sandboxes (default: the fake's runtime).
+    """
+    origin, key = fake.url, fake.api_key
+    config = {"apiUrl": origin, "apiKey": key, "shape": "s-1vcpu-1gb"}
+    lines = [
+        f"createos-fake serving {origin} (API under {origin}/v1); Ctrl-C stops it",
+        runtime_line or f"runtime: {fake.runtime}",
+        "",
+        "# the official SDKs (they add /v1 themselves):",
+        f"export CREATEOS_SANDBOX_BASE_URL={origin}",
+        f"export CREATEOS_API_KEY={shlex.quote(key)}",
+        "# the pytest-createos provider's environment config:",
+        json.dumps(config),
+        "# curl and other HTTP clients send the key in the X-Api-Key header:",
+        f"curl -H {shlex.quote('X-Api-Key: ' + key)} {origin}/v1/sandboxes",
+    ]
+    lines += [
+        f"# the fake's control API (/_fake/...) takes its own key in {CONTROL_KEY_HEADER}:",
+        f"control key: {fake.control_key}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 async def _serve(args: argparse.Namespace) -> int:
     policy = (
         TransitionPolicy.immediate()
@@ -116,10 +198,10 @@ async def _serve(args: argparse.Namespace) -> int:
     runtime, runtime_line = _runtime(args.runtime)
     try:
         fake = FakeCreateOS(
-            seed=args.seed,
+            seed=args.seed if args.seed is not None else 0,
             clock=RealClock(),
             transitions=policy,
-            api_key=args.api_key,
+            api_key=serve_key(args.api_key, args.seed),
             rate_limit=args.rate_limit,
             journal_limit=args.journal_limit,
             host=args.host,
@@ -129,8 +211,11 @@ async def _serve(args: argparse.Namespace) -> int:
     except RuntimeUnavailable as exc:
         print(f"createos-fake: {exc}", file=sys.stderr)
         return 1
+    outer = [host_guard(allowed_hosts(args.host, args.allow_host))]
+    if not args.quiet:
+        outer.insert(0, request_log(fake.faults, lambda line: print(line, flush=True)))
     try:
-        await fake.start_async()
+        await fake.start_async(outer_middlewares=outer, idle_timeout=args.idle_timeout)
     except OSError as exc:
         reason = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror
         print(f"createos-fake: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
@@ -139,9 +224,7 @@ async def _serve(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(f"{fake.url}/v1", flush=True)
-    print(f"api key: {fake.api_key}", flush=True)
-    print(runtime_line, flush=True)
+    print(connection_help(fake, runtime_line), flush=True)
     try:
         await stop.wait()
     finally:

@@ -5,25 +5,32 @@ The fake never reads the wall clock directly. Everything that waits (transitions
 
 ``RealClock`` is wall time, for ``createos-fake serve``. ``VirtualClock`` only moves when the
 program waits: ``advance()`` moves it by hand and, with ``autojump`` on (the default), it jumps to
-the next deadline as soon as every participant has been quiet for ``autojump_threshold`` real
-seconds -- trio's ``MockClock`` autojump is the model. Because the fake usually runs in a
-background thread while the test runs in its own loop, quietness cannot be read off one event
-loop; instead participants report it:
+the next deadline once every participant provably waits -- trio's ``MockClock`` autojump is the
+model. Real elapsed time is never the proof (``autojump_threshold`` only debounces). Because
+the fake usually runs in a background thread while the test runs in its own loop, waiting
+cannot be read off one event loop; instead participants report it:
 
 * tasks that do real work inside the fake hold a *busy* token (``with clock.busy():``), which
   ``sleep()`` and ``idle()`` give back while the task waits;
-* an HTTP request in flight from a clock-aware client is counted from ``request_sent()`` until
-  the server's ``request_arrived()``, and each reply -- and each NDJSON frame of a streamed
-  reply -- from ``response_sent()`` until the client's ``response_received()``, so a jump never
-  happens while bytes are on the loopback wire;
+* an *exchange* (one request and its reply) of a clock-aware client is announced with
+  ``request_sent()``, which returns its id (sent in the ``X-Fake-Clock-Exchange`` header), and
+  ends only when the client calls ``exchange_closed()`` -- after the body, an error or an
+  abandon, never after some real time. Inside it, the request is in flight until the server's
+  ``request_arrived()``, the reply head from ``response_sent()`` until the client's
+  ``response_received()``, and every streamed body write from ``response_sent(size=n)`` until
+  the client has read those ``n`` bytes (``response_received(size=n)``). Between two writes of a
+  stream nothing is in flight, so a server waiting on the clock (heartbeats, ``sleep``) lets
+  time move while the client waits for the next bytes;
 * a hand-off between tasks (a handler starting a process) is bridged by a ``hold()``, a busy
-  token that belongs to no task;
+  token that belongs to no task; the fake's connections hold one while a request is partly
+  received, for clients that report nothing (``fake_server.http.connections``);
 * every call into the clock counts as activity and restarts the quiet period;
 * every event loop that uses the clock is watched at its selector: time only jumps while all of
   them are parked in ``select()``, so code that runs between two awaits -- a test between two
   requests -- is never skipped over. A loop that stays out of ``select()`` for
   ``_STUCK_LOOP`` real seconds (blocked in a synchronous call, say) stops counting, so it cannot
-  freeze time for everybody. Loops without a selector (uvloop) rely on the rest alone.
+  freeze time for everybody; the rules above still hold for it. Loops without a selector
+  (uvloop) rely on the rest alone.
 
 The provider only needs ``now()`` and ``sleep()`` (its own structural protocol); the extra hooks
 are optional and looked up with ``getattr``.
@@ -37,126 +44,23 @@ import heapq
 import itertools
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING
 
+from fake_server.clockbase import EXCHANGE_HEADER, Clock, Hold, RealClock
+from fake_server.exchanges import ExchangeLedger
 from fake_server.loopwatch import LoopProbe
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
 
-__all__ = ["DEFAULT_EPOCH", "Clock", "Hold", "RealClock", "VirtualClock"]
+__all__ = ["DEFAULT_EPOCH", "EXCHANGE_HEADER", "Clock", "Hold", "RealClock", "VirtualClock"]
 
 #: Unix time at virtual ``now() == 0``: 2026-01-01T00:00:00Z, so timestamps are reproducible.
 DEFAULT_EPOCH = 1_767_225_600.0
 
-# An in-flight request or reply that nobody claims within this many real seconds is assumed to
-# belong to a client that does not report (the official SDK, curl) and stops blocking jumps.
-_STALE_TRANSIT = 0.1
 # A watched loop that has not been back in ``select()`` for this long is blocked elsewhere.
 _STUCK_LOOP = 0.5
-
-
-@runtime_checkable
-class Clock(Protocol):
-    """What the fake needs from time."""
-
-    def now(self) -> float:
-        """Monotonic seconds."""
-        ...
-
-    def time(self) -> float:
-        """Unix time, for timestamps in API payloads."""
-        ...
-
-    async def sleep(self, seconds: float) -> None:
-        """Wait ``seconds`` on this clock (cancellable)."""
-        ...
-
-    def busy(self) -> contextlib.AbstractContextManager[None]:
-        """Mark the current task as doing work that time must not skip over."""
-        ...
-
-    def idle(self) -> contextlib.AbstractContextManager[None]:
-        """Give back the current task's busy tokens while it waits on something external."""
-        ...
-
-    def hold(self) -> Hold:
-        """A busy token that belongs to no task: released explicitly, from anywhere."""
-        ...
-
-    def request_sent(self) -> None: ...
-    def request_arrived(self) -> bool: ...
-    def response_sent(self) -> None: ...
-    def response_received(self) -> None: ...
-
-
-class Hold:
-    """A task-independent busy token; ``release()`` is idempotent.
-
-    It bridges hand-offs: a request handler takes one before it starts a process task and the
-    runtime releases it once the interpreter holds its own token, so there is no instant in
-    which nobody is busy and a virtual clock could jump.
-    """
-
-    __slots__ = ("_release",)
-
-    def __init__(self, release: Callable[[], None] | None = None) -> None:
-        self._release = release
-
-    def release(self) -> None:
-        release, self._release = self._release, None
-        if release is not None:
-            release()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-class RealClock:
-    """Wall-clock time; every hook is a no-op."""
-
-    def __init__(self) -> None:
-        self._origin = time.monotonic()
-
-    def now(self) -> float:
-        return time.monotonic() - self._origin
-
-    def time(self) -> float:
-        return time.time()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(max(0.0, seconds))
-
-    @contextlib.contextmanager
-    def busy(self) -> Iterator[None]:
-        yield
-
-    @contextlib.contextmanager
-    def idle(self) -> Iterator[None]:
-        yield
-
-    def hold(self) -> Hold:
-        return Hold()
-
-    def request_sent(self) -> None:
-        pass
-
-    def request_arrived(self) -> bool:
-        return False
-
-    def response_sent(self) -> None:
-        pass
-
-    def response_received(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 @dataclass(order=True)
@@ -176,8 +80,8 @@ class VirtualClock:
         start: the initial ``now()``.
         autojump: jump to the next deadline when everything is quiet; off means only
             ``advance()`` moves time.
-        autojump_threshold: real seconds of quiet before a jump. Loopback HTTP between two
-            threads needs a little slack; 2 ms is enough on a loaded two-core machine.
+        autojump_threshold: real seconds of quiet before a jump: a debounce on top of the
+            proof that everybody waits, never a substitute for it.
         epoch: Unix time at ``now() == 0``.
     """
 
@@ -200,8 +104,7 @@ class VirtualClock:
         self._seq = itertools.count()
         self._busy = 0
         self._held: dict[asyncio.Task[object] | None, int] = {}
-        self._requests: deque[float] = deque()
-        self._responses: deque[float] = deque()
+        self._exchanges = ExchangeLedger()
         self._last_activity = time.perf_counter()
         self._jumps = 0
         self._loops: dict[asyncio.AbstractEventLoop, LoopProbe] = {}
@@ -239,9 +142,15 @@ class VirtualClock:
 
     @property
     def in_transit(self) -> int:
-        """Announced requests and replies not yet claimed: for tests and debugging."""
+        """Open exchanges with a request, a reply head or body bytes on the wire right now."""
         with self._cond:
-            return len(self._requests) + len(self._responses)
+            return self._exchanges.in_flight()
+
+    @property
+    def open_exchanges(self) -> int:
+        """Exchanges announced and not yet closed (in flight or not): a leak gauge for tests."""
+        with self._cond:
+            return len(self._exchanges)
 
     @property
     def jumps(self) -> int:
@@ -351,34 +260,45 @@ class VirtualClock:
 
         return Hold(release)
 
-    def request_sent(self) -> None:
+    def request_sent(self) -> str:
+        """Open an exchange for a request about to be sent; returns its id.
+
+        The client sends the id in the ``EXCHANGE_HEADER`` header and must call
+        ``exchange_closed(id)`` once it is done with the reply, whatever happened: until then
+        the request counts as in flight, however long it takes to reach the server.
+        """
         with self._cond:
-            self._requests.append(time.perf_counter())
             self._touch()
+            return self._exchanges.open()
 
-    def request_arrived(self) -> bool:
-        """True when this matches a request a clock-aware client announced.
+    def request_arrived(self, exchange: str | None = None) -> bool:
+        """The server has a request: True when it belongs to an open exchange of this clock.
 
-        Only announced requests get their replies (and NDJSON frames) counted in transit: a
-        client that never reports (curl, the official SDK) would leave them unclaimed.
+        Only announced requests get their replies counted in transit: a client that never
+        reports (curl, the official SDK) could never claim them.
         """
         with self._cond:
             self._touch()
             self._cond.notify_all()
-            if self._requests:
-                self._requests.popleft()
-                return True
-            return False
+            return self._exchanges.arrived(exchange)
 
-    def response_sent(self) -> None:
+    def response_sent(self, exchange: str | None = None, size: int = 0) -> None:
+        """The server is about to write a reply head (``size=0``) or ``size`` body bytes."""
         with self._cond:
-            self._responses.append(time.perf_counter())
+            self._exchanges.sent(exchange, size)
             self._touch()
 
-    def response_received(self) -> None:
+    def response_received(self, exchange: str | None = None, size: int = 0) -> None:
+        """The client has the reply head (``size=0``) or has read ``size`` more body bytes."""
         with self._cond:
-            if self._responses:
-                self._responses.popleft()
+            self._exchanges.received(exchange, size)
+            self._touch()
+            self._cond.notify_all()
+
+    def exchange_closed(self, exchange: str | None = None) -> None:
+        """The client is done with the exchange (body read, error or abandon); idempotent."""
+        with self._cond:
+            self._exchanges.close(exchange)
             self._touch()
             self._cond.notify_all()
 
@@ -432,11 +352,8 @@ class VirtualClock:
         sleeper.woken = True
         self._busy += 1
 
-    def _in_transit(self, real_now: float) -> bool:
-        for queue in (self._requests, self._responses):
-            while queue and real_now - queue[0] > _STALE_TRANSIT:
-                queue.popleft()
-        return bool(self._requests or self._responses)
+    def _in_transit(self) -> bool:
+        return self._exchanges.in_flight() > 0
 
     def _ensure_watcher(self) -> None:
         if self._watcher is None and not self._closed:
@@ -456,7 +373,7 @@ class VirtualClock:
                 quiet_for = real_now - self._last_activity
                 if (
                     self._busy > 0
-                    or self._in_transit(real_now)
+                    or self._in_transit()
                     or quiet_for < self._threshold
                     or not self._loops_parked(real_now)
                 ):

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import threading
-from typing import TYPE_CHECKING, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from aiohttp import web
 
 from fake_server.clock import DEFAULT_EPOCH, VirtualClock
 from fake_server.faults import Faults
 from fake_server.faults.world import WorldTarget
-from fake_server.http.fault_middleware import install_faults
+from fake_server.http import AppState, create_app
+from fake_server.http.connections import WatchedRunner
+from fake_server.http.fault_middleware import journal_listener
+from fake_server.http.ratelimit import RateLimiter
+from fake_server.loopcall import call_on_loop
 from fake_server.models import (
     Catalog,
     Context,
@@ -21,12 +26,12 @@ from fake_server.models import (
     TransitionPolicy,
     World,
 )
-from fake_server.ratelimit import RateLimiter, rate_limit_middleware
+from fake_server.models.calls import Calls
 from fake_server.runtime import CommandRegistry
 from fake_server.runtime.choice import Runtimes
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
 
     from aiohttp.typedefs import Middleware
 
@@ -48,8 +53,10 @@ class FakeCreateOS:
         clock: defaults to a fresh ``VirtualClock``.
         transitions: when async transitions complete (default ``TransitionPolicy.realistic()``).
         api_key: the default account's key (default: seeded ``cos_live_<32 hex>``).
-        rate_limit: requests per minute per caller; ``None`` turns it off. Settable later
+        rate_limit: requests per minute per account; ``None`` turns it off. Settable later
             (also while serving); each change starts with fresh counts.
+        control_key: the credential of the control API (``/_fake/...``, header
+            ``X-Fake-Control-Key``); random per fake unless given. Account keys do not open it.
         journal_limit: keep only this many newest journal events (``None``: all of them).
         host, port: where to listen; port 0 picks a free port.
         runtime: what runs inside new sandboxes: ``"bashkit"`` (default; in-memory, on the
@@ -69,6 +76,7 @@ class FakeCreateOS:
         api_key: str | None = None,
         rate_limit: int | None = None,
         journal_limit: int | None = None,
+        control_key: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         runtime: str = "bashkit",
@@ -76,19 +84,23 @@ class FakeCreateOS:
     ) -> None:
         self.seed = seed
         self.clock: Clock = clock if clock is not None else VirtualClock()
-        self._limiter: RateLimiter | None = None
-        self._rate_limit: int | None = None
+        self._limiter = RateLimiter(None, clock=self.clock)
         self.rate_limit = rate_limit
         self._initial_rate_limit = rate_limit
         self.host = host
         self.port = port
+        if control_key is not None and (not control_key or control_key != control_key.strip()):
+            raise ValueError("control_key must be non-empty, without outer whitespace")
+        #: The control API's credential, sent as ``X-Fake-Control-Key``.
+        self.control_key = (
+            control_key if control_key is not None else "cos_fake_" + secrets.token_hex(16)
+        )
         self.commands = CommandRegistry()
         self.journal = Journal(journal_limit)
         self.errors: list[tuple[str, str]] = []
-        #: Extra aiohttp middlewares (fault injection), run after auth; read when serving starts.
+        #: Extra aiohttp middlewares, run after auth and before fault injection; read when
+        #: serving starts.
         self.middlewares: list[Middleware] = []
-        #: Callables adding ``/_fake/...`` routes to the app's router; read when serving starts.
-        self.control_registrars: list[Callable[[web.UrlDispatcher], None]] = []
         self._policy = transitions if transitions is not None else TransitionPolicy.realistic()
         self._ids = IdGenerator(seed, self.clock)
         self._fixed_key = api_key
@@ -111,7 +123,7 @@ class FakeCreateOS:
         self.faults = Faults(
             seed=seed, clock=self.clock, target=WorldTarget(self.world, lambda: self._loop)
         )
-        install_faults(self)  # middleware, journal listener and /_fake/faults routes
+        self.faults.listeners.append(journal_listener(self.journal))
         self._runner: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -135,6 +147,11 @@ class FakeCreateOS:
         return self.url + "/v1"
 
     @property
+    def calls(self) -> Calls:
+        """The requests so far, each with its reply: filter them, assert on them."""
+        return Calls.from_events(self.journal.events, self.journal.origin)
+
+    @property
     def transitions(self) -> TransitionPolicy:
         return self.world.ctx.policy
 
@@ -145,7 +162,7 @@ class FakeCreateOS:
     @property
     def rate_limit(self) -> int | None:
         """Requests per minute per caller, or ``None`` (off)."""
-        return self._rate_limit
+        return self._limiter.limit
 
     @rate_limit.setter
     def rate_limit(self, limit: int | None) -> None:
@@ -153,18 +170,7 @@ class FakeCreateOS:
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
         ):
             raise ValueError("rate_limit must be None (off) or at least 1 request per minute")
-        self._rate_limit = limit
-        self._limiter = None if limit is None else RateLimiter(limit, clock=self.clock)
-
-    @web.middleware
-    async def rate_limit_middleware(
-        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        """Consults whatever limiter is current, so ``rate_limit`` can change while serving."""
-        limiter = self._limiter
-        if limiter is None:
-            return await handler(request)
-        return await rate_limit_middleware(limiter)(request, handler)
+        self._limiter.configure(limit)
 
     @property
     def runtime(self) -> str:
@@ -188,19 +194,42 @@ class FakeCreateOS:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def start_async(self) -> Self:
-        """Serve in the running loop."""
+    async def start_async(
+        self, *, outer_middlewares: Sequence[Middleware] = (), idle_timeout: float | None = None
+    ) -> Self:
+        """Serve in the running loop.
+
+        ``outer_middlewares`` run before all others (``createos-fake serve``'s Host check and
+        request log); ``idle_timeout`` closes a connection that has no complete request after
+        that many real seconds, from its opening and between requests (aiohttp's keepalive
+        timer; its default is an hour).
+        """
         if self._runner is not None:
             raise RuntimeError("this fake is already serving")
-        from fake_server.http import create_app
-
         self._loop = asyncio.get_running_loop()
-        app = create_app(self)
-        runner = web.AppRunner(
+        app = create_app(
+            AppState(
+                world=self.world,
+                errors=self.errors,
+                faults=self.faults,
+                limiter=self._limiter,
+                control_key=self.control_key,
+                reset=self.reset,
+                origin=lambda: self.url,
+                middlewares=tuple(self.middlewares),
+            )
+        )
+        for index, middleware in enumerate(outer_middlewares):
+            app.middlewares.insert(index, middleware)
+        timeouts: dict[str, Any] = {}
+        if idle_timeout is not None:
+            timeouts["keepalive_timeout"] = idle_timeout
+        runner = WatchedRunner(
             app,
+            clock=self.clock,
+            handler_kwargs={"access_log": None, **timeouts},
             handle_signals=False,
             handler_cancellation=True,
-            access_log=None,
             shutdown_timeout=0.0,
         )
         await runner.setup()
@@ -310,8 +339,8 @@ class FakeCreateOS:
 
     def reset(self, *, seed: int | None = None) -> None:
         """Back to a fresh fake on the same port: only the default account, no sandboxes,
-        empty journal and errors, ids reseeded (with ``seed`` when given), the initial
-        transition policy and rate limit (fresh counts).
+        no registered commands, empty journal and errors, ids reseeded (with ``seed`` when
+        given), the initial transition policy and rate limit (fresh counts).
 
         Time restarts too, for what a test can compare: ``journal.origin`` becomes the reset
         instant (``journal.format()`` counts from it) and ids carry times from
@@ -323,6 +352,7 @@ class FakeCreateOS:
 
         def clear() -> None:
             self.world.clear()
+            self.commands.clear()  # one test's ``node`` must not answer in the next
             self.journal.clear()
             self.journal.rebase(self.clock.now())
             self.errors.clear()
@@ -348,31 +378,5 @@ class FakeCreateOS:
         return tasks
 
     def _call(self, func: Callable[[], _T]) -> _T:
-        """Run ``func`` on the server's loop when called from another thread."""
-        loop = self._loop
-        if self._thread is None or loop is None or _running_loop() is loop:
-            return func()
-        done = threading.Event()
-        result: list[_T] = []
-        error: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                result.append(func())
-            except BaseException as exc:
-                error.append(exc)
-            finally:
-                done.set()
-
-        loop.call_soon_threadsafe(run)
-        done.wait()
-        if error:
-            raise error[0]
-        return result[0]
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+        """Run ``func`` on the server's loop (waiting for it) when called from elsewhere."""
+        return call_on_loop(self._loop, func)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
+import importlib
 import inspect
 import threading
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -51,10 +53,60 @@ class RunSync(Protocol):
         ...
 
 
+class _Handoff:
+    """Holds a virtual clock across the two thread hand-offs of a relayed coroutine.
+
+    Between scheduling a coroutine on the background loop and its first step there, and
+    between its end and the caller running again, both loops may sit in ``select()`` while a
+    wake-up is on its way: without a hold, a clock could jump to a pending deadline right then.
+    """
+
+    __slots__ = ("_back", "_clock", "_done", "_lock", "_there")
+
+    def __init__(self, clock: object | None) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._done = False
+        self._back: Any = None
+        self._there: Any = self._hold()
+
+    def _hold(self) -> Any:
+        hold = getattr(self._clock, "hold", None)
+        return hold() if callable(hold) else None
+
+    async def run(self, awaitable: Awaitable[_T]) -> _T:
+        self._release_there()  # running on the background loop now
+        try:
+            return await awaitable
+        finally:
+            with self._lock:
+                if not self._done:
+                    self._back = self._hold()  # until the caller has resumed
+
+    def caller_resumed(self) -> None:
+        """Called once by the caller after it got the result (or gave up); idempotent."""
+        with self._lock:
+            self._done = True
+            back, self._back = self._back, None
+        self._release_there()  # the coroutine may never have started
+        if back is not None:
+            back.release()
+
+    def _release_there(self) -> None:
+        there, self._there = self._there, None
+        if there is not None:
+            there.release()
+
+
 class BackgroundLoop:
-    """An asyncio loop serving from a daemon thread until ``close()``."""
+    """An asyncio loop serving from a daemon thread until ``close()``.
+
+    ``clock``, once set (the plugin sets the fake's), is held across every hand-off between
+    the caller and this loop, so it never jumps while a coroutine travels between threads.
+    """
 
     def __init__(self) -> None:
+        self.clock: object | None = None
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()
         self._thread = threading.Thread(
@@ -80,7 +132,8 @@ class BackgroundLoop:
             raise RuntimeError(
                 "createos_run cannot be used inside a coroutine it runs; await it instead"
             )
-        future = asyncio.run_coroutine_threadsafe(_as_coroutine(awaitable), self.loop)
+        handoff = _Handoff(self.clock)
+        future = asyncio.run_coroutine_threadsafe(handoff.run(awaitable), self.loop)
         try:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
@@ -88,17 +141,31 @@ class BackgroundLoop:
             raise TimeoutError(
                 f"createos_run: the coroutine did not finish within {timeout} real seconds"
             ) from None
+        finally:
+            handoff.caller_resumed()
 
     async def relay(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
-        """Await ``coroutine`` on this loop from any asyncio loop (cancellation follows)."""
+        """Await ``coroutine`` on this loop from any asyncio or trio loop (cancellation follows)."""
         try:
             current = asyncio.get_running_loop()
         except RuntimeError:
             current = None
         if current is self.loop:
             return await coroutine
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-        return await asyncio.wrap_future(future)
+        handoff = _Handoff(self.clock)
+        if current is None:  # trio (anyio's trio backend)
+            future = asyncio.run_coroutine_threadsafe(
+                handoff.run(_as_asyncio(coroutine)), self.loop
+            )
+            try:
+                return await _wait_from_trio(future)
+            finally:
+                handoff.caller_resumed()
+        future = asyncio.run_coroutine_threadsafe(handoff.run(coroutine), self.loop)
+        try:
+            return await asyncio.wrap_future(future)
+        finally:
+            handoff.caller_resumed()
 
     def close(self) -> None:
         """Stop the loop and join its thread; idempotent."""
@@ -108,8 +175,33 @@ class BackgroundLoop:
         self._thread.join(timeout=10)
 
 
-async def _as_coroutine(awaitable: Awaitable[_T]) -> _T:
-    return await awaitable
+async def _as_asyncio(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coroutine`` as asyncio code: the task inherits the trio caller's context, whose
+    sniffio marker would make httpx pick its trio backend on this asyncio loop."""
+    import sniffio
+
+    sniffio.current_async_library_cvar.set(None)
+    return await coroutine
+
+
+async def _wait_from_trio(future: concurrent.futures.Future[_T]) -> _T:
+    """Await ``future`` from a trio loop; cancelling the wait cancels the coroutine."""
+    trio: Any = importlib.import_module("trio")  # only ever imported under trio
+
+    token = trio.lowlevel.current_trio_token()
+    done = trio.Event()
+
+    def wake(_: object) -> None:
+        with contextlib.suppress(trio.RunFinishedError):
+            token.run_sync_soon(done.set)
+
+    future.add_done_callback(wake)
+    try:
+        await done.wait()
+    except trio.Cancelled:
+        future.cancel()
+        raise
+    return future.result()
 
 
 def _relayed(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:

@@ -6,39 +6,47 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pytest
 
     from fake_server.faults import Fault
     from fake_server.models import TransitionPolicy
+    from pytest_createos._options import CheckMode
 
 __all__ = [
     "DEFAULT_SHAPE",
     "FIXTURES",
+    "FIXTURE_NAMES",
     "MARKER_HELP",
     "MarkerSettings",
     "faults_for",
     "marker_errors",
+    "own_markers",
     "settings_for",
+    "unconfigured",
 ]
 
 DEFAULT_SHAPE = "s-1vcpu-1gb"
 #: The fixtures that bring up the fake, so the markers have something to configure.
-FIXTURES = frozenset(
-    {
-        "createos_fake",
-        "createos_clock",
-        "createos_env",
-        "createos_provider",
-        "createos_lease",
-        "createos_sdk",
-    }
+FIXTURE_NAMES = (
+    "createos_fake",
+    "createos_env",
+    "createos_provider",
+    "createos_lease",
+    "createos_leases",
+    "createos_sdk",
+    "createos_clock",
 )
-_SETTINGS = ("seed", "transitions", "reuse_lease", "shape", "rate_limit", "runtime")
+FIXTURES = frozenset(FIXTURE_NAMES)
+_SETTINGS = ("seed", "transitions", "reuse_lease", "shape", "rate_limit", "leak_check", "runtime")
+_CHECK_MODES = ("fail", "warn", "off")
 _RUNTIMES = ("bashkit", "process")
 
 MARKER_HELP = {
     "createos": "createos(seed=int, transitions='immediate'|'realistic'|TransitionPolicy, "
-    "reuse_lease=bool, shape=str, rate_limit=int|None, runtime='bashkit'|'process'): "
+    "reuse_lease=bool, shape=str, rate_limit=int|None, leak_check='fail'|'warn'|'off', "
+    "runtime='bashkit'|'process'): "
     "per-test settings of the CreateOS fake",
     "createos_fault": "createos_fault(operation, action, **schedule): arm a fault on the "
     "CreateOS fake for this test (same arguments as fake_server.faults.Fault)",
@@ -61,6 +69,8 @@ class MarkerSettings:
     reuse_lease: bool
     shape: str
     rate_limit: int | None
+    #: This test's leak check; ``None`` follows ``--createos-leak-check``.
+    leak_check: CheckMode | None = None
     runtime: str = "bashkit"
 
 
@@ -113,23 +123,47 @@ def settings_for(item: pytest.Item, default_seed: int) -> MarkerSettings:
         isinstance(rate_limit, bool) or not isinstance(rate_limit, int) or rate_limit < 1
     ):
         raise MarkerError("createos(rate_limit=...) must be None (off) or an integer >= 1")
+    leak_check = kwargs.get("leak_check")
+    if leak_check is not None and leak_check not in _CHECK_MODES:
+        raise MarkerError("createos(leak_check=...) must be 'fail', 'warn' or 'off'")
     runtime = kwargs.get("runtime", "bashkit")
     if runtime not in _RUNTIMES:
         raise MarkerError("createos(runtime=...) must be 'bashkit' or 'process'")
-    return MarkerSettings(seed, policy, name, reuse, shape, rate_limit, runtime)
+    return MarkerSettings(seed, policy, name, reuse, shape, rate_limit, leak_check, runtime)
 
 
 def faults_for(item: pytest.Item) -> list[Fault]:
     """Fresh ``Fault`` objects for every ``createos_fault`` marker on ``item``, outermost first."""
-    from fake_server.faults import Fault
+    from fake_server.faults import Action, Fault
 
     faults: list[Fault] = []
     for marker in reversed(list(item.iter_markers("createos_fault"))):
+        args = marker.args
+        if len(args) >= 2 and isinstance(args[0], Action) and isinstance(args[1], str):
+            raise MarkerError(
+                "@pytest.mark.createos_fault: the arguments are swapped: the operation name "
+                f"comes first, then the action: createos_fault({args[1]!r}, {args[0]!r})"
+            )
         try:
-            faults.append(Fault(*marker.args, **marker.kwargs))
+            faults.append(Fault(*args, **marker.kwargs))
         except (TypeError, ValueError) as error:
             raise MarkerError(f"@pytest.mark.createos_fault: {error}") from None
     return faults
+
+
+def own_markers(item: pytest.Item, names: Sequence[str]) -> bool:
+    """Whether one of the ``names`` markers sits on the test itself (not its module or class)."""
+    return any(m.name in names for m in getattr(item, "own_markers", ()))
+
+
+def unconfigured(item: pytest.Item) -> bool:
+    """A test that a module- or class-wide createos marker reaches but no createos fixture."""
+    marked = [m for m in ("createos", "createos_fault") if item.get_closest_marker(m) is not None]
+    return (
+        bool(marked)
+        and not FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        and not own_markers(item, marked)
+    )
 
 
 def marker_errors(item: pytest.Item, default_seed: int) -> list[str]:
@@ -139,10 +173,11 @@ def marker_errors(item: pytest.Item, default_seed: int) -> list[str]:
     if not marked:
         return problems
     if not FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        if not own_markers(item, marked):
+            return problems  # a module- or class-wide marker: ignored here, with a warning
         problems.append(
             f"{item.nodeid}: @pytest.mark.{marked[0]} configures the fake, but the test uses "
-            "no createos fixture (createos_fake, createos_env, createos_provider, "
-            "createos_lease, createos_sdk, createos_clock)"
+            "no createos fixture (" + ", ".join(FIXTURE_NAMES) + ")"
         )
     for check in (lambda: settings_for(item, default_seed), lambda: faults_for(item)):
         try:

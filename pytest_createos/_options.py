@@ -7,10 +7,12 @@ from typing import Literal
 
 import pytest
 
-__all__ = ["CHECK_MODES", "Options", "add_options", "read_options"]
+__all__ = ["CHECK_MODES", "JOURNAL_MODES", "Options", "add_options", "read_options"]
 
 CheckMode = Literal["fail", "warn", "off"]
 CHECK_MODES: tuple[CheckMode, ...] = ("fail", "warn", "off")
+JournalMode = Literal["short", "full", "off"]
+JOURNAL_MODES: tuple[JournalMode, ...] = ("short", "full", "off")
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +23,9 @@ class Options:
     leak_check: CheckMode = "fail"
     unfired_faults: CheckMode = "fail"
     live: bool = False
+    journal: JournalMode = "short"
+    #: Live tests may skip when credentials are missing (otherwise that is a usage error).
+    live_optional: bool = False
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -56,10 +61,31 @@ def add_options(parser: pytest.Parser) -> None:
         help="run tests marked createos_live against the real API (CREATEOS_API_URL, "
         "CREATEOS_API_KEY, CREATEOS_SHAPE); ini: createos_live; default off",
     )
+    group.addoption(
+        "--createos-journal",
+        dest="createos_journal",
+        default=None,
+        help="a failing test's createos journal: short (one line per call, polls collapsed), "
+        "full (every event, full ids, every traceback frame) or off; ini: createos_journal; "
+        "default short",
+    )
+    group.addoption(
+        "--createos-live-optional",
+        dest="createos_live_optional",
+        action="store_const",
+        const="true",
+        default=None,
+        help="with --createos-live, skip live tests when CREATEOS_API_KEY is missing instead "
+        "of stopping the run; ini: createos_live_optional; default off",
+    )
     parser.addini("createos_seed", "default seed of the fake (int)", default="0")
     parser.addini("createos_leak_check", "fail|warn|off for leaked sandboxes", default="fail")
     parser.addini("createos_unfired_faults", "fail|warn|off for unfired faults", default="fail")
     parser.addini("createos_live", "run createos_live tests against the real API", default="0")
+    parser.addini("createos_journal", "short|full|off: a failing test's journal", default="short")
+    parser.addini(
+        "createos_live_optional", "skip live tests when credentials are missing", default="0"
+    )
 
 
 def _value(config: pytest.Config, name: str) -> str:
@@ -88,13 +114,23 @@ def _seed(config: pytest.Config) -> int:
         ) from None
 
 
-def _flag(config: pytest.Config) -> bool:
-    text = _value(config, "createos_live").lower()
+def _journal(config: pytest.Config) -> JournalMode:
+    text = _value(config, "createos_journal").lower()
+    for mode in JOURNAL_MODES:
+        if text == mode:
+            return mode
+    raise pytest.UsageError(
+        f"--createos-journal (ini createos_journal) must be one of short, full, off; got {text!r}"
+    )
+
+
+def _flag(config: pytest.Config, name: str) -> bool:
+    text = _value(config, name).lower()
     truth: dict[str, bool] = {"1": True, "true": True, "yes": True, "on": True}
     truth.update({"0": False, "false": False, "no": False, "off": False, "": False})
     if text not in truth:
         raise pytest.UsageError(
-            f"--createos-live (ini createos_live) must be true or false; got {text!r}"
+            f"--{name.replace('_', '-')} (ini {name}) must be true or false; got {text!r}"
         )
     return truth[text]
 
@@ -105,5 +141,7 @@ def read_options(config: pytest.Config) -> Options:
         seed=_seed(config),
         leak_check=_mode(config, "createos_leak_check"),
         unfired_faults=_mode(config, "createos_unfired_faults"),
-        live=_flag(config),
+        live=_flag(config, "createos_live"),
+        journal=_journal(config),
+        live_optional=_flag(config, "createos_live_optional"),
     )

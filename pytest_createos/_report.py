@@ -3,20 +3,41 @@
 from __future__ import annotations
 
 import dataclasses
+import pathlib
+import sys
+import sysconfig
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pytest_createos._options import Options
+    from collections.abc import Callable, Collection, Sequence
+    from types import TracebackType
+
+    from pytest_createos._options import CheckMode, JournalMode, Options
     from pytest_createos._session import Run
 
 import pytest
 
-__all__ = ["JOURNAL_LIMIT", "LEAKING", "CreateosWarning", "header_line", "journal_text", "problems"]
+__all__ = [
+    "JOURNAL_LIMIT",
+    "LEAKING",
+    "SCOPE_HINT",
+    "SHORT_LIMIT",
+    "CreateosWarning",
+    "header_line",
+    "ignored_first",
+    "ignored_warning",
+    "journal_text",
+    "problems",
+    "scope_mismatch",
+    "trim_traceback",
+]
 
 #: Statuses of a sandbox that still exists and costs money.
 LEAKING = frozenset({"creating", "running", "pausing", "paused", "resuming", "error"})
-#: Events shown for a failing test; older ones are summarised in one line.
+#: Events shown for a failing test (``full``); older ones are summarised in one line.
 JOURNAL_LIMIT = 60
+#: Exchange lines shown for a failing test (``short``).
+SHORT_LIMIT = 20
 
 
 class CreateosWarning(pytest.PytestWarning):
@@ -34,14 +55,22 @@ def header_line(options: Options) -> str:
     return f"createos: fake API (seed {options.seed}, transitions immediate, {checks})"
 
 
-def journal_text(run: Run) -> str:
-    """The test's journal with fake times relative to its start; the last events only."""
+def journal_text(run: Run, mode: JournalMode = "short", body_start: int | None = None) -> str:
+    """The test's journal with fake times relative to its start; the last events only.
+
+    ``short``: one line per exchange, polls collapsed, short ids; ``full``: every event.
+    """
     events = run.fake.journal.events
     elapsed = run.fake.clock.now() - run.started
-    lines = [
+    head = (
         f"seed {run.settings.seed}, transitions {run.settings.transitions_name}, "
         f"fake time elapsed {elapsed:.3f}s, {len(events)} events"
-    ]
+    )
+    if mode == "short":
+        from pytest_createos._journal_view import short_lines
+
+        return "\n".join([head, *short_lines(events, run.started, SHORT_LIMIT, body_start)])
+    lines = [head]
     if len(events) > JOURNAL_LIMIT:
         lines.append(f"... {len(events) - JOURNAL_LIMIT} earlier events omitted")
         events = events[-JOURNAL_LIMIT:]
@@ -50,15 +79,17 @@ def journal_text(run: Run) -> str:
     return "\n".join(lines)
 
 
-def _leaks(run: Run) -> str | None:
-    leaked = [s for s in run.fake.sandboxes() if s.status in LEAKING]
+def _leaks(run: Run, owned: Collection[str]) -> str | None:
+    leaked = [s for s in run.fake.sandboxes() if s.status in LEAKING and s.id not in owned]
     if not leaked:
         return None
     names = ", ".join(f"{s.id} ({s.status})" for s in leaked)
     return (
-        f"createos: {len(leaked)} sandbox(es) left running or paused without a live lease: "
-        f"{names}. Destroy them (provider.destroy_lease) or use the createos_lease fixture; "
-        "--createos-leak-check=warn|off relaxes this check."
+        f"createos: {len(leaked)} sandbox(es) left running or paused: {names}. Destroy them "
+        "(SDK: sandbox.destroy(); provider: provider.destroy_lease(env, lease_id, metadata)) "
+        "or lease them with the createos_lease or createos_leases fixture; "
+        "@pytest.mark.createos(leak_check='warn'|'off') or --createos-leak-check=warn|off "
+        "relaxes this check."
     )
 
 
@@ -84,17 +115,114 @@ def _errors(run: Run) -> str | None:
     return "\n".join(parts)
 
 
-def problems(run: Run, options: Options) -> tuple[list[str], list[str]]:
-    """Teardown findings as (failures, warnings), each check following its option."""
+def problems(
+    run: Run,
+    *,
+    leak_check: CheckMode,
+    unfired_faults: CheckMode,
+    owned: Collection[str] = (),
+    internal: bool = True,
+) -> tuple[list[str], list[str]]:
+    """Teardown findings as (failures, warnings), each check following its mode.
+
+    ``owned`` sandboxes belong to a lease fixture, which destroys them and reports its own
+    failure; ``internal=False`` leaves out the fake's internal errors (reported elsewhere).
+    """
     failures: list[str] = []
     warnings: list[str] = []
-    error = _errors(run)
+    error = _errors(run) if internal else None
     if error is not None:
         failures.append(error)
-    for mode, check in ((options.leak_check, _leaks), (options.unfired_faults, _unfired)):
+    checks: tuple[tuple[CheckMode, Callable[[], str | None]], ...] = (
+        (leak_check, lambda: _leaks(run, owned)),
+        (unfired_faults, lambda: _unfired(run)),
+    )
+    for mode, check in checks:
         if mode == "off":
             continue
-        found = check(run)
+        found = check()
         if found is not None:
             (failures if mode == "fail" else warnings).append(found)
     return failures, warnings
+
+
+_PACKAGE = pathlib.Path(__file__).resolve().parent
+_STDLIB = pathlib.Path(sysconfig.get_paths()["stdlib"]).resolve()
+_SITE = {pathlib.Path(sysconfig.get_paths()[key]).resolve() for key in ("purelib", "platlib")}
+
+
+def _internal(filename: str) -> bool:
+    """A frame of the plugin, the provider, or the standard library between them."""
+    path = pathlib.Path(filename)
+    if path.is_relative_to(_PACKAGE):
+        return True
+    return path.is_relative_to(_STDLIB) and not any(path.is_relative_to(s) for s in _SITE)
+
+
+def trim_traceback(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    """Hide the frames that add nothing to a failure.
+
+    The bridge's relay frames never say anything; for the provider's own errors
+    (``CreateosError``: a documented outcome such as an HTTP 503) the frames inside the provider
+    and asyncio do not either, so the traceback ends at the test's line that made the call.
+    Anything else (a bug) keeps every provider frame. The exception's own traceback is
+    relinked, because pytest rebuilds its entries from it when it cuts at the test function.
+    """
+    errors = sys.modules.get("pytest_createos.provider._errors")
+    expected = errors is not None and isinstance(excinfo.value, errors.CreateosError)
+    frames: list[TracebackType] = []
+    tb: TracebackType | None = excinfo.tb
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    names = [frame.tb_frame.f_code.co_filename for frame in frames]
+    if expected:
+        outside = [i for i, name in enumerate(names) if not _internal(name)]
+        if not outside:
+            return
+        kept = frames[: outside[-1] + 1]
+    else:
+        kept = [f for f, name in zip(frames, names, strict=True) if name != _BRIDGE]
+    if len(kept) == len(frames) or not kept or kept[0] is not frames[0]:
+        return
+    for before, after in zip(kept, [*kept[1:], None], strict=True):
+        before.tb_next = after
+    excinfo.traceback = type(excinfo.traceback)(excinfo.tb)
+
+
+_BRIDGE = str(_PACKAGE / "_bridge.py")
+
+
+SCOPE_HINT = (
+    "createos: the createos_* fixtures are per test (the fake is reset before each); a module- "
+    "or session-scoped fixture takes createos_shared instead: its own fake, env and provider, "
+    "never reset (see docs/howto/scopes.md)"
+)
+
+
+def scope_mismatch(report: pytest.TestReport) -> bool:
+    """pytest's ScopeMismatch for one of this plugin's per-test fixtures."""
+    text = str(report.longrepr)
+    return "ScopeMismatch" in text and "function scoped fixture createos_" in text
+
+
+def ignored_warning(items: Sequence[pytest.Item]) -> CreateosWarning | None:
+    """One warning naming the tests a module- or class-wide marker reaches in vain."""
+    from pytest_createos._markers import unconfigured
+
+    ignored = [item for item in items if unconfigured(item)]
+    if not ignored:
+        return None
+    names = ", ".join(item.nodeid for item in ignored[:3])
+    more = f" and {len(ignored) - 3} more" if len(ignored) > 3 else ""
+    return CreateosWarning(
+        f"createos: a module- or class-wide createos marker reaches {len(ignored)} "
+        f"test(s) that use no createos fixture ({names}{more}); it is ignored there"
+    )
+
+
+def ignored_first(items: Sequence[pytest.Item]) -> pytest.Item:
+    """The first test ``ignored_warning`` names (the warning's location)."""
+    from pytest_createos._markers import unconfigured
+
+    return next(item for item in items if unconfigured(item))

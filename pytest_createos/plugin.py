@@ -6,25 +6,42 @@ private modules here hold options, markers, the background loop, per-test state 
 
 from __future__ import annotations
 
-import uuid
 import warnings
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_createos._markers import MARKER_HELP, MarkerError, faults_for, marker_errors
+from pytest_createos._markers import (
+    MARKER_HELP,
+    MarkerError,
+    faults_for,
+    marker_errors,
+)
 from pytest_createos._markers import settings_for as _settings_for
 from pytest_createos._options import add_options, read_options
-from pytest_createos._report import CreateosWarning, header_line, journal_text, problems
+from pytest_createos._report import (
+    LEAKING,
+    SCOPE_HINT,
+    CreateosWarning,
+    header_line,
+    ignored_first,
+    ignored_warning,
+    journal_text,
+    problems,
+    scope_mismatch,
+    trim_traceback,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Generator, Iterator
+    from collections.abc import Callable, Generator, Iterator
 
     from fake_server import FakeCreateOS, VirtualClock
     from pytest_createos._bridge import BridgedProvider, RunSync
+    from pytest_createos._leases import LeaseFactory
     from pytest_createos._markers import MarkerSettings
     from pytest_createos._options import Options
     from pytest_createos._session import Run, Session
+    from pytest_createos._shared import SharedCreateOS
     from pytest_createos.provider import Environment, Lease
 
 # The fake, the provider and httpx load on the first createos fixture, not at pytest start-up.
@@ -36,6 +53,14 @@ ENVIRONMENT_ID = "pytest-createos-env"
 
 _OPTIONS_KEY: pytest.StashKey[Options] = pytest.StashKey()
 _RUN_KEY: pytest.StashKey[Run] = pytest.StashKey()
+#: Journal length when the test body started: a body that made no call gets no journal.
+_BODY_START_KEY: pytest.StashKey[int] = pytest.StashKey()
+#: Sandboxes a lease fixture destroys at teardown (and reports itself if it cannot).
+_OWNED_KEY: pytest.StashKey[set[str]] = pytest.StashKey()
+#: The test body failed and its report already named the leaks and unfired faults.
+_FOLDED_KEY: pytest.StashKey[bool] = pytest.StashKey()
+#: Run-wide notices for the terminal summary.
+_NOTES_KEY: pytest.StashKey[list[str]] = pytest.StashKey()
 
 
 # -- hooks ------------------------------------------------------------------------------------
@@ -48,7 +73,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKER_HELP.items():
         config.addinivalue_line("markers", f"{name}: {text}")
-    config.stash[_OPTIONS_KEY] = read_options(config)
+    options = config.stash[_OPTIONS_KEY] = read_options(config)
+    if options.live and not options.live_optional:
+        from pytest_createos._live import live_target
+
+        missing = live_target()
+        if isinstance(missing, str):
+            raise pytest.UsageError(
+                f"--createos-live: {missing}; pass --createos-live-optional (ini "
+                "createos_live_optional = true) to skip the live tests instead"
+            )
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -61,6 +95,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     found = [p for item in items for p in marker_errors(item, seed)]
     if found:
         raise pytest.UsageError("pytest-createos marker errors:\n" + "\n".join(found))
+    warning = ignored_warning(items)
+    if warning is not None:
+        try:
+            ignored_first(items).warn(warning)
+        except CreateosWarning:  # filterwarnings = error: still no reason to stop the run
+            config.stash[_NOTES_KEY] = [*config.stash.get(_NOTES_KEY, []), str(warning)]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Notices that a ``filterwarnings = error`` setting kept from being warnings."""
+    for note in terminalreporter.config.stash.get(_NOTES_KEY, []):
+        terminalreporter.write_line(note, yellow=True)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -68,6 +114,7 @@ def pytest_runtest_call(item: pytest.Item) -> None:
     """Marker faults are armed as the test body starts, so fixtures (a lease) are unaffected."""
     run = item.stash.get(_RUN_KEY, None)
     if run is not None:
+        item.stash[_BODY_START_KEY] = len(run.fake.journal)
         run.arm()
 
 
@@ -75,11 +122,40 @@ def pytest_runtest_call(item: pytest.Item) -> None:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """A failing phase of a test that used the fake gets the fake's journal as a section."""
+    """A failing phase of a test that used the fake gets the fake's journal as a section.
+
+    Only when the failing phase made calls (a test body that never ran, such as an async test
+    without its marker, gets none); a failing body also names its leaks and unfired faults
+    here, so teardown does not report the same test a second time.
+    """
+    options = item.config.stash[_OPTIONS_KEY]
+    full = options.journal == "full" or item.config.getoption("fulltrace", False)
+    if call.excinfo is not None and not full:
+        trim_traceback(call.excinfo)
     report = yield
+    if report.failed and call.when == "setup" and scope_mismatch(report):
+        report.sections.append(("createos", SCOPE_HINT))
     run = item.stash.get(_RUN_KEY, None)
-    if run is not None and report.failed:
-        report.sections.append(("createos journal", journal_text(run)))
+    if run is None or not report.failed:
+        return report
+    lines: list[str] = []
+    owned: set[str] = item.stash.get(_OWNED_KEY, set())
+    if call.when == "call":
+        item.stash[_FOLDED_KEY] = True
+        failures, warned = problems(
+            run,
+            leak_check=run.settings.leak_check or options.leak_check,
+            unfired_faults=options.unfired_faults,
+            owned=owned,
+            internal=False,
+        )
+        lines = [f"also: {text}" for text in failures + warned]
+    body_start = item.stash.get(_BODY_START_KEY, None) if call.when == "call" else None
+    made_calls = len(run.fake.journal) > (body_start or 0)
+    if options.journal != "off" and (made_calls or call.when != "call"):
+        lines.insert(0, journal_text(run, options.journal, body_start))
+    if lines:
+        report.sections.append(("createos journal", "\n".join(lines)))
     return report
 
 
@@ -127,15 +203,25 @@ def createos_fake(
     ``createos`` marker changes these and ``createos_fault`` markers arm faults when the test
     body starts (fixture setup, such as ``createos_lease``, runs without them).
     At teardown the test fails when the fake raised internally, when sandboxes were left
-    running or paused (``--createos-leak-check``) or armed faults never fired
-    (``--createos-unfired-faults``). Skipped for ``createos_live`` tests under --createos-live.
+    running or paused (``--createos-leak-check``, or ``createos(leak_check=...)``; lease
+    fixtures' sandboxes excepted) or armed faults never fired (``--createos-unfired-faults``);
+    a test whose body failed gets those two as lines of its journal instead. ``calls`` lists
+    the requests for assertions. Skipped for ``createos_live`` tests under --createos-live.
     """
     if _is_live(request):
         pytest.skip("createos: this test needs the fake and is skipped under --createos-live")
     run = _createos_session.begin(_settings(request), faults_for(request.node))
     request.node.stash[_RUN_KEY] = run
+    request.node.stash[_OWNED_KEY] = set()
     yield run.fake
-    failures, notes = problems(run, _createos_session.options)
+    options = _createos_session.options
+    folded = request.node.stash.get(_FOLDED_KEY, False)
+    failures, notes = problems(
+        run,
+        leak_check="off" if folded else run.settings.leak_check or options.leak_check,
+        unfired_faults="off" if folded else options.unfired_faults,
+        owned=request.node.stash.get(_OWNED_KEY, set()),
+    )
     for note in notes:
         warnings.warn(CreateosWarning(note), stacklevel=1)
     if failures:
@@ -211,34 +297,83 @@ def createos_provider(
     provider.shutdown_blocking()
 
 
+def _claim(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """Mark a sandbox as a lease fixture's: the fake's leak check leaves it to that fixture."""
+    owned = request.node.stash.get(_OWNED_KEY, None)
+    return (lambda _id: None) if owned is None else owned.add
+
+
+def _alive(request: pytest.FixtureRequest) -> Callable[[str], bool]:
+    """Whether a sandbox still needs destroying (on the fake, by its status; live: always)."""
+    run = request.node.stash.get(_RUN_KEY, None)
+    if run is None:
+        return lambda _id: True
+    fake = run.fake
+
+    def alive(sandbox_id: str) -> bool:
+        return any(s.id == sandbox_id and s.status in LEAKING for s in fake.sandboxes())
+
+    return alive
+
+
 @pytest.fixture
-def createos_lease(
-    request: pytest.FixtureRequest, createos_env: Environment, _createos_session: Session
-) -> Iterator[Lease]:
+def createos_lease(createos_leases: LeaseFactory) -> Lease:
     """A lease acquired for ``createos_env`` before the test, destroyed at teardown.
 
     Scope: function. Type: ``pytest_createos.provider.Lease`` (``provider_lease_id`` is the
     sandbox id, ``metadata`` what ``resume_lease`` needs). Default: a running sandbox of
     shape ``s-1vcpu-1gb`` with ``/paperclip-workspace`` prepared. It was acquired by an
-    internal provider: use it with ``createos_provider`` like any stored lease.
+    internal provider: use it with ``createos_provider`` like any stored lease. A test that
+    destroys it itself is fine: teardown destroys only what still exists.
     """
-    from pytest_createos.provider import CreateosError
+    return createos_leases.acquire_sync()
+
+
+@pytest.fixture
+def createos_leases(
+    request: pytest.FixtureRequest, createos_env: Environment, _createos_session: Session
+) -> Iterator[LeaseFactory]:
+    """A lease factory: ``await createos_leases.acquire()`` (or ``acquire_sync()``) any number.
+
+    Scope: function. Type: ``pytest_createos.LeaseFactory``; ``acquire(env=None)`` returns a
+    ``Lease`` for ``createos_env`` (or the ``Environment`` given), ``acquired`` lists them.
+    Default: none acquired. At teardown every lease still alive is destroyed; one the test
+    destroyed itself is left alone. The leak check does not count them.
+    """
+    from pytest_createos._leases import LeaseFactory
 
     session = _createos_session
-    live = _is_live(request)
-    provider = session.lease_provider(live=live)
-    lease = session.bridge.run(
-        provider.acquire_lease(createos_env, run_id=f"pytest-{uuid.uuid4().hex[:12]}")
-    )
-    yield lease
-    try:
-        session.bridge.run(
-            provider.destroy_lease(createos_env, lease.provider_lease_id, lease.metadata)
-        )
-    except CreateosError as error:
-        pytest.fail(
-            f"createos_lease: destroying lease {lease.provider_lease_id} failed: {error}",
-            pytrace=False,
+    provider = session.lease_provider(live=_is_live(request))
+    factory = LeaseFactory(provider, createos_env, session.bridge, _claim(request))
+    yield factory
+    failed = factory.close(_alive(request))
+    if failed:
+        pytest.fail("createos_leases: " + "; ".join(failed), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def createos_shared(_createos_session: Session) -> Iterator[SharedCreateOS]:
+    """A fake and provider shared by every test that asks, for module- or session-wide state.
+
+    Scope: session (use it from fixtures of any scope). Type:
+    ``pytest_createos.SharedCreateOS`` (``fake``, ``clock``, ``env``, ``provider``, ``run``,
+    ``leases()``). Default: a second fake of its own, never reset by the plugin, so the
+    per-test reset, markers and checks do not apply to it; sandboxes still alive at the end of
+    the session are reported as a ``CreateosWarning``. Starts on first use.
+    """
+    from pytest_createos._shared import SharedCreateOS
+
+    shared = SharedCreateOS(_createos_session.bridge, seed=_createos_session.options.seed)
+    yield shared
+    leaked = shared.leaked()
+    shared.close()
+    if leaked:
+        warnings.warn(
+            CreateosWarning(
+                f"createos_shared: {len(leaked)} sandbox(es) left running or paused at the "
+                f"end of the session: {', '.join(leaked)}"
+            ),
+            stacklevel=1,
         )
 
 

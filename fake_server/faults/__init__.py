@@ -40,7 +40,7 @@ from fake_server.faults.actions import (
     TamperFile,
     TruncatedDownload,
 )
-from fake_server.faults.registry import Faults, OutOfBandTarget, UnknownTargetError
+from fake_server.faults.registry import Faults
 from fake_server.faults.rules import (
     DEFAULT,
     OPERATIONS,
@@ -56,6 +56,7 @@ from fake_server.faults.spec import (
     action_to_json,
     fault_from_json,
 )
+from fake_server.faults.target import OutOfBandTarget, TargetError, UnknownTargetError
 
 __all__ = [
     "DEFAULT",
@@ -90,6 +91,7 @@ __all__ = [
     "StallStream",
     "StreamAction",
     "TamperFile",
+    "TargetError",
     "TruncatedDownload",
     "UnknownTargetError",
     "action_from_json",

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from fake_server.models.sandbox import STATUSES
+
+if TYPE_CHECKING:
+    from fake_server.faults.target import OutOfBandTarget
 
 __all__ = [
     "STREAM_OPERATIONS",
@@ -58,14 +61,23 @@ def _non_negative_int(value: object, name: str) -> None:
         raise ValueError(f"{name} must be an integer >= 0")
 
 
+#: Longest delay an action may ask for (about 31 years): past it a real clock's sleep overflows.
+MAX_SECONDS = 10**9
+
+
 def _seconds(value: object, name: str) -> None:
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not math.isfinite(value)
-        or value < 0
+        or not 0 <= value <= MAX_SECONDS
     ):
-        raise ValueError(f"{name} must be a finite number of seconds >= 0")
+        raise ValueError(f"{name} must be a number of seconds between 0 and {MAX_SECONDS}")
+
+
+def _text(value: object, name: str, *, optional: bool = False) -> None:
+    if not isinstance(value, str) and not (optional and value is None):
+        raise ValueError(f"{name} must be a string")
 
 
 class Action:
@@ -90,7 +102,16 @@ class StreamAction(ResponseAction):
 
 
 class OutOfBandAction(Action):
-    """Changes the world at the moment of the call, then lets the request through."""
+    """Changes the world at the moment of the call, then lets the request through.
+
+    Each action applies itself to an ``OutOfBandTarget``; ``needs_process`` says whether it
+    acts on a process (and so needs a process id as well as a sandbox id).
+    """
+
+    needs_process: ClassVar[bool] = False
+
+    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
+        raise NotImplementedError  # pragma: no cover - every concrete action overrides it
 
 
 # -- response actions ---------------------------------------------------------------------------
@@ -117,6 +138,8 @@ class HttpError(ResponseAction):
             raise ValueError("status must be an HTTP error status between 400 and 599")
         if self.retry_after is not None:
             _non_negative_int(self.retry_after, "retry_after")
+        _text(self.code, "code", optional=True)
+        _text(self.message, "message", optional=True)
 
 
 @dataclass(frozen=True)
@@ -229,6 +252,7 @@ class MalformedFrame(StreamAction):
 
     def __post_init__(self) -> None:
         _non_negative_int(self.after_frames, "after_frames")
+        _text(self.line, "line")
         if "\n" in self.line:
             raise ValueError("line must not contain a newline")
 
@@ -309,6 +333,9 @@ class SetStatus(OutOfBandAction):
         if self.status not in SANDBOX_STATUSES:
             raise ValueError("status must be one of: " + ", ".join(sorted(SANDBOX_STATUSES)))
 
+    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
+        target.set_status(sandbox_id, self.status)
+
 
 @dataclass(frozen=True)
 class Forget(OutOfBandAction):
@@ -316,6 +343,9 @@ class Forget(OutOfBandAction):
 
     kind: ClassVar[str] = "forget"
     sandbox_id: str | None = None
+
+    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
+        target.forget(sandbox_id)
 
 
 @dataclass(frozen=True)
@@ -328,10 +358,14 @@ class TamperFile(OutOfBandAction):
     sandbox_id: str | None = None
 
     def __post_init__(self) -> None:
+        _text(self.path, "path")
         if not self.path.startswith("/"):
             raise ValueError("path must be absolute")
         if not isinstance(self.data, bytes):
             raise ValueError("data must be bytes")
+
+    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
+        target.write_file(sandbox_id, self.path, self.data)
 
 
 @dataclass(frozen=True)
@@ -339,6 +373,7 @@ class EvictOutput(OutOfBandAction):
     """Evict the matched (or named) process's output journal up to ``up_to_seq`` (all: None)."""
 
     kind: ClassVar[str] = "evict_output"
+    needs_process: ClassVar[bool] = True
     up_to_seq: int | None = None
     sandbox_id: str | None = None
     process_id: str | None = None
@@ -347,19 +382,33 @@ class EvictOutput(OutOfBandAction):
         if self.up_to_seq is not None:
             _non_negative_int(self.up_to_seq, "up_to_seq")
 
+    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
+        target.evict_output(sandbox_id, _required(process_id), self.up_to_seq)
+
 
 @dataclass(frozen=True)
 class CrashProcess(OutOfBandAction):
     """Kill the matched (or named) process's tree with ``signal``, as if the OOM killer hit."""
 
     kind: ClassVar[str] = "crash_process"
+    needs_process: ClassVar[bool] = True
     signal: str = "SIGKILL"
     sandbox_id: str | None = None
     process_id: str | None = None
 
     def __post_init__(self) -> None:
+        _text(self.signal, "signal")
         name = self.signal
         if not (name.startswith("SIG") and len(name) > 3 and name[3:].isalnum()):
             raise ValueError("signal must look like SIGKILL")
         if name != name.upper():
             raise ValueError("signal must look like SIGKILL")
+
+    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
+        target.crash_process(sandbox_id, _required(process_id), self.signal)
+
+
+def _required(process_id: str | None) -> str:
+    if process_id is None:  # pragma: no cover - target_of() never plans one without an id
+        raise ValueError("this action needs a process id")
+    return process_id

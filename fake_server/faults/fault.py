@@ -6,21 +6,22 @@ it looks at that call. When it fires is the registry's business (``rules.FaultRe
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from fake_server.faults.actions import (
     Action,
-    CrashProcess,
-    EvictOutput,
     OutOfBandAction,
     ResponseAction,
 )
+from fake_server.models.resource_ops import RESOURCE_OPERATIONS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-__all__ = ["DEFAULT", "OPERATIONS", "Call", "Fault", "target_of"]
+
+__all__ = ["DEFAULT", "OPERATIONS", "Call", "Fault", "FaultFiring", "target_of"]
 
 #: Operation names of the fake's API (the names the journal and faults use), plus ``*``.
 OPERATIONS: Final = frozenset(
@@ -49,9 +50,26 @@ OPERATIONS: Final = frozenset(
         "signal_process",
         "wait_process",
         "kill_process",
+        "resize_process",
+        "update_sandbox",
+        "fork_sandbox",
+        "resize_sandbox",
+        "add_ssh_pubkeys",
+        "get_egress",
+        "set_egress",
+        "get_bandwidth",
+        "recharge_bandwidth",
+        "get_sandbox_by_ip",
+        "list_hosts",
+        "create_access_token",
+        "get_access_token",
+        "rotate_access_token",
+        "disable_access_token",
+        "ingress",
         "not_implemented",
         "method_not_allowed",
     }
+    | RESOURCE_OPERATIONS
 )
 
 
@@ -76,6 +94,8 @@ class Call:
     sandbox_id: str | None = None
     process_id: str | None = None
     account: str | None = None
+    #: The ``X-Request-Id`` the reply carries.
+    request_id: str | None = None
 
 
 class Fault:
@@ -88,6 +108,7 @@ class Fault:
     """
 
     __slots__ = (
+        "_armed_in",
         "account",
         "action",
         "after",
@@ -117,8 +138,10 @@ class Fault:
         expected: bool | None = None,
     ) -> None:
         if operation != "*" and operation not in OPERATIONS:
+            close = difflib.get_close_matches(str(operation), OPERATIONS, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             raise ValueError(
-                f"unknown operation {operation!r}; known: * " + " ".join(sorted(OPERATIONS))
+                f"unknown operation {operation!r}; {hint}known: * " + " ".join(sorted(OPERATIONS))
             )
         if not isinstance(action, Action) or type(action) in _ABSTRACT:
             raise TypeError("action must be a fault action such as HttpError(503)")
@@ -150,6 +173,18 @@ class Fault:
         self.when = when
         self.name = name
         self.expected = probability is None if expected is None else expected
+        self._armed_in: _Firings | None = None
+
+    @property
+    def calls(self) -> list[FaultFiring]:
+        """This fault's firings while armed (operation, method, path, ids, fake time)."""
+        registry = self._armed_in
+        return [] if registry is None else registry.firings_of(self)
+
+    @property
+    def fired(self) -> int:
+        """How many times this fault fired while armed (0 before ``faults.add()``)."""
+        return len(self.calls)
 
     def matches(self, call: Call) -> bool:
         """Whether ``call`` is one this fault looks at (before the schedule is consulted)."""
@@ -187,6 +222,12 @@ class Fault:
         return f"Fault({self.describe()})"
 
 
+class _Firings(Protocol):
+    """The registry a fault is armed in, as far as the fault asks it."""
+
+    def firings_of(self, fault: Fault) -> list[FaultFiring]: ...
+
+
 _ABSTRACT: Final = (Action, ResponseAction, OutOfBandAction)
 
 
@@ -195,9 +236,53 @@ def target_of(action: OutOfBandAction, call: Call) -> tuple[str, str | None] | N
     sandbox_id = getattr(action, "sandbox_id", None) or call.sandbox_id
     if sandbox_id is None:
         return None
-    if isinstance(action, EvictOutput | CrashProcess):
-        process_id = action.process_id or call.process_id
+    if action.needs_process:
+        process_id = getattr(action, "process_id", None) or call.process_id
         if process_id is None:
             return None
         return sandbox_id, process_id
     return sandbox_id, None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FaultFiring:
+    """One firing, for the journal: which fault, on which request, at which fake time."""
+
+    fault_id: int
+    fault: Fault
+    call: Call
+    at: float
+
+    @property
+    def action(self) -> Action:
+        return self.fault.action
+
+    @property
+    def operation(self) -> str:
+        return self.call.operation
+
+    @property
+    def method(self) -> str:
+        return self.call.method
+
+    @property
+    def path(self) -> str:
+        return self.call.path
+
+    @property
+    def sandbox_id(self) -> str | None:
+        return self.call.sandbox_id
+
+    @property
+    def process_id(self) -> str | None:
+        return self.call.process_id
+
+    @property
+    def account(self) -> str | None:
+        return self.call.account
+
+    def format(self) -> str:
+        return (
+            f"t={self.at:.3f} fault#{self.fault_id} {self.fault.action!r} "
+            f"on {self.operation} {self.method} {self.path}"
+        )

@@ -12,6 +12,7 @@ faults fire, and the same seed and test code always give the same firings.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 import threading
@@ -19,12 +20,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from fake_server.faults.actions import (
-    Action,
     Latency,
     OutOfBandAction,
     ResponseAction,
+    StreamAction,
 )
-from fake_server.faults.fault import DEFAULT, OPERATIONS, Call, Fault, target_of
+from fake_server.faults.fault import DEFAULT, OPERATIONS, Call, Fault, FaultFiring, target_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,31 +43,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, kw_only=True)
-class FaultFiring:
-    """One firing, for the journal: which fault, on which request, at which fake time."""
-
-    fault_id: int
-    fault: Fault
-    operation: str
-    method: str
-    path: str
-    sandbox_id: str | None
-    process_id: str | None
-    account: str | None
-    at: float
-
-    @property
-    def action(self) -> Action:
-        return self.fault.action
-
-    def format(self) -> str:
-        return (
-            f"t={self.at:.3f} fault#{self.fault_id} {self.fault.action!r} "
-            f"on {self.operation} {self.method} {self.path}"
-        )
-
-
 @dataclass(frozen=True)
 class Plan:
     """What the HTTP layer must do for one request."""
@@ -75,10 +51,13 @@ class Plan:
     out_of_band: tuple[tuple[OutOfBandAction, str, str | None], ...] = ()
     response: ResponseAction | None = None
     firings: tuple[FaultFiring, ...] = ()
+    #: A stream fault that fires only if it acts on the body: the HTTP layer reports back
+    #: with ``FaultRegistry.settle`` (its trigger may lie past the end of the stream).
+    pending: FaultFiring | None = None
 
     @property
     def empty(self) -> bool:
-        return not self.firings
+        return not self.firings and self.pending is None
 
 
 _NO_PLAN: Final = Plan()
@@ -91,9 +70,10 @@ class _Armed:
     rng: random.Random
     seen: int = 0
     fired: int = 0
+    pending: int = 0  # stream firings waiting to learn whether they acted
 
     def exhausted(self) -> bool:
-        return self.fault.times is not None and self.fired >= self.fault.times
+        return self.fault.times is not None and self.fired + self.pending >= self.fault.times
 
 
 class FaultRegistry:
@@ -112,7 +92,7 @@ class FaultRegistry:
     # -- arming -------------------------------------------------------------------------------
 
     def add(self, fault: Fault) -> Fault:
-        """Arm ``fault`` and return it (keep it to ask ``fire_count`` later)."""
+        """Arm ``fault`` and return it: ``fault.fired`` and ``fault.calls`` answer from here."""
         if not isinstance(fault, Fault):
             raise TypeError("add() takes a Fault")
         with self._lock:
@@ -128,6 +108,7 @@ class FaultRegistry:
                 _Armed(fault, self._next_id, _stream(self._seed, f"{identity}#{twins}"))
             )
             self._next_id += 1
+            fault._armed_in = self
         return fault
 
     def remove(self, fault: Fault) -> None:
@@ -157,6 +138,11 @@ class FaultRegistry:
     def fired(self) -> list[FaultFiring]:
         with self._lock:
             return list(self._fired)
+
+    def firings_of(self, fault: Fault) -> list[FaultFiring]:
+        """The firings of ``fault`` since it was armed here (none once cleared)."""
+        with self._lock:
+            return [firing for firing in self._fired if firing.fault is fault]
 
     def fire_count(self, fault: Fault) -> int:
         return self._find(fault).fired
@@ -202,7 +188,8 @@ class FaultRegistry:
             out_of_band: list[tuple[OutOfBandAction, str, str | None]] = []
             response: ResponseAction | None = None
             firings: list[FaultFiring] = []
-            now: float | None = None
+            pending: FaultFiring | None = None
+            now = self._now()
             for armed in self._armed:
                 fault = armed.fault
                 if armed.exhausted() or not fault.matches(call):
@@ -225,29 +212,44 @@ class FaultRegistry:
                     if target is None:  # pragma: no cover - matches() already checked
                         continue
                     out_of_band.append((action, target[0], target[1]))
+                firing = FaultFiring(fault_id=armed.fault_id, fault=fault, call=call, at=now)
+                if isinstance(action, StreamAction):
+                    armed.pending += 1
+                    pending = firing
+                    continue
                 armed.fired += 1
-                if now is None:
-                    now = self._clock.now() if self._clock is not None else 0.0
-                firing = FaultFiring(
-                    fault_id=armed.fault_id,
-                    fault=fault,
-                    operation=call.operation,
-                    method=call.method,
-                    path=call.path,
-                    sandbox_id=call.sandbox_id,
-                    process_id=call.process_id,
-                    account=call.account,
-                    at=now,
-                )
                 firings.append(firing)
                 self._fired.append(firing)
             listeners = list(self.listeners)
         for firing in firings:
             for listener in listeners:
                 listener(firing)
-        if not firings:
+        if not firings and pending is None:
             return _NO_PLAN
-        return Plan(latency, tuple(out_of_band), response, tuple(firings))
+        return Plan(latency, tuple(out_of_band), response, tuple(firings), pending)
+
+    def settle(self, pending: FaultFiring, *, acted: bool) -> None:
+        """Report whether a plan's pending stream fault acted; only then has it fired.
+
+        Not acting (the trigger lay past the end of the stream) leaves the fault armed, with
+        its firings still to come, so ``unfired()`` reports it if it never acts.
+        """
+        with self._lock:
+            armed = next((a for a in self._armed if a.fault_id == pending.fault_id), None)
+            if armed is None or armed.fault is not pending.fault:
+                return  # disarmed (or cleared) while the stream ran
+            armed.pending -= 1
+            if not acted:
+                return
+            armed.fired += 1
+            firing = dataclasses.replace(pending, at=self._now())
+            self._fired.append(firing)
+            listeners = list(self.listeners)
+        for listener in listeners:
+            listener(firing)
+
+    def _now(self) -> float:
+        return self._clock.now() if self._clock is not None else 0.0
 
 
 def _stream(seed: int, identity: str) -> random.Random:

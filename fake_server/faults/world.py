@@ -1,28 +1,24 @@
 """The out-of-band target over the fake's ``World``, safe to call from the test's thread.
 
-Models run on the fake's event loop (processes are tasks there). A test may call
-``fake.faults.crash_process(...)`` from a sync test while the fake serves from its background
-thread, or from an async test in another loop; the change is then run on the fake's loop and
-the call waits for it, so it has happened when the call returns.
+Every change runs on the fake's loop (``loopcall.call_on_loop``), so it has happened when the
+call returns. Errors of the sandbox's disk become ``TargetError`` naming the action's field, so
+the control API answers 400 and an armed fault is skipped rather than failing the request.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 from typing import TYPE_CHECKING
 
-from fake_server.faults.registry import UnknownTargetError
+from fake_server.faults.target import TargetError, UnknownTargetError
+from fake_server.loopcall import call_on_loop
 
 if TYPE_CHECKING:
+    import asyncio
     from collections.abc import Callable
 
     from fake_server.models import Process, Sandbox, World
 
 __all__ = ["WorldTarget"]
-
-# Real seconds to wait for the fake's loop to apply a change; it only mutates memory.
-_APPLY_TIMEOUT = 10.0
 
 
 class WorldTarget:
@@ -49,7 +45,20 @@ class WorldTarget:
         self._run(forget)
 
     def write_file(self, sandbox_id: str, path: str, data: bytes) -> None:
-        self._run(lambda: self._sandbox(sandbox_id).disk.write_file(path, data))
+        def write() -> None:
+            sandbox = self._sandbox(sandbox_id)
+            try:
+                sandbox.disk.write_file(path, data)
+            except IsADirectoryError:
+                raise TargetError("is a directory in the sandbox", field="path") from None
+            except NotADirectoryError:
+                raise TargetError("has a parent that is not a directory", field="path") from None
+            except (OSError, ValueError):
+                raise TargetError("cannot be written in the sandbox", field="path") from None
+            except RuntimeError:  # the disk was wiped: the sandbox is destroyed
+                raise UnknownTargetError("no such sandbox") from None
+
+        self._run(write)
 
     def evict_output(self, sandbox_id: str, process_id: str, up_to_seq: int | None) -> None:
         self._run(lambda: self._process(sandbox_id, process_id).evict_output(up_to_seq))
@@ -58,8 +67,11 @@ class WorldTarget:
         self._run(lambda: self._process(sandbox_id, process_id).crash(signal))
 
     def _sandbox(self, sandbox_id: str) -> Sandbox:
+        """A sandbox that still exists: a destroyed one (its disk wiped) takes no change."""
         sandbox = self._world.find_sandbox(sandbox_id)
-        if sandbox is None:
+        if sandbox is not None:
+            sandbox.settle()
+        if sandbox is None or sandbox.status == "destroyed":
             raise UnknownTargetError("no such sandbox")
         return sandbox
 
@@ -70,26 +82,4 @@ class WorldTarget:
         return process
 
     def _run(self, change: Callable[[], None]) -> None:
-        loop = self._loop()
-        if loop is None or loop.is_closed() or not loop.is_running() or _on(loop):
-            change()
-            return
-        done: concurrent.futures.Future[None] = concurrent.futures.Future()
-
-        def apply() -> None:
-            try:
-                change()
-            except BaseException as exc:  # handed to the caller's thread
-                done.set_exception(exc)
-            else:
-                done.set_result(None)
-
-        loop.call_soon_threadsafe(apply)
-        done.result(timeout=_APPLY_TIMEOUT)
-
-
-def _on(loop: asyncio.AbstractEventLoop) -> bool:
-    try:
-        return asyncio.get_running_loop() is loop
-    except RuntimeError:
-        return False
+        call_on_loop(self._loop(), change)

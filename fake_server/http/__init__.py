@@ -1,4 +1,5 @@
-"""The fake's HTTP layer: app factory, typed state keys, stream writers (fault seams)."""
+"""The fake's HTTP layer: app factory and its state, typed keys, stream writers (fault seams),
+the control API, rate limiting and the fault middleware."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ from fake_server.http.keys import (
     ACCOUNT_KEY,
     BACKEND_KEY,
     ERRORS_KEY,
-    FAKE_KEY,
     OPERATION_KEY,
+    STATE_KEY,
     STREAM_KEY,
     STREAM_WRAPPERS_KEY,
     WORLD_KEY,
 )
 from fake_server.http.routes import ROUTES
+from fake_server.http.state import AppState
 from fake_server.http.streams import BodyWriter, FrameWriter
 
 __all__ = [
@@ -21,12 +23,13 @@ __all__ = [
     "BACKEND_KEY",
     "CLIENT_MAX_SIZE",
     "ERRORS_KEY",
-    "FAKE_KEY",
     "OPERATION_KEY",
     "ROUTES",
+    "STATE_KEY",
     "STREAM_KEY",
     "STREAM_WRAPPERS_KEY",
     "WORLD_KEY",
+    "AppState",
     "BodyWriter",
     "FrameWriter",
     "create_app",

@@ -6,16 +6,22 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from fake_server.http.keys import ERRORS_KEY, FAKE_KEY, WORLD_KEY
-from fake_server.http.middlewares import auth_middleware, core_middleware, not_implemented
+from fake_server.http.control import control_routes
+from fake_server.http.fault_middleware import fault_middleware
+from fake_server.http.keys import ERRORS_KEY, STATE_KEY, WORLD_KEY
+from fake_server.http.middlewares import (
+    auth_middleware,
+    core_middleware,
+    not_implemented,
+    rate_limit_middleware,
+    stamp_request_id,
+)
 from fake_server.http.routes import ROUTES, UNIMPLEMENTED
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from aiohttp.typedefs import Middleware
 
-    from fake_server.server import FakeCreateOS
+    from fake_server.http.state import AppState
 
 __all__ = ["CLIENT_MAX_SIZE", "create_app"]
 
@@ -23,28 +29,23 @@ __all__ = ["CLIENT_MAX_SIZE", "create_app"]
 CLIENT_MAX_SIZE = 64 * 1024 * 1024
 
 
-def create_app(
-    fake: FakeCreateOS, *, extra_middlewares: Iterable[Middleware] | None = None
-) -> web.Application:
+def create_app(state: AppState) -> web.Application:
     """The fake's app: API routes, control routes, and middlewares in a fixed order.
 
-    ``extra_middlewares`` (and ``fake.middlewares``) run after authentication, right before
-    the handler: that is where fault injection hooks in.
+    Outermost first: core (operation name, journal, clock, envelopes, 500 capture) → auth →
+    rate limit (per authenticated account) → ``state.middlewares`` → faults → handler.
     """
-    from fake_server.control import register_control_routes
-
-    # The fake's own limiter middleware reads ``fake.rate_limit`` per request, so the limit
-    # can be changed (or switched off) while serving.
-    middlewares: list[Middleware] = [core_middleware, fake.rate_limit_middleware, auth_middleware]
-    middlewares.extend(fake.middlewares)
-    middlewares.extend(extra_middlewares or ())
+    middlewares: list[Middleware] = [core_middleware, auth_middleware, rate_limit_middleware]
+    middlewares.extend(state.middlewares)
+    middlewares.append(fault_middleware)
     app = web.Application(middlewares=middlewares, client_max_size=CLIENT_MAX_SIZE)
-    app[WORLD_KEY] = fake.world
-    app[ERRORS_KEY] = fake.errors
-    app[FAKE_KEY] = fake
+    app[STATE_KEY] = state
+    app[WORLD_KEY] = state.world
+    app[ERRORS_KEY] = state.errors
+    app.on_response_prepare.append(stamp_request_id)
     for method, path, operation, handler in ROUTES:
         app.router.add_route(method, path, handler, name=operation)
     for method, path, real_name in UNIMPLEMENTED:
         app.router.add_route(method, path, not_implemented, name=f"not_implemented:{real_name}")
-    register_control_routes(app, fake)
+    app.router.add_routes(control_routes())
     return app

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-
-from aiohttp import web
+from typing import TYPE_CHECKING
 
 from fake_server.http import wire
-from fake_server.http.keys import BACKEND_KEY
-from fake_server.http.streams import open_body, open_ndjson
+from fake_server.http.errors import ok
+from fake_server.http.keys import BACKEND_KEY, sandbox_id
+from fake_server.http.streams import open_body, stream_ndjson
 from fake_server.models import PayloadTooLarge
 from fake_server.runtime.disk import FILE_LIMIT
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 __all__ = ["MAX_UPLOAD_BYTES", "download_file", "exec_command", "upload_file"]
 
@@ -21,23 +24,13 @@ _TOO_LARGE = f"file exceeds the fake sandbox's {FILE_LIMIT}-byte file limit"
 CHUNK = 64 * 1024
 
 
-def _sid(request: web.Request) -> str:
-    return request.match_info["sandbox_id"]
-
-
 async def exec_command(request: web.Request) -> web.StreamResponse:
     spec, stream = wire.parse_exec(await wire.read_json(request), request.query.get("stream"))
     account = request[BACKEND_KEY]
     if not stream:
-        result = await account.exec(_sid(request), spec)
-        return web.json_response(wire.success(wire.exec_result(result)))
-    events = account.exec_stream(_sid(request), spec)
-    async with contextlib.aclosing(events):
-        response, writer = await open_ndjson(request)
-        with contextlib.suppress(ConnectionResetError):
-            async for event in events:
-                await writer.write_frame(wire.exec_event(event))
-    return response
+        return ok(wire.exec_result(await account.exec(sandbox_id(request), spec)))
+    events = account.exec_stream(sandbox_id(request), spec)
+    return await stream_ndjson(request, events, wire.exec_event)
 
 
 async def upload_file(request: web.Request) -> web.Response:
@@ -49,12 +42,12 @@ async def upload_file(request: web.Request) -> web.Response:
         body += chunk
         if len(body) > MAX_UPLOAD_BYTES:
             raise PayloadTooLarge(_TOO_LARGE, field="body")
-    target, size = request[BACKEND_KEY].upload_file(_sid(request), path, bytes(body))
-    return web.json_response(wire.success({"path": target, "bytes": size}))
+    target, size = request[BACKEND_KEY].upload_file(sandbox_id(request), path, bytes(body))
+    return ok({"path": target, "bytes": size})
 
 
 async def download_file(request: web.Request) -> web.StreamResponse:
-    data = request[BACKEND_KEY].download_file(_sid(request), request.query.get("path", ""))
+    data = request[BACKEND_KEY].download_file(sandbox_id(request), request.query.get("path", ""))
     response, writer = await open_body(request, len(data))
     with contextlib.suppress(ConnectionResetError):
         for start in range(0, len(data), CHUNK):

@@ -1,4 +1,5 @@
-"""The fault middleware: asks ``fake.faults`` what to do with each API request and does it.
+"""The fault middleware: asks the app's fault engine what to do with each API request and
+does it; ``journal_listener`` records each firing in the fake's journal.
 
 Installed after auth (so the account is known) and before the handler, inside the core
 middleware (so an injected ``HttpError`` gets the real envelope and the journal records it).
@@ -17,7 +18,7 @@ What httpx sees (and the provider reports as "CreateOS connection failed."):
 
 from __future__ import annotations
 
-import weakref
+import dataclasses
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
@@ -26,138 +27,90 @@ from aiohttp import web
 from fake_server.faults import (
     Call,
     EmptyReply,
-    Faults,
     HttpError,
     LostReply,
     ResetAfterHeaders,
     ResetBeforeResponse,
     StreamAction,
 )
-from fake_server.faults.world import WorldTarget
 from fake_server.http.errors import error_response
 from fake_server.http.fault_streams import StreamCut, drop_connection, wrap_writer
-from fake_server.http.keys import ACCOUNT_KEY, OPERATION_KEY, STREAM_WRAPPERS_KEY
-from fake_server.models import ApiError, Event
+from fake_server.http.keys import (
+    ACCOUNT_KEY,
+    CALL_KEY,
+    OPERATION_KEY,
+    STATE_KEY,
+    STREAM_WRAPPERS_KEY,
+)
+from fake_server.http.middlewares import event_of
+from fake_server.http.routes import is_control
+from fake_server.models import ApiError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from aiohttp.typedefs import Middleware
-
     from fake_server.clock import Clock
     from fake_server.faults import FaultFiring
     from fake_server.models import Journal
-    from fake_server.server import FakeCreateOS
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-__all__ = [
-    "DROPPED_STATUS",
-    "fault_middleware",
-    "install_faults",
-    "journal_listener",
-]
+__all__ = ["DROPPED_STATUS", "fault_middleware", "journal_listener"]
 
-CONTROL_PREFIX = "/_fake/"
 #: Status journaled for a request whose connection a fault dropped before any reply.
 DROPPED_STATUS = 499
-_MAX_QUERY = 20
-_CODES = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    408: "wait_timeout",
-    409: "conflict",
-    410: "output_offset_expired",
-    429: "rate_limited",
-    500: "internal_error",
-    502: "bad_gateway",
-    503: "service_unavailable",
-    504: "gateway_timeout",
-}
-_ERROR_CLASSES: dict[int, type[ApiError]] = {}
 
 
-def fault_middleware(faults: Faults, clock: Clock) -> Middleware:
-    """The middleware for ``faults``; consult it for every request that reaches it."""
-
-    @web.middleware
-    async def inject_faults(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path.startswith(CONTROL_PREFIX):  # the fake's own API is never faulted
-            return await handler(request)
-        plan = faults.plan(_call(request))
-        if plan.empty:
-            return await handler(request)
-        if plan.latency > 0:
-            await clock.sleep(plan.latency)
-        faults.apply_out_of_band(plan)
-        action = plan.response
-        if action is None:
-            return await handler(request)
-        if isinstance(action, HttpError):
-            raise _error(action)
-        if isinstance(action, ResetBeforeResponse | EmptyReply):
-            drop_connection(request, reset=isinstance(action, ResetBeforeResponse))
-            return web.Response(status=DROPPED_STATUS)
-        if isinstance(action, ResetAfterHeaders):
-            return await _reset_after_headers(request, handler, action)
-        if isinstance(action, LostReply):
-            return await _lost_reply(request, handler)
-        if isinstance(action, StreamAction):
-            return await _faulty_stream(request, handler, action, clock)
-        return await handler(request)  # pragma: no cover - every response action is handled
-
-    return inject_faults
+@web.middleware
+async def fault_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Consults the app's faults for every API request (the control API is never faulted)."""
+    if is_control(request):
+        return await handler(request)
+    faults = request.app[STATE_KEY].faults
+    plan = faults.plan(_call(request))
+    if plan.empty:
+        return await handler(request)
+    clock = request.app[STATE_KEY].world.ctx.clock
+    if plan.latency > 0:
+        await clock.sleep(plan.latency)
+    faults.apply_out_of_band(plan)
+    action = plan.response
+    if action is None:
+        return await handler(request)
+    if isinstance(action, HttpError):
+        raise _error(action)
+    if isinstance(action, ResetBeforeResponse | EmptyReply):
+        drop_connection(request, reset=isinstance(action, ResetBeforeResponse))
+        return web.Response(status=DROPPED_STATUS)
+    if isinstance(action, ResetAfterHeaders):
+        return await _reset_after_headers(request, handler, action)
+    if isinstance(action, LostReply):
+        return await _lost_reply(request, handler)
+    if isinstance(action, StreamAction):
+        return await _faulty_stream(request, handler, action, clock, plan.pending)
+    return await handler(request)  # pragma: no cover - every response action is handled
 
 
 def journal_listener(journal: Journal) -> Callable[[FaultFiring], None]:
     """Records each firing in the fake's journal (``kind="fault"``), stamped with its time."""
 
     def record(firing: FaultFiring) -> None:
-        journal.record(
-            Event(
-                time=firing.at,
-                kind="fault",
-                operation=firing.operation,
-                method=firing.method,
-                path=firing.path,
-                account_id=firing.account,
-                sandbox_id=firing.sandbox_id,
-                process_id=firing.process_id,
-                detail=f"fault#{firing.fault_id} {firing.fault.action!r}",
-            )
-        )
+        detail = f"fault#{firing.fault_id} {firing.fault.action!r}"
+        journal.record(event_of(firing.call, kind="fault", time=firing.at, detail=detail))
 
     return record
 
 
 def _call(request: web.Request) -> Call:
-    match = request.match_info
-    query = {k: v[:200] for k, v in list(request.query.items())[:_MAX_QUERY]}
-    return Call(
-        operation=request[OPERATION_KEY],
-        method=request.method,
-        path=request.path[:300],
-        query=query,
-        sandbox_id=match.get("sandbox_id"),
-        process_id=match.get("process_id"),
-        account=request.get(ACCOUNT_KEY),
-    )
+    return dataclasses.replace(request[CALL_KEY], account=request.get(ACCOUNT_KEY))
 
 
 def _error(action: HttpError) -> ApiError:
-    cls = _ERROR_CLASSES.get(action.status)
-    if cls is None:
-        cls = type(
-            f"Injected{action.status}",
-            (ApiError,),
-            {"status": action.status, "default_code": _CODES.get(action.status, "injected")},
-        )
-        _ERROR_CLASSES[action.status] = cls
-    message = action.message or HTTPStatus(action.status).phrase.lower()
+    known = action.status in HTTPStatus._value2member_map_
+    phrase = HTTPStatus(action.status).phrase.lower() if known else "injected error"
+    message = action.message or phrase
     headers = {} if action.retry_after is None else {"Retry-After": str(action.retry_after)}
-    return cls(message, code=action.code, headers=headers)
+    return ApiError(message, code=action.code, headers=headers, status=action.status)
 
 
 async def _reset_after_headers(
@@ -221,14 +174,27 @@ class _Swallow:
 
 
 async def _faulty_stream(
-    request: web.Request, handler: Handler, action: StreamAction, clock: Clock
+    request: web.Request,
+    handler: Handler,
+    action: StreamAction,
+    clock: Clock,
+    pending: FaultFiring | None,
 ) -> web.StreamResponse:
+    """Run the handler through a faulty writer; the fault has fired only if it acted."""
     cut: list[bool] = []
+    writers: list[Any] = []
 
     def wrap(writer: Any) -> Any:
-        return wrap_writer(writer, action, request, clock, lambda: cut.append(True))
+        faulty = wrap_writer(writer, action, request, clock, lambda: cut.append(True))
+        writers.append(faulty)
+        return faulty
 
-    response = await _run(request, handler, wrap)
+    try:
+        response = await _run(request, handler, wrap)
+    finally:
+        if pending is not None:
+            acted = any(writer.acted for writer in writers)
+            request.app[STATE_KEY].faults.settle(pending, acted=acted)
     if cut:
         drop_connection(request, reset=False)
     return response
@@ -258,36 +224,3 @@ async def _run(
         return started[0] if started else web.Response(status=DROPPED_STATUS)
     except ApiError as error:  # the operation failed; the caller decides what the client sees
         return error_response(error)
-
-
-def install_faults(fake: FakeCreateOS) -> Faults:
-    """Wire ``fake.faults`` into ``fake``: middleware, journal entries and control routes.
-
-    Uses the fake's registry when it has one (else creates it). Idempotent per fake; must run
-    before the fake starts serving, since middlewares and routes are read at start.
-    """
-    faults = getattr(fake, "faults", None)
-    if not isinstance(faults, Faults):
-        faults = Faults(
-            seed=fake.seed,
-            clock=fake.clock,
-            target=WorldTarget(fake.world, lambda: getattr(fake, "_loop", None)),
-        )
-        fake.faults = faults
-    if fake in _INSTALLED:
-        return faults
-    _INSTALLED.add(fake)
-    from fake_server.control_faults import fault_routes
-
-    registry = faults
-    registry.listeners.append(journal_listener(fake.journal))
-    fake.middlewares.append(fault_middleware(registry, fake.clock))
-
-    def register(router: web.UrlDispatcher) -> None:
-        router.add_routes(fault_routes(registry))
-
-    fake.control_registrars.append(register)
-    return faults
-
-
-_INSTALLED: weakref.WeakSet[FakeCreateOS] = weakref.WeakSet()

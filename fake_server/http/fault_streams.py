@@ -99,9 +99,11 @@ class _Faulty:
         self.frames = 0  # frames (or body chunks) written, heartbeats excluded
         self.sent = 0  # body bytes written
         self.done = False  # the one-shot corruption already happened
+        self.acted = False  # the action changed what the client receives (the fault fired)
         self.data_frames = 0  # NDJSON ``data`` frames seen, for duplicate/skip
 
     async def _cut(self, mode: str) -> None:
+        self.acted = True
         if mode == "eof" and hasattr(self.inner, "write_frame"):
             await self.response.write_eof()
         else:
@@ -110,6 +112,7 @@ class _Faulty:
         raise StreamCut("stream cut by an injected fault")
 
     async def _stall(self, seconds: float | None) -> None:
+        self.acted = True
         if seconds is not None:
             await self.clock.sleep(seconds)
             return
@@ -174,15 +177,18 @@ class _FaultyFrames(_Faulty):
                 and not self.done
                 and self.frames >= action.after_frames
             ):
-                self.done = True
+                self.done = self.acted = True
                 await self._line(action.line.encode("utf-8", "surrogateescape") + b"\n")
             if frame.get("type") == "data":
                 self.data_frames += 1
                 if isinstance(action, SkipFrame) and self.data_frames == action.frame:
+                    self.acted = True
                     return
                 if isinstance(action, DuplicateFrame) and self.data_frames == action.frame:
+                    self.acted = True
                     await self._frame(frame, count=False)
             if isinstance(action, ExitWithoutStatus) and frame.get("type") == "exit":
+                self.acted = True
                 frame = {"type": "exit"}
         await self._frame(frame, count=not heartbeat)
 

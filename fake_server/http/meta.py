@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-from aiohttp import web
+from typing import TYPE_CHECKING
 
 from fake_server.http import wire
+from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, WORLD_KEY
 from fake_server.models import BadRequest
 from fake_server.models.account import MAX_LIMIT
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 __all__ = ["health", "list_rootfs", "list_shapes", "readiness", "whoami"]
 
 
 async def health(request: web.Request) -> web.Response:
-    return web.json_response(wire.success({"up": True}))
+    return ok({"up": True})
 
 
 async def readiness(request: web.Request) -> web.Response:
     data = {"ready": True, "reason": "", "scheduler_last_ok_ms_ago": 0}
-    return web.json_response(wire.success(data))
+    return ok(data)
 
 
 async def list_shapes(request: web.Request) -> web.Response:
@@ -41,24 +45,20 @@ async def list_shapes(request: web.Request) -> web.Response:
         ],
         "pagination": {"total": len(shapes), "limit": limit, "offset": offset, "count": len(page)},
     }
-    return web.json_response(wire.success(data))
+    return ok(data)
 
 
 async def list_rootfs(request: web.Request) -> web.Response:
     catalog = request.app[WORLD_KEY].ctx.catalog
     entries = [
-        {
-            "name": e.name,
-            "description": e.description,
-            "deprecated": e.deprecated,
-            "successor": e.successor,
-        }
+        {"name": e.name, "description": e.description, "deprecated": e.deprecated}
+        | ({"successor": e.successor} if e.successor is not None else {})
         for e in catalog.rootfs.values()
     ]
     data = {"rootfs": list(catalog.rootfs), "default": catalog.default_rootfs, "entries": entries}
-    return web.json_response(wire.success(data))
+    return ok(data)
 
 
 async def whoami(request: web.Request) -> web.Response:
     account = request[BACKEND_KEY]
-    return web.json_response(wire.success(wire.stats_json(account.id, account.whoami())))
+    return ok(wire.stats_json(account.id, account.whoami()))

@@ -1,57 +1,89 @@
 """Middlewares: the core one (operation name, journal, clock, envelopes, 500 capture) and auth.
 
-Order, outermost first: core → rate limit (optional) → auth → extra (faults) → handler.
+Order, outermost first: see ``http.app.create_app``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import difflib
+import hmac
 import traceback
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from fake_server.clock import EXCHANGE_HEADER
+from fake_server.faults import Call
+from fake_server.http.connections import request_finished, request_started
 from fake_server.http.errors import error_response
 from fake_server.http.keys import (
     ACCOUNT_KEY,
     ANNOUNCED_KEY,
     BACKEND_KEY,
+    CALL_KEY,
     ERRORS_KEY,
     OPERATION_KEY,
+    REQUEST_ID_KEY,
+    STATE_KEY,
     STREAM_WRAPPERS_KEY,
     WORLD_KEY,
 )
+from fake_server.http.routes import CONTROL_KEY_HEADER, CONTROL_PREFIX, KEY_HEADERS, is_control
 from fake_server.models import (
     ApiError,
     BadRequest,
     Event,
+    Forbidden,
     InternalError,
     MethodNotAllowed,
     NotImplementedByFake,
     PayloadTooLarge,
+    RateLimited,
     Unauthorized,
 )
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from fake_server.clock import Clock
+    from fake_server.models import Account
+
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 __all__ = [
     "OPEN_OPERATIONS",
+    "UNAUTHORIZED_MESSAGE",
     "auth_middleware",
     "core_middleware",
     "not_implemented",
     "operation_of",
+    "rate_limit_middleware",
+    "stamp_request_id",
 ]
 
+_MAX_QUERY = 20
 #: Operations served without an API key (the SDK calls them with ``skip_auth``).
 OPEN_OPERATIONS = frozenset(
-    {"health", "readiness", "list_shapes", "list_rootfs", "not_implemented", "method_not_allowed"}
+    {
+        "health",
+        "readiness",
+        "list_shapes",
+        "list_rootfs",
+        "not_implemented",
+        "method_not_allowed",
+        "ingress",  # preview URLs are public, as in the service
+    }
 )
-#: Headers the docs accept for the key; clients use ``X-Api-Key``.
-KEY_HEADERS = ("X-Api-Key", "X-Auth-Token", "X-Access-Token")
+#: What a sandbox access token may not do even on its own sandbox: manage credentials.
+TOKEN_DENIED = frozenset(
+    {"create_access_token", "rotate_access_token", "disable_access_token", "get_access_token"}
+)
+#: Names the accepted headers: ``Authorization: Bearer`` is a common first guess the API refuses.
+UNAUTHORIZED_MESSAGE = (
+    "missing or invalid API key; send it in the X-Api-Key header "
+    "(X-Auth-Token and X-Access-Token work too; Authorization: Bearer does not)"
+)
 
 
 def operation_of(request: web.Request) -> str:
@@ -90,8 +122,8 @@ def _unmatched(request: web.Request) -> ApiError:
             f"method not allowed; allowed: {allowed}", headers={"Allow": allowed}
         )
     known = _known_routes(request)
-    if not request.path.startswith("/_fake/"):
-        known = [route for route in known if not route.startswith("/_fake/")]
+    if not is_control(request):
+        known = [route for route in known if not route.startswith(CONTROL_PREFIX + "/")]
     nearest = difflib.get_close_matches(request.path[:300], known, n=3, cutoff=0.0)
     return NotImplementedByFake(
         "this route is not implemented by the CreateOS fake; nearest known routes: "
@@ -114,28 +146,28 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
     """Names the operation, journals request and response, renders every error."""
     world = request.app[WORLD_KEY]
     clock = world.ctx.clock
-    journal = world.ctx.journal
-    announced = request[ANNOUNCED_KEY] = clock.request_arrived()
+    exchange = request.headers.get(EXCHANGE_HEADER)
+    announced = request[ANNOUNCED_KEY] = exchange if clock.request_arrived(exchange) else None
+    try:
+        return await _serve(request, handler, clock, announced)
+    finally:
+        request_finished(request)
+
+
+async def _serve(
+    request: web.Request, handler: Handler, clock: Clock, announced: str | None
+) -> web.StreamResponse:
+    journal = request.app[WORLD_KEY].ctx.journal
     operation = operation_of(request)
     request[OPERATION_KEY] = operation
     request[STREAM_WRAPPERS_KEY] = []
     match = request.match_info
-    sandbox_id = match.get("sandbox_id")
-    process_id = match.get("process_id")
-    path = request.path[:300]
-    journal.record(
-        Event(
-            time=clock.now(),
-            kind="request",
-            operation=operation,
-            method=request.method,
-            path=path,
-            sandbox_id=sandbox_id,
-            process_id=process_id,
-        )
-    )
+    request_id = request[REQUEST_ID_KEY] = request.app[WORLD_KEY].next_request_id()
+    call = request[CALL_KEY] = _call_of(request, operation, request_id)
+    journal.record(event_of(call, kind="request", time=clock.now()))
     response: web.StreamResponse
     with clock.busy():
+        request_started(request)  # no longer partly received: this busy token takes over
         try:
             # Unmatched routes run the chain too (their handler raises the router's 404/405),
             # so fault injection sees ``not_implemented`` requests like any other.
@@ -151,32 +183,130 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
             request.app[ERRORS_KEY].append((operation, traceback.format_exc()))
             response = error_response(InternalError("internal error in the fake"))
     if announced and not response.prepared:
-        clock.response_sent()
+        clock.response_sent(announced)
+    account = request.get(ACCOUNT_KEY)
     journal.record(
-        Event(
-            time=clock.now(),
-            kind="response",
-            operation=operation,
-            method=request.method,
-            path=path,
-            status=response.status,
-            account_id=request.get(ACCOUNT_KEY),
-            sandbox_id=sandbox_id,
-            process_id=process_id,
-        )
+        event_of(call, kind="response", time=clock.now(), status=response.status, account=account)
     )
     return response
 
 
+def _call_of(request: web.Request, operation: str, request_id: str) -> Call:
+    """The one record of what a request is: journal events and fault matching read it."""
+    match = request.match_info
+    query = {k: v[:200] for k, v in list(request.query.items())[:_MAX_QUERY]}
+    return Call(
+        operation=operation,
+        method=request.method,
+        path=request.path[:300],
+        query=query,
+        sandbox_id=match.get("sandbox_id"),
+        process_id=match.get("process_id"),
+        request_id=request_id,
+    )
+
+
+def event_of(
+    call: Call,
+    *,
+    kind: str,
+    time: float,
+    status: int | None = None,
+    account: str | None = None,
+    detail: str = "",
+) -> Event:
+    """A journal event about ``call`` (its account when given, else the call's)."""
+    return Event(
+        time=time,
+        kind=kind,
+        operation=call.operation,
+        method=call.method,
+        path=call.path,
+        status=status,
+        account_id=account if account is not None else call.account,
+        sandbox_id=call.sandbox_id,
+        process_id=call.process_id,
+        request_id=call.request_id,
+        detail=detail,
+    )
+
+
+async def stamp_request_id(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare``: every reply, streamed ones included, names its request."""
+    request_id = request.get(REQUEST_ID_KEY)
+    if request_id is not None:
+        response.headers["X-Request-Id"] = request_id
+
+
+def _token_account(request: web.Request, owner: tuple[Account, str] | None) -> Account | None:
+    """A sandbox access token acts as its account on its own sandbox only."""
+    if owner is None:
+        return None
+    account, sandbox_id = owner
+    if request.match_info.get("sandbox_id") != sandbox_id or request[OPERATION_KEY] in TOKEN_DENIED:
+        raise Forbidden("this access token is scoped to one sandbox", code="token_scope")
+    return account
+
+
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Each API key is an account; control routes accept any account's key."""
+    """Each API key is an account; the control API takes only the fake's control key."""
     if request[OPERATION_KEY] in OPEN_OPERATIONS:
         return await handler(request)
-    key = next((request.headers[h] for h in KEY_HEADERS if request.headers.get(h)), None)
-    account = request.app[WORLD_KEY].account_for_key(key.strip()) if key else None
+    if is_control(request):
+        _check_control_key(request)
+        return await handler(request)
+    key = _account_key(request)
+    world = request.app[WORLD_KEY]
+    account = world.account_for_key(key) if key else None
+    if account is None and key:
+        account = _token_account(request, world.token_owner(key))
     if account is None:
-        raise Unauthorized("missing or invalid API key", code="unauthorized")
+        raise Unauthorized(UNAUTHORIZED_MESSAGE, code="unauthorized")
     request[ACCOUNT_KEY] = account.id
     request[BACKEND_KEY] = account
+    return await handler(request)
+
+
+def _account_key(request: web.Request) -> str | None:
+    key = next((request.headers[h] for h in KEY_HEADERS if request.headers.get(h)), None)
+    return key.strip() if key else None
+
+
+def _check_control_key(request: web.Request) -> None:
+    given = request.headers.get(CONTROL_KEY_HEADER, "").strip()
+    expected = request.app[STATE_KEY].control_key
+    if given and hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode()):
+        return
+    if not given and _account_key(request):
+        raise Forbidden(
+            f"account API keys do not open the control API; send the fake's control key "
+            f"in {CONTROL_KEY_HEADER}",
+            code="control_key_required",
+        )
+    raise Unauthorized(
+        f"missing or invalid control key ({CONTROL_KEY_HEADER})", code="unauthorized"
+    )
+
+
+def caller_of(request: web.Request) -> str:
+    """Who a request counts against: its authenticated account, else (an open route) its peer.
+
+    Runs after authentication, so every way of sending a key counts against the same account
+    and a request with a bogus key (a 401) never gets an entry.
+    """
+    account = request.get(ACCOUNT_KEY)
+    if account is not None:
+        return f"account:{account}"
+    return f"peer:{request.remote or '?'}"
+
+
+@web.middleware
+async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Raises the fake's ``RateLimited`` error (429 + ``Retry-After``) past the app's limit;
+    the control API is never limited."""
+    if not is_control(request):
+        retry_after = request.app[STATE_KEY].limiter.acquire(caller_of(request))
+        if retry_after is not None:
+            raise RateLimited(retry_after)
     return await handler(request)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fake_server.http import commands, meta, processes, sandboxes
+from fake_server.http import access_tokens, commands, meta, processes, sandbox_admin, sandboxes
+from fake_server.http.resources_routes import RESOURCE_ROUTES
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -13,7 +14,14 @@ if TYPE_CHECKING:
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-__all__ = ["ROUTES", "UNIMPLEMENTED"]
+__all__ = ["CONTROL_KEY_HEADER", "CONTROL_PREFIX", "KEY_HEADERS", "ROUTES", "UNIMPLEMENTED"]
+
+#: Where the fake's own control API lives (``http.control``, ``http.fault_control``).
+CONTROL_PREFIX = "/_fake"
+#: The header carrying the control API's own credential (``FakeCreateOS.control_key``).
+CONTROL_KEY_HEADER = "X-Fake-Control-Key"
+#: Headers the docs accept for an account's API key; clients use ``X-Api-Key``.
+KEY_HEADERS = ("X-Api-Key", "X-Auth-Token", "X-Access-Token")
 
 _SB = "/v1/sandboxes/{sandbox_id}"
 _PROC = _SB + "/processes/{process_id}"
@@ -43,9 +51,37 @@ ROUTES: tuple[tuple[str, str, str, Handler], ...] = (
     ("POST", _PROC + "/stdin/close", "close_process_stdin", processes.close_process_stdin),
     ("POST", _PROC + "/signal", "signal_process", processes.signal_process),
     ("GET", _PROC + "/wait", "wait_process", processes.wait_process),
+    ("POST", _PROC + "/resize", "resize_process", sandbox_admin.resize_process),
+    ("PATCH", _SB, "update_sandbox", sandbox_admin.update_sandbox),
+    ("POST", _SB + "/fork", "fork_sandbox", sandbox_admin.fork_sandbox),
+    ("POST", _SB + "/resize", "resize_sandbox", sandbox_admin.resize_sandbox),
+    ("POST", _SB + "/ssh-pubkeys", "add_ssh_pubkeys", sandbox_admin.add_ssh_pubkeys),
+    ("GET", _SB + "/egress", "get_egress", sandbox_admin.get_egress),
+    ("PUT", _SB + "/egress", "set_egress", sandbox_admin.set_egress),
+    ("GET", _SB + "/bandwidth", "get_bandwidth", sandbox_admin.get_bandwidth),
+    ("POST", _SB + "/bandwidth/recharge", "recharge_bandwidth", sandbox_admin.recharge_bandwidth),
+    ("GET", "/v1/sandboxes/by-ip/{ip}", "get_sandbox_by_ip", sandbox_admin.get_sandbox_by_ip),
+    ("GET", "/v1/hosts", "list_hosts", sandbox_admin.list_hosts),
+    ("POST", _SB + "/access-token", "create_access_token", access_tokens.create_access_token),
+    ("GET", _SB + "/access-token", "get_access_token", access_tokens.get_access_token),
+    (
+        "POST",
+        _SB + "/access-token/rotate",
+        "rotate_access_token",
+        access_tokens.rotate_access_token,
+    ),
+    ("DELETE", _SB + "/access-token", "disable_access_token", access_tokens.disable_access_token),
+    ("*", "/_ingress/{sandbox_id}/{port}/{tail:.*}", "ingress", sandbox_admin.ingress),
+    *RESOURCE_ROUTES,  # networks, disks, templates, computer use
 )
 
 #: Real API routes on paths the fake serves with other methods: without these they would be
 #: 405 (which claims the method does not exist); they answer 501 ``not_implemented`` instead.
 #: Unknown paths need no entry: every unmatched path is a 501.
-UNIMPLEMENTED: tuple[tuple[str, str, str], ...] = (("PATCH", _SB, "update_sandbox"),)
+UNIMPLEMENTED: tuple[tuple[str, str, str], ...] = ()
+
+
+def is_control(request: web.Request) -> bool:
+    """Whether ``request`` is for the control API (matched or not)."""
+    path = request.path
+    return path == CONTROL_PREFIX or path.startswith(CONTROL_PREFIX + "/")

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from aiohttp import web
+from typing import TYPE_CHECKING
 
 from fake_server.http import wire
-from fake_server.http.keys import BACKEND_KEY
+from fake_server.http.errors import ok
+from fake_server.http.keys import BACKEND_KEY, STATE_KEY, sandbox_id
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 __all__ = [
     "create_sandbox",
     "delete_sandbox",
     "get_sandbox",
     "list_sandboxes",
+    "origin",
     "pause_sandbox",
     "resume_sandbox",
 ]
@@ -20,14 +25,16 @@ __all__ = [
 POLL_AFTER = "1"
 
 
-def _sid(request: web.Request) -> str:
-    return request.match_info["sandbox_id"]
+def origin(request: web.Request) -> str:
+    """The fake's own origin (its bound address, not the Host header) for preview URLs."""
+    return request.app[STATE_KEY].origin()
 
 
 async def create_sandbox(request: web.Request) -> web.Response:
     spec = wire.parse_create_sandbox(await wire.read_json(request))
     sandbox = request[BACKEND_KEY].create_sandbox(spec)
-    return web.json_response(wire.success(wire.sandbox_json(sandbox)), status=201)
+    await sandbox.until_created()  # the service answers once the sandbox is running
+    return ok(wire.sandbox_json(sandbox, origin(request)))
 
 
 async def list_sandboxes(request: web.Request) -> web.Response:
@@ -36,30 +43,30 @@ async def list_sandboxes(request: web.Request) -> web.Response:
         limit=wire.query_int(request, "limit", 50),
         offset=wire.query_int(request, "offset", 0),
     )
-    return web.json_response(wire.success(wire.sandbox_page(page)))
+    return ok(wire.sandbox_page(page, origin(request)))
 
 
 async def get_sandbox(request: web.Request) -> web.Response:
-    sandbox = request[BACKEND_KEY].get_sandbox(_sid(request))
-    return web.json_response(wire.success(wire.sandbox_json(sandbox)))
+    sandbox = request[BACKEND_KEY].get_sandbox(sandbox_id(request))
+    return ok(wire.sandbox_json(sandbox, origin(request)))
 
 
 async def delete_sandbox(request: web.Request) -> web.Response:
-    sandbox = request[BACKEND_KEY].delete_sandbox(_sid(request))
-    return web.json_response(wire.success({"id": sandbox.id, "status": sandbox.status}))
+    sandbox = request[BACKEND_KEY].delete_sandbox(sandbox_id(request))
+    return ok({"id": sandbox.id, "status": sandbox.status})
 
 
 async def pause_sandbox(request: web.Request) -> web.Response:
-    sandbox, started = request[BACKEND_KEY].pause_sandbox(_sid(request))
-    return _transition(wire.sandbox_json(sandbox), started)
+    sandbox, started = request[BACKEND_KEY].pause_sandbox(sandbox_id(request))
+    return _transition(wire.sandbox_json(sandbox, origin(request)), started)
 
 
 async def resume_sandbox(request: web.Request) -> web.Response:
-    sandbox, started = request[BACKEND_KEY].resume_sandbox(_sid(request))
-    return _transition(wire.sandbox_json(sandbox), started)
+    sandbox, started = request[BACKEND_KEY].resume_sandbox(sandbox_id(request))
+    return _transition(wire.sandbox_json(sandbox, origin(request)), started)
 
 
 def _transition(data: dict[str, object], started: bool) -> web.Response:
     if not started:
-        return web.json_response(wire.success(data))
-    return web.json_response(wire.success(data), status=202, headers={"X-Poll-After": POLL_AFTER})
+        return ok(data)
+    return ok(data, status=202, headers={"X-Poll-After": POLL_AFTER})

@@ -3,50 +3,58 @@ stall, corrupt or duplicate what a client receives."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 
 from fake_server.http.keys import ANNOUNCED_KEY, STREAM_KEY, STREAM_WRAPPERS_KEY, WORLD_KEY
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import AsyncGenerator, Callable, Mapping
 
     from fake_server.clock import Clock
 
-__all__ = ["BodyWriter", "FrameWriter", "open_body", "open_ndjson"]
+__all__ = ["BodyWriter", "FrameWriter", "open_body", "open_ndjson", "stream_ndjson"]
+
+_T = TypeVar("_T")
 
 
-class FrameWriter:
-    """Writes one JSON object per line.
+class _Counted:
+    """For a clock-aware client, every write is counted in transit (its byte count) until the
+    client reports it read those bytes, so a virtual clock never jumps over bytes on the wire.
+    Nothing is announced before a wait: a fault stalls before it calls the inner writer."""
 
-    For a clock-aware client every line is counted in transit until the client reports it
-    parsed, so a virtual clock never jumps over a frame still on the wire.
-    """
-
-    def __init__(self, response: web.StreamResponse, clock: Clock | None = None) -> None:
+    def __init__(
+        self, response: web.StreamResponse, clock: Clock | None = None, exchange: str | None = None
+    ) -> None:
         self.response = response
         self._clock = clock
+        self._exchange = exchange
+
+    async def _send(self, data: bytes) -> None:
+        if self._clock is not None and data:
+            self._clock.response_sent(self._exchange, len(data))
+        await self.response.write(data)
+
+
+class FrameWriter(_Counted):
+    """Writes one JSON object per line."""
 
     async def write_frame(self, frame: Mapping[str, Any]) -> None:
         await self.write_line(json.dumps(frame, separators=(",", ":")).encode() + b"\n")
 
     async def write_line(self, line: bytes) -> None:
         """Raw bytes, for faults that send malformed lines."""
-        if self._clock is not None:
-            self._clock.response_sent()
-        await self.response.write(line)
+        await self._send(line)
 
 
-class BodyWriter:
+class BodyWriter(_Counted):
     """Writes raw body bytes (file downloads)."""
 
-    def __init__(self, response: web.StreamResponse) -> None:
-        self.response = response
-
     async def write(self, data: bytes) -> None:
-        await self.response.write(data)
+        await self._send(data)
 
 
 def _wrap(request: web.Request, writer: Any) -> Any:
@@ -56,14 +64,15 @@ def _wrap(request: web.Request, writer: Any) -> Any:
     return writer
 
 
-def _announced_clock(request: web.Request) -> Clock | None:
-    return request.app[WORLD_KEY].ctx.clock if request.get(ANNOUNCED_KEY, False) else None
+def _announced(request: web.Request) -> tuple[Clock | None, str | None]:
+    exchange = request.get(ANNOUNCED_KEY)
+    return (request.app[WORLD_KEY].ctx.clock, exchange) if exchange else (None, None)
 
 
 async def _prepare(request: web.Request, response: web.StreamResponse) -> None:
-    clock = _announced_clock(request)
+    clock, exchange = _announced(request)
     if clock is not None:
-        clock.response_sent()
+        clock.response_sent(exchange)  # the head: aiohttp sends it at prepare()
     await response.prepare(request)
 
 
@@ -71,7 +80,7 @@ async def open_ndjson(request: web.Request) -> tuple[web.StreamResponse, Any]:
     """Start a 200 NDJSON response; returns it and the (possibly wrapped) frame writer."""
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     await _prepare(request, response)
-    return response, _wrap(request, FrameWriter(response, _announced_clock(request)))
+    return response, _wrap(request, FrameWriter(response, *_announced(request)))
 
 
 async def open_body(request: web.Request, length: int) -> tuple[web.StreamResponse, Any]:
@@ -79,4 +88,21 @@ async def open_body(request: web.Request, length: int) -> tuple[web.StreamRespon
     response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
     response.content_length = length
     await _prepare(request, response)
-    return response, _wrap(request, BodyWriter(response))
+    return response, _wrap(request, BodyWriter(response, *_announced(request)))
+
+
+async def stream_ndjson(
+    request: web.Request,
+    items: AsyncGenerator[_T, None],
+    render: Callable[[_T], Mapping[str, Any]],
+) -> web.StreamResponse:
+    """Send every item of ``items`` as one NDJSON frame; a client that goes away ends it.
+
+    ``items`` is closed in every case, so the model's generator cleans up.
+    """
+    async with contextlib.aclosing(items):
+        response, writer = await open_ndjson(request)
+        with contextlib.suppress(ConnectionResetError):
+            async for item in items:
+                await writer.write_frame(render(item))
+    return response

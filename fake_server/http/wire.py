@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PTY_DEFAULT_CMD",
+    "decode_json",
     "exec_event",
     "exec_result",
     "iso",
@@ -42,6 +43,7 @@ __all__ = [
     "process_frame",
     "process_json",
     "query_int",
+    "read_body",
     "read_json",
     "sandbox_json",
     "success",
@@ -65,27 +67,46 @@ def iso(timestamp: float | None) -> str | None:
 # -- request parsing ------------------------------------------------------------------------
 
 
+async def read_body(request: web.Request, limit: int, *, too_large: str) -> bytes:
+    """The whole body, refused (``too_large``, field ``body``) past ``limit`` bytes.
+
+    Read until the end: one ``read(n)`` returns only what has arrived, which is part of a body
+    sent in more than one TCP segment.
+    """
+    if request.content_length is not None and request.content_length > limit:
+        raise BadRequest(too_large, field="body")
+    raw = bytearray()
+    while chunk := await request.content.read(limit + 1 - len(raw)):
+        raw += chunk
+        if len(raw) > limit:
+            raise BadRequest(too_large, field="body")
+    return bytes(raw)
+
+
+def decode_json(raw: bytes, *, invalid: str = "is not valid JSON") -> object:
+    """Any JSON value; lone surrogates (which ``json.loads`` lets through and nothing
+    downstream can encode) are refused too."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise BadRequest(invalid, field="body") from None
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except (UnicodeEncodeError, RecursionError, ValueError):
+        raise BadRequest("must be valid UTF-8 JSON", field="body") from None
+    return value
+
+
 async def read_json(request: web.Request, *, optional: bool = False) -> dict[str, Any]:
     """The body as a JSON object; an empty body is ``{}`` when ``optional``."""
-    if request.content_length is not None and request.content_length > MAX_JSON_BYTES:
-        raise BadRequest("is too large", field="body")
-    raw = await request.content.read(MAX_JSON_BYTES + 1)
-    if len(raw) > MAX_JSON_BYTES:
-        raise BadRequest("is too large", field="body")
+    raw = await read_body(request, MAX_JSON_BYTES, too_large="is too large")
     if not raw.strip():
         if optional:
             return {}
         raise BadRequest("must be a JSON object", field="body")
-    try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise BadRequest("is not valid JSON", field="body") from None
+    body = decode_json(raw)
     if not isinstance(body, dict):
         raise BadRequest("must be a JSON object", field="body")
-    try:  # json.loads lets lone surrogates through; nothing downstream can encode them
-        json.dumps(body, ensure_ascii=False).encode()
-    except (UnicodeEncodeError, RecursionError, ValueError):
-        raise BadRequest("must be valid UTF-8 JSON", field="body") from None
     return body
 
 
@@ -162,6 +183,11 @@ def parse_create_sandbox(body: Mapping[str, Any]) -> SandboxSpec:
         "networks": body.get("networks") if isinstance(body.get("networks"), list) else [],
         "disk_mib": _int(body, "disk_mib"),
         "auto_pause_after_seconds": _int(body, "auto_pause_after_seconds"),
+        # Checked against the account's networks, disks and hosts (``models.resources``).
+        "networks_raw": body.get("networks"),
+        "disks_raw": body.get("disks"),
+        "host_id": body.get("host_id"),
+        "node_selector": body.get("node_selector"),
     }
     return SandboxSpec(
         shape=shape,
@@ -224,12 +250,28 @@ def parse_signal(body: Mapping[str, Any]) -> str:
     return signal
 
 
+#: Field parsers shared with the handler modules of later routes.
+str_list = _str_list
+str_map = _str_map
+opt_int = _int
+
+
 # -- responses ------------------------------------------------------------------------------
 
 
-def sandbox_json(s: Sandbox) -> dict[str, Any]:
-    extras = s.spec.extras
-    return {
+#: Where a sandbox's preview URLs live on the fake: ``{origin}/_ingress/{id}/{port}/``.
+INGRESS_PREFIX = "/_ingress"
+
+
+def ingress_url_template(origin: str, sandbox_id: str) -> str:
+    """The template with the literal ``<port>`` placeholder both SDKs substitute."""
+    return f"{origin}{INGRESS_PREFIX}/{sandbox_id}/<port>/"
+
+
+def sandbox_json(s: Sandbox, origin: str = "") -> dict[str, Any]:
+    """The service's projection: optional fields absent when unset (``omitempty``), never
+    ``null``; ``origin`` (the fake's URL) makes the ingress template when ingress is on."""
+    data: dict[str, Any] = {
         "id": s.id,
         "status": s.status,
         "name": s.name,
@@ -239,26 +281,35 @@ def sandbox_json(s: Sandbox) -> dict[str, Any]:
         "region": s.spec.region,
         "vcpu": s.shape.vcpu,
         "mem_mib": s.shape.mem_mib,
-        "disk_mib": extras.get("disk_mib") or s.shape.default_disk_mib,
+        "disk_mib": s.disk_mib,
         "spawn_ms": s.spawn_ms,
-        "egress": list(extras.get("egress") or []),
+        "egress": list(s.egress),
         "created_at": iso(s.created_at),
+        "ingress_enabled": s.ingress_enabled,
+        "envs": sorted(s.envs),
+        "ssh_pubkeys": list(s.ssh_pubkeys),
+        "created_by": s.account_id,
+        "bandwidth_quota_bytes": s.bandwidth.quota_bytes,
+        "bandwidth_ingress_bytes": s.bandwidth.ingress_bytes,
+    }
+    optional = {
         "running_at": iso(s.running_at),
         "paused_at": iso(s.paused_at),
         "last_resumed_at": iso(s.last_resumed_at),
         "destroyed_at": iso(s.destroyed_at),
-        "ingress_enabled": s.spec.ingress_enabled,
-        "ingress_url_template": "",
-        "envs": sorted(s.envs),
-        "ssh_pubkeys": list(extras.get("ssh_pubkeys") or []),
-        "auto_pause_after_seconds": extras.get("auto_pause_after_seconds"),
-        "created_by": s.account_id,
+        "auto_pause_after_seconds": s.auto_pause_after_seconds,
+        "forked_from": s.forked_from,
+        "ingress_url_template": ingress_url_template(origin, s.id)
+        if s.ingress_enabled and origin
+        else None,
     }
+    data.update((key, value) for key, value in optional.items() if value is not None)
+    return data
 
 
-def sandbox_page(page: Page) -> dict[str, Any]:
+def sandbox_page(page: Page, origin: str = "") -> dict[str, Any]:
     return {
-        "data": [sandbox_json(s) for s in page.items],
+        "data": [sandbox_json(s, origin) for s in page.items],
         "pagination": {
             "total": page.total,
             "limit": page.limit,

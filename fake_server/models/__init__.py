@@ -11,8 +11,10 @@ from fake_server.models.catalog import Catalog, RootfsEntry, Shape
 from fake_server.models.context import Context
 from fake_server.models.errors import (
     ApiError,
+    BadGateway,
     BadRequest,
     Conflict,
+    Forbidden,
     Gone,
     InternalError,
     MethodNotAllowed,
@@ -50,6 +52,7 @@ __all__ = [
     "STATUSES",
     "Account",
     "ApiError",
+    "BadGateway",
     "BadRequest",
     "Catalog",
     "Conflict",
@@ -64,6 +67,7 @@ __all__ = [
     "ExecSpec",
     "ExitFrame",
     "ExpiredFrame",
+    "Forbidden",
     "Frame",
     "Gone",
     "HeartbeatFrame",

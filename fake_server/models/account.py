@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from fake_server.models.access_tokens import TokenOps
+from fake_server.models.admin_ops import AdminOps
 from fake_server.models.base import AccountBase
-from fake_server.models.errors import BadRequest
+from fake_server.models.disks import DISKS_NEED_BASHKIT
+from fake_server.models.envs import check_envs
+from fake_server.models.errors import BadRequest, Conflict, at_capacity
 from fake_server.models.exec_ops import ExecOps
 from fake_server.models.process_ops import ProcessOps
 from fake_server.models.sandbox import STATUSES, Sandbox, SandboxSpec
@@ -18,10 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Account", "Page", "Stats", "World"]
 
-ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-MAX_ENVS = 64
-MAX_ENV_VALUE = 4 * 1024
-MAX_ENV_TOTAL = 64 * 1024
 MAX_NAME = 63
 MAX_LIMIT = 500
 
@@ -42,7 +41,7 @@ class Stats:
     total: int
 
 
-class Account(ExecOps, ProcessOps, AccountBase):
+class Account(ExecOps, ProcessOps, AdminOps, TokenOps, AccountBase):
     """Every API operation of one account, as one method each."""
 
     def create_sandbox(self, spec: SandboxSpec) -> Sandbox:
@@ -55,15 +54,25 @@ class Account(ExecOps, ProcessOps, AccountBase):
         shape = catalog.shapes.get(spec.shape)
         if shape is None:
             raise BadRequest("unknown shape", field="shape")
-        if spec.rootfs not in catalog.rootfs:
+        plan = self.resources.plan_create(spec)
+        if spec.rootfs not in catalog.rootfs and plan.template is None:
             raise BadRequest("unknown rootfs", field="rootfs")
         if spec.region not in catalog.regions:
             raise BadRequest("unknown region", field="region")
         if spec.name is not None and not 1 <= len(spec.name) <= MAX_NAME:
             raise BadRequest(f"must be 1 to {MAX_NAME} characters", field="name")
-        _check_envs(spec.envs)
+        check_envs(spec.envs)
+        from fake_server.runtime import CapacityError
+
         ids = self.ctx.ids
         sandbox_id = ids.sandbox_id()
+        try:
+            machine = self.ctx.runtime_choice().new_sandbox(sandbox_id, spec.rootfs)
+        except CapacityError as exc:
+            raise at_capacity(exc) from None
+        if plan.disks and machine.runtime != "bashkit":
+            machine.destroy()
+            raise Conflict(DISKS_NEED_BASHKIT, code="runtime_unsupported")
         sandbox = Sandbox(
             sandbox_id=sandbox_id,
             account_id=self.id,
@@ -72,10 +81,11 @@ class Account(ExecOps, ProcessOps, AccountBase):
             name=spec.name or ids.name(),
             ip=ids.private_ip(),
             spawn_ms=ids.spawn_ms(),
-            machine=self.ctx.runtime_choice().new_sandbox(sandbox_id, spec.rootfs),
+            machine=machine,
             ctx=self.ctx,
         )
         self.sandboxes[sandbox.id] = sandbox
+        self.resources.apply(plan, sandbox)
         return sandbox
 
     def get_sandbox(self, sandbox_id: str) -> Sandbox:
@@ -123,29 +133,18 @@ class Account(ExecOps, ProcessOps, AccountBase):
         return live
 
 
-def _check_envs(envs: tuple[tuple[str, str], ...]) -> None:
-    if len(envs) > MAX_ENVS:
-        raise BadRequest(f"at most {MAX_ENVS} entries", field="envs")
-    total = 0
-    for key, value in envs:
-        if not ENV_KEY.match(key):
-            raise BadRequest("keys must match ^[A-Za-z_][A-Za-z0-9_]*$", field="envs")
-        if "\x00" in value:
-            raise BadRequest("values must not contain NUL", field="envs")
-        size = len(value.encode(errors="surrogatepass"))
-        if size > MAX_ENV_VALUE:
-            raise BadRequest(f"values must be at most {MAX_ENV_VALUE} bytes", field="envs")
-        total += size + len(key)
-    if total > MAX_ENV_TOTAL:
-        raise BadRequest(f"must be at most {MAX_ENV_TOTAL} bytes in total", field="envs")
-
-
 class World:
     """All accounts of one fake, by API key."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.accounts: dict[str, Account] = {}
+        self._requests = 0
+
+    def next_request_id(self) -> str:
+        """The ``X-Request-Id`` of the next request: numbered, so a seed replays the same."""
+        self._requests += 1
+        return f"req-{self._requests:012d}"
 
     def add_account(self, api_key: str | None = None) -> Account:
         key = api_key if api_key is not None else self.ctx.ids.api_key()
@@ -170,6 +169,15 @@ class World:
                 return sandbox
         return None
 
+    def token_owner(self, token: str) -> tuple[Account, str] | None:
+        """The account and sandbox a sandbox access token acts for, if it is current."""
+        for account in self.accounts.values():
+            for sandbox in account.sandboxes.values():
+                current = sandbox.access_token
+                if current is not None and current.token == token:
+                    return account, sandbox.id
+        return None
+
     def account_of(self, sandbox_id: str) -> Account | None:
         for account in self.accounts.values():
             if sandbox_id in account.sandboxes:
@@ -182,3 +190,5 @@ class World:
             for sandbox_id in list(account.sandboxes):
                 account.forget_sandbox(sandbox_id)
         self.accounts.clear()
+        self._requests = 0
+        self.ctx.resources = type(self.ctx.resources)()  # settings and bucket contents too

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import posixpath
 from typing import TYPE_CHECKING
 
-from fake_server.models.errors import BadRequest, NotFound
+from fake_server.models.errors import BadRequest, NotFound, at_capacity
+from fake_server.models.paths import check_abs_path
 
 if TYPE_CHECKING:
     from fake_server.models.context import Context
@@ -13,28 +13,6 @@ if TYPE_CHECKING:
     from fake_server.models.sandbox import Sandbox
 
 __all__ = ["AccountBase", "check_abs_path"]
-
-MAX_PATH = 4096
-
-
-def check_abs_path(path: object, field: str = "path") -> str:
-    """An absolute, NUL-free guest path, normalised (``..`` collapsed)."""
-    if not isinstance(path, str) or not path:
-        raise BadRequest("is required", field=field)
-    if "\x00" in path or len(path) > MAX_PATH or not _encodable(path):
-        raise BadRequest("is not a valid path", field=field)
-    if not path.startswith("/"):
-        raise BadRequest("must be an absolute path", field=field)
-    normal = posixpath.normpath(path)
-    return "/" + normal.lstrip("/")
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class AccountBase:
@@ -45,6 +23,10 @@ class AccountBase:
         self.api_key = api_key
         self.ctx = ctx
         self.sandboxes: dict[str, Sandbox] = {}
+        from fake_server.models.resources import AccountResources
+
+        #: Networks, disks, templates and desktops (``models.resources``).
+        self.resources = AccountResources(ctx, self._sandbox)
 
     def _sandbox(self, sandbox_id: str, *, read: bool = False) -> Sandbox:
         sandbox = self.sandboxes.get(sandbox_id)
@@ -59,7 +41,17 @@ class AccountBase:
     def _running(self, sandbox_id: str) -> Sandbox:
         sandbox = self._sandbox(sandbox_id)
         sandbox.require_running()
+        sandbox.touch()
         return sandbox
+
+    def _room_for_a_command(self) -> None:
+        """507 now, before anything starts, when no interpreter would fit (fd limit)."""
+        from fake_server.runtime import CapacityError, check_capacity
+
+        try:
+            check_capacity()
+        except CapacityError as exc:
+            raise at_capacity(exc) from None
 
     def _process(self, sandbox_id: str, process_id: str) -> Process:
         sandbox = self._running(sandbox_id)

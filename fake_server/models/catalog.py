@@ -45,6 +45,7 @@ def _shapes() -> dict[str, Shape]:
 def _rootfs() -> dict[str, RootfsEntry]:
     entries = [
         RootfsEntry("devbox:1", "Ubuntu 24.04 with common developer tools"),
+        RootfsEntry("desktop:1", "Ubuntu 24.04 desktop for computer use (screens, noVNC)"),
         RootfsEntry("ubuntu:24.04", "Minimal Ubuntu 24.04"),
         RootfsEntry("node:22", "Node.js 22 on Debian"),
         RootfsEntry("python:3.12", "Python 3.12 on Debian"),

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from fake_server.models.catalog import Catalog
 from fake_server.models.journal import Journal
+from fake_server.models.resource_base import ResourceSettings
 from fake_server.models.transitions import TransitionPolicy
 
 if TYPE_CHECKING:
@@ -41,3 +42,6 @@ class Context:
 
             self.runtimes = Runtimes(self.commands)
         return self.runtimes
+
+    #: Quotas, switches and bucket contents of the account resources (networks, disks...).
+    resources: ResourceSettings = field(default_factory=ResourceSettings)

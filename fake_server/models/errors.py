@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Final
 
 __all__ = [
+    "CODES",
     "ApiError",
+    "BadGateway",
     "BadRequest",
     "Conflict",
+    "Forbidden",
     "Gone",
     "InsufficientStorage",
     "InternalError",
@@ -18,7 +21,34 @@ __all__ = [
     "RateLimited",
     "RequestTimeout",
     "Unauthorized",
+    "at_capacity",
+    "code_for",
 ]
+
+#: The error code each status carries unless an error names its own: the one table of them.
+CODES: Final[dict[int, str]] = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "wait_timeout",
+    409: "conflict",
+    410: "output_offset_expired",
+    413: "payload_too_large",
+    429: "rate_limited",
+    500: "internal_error",
+    501: "not_implemented_by_fake",
+    502: "bad_gateway",
+    503: "service_unavailable",
+    504: "gateway_timeout",
+    507: "insufficient_storage",
+}
+
+
+def code_for(status: int) -> str:
+    """The default code of ``status`` (``injected`` for one the API does not document)."""
+    return CODES.get(status, "injected")
 
 
 class ApiError(Exception):
@@ -30,8 +60,7 @@ class ApiError(Exception):
     ``{"status": "error", "code": ..., "message": ...}``.
     """
 
-    status: ClassVar[int] = 500
-    default_code: ClassVar[str] = "internal_error"
+    status: int = 500
 
     def __init__(
         self,
@@ -40,57 +69,55 @@ class ApiError(Exception):
         field: str | None = None,
         code: str | None = None,
         headers: dict[str, str] | None = None,
+        status: int | None = None,
     ) -> None:
         super().__init__(message)
+        if status is not None:  # an error of any status (an injected fault's)
+            self.status = status
         self.message = message
         self.field = field
-        self.code = code or self.default_code
+        self.code = code or code_for(self.status)
         self.headers = dict(headers or {})
 
 
 class BadRequest(ApiError):
     status = 400
-    default_code = "bad_request"
 
 
 class Unauthorized(ApiError):
     status = 401
-    default_code = "unauthorized"
+
+
+class Forbidden(ApiError):
+    status = 403
 
 
 class NotFound(ApiError):
     status = 404
-    default_code = "not_found"
 
 
 class MethodNotAllowed(ApiError):
     status = 405
-    default_code = "method_not_allowed"
 
 
 class RequestTimeout(ApiError):
     status = 408
-    default_code = "wait_timeout"
 
 
 class Conflict(ApiError):
     status = 409
-    default_code = "conflict"
 
 
 class Gone(ApiError):
     status = 410
-    default_code = "output_offset_expired"
 
 
 class PayloadTooLarge(ApiError):
     status = 413
-    default_code = "payload_too_large"
 
 
 class RateLimited(ApiError):
     status = 429
-    default_code = "rate_limited"
 
     def __init__(self, retry_after: int) -> None:
         super().__init__(
@@ -102,16 +129,25 @@ class RateLimited(ApiError):
 
 class InternalError(ApiError):
     status = 500
-    default_code = "internal_error"
+
+
+class BadGateway(ApiError):
+    """Nothing answers behind a sandbox's preview URL (no server on that port)."""
+
+    status = 502
+    default_code = "bad_gateway"
 
 
 class InsufficientStorage(ApiError):
     """The sandbox's disk is full (the fake's disk is an in-memory filesystem with a cap)."""
 
     status = 507
-    default_code = "insufficient_storage"
+
+
+def at_capacity(exc: OSError) -> InsufficientStorage:
+    """The fake's process is out of file descriptors (``runtime.CapacityError``): 507."""
+    return InsufficientStorage(str(exc.strerror), code="fake_at_capacity")
 
 
 class NotImplementedByFake(ApiError):
     status = 501
-    default_code = "not_implemented_by_fake"

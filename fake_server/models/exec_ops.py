@@ -11,8 +11,15 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fake_server.models.base import AccountBase, check_abs_path
-from fake_server.models.errors import BadRequest, InsufficientStorage, NotFound, PayloadTooLarge
+from fake_server.models.base import AccountBase
+from fake_server.models.errors import (
+    BadRequest,
+    InsufficientStorage,
+    NotFound,
+    PayloadTooLarge,
+    at_capacity,
+)
+from fake_server.models.paths import check_abs_path
 from fake_server.models.waiting import Wakeup, wait_event
 
 if TYPE_CHECKING:
@@ -90,11 +97,12 @@ class ExecOps(AccountBase):
         env = self._env(sandbox, dict(spec.env))
         cwd = self._check_cwd(sandbox, spec.cwd)
         stdin = spec.stdin.encode() if spec.stdin is not None else None
+        self._room_for_a_command()
         return _Prepared(sandbox, [spec.cmd, *spec.args], cwd, env, stdin)
 
     async def _run(self, job: _Prepared, out: _Sink, err: _Sink) -> tuple[int, str]:
         """Exit status and error text (empty on a normal exit)."""
-        from fake_server.runtime import ProcessSignal
+        from fake_server.runtime import CapacityError, ProcessSignal
 
         shell = job.sandbox.machine.runner(self.ctx.clock)
         # The runtime holds its own busy token while the interpreter works; the caller's
@@ -116,6 +124,8 @@ class ExecOps(AccountBase):
                 return 128 + _SIGNUMS.get(exc.signal, 9), f"command killed by {exc.signal}"
             except FileNotFoundError:
                 return 1, "working directory does not exist"
+            except CapacityError as exc:
+                raise at_capacity(exc) from None
         return code, ""
 
     async def exec(self, sandbox_id: str, spec: ExecSpec) -> ExecResult:
@@ -181,6 +191,7 @@ class ExecOps(AccountBase):
     def upload_file(self, sandbox_id: str, path: str, data: bytes) -> tuple[str, int]:
         sandbox = self._running(sandbox_id)
         target = check_abs_path(path)
+        sandbox.bandwidth.received(len(data))
         try:
             sandbox.disk.write_file(target, data)
         except IsADirectoryError:
@@ -203,13 +214,15 @@ class ExecOps(AccountBase):
         sandbox = self._running(sandbox_id)
         target = check_abs_path(path)
         try:
-            return sandbox.disk.read_file(target)
+            data = sandbox.disk.read_file(target)
         except IsADirectoryError:
             raise BadRequest("is a directory", field="path") from None
         except (FileNotFoundError, NotADirectoryError):
             raise NotFound("file not found", code="file_not_found") from None
         except OSError:
             raise BadRequest("cannot be read", field="path") from None
+        sandbox.bandwidth.sent(len(data))
+        return data
 
 
 _SIGNUMS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGKILL": 9, "SIGTERM": 15}

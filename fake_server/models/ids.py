@@ -70,6 +70,10 @@ class IdGenerator:
     def api_key(self) -> str:
         return "cos_live_" + f"{self._rng.getrandbits(128):032x}"
 
+    def access_token(self) -> str:
+        """A sandbox access token (a delegated credential for one sandbox)."""
+        return "sbx_" + f"{self._rng.getrandbits(192):048x}"
+
     def pid(self) -> int:
         """Guest pids grow like a fresh VM's would."""
         self._pid += self._rng.randint(1, 7)

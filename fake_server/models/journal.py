@@ -8,9 +8,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
 
-__all__ = ["Event", "Journal"]
+__all__ = ["BODY_LIMIT", "REDACTED", "SECRET_HEADERS", "Event", "Journal", "body_text", "redacted"]
+
+#: Characters of a body kept in an event; the rest is counted.
+BODY_LIMIT = 4096
+#: Header names (lower case) whose values never reach the journal.
+SECRET_HEADERS = frozenset(
+    {"x-api-key", "authorization", "cookie", "set-cookie", "proxy-authorization"}
+)
+REDACTED = "<redacted>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +26,10 @@ class Event:
     """One thing that happened, stamped with the fake clock's ``now()``.
 
     ``kind`` is one of ``request``, ``response``, ``transition``, ``fault``, ``process``.
-    ``path`` never carries the query string (it may hold file paths or secrets).
+    ``path`` never carries the query string (it may hold file paths or secrets); ``query``,
+    ``headers`` and ``body`` are for tests to assert on, filled by whoever records the event
+    through ``redacted()`` and ``body_text()`` (secrets masked, bodies capped, binary
+    summarised), and never printed by ``format()`` except the query.
     """
 
     time: float
@@ -30,7 +41,12 @@ class Event:
     account_id: str | None = None
     sandbox_id: str | None = None
     process_id: str | None = None
-    detail: str = ""
+    #: The ``X-Request-Id`` the fake answered with (requests and responses only).
+    request_id: str | None = None
+    query: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    body: str | None = None
+    detail: str = ""  # last: tests read it as astuple(event)[-1]
 
     def format(self, origin: float = 0.0) -> str:
         """One line; the time as seconds since the clock reading ``origin``."""
@@ -38,7 +54,7 @@ class Event:
         if self.operation:
             parts.append(self.operation)
         if self.method and self.path:
-            parts.append(f"{self.method} {self.path}")
+            parts.append(f"{self.method} {self.path}{'?' + self.query if self.query else ''}")
         if self.status is not None:
             parts.append(f"-> {self.status}")
         for label, value in (("sandbox", self.sandbox_id), ("process", self.process_id)):
@@ -47,6 +63,25 @@ class Event:
         if self.detail:
             parts.append(self.detail)
         return " ".join(parts)
+
+
+def redacted(headers: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Headers for an event: names lower-cased, secret values replaced by ``<redacted>``."""
+    return tuple(
+        (name.lower(), REDACTED if name.lower() in SECRET_HEADERS else value)
+        for name, value in headers
+    )
+
+
+def body_text(data: bytes, limit: int = BODY_LIMIT) -> str:
+    """A body for an event: UTF-8 text capped at ``limit`` characters, binary as a summary."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"<binary, {len(data)} bytes>"
+    if len(text) > limit:
+        return f"{text[:limit]}… ({len(text) - limit} more characters)"
+    return text
 
 
 class Journal:

@@ -84,6 +84,8 @@ class Process:
         self.pid = pid
         self.spec = spec
         self.kind = "pty" if spec.pty else "process"
+        #: ``(rows, cols)`` of a PTY, changed by ``…/resize``.
+        self.pty_size = spec.pty
         self.created_at = created_at
         self.clock = clock
         self.stdin = stdin
@@ -95,6 +97,8 @@ class Process:
         self.signal: str | None = None
         self.output = OutputJournal()
         self.input_seq = 0
+        #: Whether a client closed stdin (the pipe also closes when the process exits).
+        self._stdin_closed_by_client = False
         self.task: asyncio.Task[None] | None = None
         self._changed = Wakeup(self.clock)
         self._exited = Wakeup(self.clock)
@@ -120,7 +124,7 @@ class Process:
         self.task.add_done_callback(lambda _: self._finish(None, self._kill_signal or "SIGKILL"))
 
     async def _run(self, shell: Runner, env: dict[str, str], bridge: Hold) -> None:
-        from fake_server.runtime import ProcessSignal
+        from fake_server.runtime import CapacityError, ProcessSignal
 
         out_stream = "pty" if self.kind == "pty" else "stdout"
         err_stream = "pty" if self.kind == "pty" else "stderr"
@@ -149,6 +153,9 @@ class Process:
             self._finish(None, exc.signal)
         except FileNotFoundError:
             self._emit(err_stream, b"bash: cd: No such file or directory\n")
+            self._finish(1, None, state="failed")
+        except CapacityError as exc:  # checked at creation; only a race gets here
+            self._emit(err_stream, f"createos-fake: {exc.strerror}\n".encode())
             self._finish(1, None, state="failed")
         except Exception:
             # A bug in the fake or its runtime: fail the process, and the test through errors.
@@ -211,8 +218,13 @@ class Process:
     def close_stdin(self) -> None:
         if self.kind == "pty":
             raise Conflict("a pty has no separate stdin to close", code="pty_stdin")
-        if self.stdin.closed:
+        # Only a second close is refused. Closing the pipe's write end after the process
+        # exited succeeds, as close(2) does: whether a process that never reads stdin has
+        # already exited when the client closes it is a race of real time, and the answer
+        # must not depend on it (same seed, same journal).
+        if self._stdin_closed_by_client:
             raise Conflict("stdin is already closed", code="stdin_closed")
+        self._stdin_closed_by_client = True
         self.stdin.close()
 
     def crash(self, signal: str = "SIGKILL") -> None:

@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fake_server.models.base import AccountBase
-from fake_server.models.errors import BadRequest, Gone, NotImplementedByFake, RequestTimeout
+from fake_server.models.errors import (
+    BadRequest,
+    Conflict,
+    Gone,
+    NotImplementedByFake,
+    RequestTimeout,
+)
 from fake_server.models.process import KNOWN_SIGNALS, Process, ProcessSpec
 
 if TYPE_CHECKING:
@@ -34,6 +40,7 @@ class ProcessOps(AccountBase):
             raise NotImplementedByFake(PTY_UNSUPPORTED, code="not_implemented")
         env = self._env(sandbox, dict(spec.env))
         cwd = self._check_cwd(sandbox, spec.cwd)
+        self._room_for_a_command()
         ids = self.ctx.ids
         process = Process(
             process_id=ids.process_id(),
@@ -68,6 +75,17 @@ class ProcessOps(AccountBase):
 
     def write_process_input(self, sandbox_id: str, process_id: str, data: bytes) -> int:
         return self._process(sandbox_id, process_id).write_input(data)
+
+    def resize_process(self, sandbox_id: str, process_id: str, rows: int, cols: int) -> Process:
+        """Change a PTY's window size; a plain process has no terminal to resize."""
+        process = self._process(sandbox_id, process_id)
+        if process.kind != "pty":
+            raise Conflict("only a pty process has a window size", code="not_a_pty")
+        for name, value in (("rows", rows), ("cols", cols)):
+            if not 1 <= value <= 1000:
+                raise BadRequest("must be between 1 and 1000", field=name)
+        process.pty_size = (rows, cols)
+        return process
 
     def close_process_stdin(self, sandbox_id: str, process_id: str) -> Process:
         process = self._process(sandbox_id, process_id)

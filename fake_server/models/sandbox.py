@@ -11,6 +11,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fake_server.models.bandwidth import Bandwidth
 from fake_server.models.errors import Conflict
 from fake_server.models.journal import Event
 
@@ -18,9 +19,10 @@ if TYPE_CHECKING:
     from fake_server.models.catalog import Shape
     from fake_server.models.context import Context
     from fake_server.models.process import Process
+    from fake_server.models.transitions import Step
     from fake_server.runtime.api import Machine
 
-__all__ = ["STATUSES", "Sandbox", "SandboxSpec"]
+__all__ = ["STATUSES", "AccessToken", "Sandbox", "SandboxSpec"]
 
 STATUSES = (
     "creating",
@@ -41,7 +43,20 @@ _TARGET = {
     "pausing": "paused",
     "resuming": "running",
     "destroying": "destroyed",
+    "forking": "running",
 }
+
+
+@dataclass(slots=True)
+class AccessToken:
+    token: str
+    created_at: float
+    rotated_at: float | None = None
+
+    @property
+    def hint(self) -> str:
+        """Enough to tell tokens apart, never enough to use one."""
+        return self.token[:4] + "…" + self.token[-4:]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +94,8 @@ class Sandbox:
         spawn_ms: float,
         machine: Machine,
         ctx: Context,
+        forked_from: str | None = None,
+        start_paused: bool = False,
     ) -> None:
         self.id = sandbox_id
         self.account_id = account_id
@@ -93,6 +110,21 @@ class Sandbox:
         self.ctx = ctx
         self.clock = ctx.clock
         self.envs: dict[str, str] = dict(spec.envs)
+        # Settings a client may change after create (PATCH, egress, ssh-pubkeys, resize).
+        extras = spec.extras
+        self.ingress_enabled = spec.ingress_enabled
+        self.egress: list[str] = list(extras.get("egress") or [])
+        self.ssh_pubkeys: list[str] = list(extras.get("ssh_pubkeys") or [])
+        self.auto_pause_after_seconds: int | None = extras.get("auto_pause_after_seconds") or None
+        self.disk_mib: int = extras.get("disk_mib") or shape.default_disk_mib
+        self.forked_from = forked_from
+        #: Where ``forking`` ends: ``paused`` for a fork asked to ``start_paused``.
+        self._fork_target = "paused" if start_paused else "running"
+        #: The delegated credential for this sandbox (``…/access-token``), if any.
+        self.access_token: AccessToken | None = None
+        self.bandwidth = Bandwidth()
+        #: Fake-clock time of the last API activity, for auto-pause.
+        self.last_activity = self.clock.now()
         self.created_at = self.clock.time()
         self.running_at: float | None = None
         self.paused_at: float | None = None
@@ -100,32 +132,59 @@ class Sandbox:
         self.destroyed_at: float | None = None
         self.destroyed_mono: float | None = None
         self.processes: dict[str, Process] = {}
-        self.status = "creating"
-        self._pending: _Pending | None = _Pending("creating", self.clock.now())
+        self.status = "forking" if forked_from else "creating"
+        self._pending: _Pending | None = _Pending(self.status, self.clock.now())
         self._timer: asyncio.Task[None] | None = None
-        self._record("", "creating", self.clock.now())
+        self._record("", self.status, self.clock.now())
         self._schedule()
 
     # -- the state machine --------------------------------------------------------------------
 
     def settle(self, *, read: bool = False) -> str:
         """Complete a due transition; a ``read`` counts as one GET that saw the status."""
+        self._auto_pause()
         pending = self._pending
         if pending is not None and pending.status == self.status:
-            step = self.ctx.policy.step(pending.status)
+            step = self._step(pending.status)
             due = pending.started + step.seconds
             if self.clock.now() >= due - _EPSILON and pending.reads >= step.reads:
-                self._complete(_TARGET[pending.status], max(due, pending.started))
+                target = self._fork_target if pending.status == "forking" else _TARGET[self.status]
+                self._complete(target, max(due, pending.started))
             elif read:
                 pending.reads += 1
         elif pending is not None:
             self._pending = None
         return self.status
 
+    def _step(self, status: str) -> Step:
+        """A fork boots a VM like a create, so ``forking`` takes the creating step."""
+        return self.ctx.policy.step("creating" if status == "forking" else status)
+
+    def touch(self) -> None:
+        """The sandbox's agent was used (exec, files, processes): idle time restarts."""
+        self.last_activity = self.clock.now()
+
+    def _auto_pause(self) -> None:
+        """Pause a running sandbox idle for ``auto_pause_after_seconds`` of fake time, stamped
+        when it became due; a live process counts as activity."""
+        after = self.auto_pause_after_seconds
+        if after is None or self.status != "running" or self._pending is not None:
+            return
+        if any(not p.tree_exited for p in self.processes.values()):
+            self.touch()
+            return
+        due = self.last_activity + after
+        if self.clock.now() >= due - _EPSILON:
+            self._record(self.status, "pausing", due)
+            self.status = "pausing"
+            self._pending = _Pending("pausing", due)
+            self._schedule()
+
     def _complete(self, target: str, at: float) -> None:
         self._pending = None
         wall = self.clock.time() - (self.clock.now() - at)
         if target == "running":
+            self.last_activity = max(self.last_activity, at)
             self.running_at = self.running_at or wall
             if self.status == "resuming":
                 self.last_resumed_at = wall
@@ -150,7 +209,7 @@ class Sandbox:
         pending = self._pending
         if pending is None:
             return
-        seconds = self.ctx.policy.step(pending.status).seconds
+        seconds = max(0.0, pending.started + self._step(pending.status).seconds - self.clock.now())
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # used outside the server (unit tests): settling stays lazy
@@ -160,6 +219,19 @@ class Sandbox:
 
     async def _settle_after(self, seconds: float) -> None:
         await self.clock.sleep(seconds)
+        self.settle()
+
+    async def until_created(self) -> None:
+        """Block while ``creating`` for the creating step's fake seconds, as the service's
+        synchronous ``POST /v1/sandboxes`` does; a step counted in reads answers at once (the
+        ``creating`` reply of older deployments), and so does a status changed meanwhile."""
+        pending = self._pending
+        step = self.ctx.policy.step("creating")
+        if pending is None or pending.status != "creating" or step.reads:
+            return
+        remaining = pending.started + step.seconds - self.clock.now()
+        if remaining > 0:
+            await self.clock.sleep(remaining)
         self.settle()
 
     def cancel_timer(self) -> None:

@@ -14,6 +14,11 @@ Public API
     Commands a test adds to the image (``node``, ``git``…) as Python callables.
 ``StdinPipe``
     Live stdin of a managed process (``/input`` writes, ``/stdin/close`` closes).
+``CapacityError`` / ``check_capacity()``
+    Every bashkit object holds 3 file descriptors: a disk for its sandbox's life (until
+    ``wipe()`` or until it is dropped), an interpreter for one run (dropped when the run ends).
+    Creating either raises ``CapacityError`` (``EMFILE``) while fewer than 48 descriptors under
+    ``RLIMIT_NOFILE`` would be left; the API answers 507 ``fake_at_capacity``.
 
 This is the ``bashkit`` runtime. The models reach it (and the ``process`` runtime in
 ``fake_server.runtime.process``: real programs under bubblewrap) only through the narrow
@@ -22,7 +27,8 @@ sandbox gets is chosen per fake, per rootfs and per test (``fake_server.runtime.
 
 GNU overrides of bashkit builtins: ``realpath`` (symlinks resolved; ``-e``/``-m``), ``tar``
 (links kept as links, modes, ``--exclude``, ``-h``, ``-z``), ``sleep`` and ``timeout`` (on the
-fake's clock, interruptible).
+fake's clock, interruptible), ``seq`` and ``yes`` (whole output, streamed: bashkit's stop
+silently at 100,000 and 10,000 lines; a writer whose reader went away ends with 141).
 
 Killing and signals
 -------------------
@@ -43,8 +49,11 @@ what a PTY runs) executes each complete command as its line arrives and ends at 
 of input. Otherwise the input is fed through a pipeline stage; bashkit hands it to builtins and
 to ``bash -c`` as one string, so a script that may read stdin (``cat``, ``read``…) and was
 started with an open pipe begins once the pipe is closed (the provider closes stdin right after
-creating a process). A ``bash -c`` script whose every command provably ignores stdin
-(``echo``, ``sleep``, ``trap``, ``wait``, ``mkdir``…) starts at once. A registered command run
+creating a process). A process whose every command provably ignores stdin (``echo``,
+``sleep``, ``trap``, ``wait``, ``mkdir``…) starts at once, looking through ``exec``, ``env``
+(options and assignments) and nested ``bash -c``/``sh -c``: the TypeScript provider's
+``exec env A=1 '/bin/bash' '-c' 'echo hi; sleep 1'`` starts at once, as a real process does. A
+registered command counts as reading stdin. A registered command run
 directly as ``argv`` receives it chunk by chunk instead, and the process ends when that command
 returns even if stdin is still open.
 
@@ -61,11 +70,18 @@ Known bashkit limits
 * One file may hold at most 10,000,000 bytes and a disk 100,000,000 bytes (bashkit's fixed
   in-memory limits); writes beyond raise ``OSError`` ``EFBIG``/``ENOSPC``.
 * ``kill -9 $$`` inside a script ends it with exit status 137, not a signal.
+* One expansion yields at most 100,000 words (``set -- $(seq 200000)``): the command fails
+  with status 1 and ``bash: word split field limit (100000) exceeded`` on stderr.
+* Still capped without a message (bashkit's devices and expansion, not overridable by a
+  command): reading ``/dev/zero`` gives at most 1 MiB and ``/dev/urandom``/``/dev/random`` 8 KiB
+  per read, so ``head -c 5M /dev/zero`` yields 1 MiB; ``dd if=/dev/zero bs=1M count=N`` gives
+  all N MiB. A brace range of more than 100,000 items (``{1..200000}``) stays unexpanded.
 * A script waits for its background jobs (``sleep 100 &``) before it ends.
 """
 
 from __future__ import annotations
 
+from fake_server.runtime.capacity import CapacityError, check_capacity
 from fake_server.runtime.commands import CommandFunc, CommandIO, CommandRegistry
 from fake_server.runtime.disk import HOME, SandboxDisk
 from fake_server.runtime.pipes import ProcessSignal, StdinPipe
@@ -74,6 +90,7 @@ from fake_server.runtime.shell import BASE_ENV, Shell
 __all__ = [
     "BASE_ENV",
     "HOME",
+    "CapacityError",
     "CommandFunc",
     "CommandIO",
     "CommandRegistry",
@@ -81,4 +98,5 @@ __all__ = [
     "SandboxDisk",
     "Shell",
     "StdinPipe",
+    "check_capacity",
 ]

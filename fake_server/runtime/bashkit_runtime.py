@@ -49,7 +49,10 @@ class BashkitMachine:
         pass
 
     def fork(self) -> BashkitMachine:
-        raise NotImplementedError("the bashkit runtime cannot fork a sandbox's disk")
+        """A new sandbox holding exactly the files this one holds now."""
+        from fake_server.runtime.diskcopy import copy_disk
+
+        return BashkitMachine(self._commands, copy_disk(self._disk))
 
     def destroy(self) -> None:
         self._disk.wipe()
@@ -62,7 +65,9 @@ class BashkitRuntime:
         self._commands = commands
 
     def new_sandbox(self, sandbox_id: str) -> BashkitMachine:
-        return BashkitMachine(self._commands)
+        from fake_server.runtime.mounts import MountingDisk
+
+        return BashkitMachine(self._commands, MountingDisk())
 
     def close(self) -> None:
         pass

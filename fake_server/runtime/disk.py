@@ -15,7 +15,7 @@ import re
 
 import bashkit
 
-from fake_server.runtime import vfs
+from fake_server.runtime import capacity, vfs
 
 __all__ = [
     "DISK_LIMIT",
@@ -70,8 +70,10 @@ class SandboxDisk:
     """
 
     def __init__(self) -> None:
-        self.fs = bashkit.FileSystem()
+        self.fs = capacity.create(bashkit.FileSystem)  # CapacityError past the fd limit
         self._wiped = False
+        #: Shared filesystems mounted at guest paths (persistent disks; ``runtime.mounts``).
+        self.mounts: dict[str, bashkit.FileSystem] = {}
         self._install_image()
 
     # -- image --------------------------------------------------------------------------------
@@ -203,6 +205,7 @@ class SandboxDisk:
             except RuntimeError:
                 continue
         self._wiped = True
+        self.fs = _wiped_fs()  # the disk's own runtime (3 fds) goes with its files
 
     @property
     def wiped(self) -> bool:
@@ -248,6 +251,19 @@ class SandboxDisk:
         except OSError:
             return None
         return self._kind(real)
+
+
+_WIPED: list[bashkit.FileSystem] = []
+
+
+def _wiped_fs() -> bashkit.FileSystem:
+    """One empty filesystem shared by every wiped disk (their calls are refused before it)."""
+    if not _WIPED:
+        empty = bashkit.FileSystem()
+        for item in empty.read_dir("/"):  # bashkit's own /dev, /home, /tmp
+            empty.remove("/" + str(item["name"]), recursive=True)
+        _WIPED.append(empty)
+    return _WIPED[0]
 
 
 def _absolute(path: str) -> str:

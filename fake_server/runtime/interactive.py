@@ -9,6 +9,7 @@ its line arrives, like a real shell reading from a pipe or terminal; ``exit``, `
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import bashkit
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALIVE_COMMAND",
+    "argv_may_read_stdin",
     "command_string",
     "may_read_stdin",
     "reads_commands_from_stdin",
@@ -35,6 +37,18 @@ _HEREDOC = re.compile(r"<<(?P<dash>-?)\s*(?P<q>['\"]?)(?P<word>[A-Za-z_][A-Za-z0
 _SHELLS = frozenset({"bash", "sh"})
 # Options that keep bash reading commands from stdin.
 _STDIN_OPTIONS = frozenset({"-i", "-l", "-s", "--login", "--norc", "--noprofile", "-"})
+
+
+Resolve = Callable[[str], str]
+
+# Wrappers looked through and how deep (``bash -c "bash -c '…'"``).
+_MAX_DEPTH = 8
+_EXEC_OPTIONS = frozenset({"-c", "-l", "-cl", "-lc"})
+_ENV_OPTIONS = frozenset({"-i", "-", "--ignore-environment"})
+
+
+def _same(name: str) -> str:
+    return name
 
 
 # Commands that never read standard input, whatever their arguments.
@@ -59,26 +73,110 @@ def command_string(options: list[str]) -> str | None:
     return None
 
 
-def may_read_stdin(bash: bashkit.Bash, script: str) -> bool:
+def may_read_stdin(bash: bashkit.Bash, script: str, program: Resolve = _same) -> bool:
     """False only when every command ``script`` can run provably ignores stdin.
 
     bashkit hands stdin to ``bash -c`` only once the pipe is closed; a script that never
     reads it (``sleep 300 & wait``) can start at once instead of waiting for a close that may
-    never come.
+    never come. Wrappers are looked through: ``exec``, ``env`` (assignments and options) and
+    a nested ``bash -c``/``sh -c`` script, so ``exec env A=1 '/bin/bash' '-c' 'echo hi'`` (the
+    TypeScript provider's wrapper) starts at once too. ``program`` maps a command path such as
+    ``/bin/bash`` to the command it runs (the disk decides), or returns it unchanged.
     """
+    return _script_may_read(bash, script, program, 0)
+
+
+def argv_may_read_stdin(bash: bashkit.Bash, argv: list[str], program: Resolve = _same) -> bool:
+    """``may_read_stdin`` for a process started as ``argv`` (``env A=1 echo hi``…)."""
+    words: list[str | None] = list(argv)
+    return _command_may_read(bash, words, program, frozenset(), 0)
+
+
+def _script_may_read(bash: bashkit.Bash, script: str, program: Resolve, depth: int) -> bool:
+    if depth > _MAX_DEPTH:
+        return True
     try:
         analysis = bash.analyze(script)
     except bashkit.BashError:
         return True
-    if analysis.is_opaque or analysis.has_dynamic_commands:
+    # A nested ``bash -c`` makes bashkit call a script opaque; its script is analysed below.
+    # ``eval``/``source`` are commands not known to ignore stdin, so they count anyway.
+    reentry_only = analysis.has_interpreter_reentry and not analysis.truncated
+    if (analysis.is_opaque and not reentry_only) or analysis.has_dynamic_commands:
         return True
-    functions = set(analysis.functions)
+    functions = frozenset(analysis.functions)
     for command in analysis.commands:
         if command.is_assignment_only:
             continue
-        if command.name is None or (command.name not in _NO_STDIN | functions):
+        words = [command.name, *command.args]
+        if _command_may_read(bash, words, program, functions, depth):
             return True
     return False
+
+
+def _command_may_read(
+    bash: bashkit.Bash,
+    words: list[str | None],
+    program: Resolve,
+    functions: frozenset[str],
+    depth: int,
+) -> bool:
+    """Whether the simple command ``words`` may read stdin, looking through wrappers.
+
+    ``None`` is a computed word: unknown where it matters (a command name, an option, the
+    script of ``bash -c``), harmless as an operand of a command that ignores stdin.
+    """
+    while words:
+        if words[0] is None:
+            return True
+        name, args = program(words[0]), words[1:]
+        if name == "exec":
+            rest = _after_options(args, _EXEC_OPTIONS, with_value=("-a",))
+        elif name == "env":
+            rest = _after_options(args, _ENV_OPTIONS, with_value=("-u",))
+            while rest and rest[0] is not None and "=" in rest[0] and rest[0][0] != "=":
+                rest = rest[1:]
+        elif name in _SHELLS:
+            script = _shell_script(args)
+            return script is None or _script_may_read(bash, script, program, depth + 1)
+        else:
+            return name not in _NO_STDIN and name not in functions
+        if rest is None:
+            return True
+        words = rest
+    return False  # ``exec`` alone (redirections only) or ``env`` printing the environment
+
+
+def _shell_script(args: list[str | None]) -> str | None:
+    """The script of ``bash … -c SCRIPT``, if it and the options before it are literal."""
+    literal: list[str] = []
+    for arg in args:
+        if arg is None:
+            break
+        literal.append(arg)
+    return command_string(literal)
+
+
+def _after_options(
+    args: list[str | None], flags: frozenset[str], *, with_value: tuple[str, ...]
+) -> list[str | None] | None:
+    """``args`` after the leading options of ``exec``/``env``; ``None`` when one is unknown."""
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg is None:
+            return None
+        if arg == "--":
+            return args[index + 1 :]
+        if arg in with_value:
+            index += 2
+        elif arg in flags or arg.startswith("--unset="):
+            index += 1
+        elif arg.startswith("-") and arg != "-":
+            return None
+        else:
+            break
+    return args[index:]
 
 
 def reads_commands_from_stdin(name: str, options: list[str]) -> bool:

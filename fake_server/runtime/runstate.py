@@ -37,7 +37,7 @@ class RunState:
         self._waiting = 0
         self._active = False
         self._ignoring_sigterm = 0
-        self._stop_interpreter: Callable[[], None] | None = None
+        self._interpreters: list[Callable[[], None]] = []
         self.killed = False
         #: Set when the process's own command has ended: its stdin feeder stops reading then.
         self.leader_done = asyncio.Event()
@@ -45,9 +45,20 @@ class RunState:
         self._drained = asyncio.Event()
         self._drained.set()
 
-    def bind(self, stop_interpreter: Callable[[], None]) -> None:
-        """What ``kill()`` calls to stop the interpreter (``Bash.cancel``)."""
-        self._stop_interpreter = stop_interpreter
+    @contextlib.contextmanager
+    def interpreter(self, stop: Callable[[], None]) -> Iterator[None]:
+        """While an interpreter of this run works, ``kill()`` calls ``stop`` (``Bash.cancel``).
+
+        The reference is dropped when the block ends. It must be: the interpreter holds this
+        state through its custom commands, and a cycle through a bashkit object is invisible
+        to Python's collector, so the interpreter (3 file descriptors) and the disk it mounts
+        would never be freed. Nested runs (``timeout``'s child) stack their interpreters.
+        """
+        self._interpreters.append(stop)
+        try:
+            yield
+        finally:
+            self._interpreters.remove(stop)
 
     def kill(self) -> None:
         """The process was killed: stop the interpreter before it runs one more command.
@@ -56,8 +67,8 @@ class RunState:
         cancelled; without this, the commands after an interrupted ``sleep`` would still run.
         """
         self.killed = True
-        if self._stop_interpreter is not None:
-            self._stop_interpreter()
+        for stop in list(self._interpreters):
+            stop()
 
     def track(self, sink: Sink) -> Sink:
         """Wrap an output sink so ``settle()`` can wait for deliveries in progress."""

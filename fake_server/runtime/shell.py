@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import bashkit
 
-from fake_server.runtime import adapters, vfs
+from fake_server.runtime import adapters, capacity, endless, vfs
 from fake_server.runtime.disk import HOME, IMAGE_COMMANDS
 from fake_server.runtime.interactive import (
-    command_string,
-    may_read_stdin,
+    argv_may_read_stdin,
     reads_commands_from_stdin,
     run_interactive,
 )
@@ -56,6 +56,10 @@ _DISK_ERRORS = (
     ),
 )
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: The prefix of bashkit's fixed-limit errors, which it reports only in the result.
+_LIMIT_ERROR = re.compile(
+    r"^(resource limit exceeded: |execution error: )+(memory limit exceeded: )?"
+)
 
 # bashkit's default profile caps a run at 10,000 commands and 1 MiB of output; a sandbox
 # process may run for the whole test session, so the limits are set far out of reach.
@@ -100,7 +104,8 @@ class Shell:
 
         Raises ``FileNotFoundError`` before running anything when ``cwd`` is not a directory
         (``errno`` ``ENOENT`` or ``ENOTDIR``), ``ValueError``/``TypeError`` for an empty argv,
-        non-strings or NUL bytes, and ``RuntimeError`` when the disk was wiped.
+        non-strings or NUL bytes, ``RuntimeError`` when the disk was wiped, and
+        ``CapacityError`` when the process has no file descriptors left for an interpreter.
         """
         once = _once(started)
         try:
@@ -146,16 +151,35 @@ class Shell:
         on_stderr: Sink,
         started: Callable[[], None],
     ) -> int:
-        bash = bashkit.Bash(
-            username="sandbox", hostname="sandbox", cwd=workdir, env=environment, **_LIMITS
+        bash = capacity.create(
+            lambda: bashkit.Bash(
+                username="sandbox", hostname="sandbox", cwd=workdir, env=environment, **_LIMITS
+            )
         )
         bash.mount("/", self._disk.fs)
-        state.bind(bash.cancel)
+        for point, mounted in self._disk.mounts.items():
+            bash.mount(point, mounted)
+        with state.interpreter(bash.cancel):
+            return await self._drive(
+                bash, state, args, workdir, stdin, on_stdout, on_stderr, started
+            )
+
+    async def _drive(
+        self,
+        bash: bashkit.Bash,
+        state: RunState,
+        args: list[str],
+        workdir: str,
+        stdin: bytes | StdinPipe | None,
+        on_stdout: Sink,
+        on_stderr: Sink,
+        started: Callable[[], None],
+    ) -> int:
         program = self._program(args[0], workdir)
         interactive = isinstance(stdin, StdinPipe) and reads_commands_from_stdin(program, args[1:])
-        if isinstance(stdin, StdinPipe) and not stdin.closed and program in ("bash", "sh"):
-            script = command_string(args[1:])
-            if script is not None and not may_read_stdin(bash, script):
+        if isinstance(stdin, StdinPipe) and not stdin.closed and not interactive:
+            resolve = functools.partial(self._stdin_name, workdir=workdir)
+            if not argv_may_read_stdin(bash, [program, *args[1:]], resolve):
                 stdin = None  # nothing would ever read it: start now, not at close
 
         async def filtered_stderr(data: bytes) -> None:
@@ -188,6 +212,10 @@ class Shell:
             return 2
         finally:
             state.stop()
+        if result.error and result.exit_code and _LIMIT_ERROR.search(result.error):
+            # bashkit stops at a fixed limit (100,000 words from one expansion, a brace range
+            # of 100,000 items) with status 1 and the reason only in the result: say it.
+            await on_stderr(f"bash: {_LIMIT_ERROR.sub('', result.error)}\n".encode())
         return int(result.exit_code) & 0xFF
 
     async def _spawn(
@@ -244,6 +272,8 @@ class Shell:
             "realpath": realpath_command(self._disk.fs),
             "tar": tar_command(self._disk.fs),
             "timeout": timeout_command(state, self._spawn),
+            "seq": endless.seq_command,
+            "yes": endless.yes_command,
         }
         for command in self._commands.commands():
             sinks = direct if command.name == leader else None
@@ -254,6 +284,12 @@ class Shell:
             if leader in commands:  # a custom command as the process: stdin ends with it
                 commands[leader] = adapters.leader_command(state, commands[leader])
         add_commands(bash, commands)
+
+    def _stdin_name(self, program: str, workdir: str) -> str:
+        """The command ``program`` runs, as ``may_read_stdin`` judges it: a registered command
+        (even one named ``echo``) is Python code that may read stdin."""
+        name = self._program(program, workdir)
+        return name if self._commands.get(name) is None else f"{name} (registered)"
 
     def _program(self, program: str, workdir: str) -> str:
         """An image path such as ``/bin/bash`` becomes the command itself.

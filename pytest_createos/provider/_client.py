@@ -35,8 +35,13 @@ from urllib.parse import quote
 
 import httpx
 
-from pytest_createos.provider._clock import idle, notify
-from pytest_createos.provider._errors import CreateosApiError, CreateosError
+from pytest_createos.provider._clock import EXCHANGE_HEADER, idle, notify, open_exchange
+from pytest_createos.provider._errors import (
+    CONNECTION_FAILED,
+    ConnectionFailedError,
+    CreateosApiError,
+    CreateosError,
+)
 from pytest_createos.provider._signal import deadline_signal
 
 if TYPE_CHECKING:
@@ -50,7 +55,6 @@ if TYPE_CHECKING:
 __all__ = ["CreateosClient", "HttpPool", "StreamReadError", "identifier", "operation_label"]
 
 EMPTY_STREAM = "CreateOS returned an empty process stream."
-CONNECTION_FAILED = "CreateOS connection failed."
 _IDENTIFIER = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _LOOPBACK_PREFIXES = ("http://localhost", "http://127.0.0.1", "http://[::1]")
 # encodeURIComponent leaves these unescaped besides letters, digits and "_.-~".
@@ -98,10 +102,9 @@ def _ssl_context() -> ssl.SSLContext:
 def _preload_network_backend() -> None:
     """Import what httpcore would import lazily inside the first request.
 
-    That import takes tens of milliseconds (far more on a loaded machine) while the request is
-    "on the wire" for a virtual clock, which stops trusting a transit after 250 ms real time and
-    may then jump to a pending deadline. Loading it up front, while the provider holds the clock
-    busy, keeps the first request as quick as the others.
+    That import takes tens of milliseconds (far more on a loaded machine) inside the first
+    request. A virtual clock stays still meanwhile (the exchange is open), but loading it up
+    front keeps the first request as quick as the others.
     """
     for module in ("httpcore._backends.anyio", "anyio._backends._asyncio"):
         with contextlib.suppress(ImportError):
@@ -196,63 +199,76 @@ class CreateosClient:
         signal: AbortSignal | None,
         content: bytes | AsyncIterable[bytes] | None = None,
         content_type: str | None = None,
-        framed: bool = False,
-    ) -> AsyncIterator[tuple[httpx.Response, AbortSignal]]:
-        """Send one paced request; yield the 2xx response (body unread) and the live signal.
+    ) -> AsyncIterator[tuple[httpx.Response, AbortSignal, _Claim]]:
+        """Send one paced request; yield the 2xx response (body unread), the live signal and
+        the claim that reports body bytes read to a virtual clock.
 
-        A virtual clock counts each reply in transit until the client claims it: a whole
-        reply once it is done with (body read or abandoned), or -- for a ``framed`` NDJSON
-        stream whose frames are claimed one by one as they are parsed -- at the headers.
+        The exchange is announced right before the request goes out and closed in all cases
+        when the caller is done (body read, error, abandon): in between, a virtual clock counts
+        the request, the reply head and unread body bytes as on the wire.
         """
         own = None
         if signal is None:
             own = signal = deadline_signal(self._clock, self._timeout_ms / 1000)
+        exchange: str | None = None
         try:
             await self._pacer.wait(self._api_url, clock=self._clock, signal=signal)
             headers = {"Content-Type": content_type} if content_type else {}
+            exchange = open_exchange(self._clock)
+            if exchange is not None:
+                headers[EXCHANGE_HEADER] = exchange
             headers["X-Api-Key"] = self._api_key  # last, so nothing can override it
             request = self._http.build_request(
                 method, f"{self._api_url}/v1{path}", content=content, headers=headers
             )
             response = await self._send(request, signal)
-            if framed:
-                notify(self._clock, "response_received")
+            notify(self._clock, "response_received", exchange)  # the head is here
             try:
                 status = response.status_code
                 if 300 <= status < 400:
-                    raise CreateosError(CONNECTION_FAILED)
+                    raise ConnectionFailedError()
                 if not 200 <= status < 300:
                     raise CreateosApiError(status, operation_label(path))
-                yield response, signal
+                yield response, signal, _Claim(self._clock, exchange, response)
             finally:
                 with contextlib.suppress(Exception):
                     await response.aclose()
-                if not framed:
-                    notify(self._clock, "response_received")
         finally:
+            if exchange is not None:
+                notify(self._clock, "exchange_closed", exchange)
             if own is not None:
                 own.close()
 
     async def _send(self, request: httpx.Request, signal: AbortSignal) -> httpx.Response:
-        notify(self._clock, "request_sent")
         try:
             with idle(self._clock), signal.scope():
                 return await self._http.send(request, stream=True)
         except Exception as exc:
             if signal.aborted and exc is signal.reason:
                 raise
-            raise CreateosError(CONNECTION_FAILED) from None
+            raise ConnectionFailedError() from None
 
-    async def _read_all(self, response: httpx.Response, signal: AbortSignal) -> bytes:
+    async def _read_all(
+        self, response: httpx.Response, signal: AbortSignal, claim: _Claim
+    ) -> bytes:
+        parts: list[bytes] = []
+        iterator = response.aiter_bytes()
         try:
-            with idle(self._clock), signal.scope():
-                return await response.aread()
+            while True:
+                with idle(self._clock), signal.scope():
+                    try:
+                        parts.append(await anext(iterator))
+                    except StopAsyncIteration:
+                        return b"".join(parts)
+                claim()
         except Exception as exc:
             if signal.aborted and exc is signal.reason:
                 raise
-            raise CreateosError(CONNECTION_FAILED) from None
+            raise ConnectionFailedError() from None
 
-    async def _chunks(self, response: httpx.Response, signal: AbortSignal) -> AsyncIterator[bytes]:
+    async def _chunks(
+        self, response: httpx.Response, signal: AbortSignal, claim: _Claim
+    ) -> AsyncIterator[bytes]:
         iterator = response.aiter_bytes()
         while True:
             try:
@@ -264,6 +280,8 @@ class CreateosClient:
                 if signal.aborted:
                     signal.raise_if_aborted()
                 raise StreamReadError() from None
+            # Busy again (out of ``idle``): the bytes are ours now, not on the wire.
+            claim()
             if chunk:
                 yield chunk
 
@@ -280,8 +298,8 @@ class CreateosClient:
         content_type = None if body is None else "application/json"
         async with self._exchange(
             method, path, signal=signal, content=content, content_type=content_type
-        ) as (response, live):
-            raw = await self._read_all(response, live)
+        ) as (response, live, claim):
+            raw = await self._read_all(response, live, claim)
         return _envelope_data(raw)
 
     async def upload(
@@ -299,9 +317,9 @@ class CreateosClient:
             signal=signal,
             content=content,
             content_type="application/octet-stream",
-        ) as (response, live):
+        ) as (response, live, claim):
             # The answer is not used, but reading its few bytes keeps the connection reusable.
-            await self._read_all(response, live)
+            await self._read_all(response, live, claim)
 
     @contextlib.asynccontextmanager
     async def download(
@@ -311,20 +329,21 @@ class CreateosClient:
         async with self._exchange("GET", _files_path(sandbox_id, path), signal=signal) as (
             response,
             live,
+            claim,
         ):
             if response.status_code in (204, 205):
                 raise CreateosError("CreateOS file download has no body.")
-            yield self._chunks(response, live)
+            yield self._chunks(response, live, claim)
 
     @contextlib.asynccontextmanager
     async def stream(
         self, method: str, path: str, *, signal: AbortSignal | None = None
     ) -> AsyncIterator[AsyncIterator[str]]:
         """Open a streaming response and yield its body as UTF-8 text chunks."""
-        async with self._exchange(method, path, signal=signal, framed=True) as (response, live):
+        async with self._exchange(method, path, signal=signal) as (response, live, claim):
             if response.status_code in (204, 205):
                 raise CreateosError(EMPTY_STREAM)
-            yield _decoded(self._chunks(response, live))
+            yield _decoded(self._chunks(response, live, claim))
 
     # -- conveniences -------------------------------------------------------------------------
 
@@ -385,6 +404,26 @@ class CreateosClient:
         if not isinstance(result, dict):
             raise CreateosError("CreateOS returned an invalid response.")
         return result
+
+
+class _Claim:
+    """Reports the body bytes read so far (raw, as the server wrote them) to a virtual clock."""
+
+    __slots__ = ("_claimed", "_clock", "_exchange", "_response")
+
+    def __init__(self, clock: Clock, exchange: str | None, response: httpx.Response) -> None:
+        self._clock = clock
+        self._exchange = exchange
+        self._response = response
+        self._claimed = 0
+
+    def __call__(self) -> None:
+        if self._exchange is None:
+            return
+        read = self._response.num_bytes_downloaded
+        if read > self._claimed:
+            notify(self._clock, "response_received", self._exchange, read - self._claimed)
+            self._claimed = read
 
 
 def _files_path(sandbox_id: str, path: str) -> str:

@@ -4,6 +4,7 @@
 CreateosError                  any provider failure; str(e) is the spec's exact message
 ├── CreateosApiError           a non-2xx API answer: .status and the fixed operation .label
 ├── CreateosCleanupError       ambiguous creation or unconfirmed termination: destroy the lease
+├── ConnectionFailedError      no usable answer (transport failure, redirect): may be retried
 ├── OperationTimeout           (in _signal) a deadline fired
 └── OperationCancelled         (in _signal) the host cancelled the work
 ```
@@ -11,7 +12,15 @@ CreateosError                  any provider failure; str(e) is the spec's exact 
 
 from __future__ import annotations
 
-__all__ = ["CreateosApiError", "CreateosCleanupError", "CreateosError"]
+__all__ = [
+    "CONNECTION_FAILED",
+    "ConnectionFailedError",
+    "CreateosApiError",
+    "CreateosCleanupError",
+    "CreateosError",
+]
+
+CONNECTION_FAILED = "CreateOS connection failed."
 
 
 class CreateosError(Exception):
@@ -36,3 +45,13 @@ class CreateosApiError(CreateosError):
 
 class CreateosCleanupError(CreateosError):
     """Remote state is unknown (creation or termination unconfirmed); only destroy recovers."""
+
+
+class ConnectionFailedError(CreateosError):
+    """No usable answer came back: the request failed in transport or was redirected.
+
+    Its own type so callers decide on the kind of failure, never on the message text.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(CONNECTION_FAILED)

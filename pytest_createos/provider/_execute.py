@@ -25,9 +25,14 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ._client import CONNECTION_FAILED, StreamReadError, identifier
-from ._clock import busy, notify
-from ._errors import CreateosApiError, CreateosCleanupError, CreateosError
+from ._client import StreamReadError, identifier
+from ._clock import busy
+from ._errors import (
+    ConnectionFailedError,
+    CreateosApiError,
+    CreateosCleanupError,
+    CreateosError,
+)
 from ._output import (
     EVICTED,
     MAX_CAPTURE_CHARS,
@@ -79,6 +84,21 @@ class _Progress:
     completed: bool = False
 
 
+@dataclass(slots=True)
+class _Command:
+    """One ``execute_command`` call: where it runs, what it runs, and what it has seen so far."""
+
+    client: CreateosClient
+    sandbox_id: str
+    params: ExecuteParams
+    script: str
+    stdin_path: str | None
+    signal: AbortSignal
+    clock: Clock
+    output: ProcessOutput
+    progress: _Progress
+
+
 async def execute_command(
     client: CreateosClient,
     lease_id: object,
@@ -111,21 +131,14 @@ async def execute_command(
     clock = clock if clock is not None else client.clock
     progress = _Progress()
     output = ProcessOutput(log, cap=capture_limit)
+    command = _Command(
+        client, sandbox_id, params, script, stdin_path, signal, clock, output, progress
+    )
     try:
         with busy(clock):
             try:
                 with signal.scope():
-                    exit_frame = await _run(
-                        client,
-                        sandbox_id,
-                        params,
-                        script,
-                        stdin_path,
-                        signal,
-                        output,
-                        progress,
-                        clock,
-                    )
+                    exit_frame = await _run(command)
                     await output.flush()
                 return _result(output, progress, exit_frame)
             except Exception:
@@ -139,7 +152,7 @@ async def execute_command(
                 raise
     finally:
         cleanup_ms = timeout_ms_cleanup if timeout_ms_cleanup is not None else client.timeout_ms
-        await _cleanup(client, sandbox_id, progress, stdin_path, clock, cleanup_ms)
+        await _cleanup(command, cleanup_ms)
 
 
 def _result(output: ProcessOutput, progress: _Progress, frame: ExitFrame | None) -> ExecuteResult:
@@ -153,22 +166,15 @@ def _result(output: ProcessOutput, progress: _Progress, frame: ExitFrame | None)
     )
 
 
-async def _run(
-    client: CreateosClient,
-    sandbox_id: str,
-    params: ExecuteParams,
-    script: str,
-    stdin_path: str | None,
-    signal: AbortSignal,
-    output: ProcessOutput,
-    progress: _Progress,
-    clock: Clock,
-) -> ExitFrame:
+async def _run(command: _Command) -> ExitFrame:
+    """Stage stdin, create the process, close its stdin and follow its output to the exit."""
+    client, sandbox_id, params = command.client, command.sandbox_id, command.params
+    signal, progress, stdin_path = command.signal, command.progress, command.stdin_path
     if stdin_path is not None and params.stdin is not None:
         progress.staged = True  # set first: a PUT that fails midway may still leave a file
         payload = _utf8(params.stdin)
         await client.upload(sandbox_id, stdin_path, payload, signal=signal)
-    body: dict[str, object] = {"cmd": "/bin/bash", "args": ["-lc", script]}
+    body: dict[str, object] = {"cmd": "/bin/bash", "args": ["-lc", command.script]}
     if params.cwd:
         body["cwd"] = params.cwd
     progress.creation_ambiguous = True
@@ -188,7 +194,7 @@ async def _run(
     except CreateosApiError as error:
         if error.status != 409:
             raise
-    exit_frame = await _Follower(client, base, signal, output, clock).follow()
+    exit_frame = await _Follower(client, base, signal, command.output, command.clock).follow()
     progress.completed = True  # the tree exited: nothing left to kill
     return exit_frame
 
@@ -246,7 +252,7 @@ class _Follower:
                 continue
             except CreateosError as error:
                 self._signal.raise_if_aborted()
-                if connected or type(error) is not CreateosError or str(error) != CONNECTION_FAILED:
+                if connected or not isinstance(error, ConnectionFailedError):
                     raise
                 await self._retry(CONNECT_FAILED)
                 continue
@@ -262,9 +268,6 @@ class _Follower:
         """Handle one connection's frames; the exit frame, or None at end of stream."""
         splitter = LineSplitter()
         async for text in chunks:
-            # Each complete line is a frame the fake counted in transit for a virtual clock.
-            for _ in range(text.count("\n")):
-                notify(self._clock, "response_received")
             for line in splitter.feed(text):
                 frame = await self._handle(line)
                 if frame is not None:
@@ -292,15 +295,10 @@ class _Follower:
         return None
 
 
-async def _cleanup(
-    client: CreateosClient,
-    sandbox_id: str,
-    progress: _Progress,
-    stdin_path: str | None,
-    clock: Clock,
-    timeout_ms: int,
-) -> None:
+async def _cleanup(command: _Command, timeout_ms: int) -> None:
     """Kill an unfinished process tree and remove the stdin file, under a fresh deadline."""
+    client, sandbox_id, clock = command.client, command.sandbox_id, command.clock
+    progress, stdin_path = command.progress, command.stdin_path
     kill = progress.process_id is not None and not progress.completed
     if not kill and not progress.staged:
         return

@@ -26,11 +26,13 @@ import json
 import math
 import re
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING
 
 from ._errors import CreateosError
+
+if TYPE_CHECKING:
+    from ._types import LogSink, StreamName
 
 __all__ = [
     "MAX_CAPTURE_CHARS",
@@ -41,7 +43,6 @@ __all__ = [
     "Frame",
     "Heartbeat",
     "LineSplitter",
-    "LogSink",
     "ProcessOutput",
     "StreamCapture",
     "parse_frame",
@@ -63,10 +64,6 @@ UNKNOWN_EVENT = "CreateOS returned an unknown process event."
 
 _BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 _SIGNAL = re.compile(r"SIG[A-Z0-9]+")
-
-StreamName = Literal["stdout", "stderr"]
-#: The live log sink: ``log(stream, text)``; a plain function, or one returning an awaitable.
-LogSink = Callable[[str, str], object]
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,9 @@ their mappings in order:
   refused as upstream does), PUT, then (guarded) ``tar -xf`` into the target;
 * outbound file: (guarded) ``cp`` to scratch, GET into a host temp file next to the target,
   exact mode, ``rename`` -- an existing target is never replaced by a partial download;
-* outbound directory: (guarded) ``tar -cf`` to scratch, GET, validate every entry, then extract.
+* outbound directory: (guarded) ``tar -cf`` to scratch, GET (ended early once the archive
+  declares more than the extraction limit or runs on past its end), validate every entry,
+  then extract.
 
 Every remote step is a ``/bin/bash -c`` script run through ``execute_command`` and starts with
 the *guard*, which re-resolves the target with ``realpath`` inside the sandbox right before use,
@@ -39,6 +41,7 @@ from ._errors import CreateosError
 from ._execute import execute_command
 from ._script import NUL_IN_VALUE, quote
 from ._signal import any_signal, deadline_signal
+from ._tarmeter import ArchiveMeter
 from ._types import (
     ExecuteParams,
     FileMapping,
@@ -306,7 +309,7 @@ class _Sync:
         tar = " ".join(["tar", *options, "-cf", quote(scratch), "-C", '"$resolved"', "."])
         await self.remote("\n".join([_guard(mapping.source), f'test -d "$resolved" && {tar}']))
         archive = temp / "data"
-        received = await self._download(scratch, archive, 0o600)
+        received = await self._download(scratch, archive, 0o600, ArchiveMeter())
         files = await asyncio.to_thread(validate_archive, archive)
         await asyncio.to_thread(extract_into, archive, Path(mapping.target), mapping.mode)
         return files, received
@@ -329,14 +332,21 @@ class _Sync:
             await asyncio.to_thread(os.close, handle)
         return sent
 
-    async def _download(self, scratch: str, destination: Path, mode: int) -> int:
-        """GET ``scratch`` into a new file (exclusive create) with exactly ``mode``."""
+    async def _download(
+        self, scratch: str, destination: Path, mode: int, meter: ArchiveMeter | None = None
+    ) -> int:
+        """GET ``scratch`` into a new file (exclusive create) with exactly ``mode``.
+
+        ``meter`` sees each chunk before it is written and may end the download early.
+        """
         received = 0
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
         handle = await asyncio.to_thread(os.open, destination, flags, 0o600)
         try:
             async with self.client.download(self.sandbox_id, scratch, signal=self.signal) as chunks:
                 async for chunk in chunks:
+                    if meter is not None:
+                        meter.feed(chunk)
                     await asyncio.to_thread(_write_all, handle, chunk)
                     received += len(chunk)
             await asyncio.to_thread(os.fchmod, handle, mode)  # exact, whatever the umask

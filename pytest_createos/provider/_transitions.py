@@ -16,14 +16,18 @@ from pytest_createos.provider._errors import CreateosApiError, CreateosError
 if TYPE_CHECKING:
     from pytest_createos.provider._client import CreateosClient
     from pytest_createos.provider._signal import AbortSignal
+    from pytest_createos.provider._types import SandboxStatus
+
+Target = Literal["running", "paused"]
 
 __all__ = ["POLL_INTERVAL", "transition"]
 
 #: Seconds between state reads, on the injected clock.
 POLL_INTERVAL = 0.25
 
-_WAITING = frozenset({"creating", "pausing", "resuming"})
-_SUBMITTABLE: dict[str, frozenset[str]] = {
+_WAITING: frozenset[SandboxStatus] = frozenset({"creating", "pausing", "resuming"})
+#: The states from which a request to reach the key state may be sent.
+_SUBMITTABLE: dict[Target, frozenset[SandboxStatus]] = {
     "running": frozenset({"paused", "error"}),
     "paused": frozenset({"running"}),
 }
@@ -32,7 +36,7 @@ _SUBMITTABLE: dict[str, frozenset[str]] = {
 async def transition(
     client: CreateosClient,
     sandbox_id: str,
-    desired: Literal["running", "paused"],
+    desired: Target,
     signal: AbortSignal,
 ) -> None:
     """Return once the sandbox reports ``desired``; raise if it cannot get there."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "ConfigValidation",
@@ -18,16 +18,35 @@ __all__ = [
     "FileMapping",
     "Lease",
     "LogSink",
+    "MappingKind",
     "PostUploadCommand",
     "ProbeResult",
     "RealizedWorkspace",
+    "SandboxStatus",
+    "StreamName",
     "SyncOperation",
     "SyncOperationResult",
     "SyncResult",
 ]
 
-#: Live output callback: ``log(stream, text)`` with stream ``"stdout"`` or ``"stderr"``.
-LogSink = Callable[[str, str], object]
+#: The two output streams of a command.
+StreamName = Literal["stdout", "stderr"]
+#: Live output callback: ``log(stream, text)``; a plain function, or one returning an awaitable.
+LogSink = Callable[[StreamName, str], object]
+#: What a ``FileMapping`` transfers (anything else is refused before any transfer).
+MappingKind = Literal["file", "directory"]
+#: The sandbox states the API reports (spec §2.3); an unknown one fails a transition fast.
+SandboxStatus = Literal[
+    "creating",
+    "running",
+    "pausing",
+    "paused",
+    "resuming",
+    "destroying",
+    "destroyed",
+    "failed",
+    "error",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +111,7 @@ class ExecuteParams:
 class FileMapping:
     """One file or directory to transfer (spec §4); paths are validated before any transfer."""
 
-    kind: str  # "file" | "directory"
+    kind: MappingKind
     source: str
     target: str
     mode: int | None = None

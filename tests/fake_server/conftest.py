@@ -9,7 +9,7 @@ import pytest
 import pytest_asyncio
 from _runtime_box import Box, new_box
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, httpx_event_hooks
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -33,7 +33,7 @@ async def _client(fake: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
         base_url=fake.url,
         headers={"X-Api-Key": fake.api_key},
         timeout=10,
-        event_hooks=httpx_event_hooks(fake.clock),
+        transport=clock_transport(fake.clock),
     ) as client:
         yield client
 
@@ -47,7 +47,7 @@ def _make_sandbox(
     async def make(**fields: Any) -> str:
         body = {"shape": "s-1vcpu-1gb", **fields}
         response = await client.post("/v1/sandboxes", json=body)
-        assert response.status_code == 201, response.text
+        assert response.status_code == 200, response.text
         sandbox_id: str = response.json()["data"]["id"]
         for _ in range(10):
             status = (await client.get(f"/v1/sandboxes/{sandbox_id}")).json()["data"]["status"]

@@ -57,8 +57,9 @@ async def test_upload_onto_a_full_disk_is_507_and_writes_nothing(
     assert response.status_code == 507
     assert response.json() == {
         "status": "error",
-        "code": "insufficient_storage",
+        "code": 507,
         "message": "the fake sandbox's 100000000-byte disk is full",
+        "data": {"code": "insufficient_storage"},
     }
     assert (await client.get(base, params={"path": "/last"})).status_code == 404
 

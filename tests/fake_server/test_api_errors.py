@@ -19,41 +19,14 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.asyncio
 
 
-@pytest.mark.parametrize(
-    ("method", "suffix"),
-    [
-        ("POST", "/fork"),
-        ("PUT", "/egress"),
-        ("GET", "/egress"),
-        ("GET", "/bandwidth"),
-        ("POST", "/access-token"),
-        ("GET", "/computer/screen"),
-        ("POST", "/networks"),
-        ("GET", "/disks"),
-        ("POST", "/processes/proc-1/resize"),
-    ],
-)
-async def test_sdk_routes_the_fake_lacks_are_501(
-    fake: FakeCreateOS, client: httpx.AsyncClient, method: str, suffix: str
-) -> None:
-    response = await client.request(method, f"/v1/sandboxes/sb-1{suffix}")
-    assert response.status_code == 501
-    body = response.json()
-    assert body["status"] == "error"
-    assert body["code"] == "not_implemented_by_fake"
-    assert body["message"].startswith(
-        "this route is not implemented by the CreateOS fake; nearest known routes: /v1/"
-    )
-    assert fake.journal.responses("not_implemented")[-1].status == 501
-
-
 async def test_unknown_top_level_route_names_nearest_routes(client: httpx.AsyncClient) -> None:
-    response = await client.get("/v1/templates")
+    response = await client.get("/v1/volumes")
     assert response.json() == {
         "status": "error",
-        "code": "not_implemented_by_fake",
+        "code": 501,
         "message": "this route is not implemented by the CreateOS fake; nearest known routes: "
-        "/v1/shapes, /v1/sandboxes, /v1/rootfs",
+        "/v1/hosts, /v1/templates, /v1/sandboxes",
+        "data": {"code": "not_implemented_by_fake"},
     }
 
 
@@ -68,17 +41,6 @@ async def test_wrong_method_on_a_known_path_is_405(client: httpx.AsyncClient) ->
             "message": "method not allowed; allowed: DELETE, GET, PATCH",
         },
     }
-
-
-async def test_real_but_unimplemented_method_is_501_not_405(
-    fake: FakeCreateOS, client: httpx.AsyncClient
-) -> None:
-    """PATCH /sandboxes/{id} exists in the real API (ingress, auto-pause): not a 405."""
-    response = await client.patch("/v1/sandboxes/sb-1", json={"ingress_enabled": True})
-    assert response.status_code == 501
-    assert response.json()["code"] == "not_implemented_by_fake"
-    assert "/v1/sandboxes/{sandbox_id}" in response.json()["message"]
-    assert fake.journal.operations() == ["not_implemented"]
 
 
 @pytest.mark.parametrize(
@@ -122,7 +84,12 @@ async def test_a_bug_in_the_fake_is_a_500_envelope_and_recorded(
     response = await client.get("/v1/whoami")
     assert (response.status_code, response.json()) == (
         500,
-        {"status": "error", "code": "internal_error", "message": "internal error in the fake"},
+        {
+            "status": "error",
+            "code": 500,
+            "message": "internal error in the fake",
+            "data": {"code": "internal_error"},
+        },
     )
     [(operation, trace)] = fake.errors
     assert operation == "whoami"
@@ -173,8 +140,8 @@ async def test_unknown_routes_pass_through_fault_middlewares(
     from fake_server.faults import HttpError
 
     fake.faults.add(Fault("not_implemented", HttpError(503)))
-    first = await client.get("/v1/templates")
-    second = await client.get("/v1/templates")
+    first = await client.get("/v1/volumes")
+    second = await client.get("/v1/volumes")
     assert (first.status_code, second.status_code) == (503, 501)
 
 
@@ -200,3 +167,42 @@ async def test_a_bug_while_streaming_ends_the_stream_with_an_error_frame(
     assert [operation for operation, _ in fake.errors] == ["exec_stream", "create_process"]
     assert all("RuntimeError: interpreter bug" in trace for _, trace in fake.errors)
     fake.errors.clear()
+
+
+async def test_every_reply_names_its_request_and_the_journal_records_it(
+    fake: FakeCreateOS, client: httpx.AsyncClient
+) -> None:
+    answers = [
+        await client.get("/v1/whoami"),
+        await client.get("/v1/volumes"),  # 501
+        await client.get("/v1/sandboxes/sb-unknown"),  # 404
+        await client.get("/healthz", headers={"X-Api-Key": ""}),
+    ]
+    ids = [answer.headers["X-Request-Id"] for answer in answers]
+    assert len(set(ids)) == 4
+    journaled = [e.request_id for e in fake.journal.events if e.kind == "response"]
+    assert journaled[-4:] == ids
+
+
+async def test_the_sdk_reads_an_error_s_message_code_and_request_id(fake: FakeCreateOS) -> None:
+    """A string ``code`` made the Python SDK drop the message ("request failed")."""
+    from createos import Client
+    from createos.errors import APIError
+
+    from fake_server import Fault
+    from fake_server.faults import HttpError
+
+    fake.faults.add(
+        Fault("list_templates", HttpError(500, message="templates are down"), times=None)
+    )
+
+    def call() -> APIError:
+        with Client(fake.api_key, base_url=fake.url) as sdk:
+            with pytest.raises(APIError) as raised:
+                sdk.templates.list()
+            return raised.value
+
+    error = await asyncio.to_thread(call)
+    assert (error.status_code, error.code) == (500, 500)
+    assert str(error).startswith("GET /v1/templates: HTTP 500: templates are down")
+    assert error.request_id == fake.journal.responses("list_templates")[-1].request_id

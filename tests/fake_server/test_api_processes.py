@@ -233,6 +233,30 @@ async def test_stdin_input_and_close(client: httpx.AsyncClient, sandbox: str) ->
     assert bad.json() == {"status": "fail", "data": {"data_base64": "must be base64"}}
 
 
+async def test_a_wrapped_script_starts_before_stdin_is_closed(
+    client: httpx.AsyncClient, sandbox: str
+) -> None:
+    """The TypeScript provider's ``exec env … '/bin/bash' '-c' …`` runs while stdin is open."""
+    inner = "'echo hi $A; sleep 1; echo bye'"
+    script = f"cd -- '/tmp' || exit\nexec env  A='1' '/bin/bash' '-c' {inner}"
+    created = await client.post(
+        f"/v1/sandboxes/{sandbox}/processes", json={"cmd": "/bin/bash", "args": ["-lc", script]}
+    )
+    base = f"/v1/sandboxes/{sandbox}/processes/{created.json()['data']['process_id']}"
+    waited = await client.get(base + "/wait", params={"timeout_ms": 30000})  # stdin still open
+    assert waited.status_code == 200, waited.text
+    assert waited.json()["data"]["exit_code"] == 0
+    assert frames((await client.get(base + "/connect")).text) == [
+        data(1, "hi 1\n"),
+        data(2, "bye\n"),
+        {"type": "exit", "exit_code": 0},
+    ]
+    # Closing the pipe after the process exited succeeds (close(2) does); only twice is refused.
+    assert (await client.post(base + "/stdin/close")).status_code == 200
+    again = await client.post(base + "/stdin/close")
+    assert (again.status_code, again.json()["data"]["code"]) == (409, "stdin_closed")
+
+
 async def test_wait_times_out_with_408_on_the_fake_clock(
     fake: FakeCreateOS, client: httpx.AsyncClient, sandbox: str, start: Start
 ) -> None:

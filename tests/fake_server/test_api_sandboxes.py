@@ -37,12 +37,12 @@ async def test_create_returns_creating_projection_then_running(
             "networks": [],
         },
     )
-    assert response.status_code == 201
+    assert response.status_code == 200
     data = response.json()["data"]
     assert data["id"].startswith("sb-")
     assert len(data["id"]) == 29
     assert {k: data[k] for k in ("status", "name", "shape", "rootfs", "region")} == {
-        "status": "creating",
+        "status": "running",
         "name": "my-box",
         "shape": "s-2vcpu-4gb",
         "rootfs": "node:22",
@@ -112,19 +112,31 @@ async def test_envs_at_the_limits_are_accepted(client: httpx.AsyncClient) -> Non
     envs = {f"K{i}": "x" * 900 for i in range(64)}
     envs["K0"] = "y" * 4096
     response = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "envs": envs})
-    assert response.status_code == 201
+    assert response.status_code == 200
 
 
-async def test_missing_or_wrong_key_is_401(fake: FakeCreateOS) -> None:
+async def test_missing_or_wrong_key_is_401_naming_the_accepted_headers(
+    fake: FakeCreateOS,
+) -> None:
     async with httpx.AsyncClient(base_url=fake.url) as anonymous:
         missing = await anonymous.get("/v1/sandboxes")
         wrong = await anonymous.get("/v1/sandboxes", headers={"X-Api-Key": "cos_live_nope"})
+        # The real API takes the key in X-Api-Key (or X-Auth-Token / X-Access-Token) only.
+        bearer = await anonymous.get(
+            "/v1/sandboxes", headers={"Authorization": f"Bearer {fake.api_key}"}
+        )
     expected = {
         "status": "fail",
-        "data": {"code": "unauthorized", "message": "missing or invalid API key"},
+        "data": {
+            "code": "unauthorized",
+            "message": "missing or invalid API key; send it in the X-Api-Key header "
+            "(X-Auth-Token and X-Access-Token work too; Authorization: Bearer does not)",
+        },
     }
     assert (missing.status_code, missing.json()) == (401, expected)
     assert (wrong.status_code, wrong.json()) == (401, expected)
+    assert (bearer.status_code, bearer.json()) == (401, expected)
+    assert fake.api_key not in bearer.text
 
 
 async def test_health_readiness_and_catalog_need_no_key(fake: FakeCreateOS) -> None:
@@ -148,8 +160,12 @@ async def test_health_readiness_and_catalog_need_no_key(fake: FakeCreateOS) -> N
     }
     data = rootfs.json()["data"]
     assert data["default"] == "devbox:1"
-    assert data["rootfs"] == ["devbox:1", "ubuntu:24.04", "node:22", "python:3.12"]
-    assert data["entries"][0]["name"] == "devbox:1"
+    assert data["rootfs"] == ["devbox:1", "desktop:1", "ubuntu:24.04", "node:22", "python:3.12"]
+    assert data["entries"][0] == {
+        "name": "devbox:1",
+        "description": "Ubuntu 24.04 with common developer tools",
+        "deprecated": False,
+    }  # no successor: absent, not null
 
 
 async def test_other_accounts_sandbox_is_404(
@@ -277,13 +293,23 @@ async def test_after_reads_shows_transitional_state_for_n_reads() -> None:
     assert seen == ["creating", "creating", "running"]
 
 
+async def _until(condition: Callable[[], bool]) -> None:
+    """Let the loop run (the request reaches the fake) until ``condition`` holds."""
+    for _ in range(100_000):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition never held")
+
+
 async def test_durations_run_on_the_virtual_clock() -> None:
     clock = VirtualClock(autojump=False)
     async with FakeCreateOS(clock=clock) as fake:
         async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
-            sandbox_id = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()[
-                "data"
-            ]["id"]
+            # Create blocks for the spawn time; a concurrent GET sees ``creating`` meanwhile.
+            creating = asyncio.ensure_future(c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}))
+            await _until(lambda: bool(fake.sandboxes()))
+            sandbox_id = fake.sandboxes()[0].id
             base = f"/v1/sandboxes/{sandbox_id}"
 
             async def status() -> str:
@@ -291,7 +317,10 @@ async def test_durations_run_on_the_virtual_clock() -> None:
                 return result
 
             assert await status() == "creating"
+            assert not creating.done()
             clock.advance(0.05)
+            created = await creating
+            assert (created.status_code, created.json()["data"]["status"]) == (200, "running")
             assert await status() == "running"
             await c.post(base + "/pause")
             clock.advance(1.9)
@@ -374,12 +403,11 @@ async def test_pending_transitions_are_on_the_clock_for_wall_time_pollers() -> N
     clock = VirtualClock(autojump=False)
     async with FakeCreateOS(clock=clock) as fake:
         async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
-            sandbox_id = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()[
-                "data"
-            ]["id"]
+            creating = asyncio.ensure_future(c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}))
+            await _until(lambda: clock.next_deadline() is not None)
             assert clock.next_deadline() == pytest.approx(0.05)
             clock.advance(0.05)
-            await asyncio.sleep(0)  # the fake's timer task runs (same loop)
+            sandbox_id = (await creating).json()["data"]["id"]
             assert fake.sandbox(sandbox_id).status == "running"
             await c.post(f"/v1/sandboxes/{sandbox_id}/pause")
             assert clock.next_deadline() == pytest.approx(2.05)

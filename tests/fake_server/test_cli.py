@@ -1,7 +1,9 @@
-"""``python -m fake_server serve``: prints the URL first, serves, exits 0 on SIGINT."""
+"""``python -m fake_server serve``: prints what to paste, logs, guards Host, exits 0 on SIGINT."""
 
 from __future__ import annotations
 
+import json
+import re
 import signal
 import socket
 import subprocess
@@ -11,38 +13,122 @@ import httpx
 import pytest
 
 from fake_server.__main__ import main
+from fake_server.server import FakeCreateOS
 
 
-def test_serve_prints_url_serves_and_stops_on_sigint() -> None:
+def test_serve_prints_what_to_paste_logs_requests_and_stops_on_sigint() -> None:
+    command = [sys.executable, "-m", "fake_server", "serve", "--port", "0"]
     with subprocess.Popen(
-        [sys.executable, "-m", "fake_server", "serve", "--port", "0", "--api-key", "k-123"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as process:
-        _exercise(process)
+        try:
+            _exercise(process)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert process.stderr is not None
+        assert process.stderr.read() == ""
+
+
+def _read_help(process: subprocess.Popen[str]) -> list[str]:
+    assert process.stdout is not None
+    lines = []
+    while line := process.stdout.readline():
+        lines.append(line.rstrip("\n"))
+        if line.startswith("control key: "):
+            break
+    return lines
 
 
 def _exercise(process: subprocess.Popen[str]) -> None:
-    try:
+    lines = _read_help(process)
+    assert lines[0].startswith("createos-fake serving http://127.0.0.1:")
+    origin = lines[0].split()[2]
+    key = lines[5].removeprefix("export CREATEOS_API_KEY=")
+    # The random key: not the seeded one every install shares.
+    assert re.fullmatch(r"cos_live_[0-9a-f]{32}", key)
+    assert key != FakeCreateOS(seed=0).api_key
+    control_key = lines[-1].removeprefix("control key: ")
+    assert re.fullmatch(r"cos_fake_[0-9a-f]{32}", control_key)
+    assert lines[1:] == [
+        "runtime: process",  # --runtime auto: bubblewrap runs here
+        "",
+        "# the official SDKs (they add /v1 themselves):",
+        f"export CREATEOS_SANDBOX_BASE_URL={origin}",
+        f"export CREATEOS_API_KEY={key}",
+        "# the pytest-createos provider's environment config:",
+        json.dumps({"apiUrl": origin, "apiKey": key, "shape": "s-1vcpu-1gb"}),
+        "# curl and other HTTP clients send the key in the X-Api-Key header:",
+        f"curl -H 'X-Api-Key: {key}' {origin}/v1/sandboxes",
+        "# the fake's control API (/_fake/...) takes its own key in X-Fake-Control-Key:",
+        f"control key: {control_key}",
+    ]
+    assert control_key != key
+    assert process.stdout is not None
+    assert process.stdout.readline() == "\n"
+    port = origin.rsplit(":", 1)[1]
+    with httpx.Client(base_url=origin, headers={"X-Api-Key": key}) as client:
+        assert client.get("/healthz").json() == {"status": "success", "data": {"up": True}}
+        assert client.get("/v1/whoami", params={"token": "s3cret"}).status_code == 200
+        # DNS rebinding: a page on another name that resolves here sends that name as Host.
+        rebound = client.get("/v1/whoami", headers={"Host": f"evil.example:{port}"})
+        assert client.get("/v1/whoami", headers={"Host": f"localhost:{port}"}).status_code == 200
+        fault = {"operation": "whoami", "action": {"type": "http_error", "status": 503}}
+        control = {"X-Fake-Control-Key": control_key}
+        assert client.post("/_fake/faults", json=fault, headers=control).status_code == 201
+        assert client.get("/v1/whoami").status_code == 503
+    assert (rebound.status_code, rebound.json()) == (
+        403,
+        {
+            "status": "fail",
+            "data": {
+                "code": "host_not_allowed",
+                "message": "this Host is not served (a guard against DNS rebinding); "
+                "start createos-fake serve with --allow-host NAME to accept another name",
+            },
+        },
+    )
+    log = [process.stdout.readline() for _ in range(6)]
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=10) == 0
+    pattern = [
+        r"GET /healthz 200 \d+\.\dms",
+        r"GET /v1/whoami 200 \d+\.\dms",  # no query values: they may hold secrets
+        r"GET /v1/whoami 403 \d+\.\dms",
+        r"GET /v1/whoami 200 \d+\.\dms",
+        r"POST /_fake/faults 201 \d+\.\dms",
+        r"GET /v1/whoami 503 \d+\.\dms fault #1 HttpError 503",
+    ]
+    for expected, line in zip(pattern, log, strict=True):
+        assert re.fullmatch(expected, line.rstrip("\n")), line
+    assert process.stdout.read() == ""
+
+
+def test_idle_and_half_sent_connections_are_closed_after_the_idle_timeout() -> None:
+    command = [sys.executable, "-m", "fake_server", "serve", "--port", "0", "--quiet"]
+    command += ["--idle-timeout", "0.2"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            port = int(_read_help(process)[0].split()[2].rsplit(":", 1)[1])
+            with (
+                socket.create_connection(("127.0.0.1", port), timeout=10) as silent,
+                socket.create_connection(("127.0.0.1", port), timeout=10) as half,
+            ):
+                half.sendall(b"GET /v1/whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Api")
+                # The server closes both (b"" is end of stream) well before the 10 s guard.
+                assert silent.recv(1024) == b""
+                assert half.recv(1024) == b""
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=10) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
         assert process.stdout is not None
-        url = process.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:")
-        assert url.endswith("/v1")
-        assert process.stdout.readline().strip() == "api key: k-123"
-        assert process.stdout.readline().strip() == "runtime: process"  # auto: bwrap runs here
-        origin = url.removesuffix("/v1")
-        assert httpx.get(origin + "/healthz").json() == {"status": "success", "data": {"up": True}}
-        whoami = httpx.get(url + "/whoami", headers={"X-Api-Key": "k-123"})
-        assert whoami.status_code == 200
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=10) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.stderr is not None
-    assert process.stderr.read() == ""
+        assert process.stdout.read() == "\n"  # the help's last line; --quiet: no request lines
 
 
 @pytest.mark.parametrize(

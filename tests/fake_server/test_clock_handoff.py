@@ -53,9 +53,11 @@ def test_only_announced_requests_count_in_transit() -> None:
     """A request nobody announced (curl, the SDK) gets no reply counted in transit."""
     clock = VirtualClock(autojump=False)
     assert clock.request_arrived() is False
-    clock.request_sent()
+    exchange = clock.request_sent()
     assert clock.in_transit == 1
-    assert clock.request_arrived() is True
+    assert clock.request_arrived() is False  # someone else's request does not claim it
+    assert clock.in_transit == 1
+    assert clock.request_arrived(exchange) is True
     assert clock.in_transit == 0
 
 
@@ -95,7 +97,7 @@ async def test_wait_event_times_out_on_the_clock_and_leaves_nothing_held() -> No
 
 @pytest.mark.asyncio
 async def test_a_provider_lifecycle_claims_every_reply_and_frame_exactly() -> None:
-    """Counts match on both sides: nothing is left in transit to expire by real time."""
+    """Counts match on both sides and every exchange is closed: nothing is left over."""
     clock = VirtualClock()
     async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()) as fake:
         provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
@@ -114,6 +116,7 @@ async def test_a_provider_lifecycle_claims_every_reply_and_frame_exactly() -> No
         await provider.destroy_lease(env, lease.provider_lease_id, lease.metadata)
         await provider.shutdown()
         assert clock.in_transit == 0
+        assert clock.open_exchanges == 0
         assert clock.busy_tokens == 0
 
 

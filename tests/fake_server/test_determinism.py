@@ -14,14 +14,13 @@ import pytest
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.faults import CutStream, Fault, HttpError, Latency
-from fake_server.http.fault_middleware import install_faults
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
 pytestmark = pytest.mark.asyncio
 
 
 def arm(fake: FakeCreateOS) -> None:
-    faults = install_faults(fake)
+    faults = fake.faults
     faults.add(Fault("*", Latency(0.5), probability=0.3))
     faults.add(Fault("connect_process", HttpError(503), probability=0.5, times=2))
     faults.add(Fault("get_sandbox", Latency(2), probability=0.5, name="slow reads"))

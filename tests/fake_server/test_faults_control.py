@@ -19,7 +19,9 @@ pytestmark = pytest.mark.asyncio
 @pytest_asyncio.fixture(name="api")
 async def _api(faulty: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(
-        base_url=faulty.url, headers={"X-Api-Key": faulty.api_key}, timeout=10
+        base_url=faulty.url,
+        headers={"X-Api-Key": faulty.api_key, "X-Fake-Control-Key": faulty.control_key},
+        timeout=10,
     ) as client:
         yield client
 

@@ -36,14 +36,16 @@ if TYPE_CHECKING:
 @pytest_asyncio.fixture(name="api")
 async def _api(faulty: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(
-        base_url=faulty.url, headers={"X-Api-Key": faulty.api_key}, timeout=10
+        base_url=faulty.url,
+        headers={"X-Api-Key": faulty.api_key, "X-Fake-Control-Key": faulty.control_key},
+        timeout=10,
     ) as client:
         yield client
 
 
 async def running_sandbox(api: httpx.AsyncClient) -> str:
     response = await api.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
-    assert response.status_code == 201, response.text
+    assert response.status_code == 200, response.text
     sandbox_id: str = response.json()["data"]["id"]
     assert (await api.get(f"/v1/sandboxes/{sandbox_id}")).json()["data"]["status"] == "running"
     return sandbox_id
@@ -66,8 +68,9 @@ async def test_an_injected_5xx_has_the_error_envelope_and_fires_once(
     assert response.status_code == 503
     assert response.json() == {
         "status": "error",
-        "code": "service_unavailable",
+        "code": 503,
         "message": "service unavailable",
+        "data": {"code": "service_unavailable"},
     }
     assert await status_of(api, sandbox_id) == "running"  # the operation never ran
     assert (await api.post(f"/v1/sandboxes/{sandbox_id}/pause")).status_code == 202
@@ -115,7 +118,12 @@ async def test_any_status_can_be_injected_with_its_envelope(
     assert response.status_code == status
     body = response.json()
     if status >= 500:
-        assert body == {"status": "error", "code": code, "message": message}
+        assert body == {
+            "status": "error",
+            "code": status,
+            "message": message,
+            "data": {"code": code},
+        }
     else:
         assert body == {"status": "fail", "data": {"code": code, "message": message}}
 
@@ -299,8 +307,8 @@ async def test_a_lost_reply_is_lost_even_when_the_operation_fails(
 @pytest.mark.asyncio
 async def test_unknown_routes_can_be_faulted_too(faults: Faults, api: httpx.AsyncClient) -> None:
     faults.add(Fault("not_implemented", HttpError(503)))
-    assert (await api.get("/v1/sandboxes/sb-1/fork")).status_code == 503
-    assert (await api.get("/v1/sandboxes/sb-1/fork")).status_code == 501
+    assert (await api.get("/v1/volumes")).status_code == 503
+    assert (await api.get("/v1/volumes")).status_code == 501
 
 
 def test_direct_changes_from_a_sync_test_reach_a_threaded_fake() -> None:
@@ -321,3 +329,19 @@ def test_direct_changes_from_a_sync_test_reach_a_threaded_fake() -> None:
             fake.faults.set_status(sandbox_id, "failed")
             assert api.get(f"/sandboxes/{sandbox_id}").json()["data"]["status"] == "failed"
         assert fake.errors == []
+
+
+def test_every_route_is_a_faultable_operation() -> None:
+    """New routes register their operation name, so ``Fault("fork_sandbox", …)`` is accepted."""
+    from fake_server.faults.fault import OPERATIONS
+    from fake_server.http import ROUTES
+
+    assert {route[2] for route in ROUTES} <= OPERATIONS
+
+
+@pytest.mark.asyncio
+async def test_a_new_route_can_be_faulted(faults: Faults, api: httpx.AsyncClient) -> None:
+    sandbox_id = await running_sandbox(api)
+    faults.add(Fault("get_bandwidth", HttpError(503)))
+    assert (await api.get(f"/v1/sandboxes/{sandbox_id}/bandwidth")).status_code == 503
+    assert (await api.get(f"/v1/sandboxes/{sandbox_id}/bandwidth")).status_code == 200

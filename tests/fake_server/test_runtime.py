@@ -129,11 +129,11 @@ async def test_exec_replaces_the_shell_and_keeps_the_exit_status(box: Box) -> No
 
 @pytest.mark.asyncio
 async def test_sleep_runs_on_the_virtual_clock(box: Box) -> None:
-    start_real, start_virtual = time.perf_counter(), box.clock.now()
+    start_virtual = box.clock.now()
     result = await box.sh("sleep 30; sleep 1.5 0.5s; sleep 2m")
     assert result.code == 0
+    # Fake seconds only; the real cost is measured in benchmarks/bench_clock.py.
     assert box.clock.now() - start_virtual == pytest.approx(152.0)
-    assert time.perf_counter() - start_real < 2.0
 
 
 @pytest.mark.asyncio
@@ -200,10 +200,12 @@ async def test_cancelling_mid_sleep_kills_at_once_and_keeps_the_disk() -> None:
     )
     await _until(lambda: clock.next_deadline() is not None and bool(seen))
     assert shell.deliver_sigterm(task) is True
-    began = time.perf_counter()
+    # Autojump is off: a run that ignored the signal would wait out its sleep forever. The
+    # real-time bound only turns that into a failure; the speed is in benchmarks/bench_clock.py.
+    done, _ = await asyncio.wait([task], timeout=30)
+    assert done == {task}, "SIGTERM did not end a shell sleeping on the clock"
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert time.perf_counter() - began < 1.0
     assert seen == [b"started\n"]
     assert disk.read_file("/tmp/state") == b"1\n"
     assert clock.now() == 0.0

@@ -53,6 +53,50 @@ async def test_a_script_that_never_reads_stdin_starts_without_waiting_for_close(
     assert (await reader).stdout == "up\nlate data"
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["/bin/bash", "-lc", "cd -- '/tmp' || exit\nexec env  A='1' '/bin/bash' '-c' 'echo $A'"],
+        ["bash", "-c", "exec -a x env -i -u B -- A=1 B=2 /usr/bin/env sh -c 'echo $A; :'"],
+        ["env", "A=1", "bash", "-c", "bash -c 'exec echo $A'"],
+        ["/usr/bin/env", "-", "A=1", "/bin/echo", "1"],
+        ["bash", "-c", "exec >/tmp/out; env; echo 1 >&2; exec 2>&-"],
+    ],
+)
+@pytest.mark.asyncio
+async def test_wrappers_of_a_script_that_never_reads_stdin_start_at_once(
+    box: Box, argv: list[str]
+) -> None:
+    never_closed = StdinPipe()
+    # The bound only turns a regression (waiting for a close that never comes) into a failure.
+    result = await asyncio.wait_for(box.run(argv, stdin=never_closed), timeout=60)
+    assert (result.code, result.stdout + result.stderr) == (0, "1\n")
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "exec env A=1 bash -c 'cat'",
+        "exec env -S 'echo 1'",  # an option not understood: may read
+        "env A=1 bash",  # a shell reading commands from stdin
+        "exec bash -c \"bash -c 'read x; echo \\$x'\"",
+        "seven",  # registered: Python code that may read stdin
+        "exec env $CMD",  # a computed word
+    ],
+)
+@pytest.mark.asyncio
+async def test_wrappers_of_a_script_that_may_read_stdin_wait_for_it(box: Box, script: str) -> None:
+    box.commands.register("seven", lambda io: io.stdout_buffer.extend(io.stdin_data))
+    pipe = StdinPipe()
+    task = asyncio.create_task(box.run(["bash", "-c", script], env={"CMD": "cat"}, stdin=pipe))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not task.done()
+    pipe.write(b"1\n")
+    pipe.close()
+    await task
+
+
 @pytest.mark.asyncio
 async def test_a_registered_command_as_the_process_streams_stdin_and_ends_without_eof(
     box: Box,

@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from fake_server import FakeCreateOS, RealClock, TransitionPolicy, VirtualClock
+from fake_server.http.middlewares import UNAUTHORIZED_MESSAGE
 
 
 def test_thread_mode_serves_sync_clients_and_closes_idempotently() -> None:
@@ -134,9 +135,8 @@ async def test_custom_middlewares_run_after_auth() -> None:
 async def test_control_api_state_journal_clock_transitions_reset() -> None:
     clock = VirtualClock(autojump=False)
     async with FakeCreateOS(clock=clock) as fake:
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
-            anonymous = await c.get("/_fake/state", headers={"X-Api-Key": ""})
-            assert anonymous.status_code == 401
+        keys = {"X-Api-Key": fake.api_key, "X-Fake-Control-Key": fake.control_key}
+        async with httpx.AsyncClient(base_url=fake.url, headers=keys) as c:
             policy = await c.put(
                 "/_fake/transitions", json={"preset": "immediate", "pausing": {"reads": 2}}
             )
@@ -158,7 +158,6 @@ async def test_control_api_state_journal_clock_transitions_reset() -> None:
             }
             journal = (await c.get("/_fake/journal")).json()["data"]["events"]
             assert [e["operation"] for e in journal if e["kind"] == "request"] == [
-                "fake_state",
                 "fake_transitions",
                 "create_sandbox",
                 "fake_state",
@@ -172,31 +171,66 @@ async def test_control_api_state_journal_clock_transitions_reset() -> None:
 
 
 @pytest.mark.asyncio
+async def test_the_control_api_takes_only_the_control_key() -> None:
+    async with FakeCreateOS(control_key="ctl-1") as fake:
+        other = fake.add_account()
+        async with httpx.AsyncClient(base_url=fake.url) as c:
+            answers = {
+                name: await c.post("/_fake/reset", headers=headers)
+                for name, headers in {
+                    "none": {},
+                    "account": {"X-Api-Key": fake.api_key},
+                    "other account": {"X-Auth-Token": other},
+                    "account as control key": {"X-Fake-Control-Key": fake.api_key},
+                    "control key as account key": {"X-Api-Key": "ctl-1"},
+                }.items()
+            }
+            assert (await c.get("/v1/whoami", headers={"X-Fake-Control-Key": "ctl-1"})).json() == {
+                "status": "fail",
+                "data": {"code": "unauthorized", "message": UNAUTHORIZED_MESSAGE},
+            }
+            allowed = await c.post("/_fake/reset", headers={"X-Fake-Control-Key": "ctl-1"})
+    forbidden = {
+        "code": "control_key_required",
+        "message": "account API keys do not open the control API; send the fake's control key"
+        " in X-Fake-Control-Key",
+    }
+    unauthorized = {
+        "code": "unauthorized",
+        "message": "missing or invalid control key (X-Fake-Control-Key)",
+    }
+    assert {name: (a.status_code, a.json()["data"]) for name, a in answers.items()} == {
+        "none": (401, unauthorized),
+        "account": (403, forbidden),
+        "other account": (403, forbidden),
+        "account as control key": (401, unauthorized),
+        "control key as account key": (403, forbidden),
+    }
+    assert allowed.json()["data"] == {"reset": True}
+    assert "ctl-1" not in str(fake.journal.format())
+
+
+def test_each_fake_has_its_own_random_control_key() -> None:
+    first, second = FakeCreateOS(), FakeCreateOS()
+    assert first.control_key != second.control_key
+    assert first.control_key.startswith("cos_fake_")
+    assert len(first.control_key) == 41
+    first.reset()
+    assert first.control_key != first.api_key
+    with pytest.raises(ValueError, match=r"^control_key must be non-empty, without outer"):
+        FakeCreateOS(control_key=" x")
+
+
+@pytest.mark.asyncio
 async def test_control_clock_advance_on_a_real_clock_is_409() -> None:
     async with FakeCreateOS(clock=RealClock()) as fake:
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+        keys = {"X-Fake-Control-Key": fake.control_key}
+        async with httpx.AsyncClient(base_url=fake.url, headers=keys) as c:
             response = await c.post("/_fake/clock/advance", json={"seconds": 1})
     assert (response.status_code, response.json()["data"]) == (
         409,
         {"code": "real_clock", "message": "the fake runs on a real clock"},
     )
-
-
-@pytest.mark.asyncio
-async def test_control_registrars_add_routes() -> None:
-    from aiohttp import web
-
-    async def ping(request: web.Request) -> web.Response:
-        return web.json_response({"status": "success", "data": {"pong": True}})
-
-    fake = FakeCreateOS()
-    fake.control_registrars.append(
-        lambda router: router.add_get("/_fake/ping", ping, name="fake_ping")
-    )
-    async with fake:
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
-            assert (await c.get("/_fake/ping")).json()["data"] == {"pong": True}
-    assert fake.journal.operations() == ["fake_ping"]
 
 
 def test_public_names_are_sorted_and_importable() -> None:

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+# httpx imports httpcore lazily, at its first transport. Imported inside an in-process inner
+# run, pytester would drop it from ``sys.modules`` afterwards; the next import makes new
+# exception classes that httpx's cached mapping no longer recognises, so a later stream cut
+# escapes as a raw ``httpcore.RemoteProtocolError``. Importing it here keeps one copy.
+import httpcore  # noqa: F401
 import pytest
 
 INI = """\

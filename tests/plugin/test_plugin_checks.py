@@ -35,9 +35,11 @@ def test_a_leaked_sandbox_fails_the_test_at_teardown_naming_it(inner: pytest.Pyt
     result.stdout.fnmatch_lines(
         [
             "*ERROR at teardown of test_leaks*",
-            "createos: 1 sandbox(es) left running or paused without a live lease: "
-            "sb-* (running). Destroy them (provider.destroy_lease) or use the createos_lease "
-            "fixture; --createos-leak-check=warn|off relaxes this check.",
+            "createos: 1 sandbox(es) left running or paused: sb-* (running). Destroy them "
+            "(SDK: sandbox.destroy(); provider: provider.destroy_lease(env, lease_id, metadata)) "
+            "or lease them with the createos_lease or createos_leases fixture; "
+            "@pytest.mark.createos(leak_check='warn'|'off') or --createos-leak-check=warn|off "
+            "relaxes this check.",
         ]
     )
 
@@ -109,8 +111,8 @@ def test_fake_internal_errors_fail_the_test_with_the_traceback(inner: pytest.Pyt
 
 
 def test_a_failing_test_shows_the_fakes_journal(inner: pytest.Pytester) -> None:
-    """The journal section lists this test's requests, faults and statuses, with fake times
-    from its start, and never the key."""
+    """The journal section lists this test's calls, faults and statuses, with fake times
+    from its start, and never the key; ``full`` lists every event with full ids."""
     inner.makepyfile(
         """
         import pytest
@@ -130,13 +132,24 @@ def test_a_failing_test_shows_the_fakes_journal(inner: pytest.Pytester) -> None:
         [
             "*- createos journal -*",
             "seed 0, transitions immediate, fake time elapsed *s, * events",
+            "+0.00s setup: 4 calls (sb-…?? creating → running)",
+            "+0.00s GET /v1/sandboxes/sb-…?? → 503 (fault #1 HttpError 503)",
+            "=*short test summary*",
+        ]
+    )
+    assert "cos_live_" not in result.stdout.str()  # the fake's seeded key
+    full = inner.runpytest("--createos-journal=full")
+    full.stdout.fnmatch_lines(
+        [
+            "*- createos journal -*",
+            "seed 0, transitions immediate, fake time elapsed *s, * events",
             "     0.000s request    create_sandbox POST /v1/sandboxes",
             "*upload_file PUT /v1/sandboxes/sb-*/files -> 200*",
             "*fault      get_sandbox GET /v1/sandboxes/sb-* fault#1 HttpError(status=503*",
             "*response   get_sandbox GET /v1/sandboxes/sb-* -> 503*",
         ]
     )
-    assert "cos_live_" not in result.stdout.str()  # the fake's seeded key
+    assert "cos_live_" not in full.stdout.str()
 
 
 def test_a_passing_test_prints_no_journal(inner: pytest.Pytester) -> None:
@@ -145,3 +158,31 @@ def test_a_passing_test_prints_no_journal(inner: pytest.Pytester) -> None:
     result = inner.runpytest("-rA")
     result.assert_outcomes(passed=1)
     assert "createos journal" not in result.stdout.str()
+
+
+def test_a_stream_fault_past_the_end_of_the_stream_counts_as_unfired(
+    inner: pytest.Pytester,
+) -> None:
+    """A cut whose trigger lies past the last frame never acted: the check reports it."""
+    inner.makepyfile(
+        """
+        import httpx
+        import pytest
+        from fake_server.faults import CutStream
+
+        @pytest.mark.createos_fault("exec_stream", CutStream(after_frames=1))
+        def test_one_frame(createos_fake):
+            headers = {"X-Api-Key": createos_fake.api_key}
+            with httpx.Client(base_url=createos_fake.url, headers=headers) as client:
+                sid = client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}).json()
+                sid = sid["data"]["id"]
+                done = client.post(f"/v1/sandboxes/{sid}/exec?stream=true", json={"cmd": "true"})
+                assert done.text == '{"exit_code":0}\\n'
+                client.delete(f"/v1/sandboxes/{sid}")
+        """
+    )
+    result = inner.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["createos: 1 armed fault(s) never fired: Fault(exec_stream CutStream(*"]
+    )

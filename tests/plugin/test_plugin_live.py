@@ -68,24 +68,43 @@ def test_live_mode_runs_marked_tests_against_the_api(
     assert stand_in.api_key not in result.stdout.str()
 
 
-def test_live_mode_without_a_key_skips(
+def test_live_mode_without_a_key_stops_the_run(
     monkeypatch: pytest.MonkeyPatch, pytester: pytest.Pytester, make_ini: MakeIni
 ) -> None:
-    """No ``CREATEOS_API_KEY``: live tests skip and say what is missing (ini twin on)."""
+    """No ``CREATEOS_API_KEY``: a CI job that meant to test live must not pass green."""
     monkeypatch.delenv("CREATEOS_API_KEY", raising=False)
     make_ini(extra="createos_live = true")
-    pytester.makepyfile(
-        """
-        import pytest
-
-        @pytest.mark.createos_live
-        def test_live(createos_env):
-            pass
-        """
+    pytester.makepyfile(LIVE_ONLY)
+    result = pytester.runpytest()
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --createos-live: createos live mode needs CREATEOS_API_KEY in the "
+            "environment; pass --createos-live-optional (ini createos_live_optional = true) to "
+            "skip the live tests instead"
+        ]
     )
-    result = pytester.runpytest("-rs")
+
+
+def test_optional_live_mode_without_a_key_skips(
+    monkeypatch: pytest.MonkeyPatch, pytester: pytest.Pytester, make_ini: MakeIni
+) -> None:
+    """Explicitly optional (ini twin here): live tests skip and say what is missing."""
+    monkeypatch.delenv("CREATEOS_API_KEY", raising=False)
+    make_ini(extra="createos_live_optional = true")
+    pytester.makepyfile(LIVE_ONLY)
+    result = pytester.runpytest("-rs", "--createos-live")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*createos live mode needs CREATEOS_API_KEY in the environment"])
+
+
+LIVE_ONLY = """
+import pytest
+
+@pytest.mark.createos_live
+def test_live(createos_env):
+    pass
+"""
 
 
 def test_without_live_mode_marked_tests_run_on_the_fake(

@@ -197,13 +197,13 @@ def test_marker_mistakes_are_one_usage_error(inner: pytest.Pytester) -> None:
             "ERROR: pytest-createos marker errors:",
             "test_marker_mistakes_are_one_usage_error.py::test_typo: @pytest.mark.createos got "
             "unknown argument(s) sede; allowed: seed, transitions, reuse_lease, shape, rate_limit, "
-            "runtime",
+            "leak_check, runtime",
             "test_marker_mistakes_are_one_usage_error.py::test_positional: "
             "@pytest.mark.createos takes keyword arguments only",
             "test_marker_mistakes_are_one_usage_error.py::test_values: "
             "createos(seed=...) must be an integer",
             "test_marker_mistakes_are_one_usage_error.py::test_fault: "
-            "@pytest.mark.createos_fault: unknown operation 'nope'; known: *",
+            "@pytest.mark.createos_fault: unknown operation 'nope'; known: * create_process *",
             "test_marker_mistakes_are_one_usage_error.py::test_fault_kwarg: "
             "@pytest.mark.createos_fault: *unexpected keyword argument 'when_ever'",
         ]
@@ -228,7 +228,7 @@ def test_a_marker_without_a_createos_fixture_is_a_usage_error(inner: pytest.Pyte
         [
             "*::test_forgot_the_fixture: @pytest.mark.createos_fault configures the fake, but "
             "the test uses no createos fixture (createos_fake, createos_env, createos_provider, "
-            "createos_lease, createos_sdk, createos_clock)"
+            "createos_lease, createos_leases, createos_sdk, createos_clock)"
         ]
     )
 

@@ -17,7 +17,8 @@ from _leased import Leased
 from aiohttp import web
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
-from fake_server.http.keys import OPERATION_KEY
+from fake_server.clock import EXCHANGE_HEADER
+from fake_server.faults import EmptyReply, Fault, HttpError
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -47,17 +48,18 @@ class ScriptedApi:
     url: str = ""
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
-        self.clock.request_arrived()
+        exchange = request.headers.get(EXCHANGE_HEADER)
+        announced = self.clock.request_arrived(exchange)
         # Busy while handling, like the fake: a virtual clock must not jump meanwhile.
         with self.clock.busy():
             body = await request.read()
             self.calls.append(Call(request.method, request.raw_path, dict(request.headers), body))
             if self.handler is None:
                 raise AssertionError("no handler scripted for this test")
-            try:
-                return await self.handler(request)
-            finally:
-                self.clock.response_sent()
+            response = await self.handler(request)
+            if announced and not response.prepared:
+                self.clock.response_sent(exchange)  # the head, sent once this returns
+            return response
 
     def requests(self) -> list[str]:
         """``"METHOD /path?query"`` for every call, in order."""
@@ -93,51 +95,22 @@ async def _scripted(clock: VirtualClock) -> AsyncIterator[ScriptedApi]:
     await runner.cleanup()
 
 
-@dataclass
-class Injector:
-    """Answers chosen fake operations with an error status or a dropped connection, in order.
+def fail(fake: FakeCreateOS, operation: str, status: int) -> None:
+    """Answer the next ``operation`` with ``status`` (0: close the connection without a reply).
 
-    ``fail("exec", 503)`` makes the next ``exec`` answer 503 without running; ``status=0``
-    closes the connection instead (a transport failure). Installed as a fake middleware.
+    A one-shot ``Fault``; the ``fake`` fixture fails a test whose fault never fired.
     """
-
-    plans: dict[str, list[int]] = field(default_factory=dict)
-
-    def fail(self, operation: str, *statuses: int) -> None:
-        self.plans.setdefault(operation, []).extend(statuses)
-
-    @web.middleware
-    async def middleware(self, request: web.Request, handler: AioHandler) -> web.StreamResponse:
-        queue = self.plans.get(request.get(OPERATION_KEY, ""))
-        if not queue:
-            return await handler(request)
-        status = queue.pop(0)
-        if status == 0:
-            assert request.transport is not None
-            request.transport.close()
-            return web.Response(status=204)
-        if status >= 500:
-            body: dict[str, object] = {"status": "error", "code": "injected", "message": "boom"}
-        else:
-            body = {"status": "fail", "data": {"code": "injected", "message": "test-secret"}}
-        return web.json_response(body, status=status)
+    action = EmptyReply() if status == 0 else HttpError(status, message="test-secret")
+    fake.faults.add(Fault(operation, action))
 
 
 @pytest_asyncio.fixture(name="fake")
 async def _fake(clock: VirtualClock) -> AsyncIterator[FakeCreateOS]:
-    injector = Injector()
     fake = FakeCreateOS(seed=0, clock=clock, transitions=TransitionPolicy.immediate())
-    fake.middlewares.append(injector.middleware)
-    fake.injector = injector  # type: ignore[attr-defined]
     async with fake:
         yield fake
     assert fake.errors == []
-
-
-@pytest.fixture(name="injector")
-def _injector(fake: FakeCreateOS) -> Injector:
-    injector: Injector = fake.injector  # type: ignore[attr-defined]
-    return injector
+    assert fake.faults.unfired() == []
 
 
 @pytest_asyncio.fixture(name="provider")

@@ -27,6 +27,7 @@ from pytest_createos.provider._client import (
     identifier,
     operation_label,
 )
+from pytest_createos.provider._errors import ConnectionFailedError
 from pytest_createos.provider._signal import (
     AbortController,
     OperationCancelled,
@@ -188,6 +189,7 @@ async def test_redirects_are_connection_failures(
     with pytest.raises(CreateosError) as caught:
         await client.request_json("GET", "/sandboxes/sb-1")
     assert str(caught.value) == "CreateOS connection failed."
+    assert type(caught.value) is ConnectionFailedError
     assert scripted.requests() == ["GET /v1/sandboxes/sb-1"]
 
 
@@ -211,6 +213,7 @@ async def test_refused_connection_hides_the_url(scripted: ScriptedApi) -> None:
         await client.request_json("GET", "/sandboxes/sb-1")
     await pool.aclose()
     assert str(caught.value) == "CreateOS connection failed."
+    assert type(caught.value) is ConnectionFailedError
     assert caught.value.__cause__ is None
     assert caught.value.__suppress_context__
 

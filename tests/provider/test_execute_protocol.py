@@ -18,7 +18,7 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from fake_server.clock import VirtualClock
+from fake_server.clock import EXCHANGE_HEADER, VirtualClock
 from pytest_createos.provider._client import CreateosClient, HttpPool, StreamReadError
 from pytest_createos.provider._errors import (
     CreateosApiError,
@@ -67,50 +67,60 @@ class Server:
     url: str = ""
 
     def ok(self, data: dict[str, Any], status: int = 200) -> web.Response:
-        self.clock.response_sent()
         return web.json_response({"status": "success", "data": data}, status=status)
 
     def fail(self, status: int) -> web.Response:
-        self.clock.response_sent()
         return web.json_response(
             {"status": "fail", "data": {"secret": "body-secret"}}, status=status
         )
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        self.clock.request_arrived()
+        """Reports to the clock like the fake: the request, the head, every streamed write."""
+        exchange = request.headers.get(EXCHANGE_HEADER)
+        announced = self.clock.request_arrived(exchange)
         with self.clock.busy():
-            self.calls.append((request.method, request.path_qs))
-            path = request.path
-            if request.method == "PUT" and path.endswith("/files"):
-                self.uploads[request.query["path"]] = await request.read()
-                return self.ok({})
-            if request.method == "POST" and path.endswith("/processes"):
-                self.bodies.append(await request.json())
-                return self.create() if self.create else self.ok({"process_id": PROC})
-            if path.endswith("/stdin/close"):
-                return self.ok({}) if self.close_status == 200 else self.fail(self.close_status)
-            if path.endswith("/exec"):
-                self.bodies.append(await request.json())
-                return self.ok({"result": {"exit_code": 0, "stdout": "", "stderr": ""}})
-            if request.method == "DELETE":
-                if self.delete_status != 200:
-                    return self.fail(self.delete_status)
-                return self.ok(self.delete_data)
-            if path.endswith("/connect"):
-                return await self.connect(request)
+            response = await self.route(request, exchange if announced else None)
+        if announced and not response.prepared:
+            self.clock.response_sent(exchange)
+        return response
+
+    async def route(self, request: web.Request, exchange: str | None) -> web.StreamResponse:
+        self.calls.append((request.method, request.path_qs))
+        path = request.path
+        if request.method == "PUT" and path.endswith("/files"):
+            self.uploads[request.query["path"]] = await request.read()
+            return self.ok({})
+        if request.method == "POST" and path.endswith("/processes"):
+            self.bodies.append(await request.json())
+            return self.create() if self.create else self.ok({"process_id": PROC})
+        if path.endswith("/stdin/close"):
+            return self.ok({}) if self.close_status == 200 else self.fail(self.close_status)
+        if path.endswith("/exec"):
+            self.bodies.append(await request.json())
+            return self.ok({"result": {"exit_code": 0, "stdout": "", "stderr": ""}})
+        if request.method == "DELETE":
+            if self.delete_status != 200:
+                return self.fail(self.delete_status)
+            return self.ok(self.delete_data)
+        if path.endswith("/connect"):
+            return await self.connect(request, exchange)
         return self.fail(500)
 
-    async def connect(self, request: web.Request) -> web.StreamResponse:
+    async def connect(self, request: web.Request, exchange: str | None) -> web.StreamResponse:
         step = self.connects.pop(0) if self.connects else Connect(status=503)
         if step.status != 200:
             return self.fail(step.status)
         response = web.StreamResponse()
         response.content_type = "application/x-ndjson"
         response.enable_chunked_encoding()
-        self.clock.response_sent()
+        if exchange is not None:
+            self.clock.response_sent(exchange)
         await response.prepare(request)
         for line in step.lines:
-            await response.write(line.encode() + b"\n")
+            data = line.encode() + b"\n"
+            if exchange is not None:
+                self.clock.response_sent(exchange, len(data))
+            await response.write(data)
         if step.end == "cut":
             await asyncio.sleep(0)  # let the bytes leave before the socket dies
             assert request.transport is not None
@@ -124,9 +134,6 @@ class Server:
 
 @pytest_asyncio.fixture
 async def clock() -> AsyncIterator[VirtualClock]:
-    # Body bytes in flight are invisible to the clock (only request/response heads are
-    # counted), so on a loaded machine a 2 ms quiet threshold can let time jump to a deadline
-    # while a frame is on the wire. 50 ms of real quiet is safe and still cheap here.
     clock = VirtualClock()
     yield clock
     clock.close()

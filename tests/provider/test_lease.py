@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from fake_server import TransitionPolicy
+from fake_server import Step, TransitionPolicy
 from pytest_createos.provider import (
     CreateosApiError,
     CreateosCleanupError,
@@ -17,12 +17,11 @@ from pytest_createos.provider import (
     RealizedWorkspace,
 )
 from pytest_createos.provider._signal import OperationTimeout
-from tests.provider.conftest import make_env, operations
+from tests.provider.conftest import fail, make_env, operations
 
 if TYPE_CHECKING:
     from fake_server import FakeCreateOS
     from pytest_createos.provider import CreateosProvider, Environment
-    from tests.provider.conftest import Injector
 
 MARKER = "/paperclip-workspace/.paperclip-runtime/.paperclip-createos-lease"
 UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
@@ -75,8 +74,9 @@ async def test_lease_metadata_shape_and_no_secret(
 async def test_acquire_waits_for_creation_on_the_clock(
     fake: FakeCreateOS, provider: CreateosProvider, env: Environment
 ) -> None:
-    """A sandbox still ``creating`` is polled every 250 ms of clock time until it runs."""
-    fake.transitions = TransitionPolicy.after(1.0)
+    """A create answered ``creating`` (older deployments) is polled every 250 ms of clock
+    time until it runs."""
+    fake.transitions = TransitionPolicy.after(1.0).override(creating=Step(seconds=1.0, reads=1))
     lease = await provider.acquire_lease(env, run_id="r1")
     assert lease.provider_lease_id is not None
     assert fake.clock.now() == pytest.approx(1.0)
@@ -85,10 +85,10 @@ async def test_acquire_waits_for_creation_on_the_clock(
 
 @pytest.mark.asyncio
 async def test_failure_after_create_deletes_the_sandbox_and_keeps_the_error(
-    fake: FakeCreateOS, provider: CreateosProvider, env: Environment, injector: Injector
+    fake: FakeCreateOS, provider: CreateosProvider, env: Environment
 ) -> None:
     """A failed step after creation cleans up and re-raises the original error."""
-    injector.fail("exec", 503)
+    fail(fake, "exec", 503)
     with pytest.raises(CreateosApiError) as caught:
         await provider.acquire_lease(env, run_id="r1")
     assert str(caught.value) == "CreateOS request failed (HTTP 503) during workspace command."
@@ -113,11 +113,11 @@ async def test_workspace_preparation_needs_bash_success(
 
 @pytest.mark.asyncio
 async def test_unconfirmed_cleanup_names_only_the_sandbox(
-    fake: FakeCreateOS, provider: CreateosProvider, env: Environment, injector: Injector
+    fake: FakeCreateOS, provider: CreateosProvider, env: Environment
 ) -> None:
     """When the delete after a failed setup fails too, the error names the sandbox to check."""
-    injector.fail("upload_file", 503)
-    injector.fail("delete_sandbox", 500)
+    fail(fake, "upload_file", 503)
+    fail(fake, "delete_sandbox", 500)
     with pytest.raises(CreateosCleanupError) as caught:
         await provider.acquire_lease(env, run_id="r1")
     (sandbox,) = fake.sandboxes()
@@ -132,7 +132,7 @@ async def test_acquire_deadline_covers_every_step(
     fake: FakeCreateOS, provider: CreateosProvider
 ) -> None:
     """One timeoutMs bounds the whole acquire; the sandbox is still deleted afterwards."""
-    fake.transitions = TransitionPolicy.after(60.0)
+    fake.transitions = TransitionPolicy.after(60.0).override(creating=Step(seconds=60, reads=1))
     env = make_env(fake, timeoutMs=2000)
     with pytest.raises(OperationTimeout):
         await provider.acquire_lease(env, run_id="r1")
@@ -142,10 +142,10 @@ async def test_acquire_deadline_covers_every_step(
 
 @pytest.mark.asyncio
 async def test_create_failure_has_nothing_to_clean_up(
-    fake: FakeCreateOS, provider: CreateosProvider, env: Environment, injector: Injector
+    fake: FakeCreateOS, provider: CreateosProvider, env: Environment
 ) -> None:
     """Without a sandbox id there is nothing to delete; the error propagates."""
-    injector.fail("create_sandbox", 0)
+    fail(fake, "create_sandbox", 0)
     with pytest.raises(CreateosError) as caught:
         await provider.acquire_lease(env, run_id="r1")
     assert str(caught.value) == "CreateOS connection failed."

@@ -9,12 +9,11 @@ import pytest
 
 from fake_server import TransitionPolicy
 from pytest_createos.provider import CreateosApiError, CreateosError
-from tests.provider.conftest import make_env, operations
+from tests.provider.conftest import fail, make_env, operations
 
 if TYPE_CHECKING:
     from fake_server import FakeCreateOS
     from pytest_createos.provider import CreateosProvider, Environment, ExecuteResult, Lease
-    from tests.provider.conftest import Injector
 
 
 @pytest.mark.asyncio
@@ -70,23 +69,23 @@ async def test_destroy_deletes_even_with_reuse(
 
 @pytest.mark.asyncio
 async def test_release_of_a_vanished_sandbox_is_quiet(
-    fake: FakeCreateOS, provider: CreateosProvider, reuse_env: Environment, injector: Injector
+    fake: FakeCreateOS, provider: CreateosProvider, reuse_env: Environment
 ) -> None:
     """Pausing a sandbox that is gone (404) is not an error: there is nothing to keep."""
     lease = await provider.acquire_lease(reuse_env, run_id="r1")
-    injector.fail("get_sandbox", 404)
+    fail(fake, "get_sandbox", 404)
     await provider.release_lease(reuse_env, lease.provider_lease_id, lease.metadata)
     assert "pause_sandbox" not in operations(fake)
 
 
 @pytest.mark.asyncio
 async def test_release_errors_propagate(
-    fake: FakeCreateOS, provider: CreateosProvider, reuse_env: Environment, injector: Injector
+    fake: FakeCreateOS, provider: CreateosProvider, reuse_env: Environment
 ) -> None:
     """A failed pause is reported, and the lease can be released again afterwards."""
     lease = await provider.acquire_lease(reuse_env, run_id="r1")
     assert lease.provider_lease_id is not None
-    injector.fail("pause_sandbox", 503)
+    fail(fake, "pause_sandbox", 503)
     with pytest.raises(CreateosApiError) as caught:
         await provider.release_lease(reuse_env, lease.provider_lease_id, lease.metadata)
     assert str(caught.value) == "CreateOS request failed (HTTP 503) during sandbox lifecycle."

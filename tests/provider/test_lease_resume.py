@@ -8,12 +8,11 @@ import pytest
 
 from fake_server import TransitionPolicy
 from pytest_createos.provider import CreateosApiError, CreateosCleanupError, CreateosError, Lease
-from tests.provider.conftest import make_env, operations
+from tests.provider.conftest import fail, make_env, operations
 
 if TYPE_CHECKING:
     from fake_server import FakeCreateOS
     from pytest_createos.provider import CreateosProvider, Environment
-    from tests.provider.conftest import Injector
 
 MARKER = "/paperclip-workspace/.paperclip-runtime/.paperclip-createos-lease"
 EXPIRED = Lease(provider_lease_id=None, metadata={"expired": True})
@@ -136,13 +135,12 @@ async def test_not_found_at_any_step_expires(
     fake: FakeCreateOS,
     provider: CreateosProvider,
     reuse_env: Environment,
-    injector: Injector,
     operation: str,
 ) -> None:
     """A 404 while reading, resuming or checking the marker means the sandbox is gone."""
     lease = await paused_lease(provider, reuse_env)
     assert lease.provider_lease_id is not None
-    injector.fail(operation, 404)
+    fail(fake, operation, 404)
     assert (
         await provider.resume_lease(reuse_env, lease.provider_lease_id, lease.metadata) == EXPIRED
     )
@@ -177,7 +175,6 @@ async def test_transient_errors_raise_and_never_delete(
     fake: FakeCreateOS,
     provider: CreateosProvider,
     reuse_env: Environment,
-    injector: Injector,
     operation: str,
     status: int,
     message: str,
@@ -185,7 +182,7 @@ async def test_transient_errors_raise_and_never_delete(
     """A transient failure is the host's to retry: the lease neither expires nor is deleted."""
     lease = await paused_lease(provider, reuse_env)
     assert lease.provider_lease_id is not None
-    injector.fail(operation, status)
+    fail(fake, operation, status)
     with pytest.raises(CreateosError) as caught:
         await provider.resume_lease(reuse_env, lease.provider_lease_id, lease.metadata)
     assert str(caught.value) == message
@@ -210,13 +207,13 @@ async def test_states_that_cannot_resume_raise(
 
 @pytest.mark.asyncio
 async def test_ambiguous_process_creation_blocks_reuse_until_destroy(
-    fake: FakeCreateOS, provider: CreateosProvider, reuse_env: Environment, injector: Injector
+    fake: FakeCreateOS, provider: CreateosProvider, reuse_env: Environment
 ) -> None:
     """After an unconfirmed process creation only destroy is allowed (spec guarantee 39)."""
     lease = await provider.acquire_lease(reuse_env, run_id="r1")
     lease_id = lease.provider_lease_id
     assert lease_id is not None
-    injector.fail("create_process", 502)
+    fail(fake, "create_process", 502)
     with pytest.raises(CreateosCleanupError) as caught:
         await provider.execute(reuse_env, lease, "/bin/echo", ["hi"])
     assert str(caught.value) == (
@@ -243,12 +240,12 @@ async def test_ambiguous_process_creation_blocks_reuse_until_destroy(
 
 @pytest.mark.asyncio
 async def test_api_error_status_is_exposed(
-    fake: FakeCreateOS, provider: CreateosProvider, env: Environment, injector: Injector
+    fake: FakeCreateOS, provider: CreateosProvider, env: Environment
 ) -> None:
     """Hosts can branch on ``status`` without parsing the message."""
     lease = await provider.acquire_lease(env, run_id="r1")
     assert lease.provider_lease_id is not None
-    injector.fail("get_sandbox", 503)
+    fail(fake, "get_sandbox", 503)
     with pytest.raises(CreateosApiError) as caught:
         await provider.resume_lease(env, lease.provider_lease_id, lease.metadata)
     assert (caught.value.status, caught.value.label) == (503, "sandbox lifecycle")

@@ -6,15 +6,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from fake_server import TransitionPolicy
+from fake_server import Step, TransitionPolicy
 from pytest_createos.provider import CreateosApiError, ProbeResult
-from tests.provider.conftest import make_env, operations
+from tests.provider.conftest import fail, make_env, operations
 
 if TYPE_CHECKING:
     from fake_server import FakeCreateOS
     from fake_server.runtime import CommandIO
     from pytest_createos.provider import CreateosProvider, Environment
-    from tests.provider.conftest import Injector
 
 
 @pytest.mark.asyncio
@@ -36,10 +35,10 @@ async def test_probe_succeeds_and_leaves_nothing_behind(
 
 @pytest.mark.asyncio
 async def test_probe_reports_creation_failure(
-    fake: FakeCreateOS, provider: CreateosProvider, env: Environment, injector: Injector
+    fake: FakeCreateOS, provider: CreateosProvider, env: Environment
 ) -> None:
     """Without a sandbox there is nothing to delete; the summary is the error message."""
-    injector.fail("create_sandbox", 402)
+    fail(fake, "create_sandbox", 402)
     result = await provider.probe(env)
     assert result == ProbeResult(
         ok=False, summary="CreateOS request failed (HTTP 402) during sandbox lifecycle."
@@ -49,10 +48,10 @@ async def test_probe_reports_creation_failure(
 
 @pytest.mark.asyncio
 async def test_probe_reports_command_failure_and_still_deletes(
-    fake: FakeCreateOS, provider: CreateosProvider, env: Environment, injector: Injector
+    fake: FakeCreateOS, provider: CreateosProvider, env: Environment
 ) -> None:
     """A failed command after creation is reported and the sandbox is deleted."""
-    injector.fail("create_process", 400)
+    fail(fake, "create_process", 400)
     result = await provider.probe(env)
     assert result == ProbeResult(
         ok=False, summary="CreateOS request failed (HTTP 400) during process creation."
@@ -89,7 +88,8 @@ async def test_probe_reports_config_errors_without_requests(
 @pytest.mark.asyncio
 async def test_probe_times_out_on_the_clock(fake: FakeCreateOS, provider: CreateosProvider) -> None:
     """A sandbox that never starts fails the probe after timeoutMs of clock time."""
-    fake.transitions = TransitionPolicy.after(3600.0)
+    # Answered ``creating`` at once, as older deployments did.
+    fake.transitions = TransitionPolicy.after(3600.0).override(creating=Step(seconds=3600, reads=1))
     result = await provider.probe(make_env(fake, timeoutMs=5000))
     assert result == ProbeResult(ok=False, summary="CreateOS operation timed out.")
     assert operations(fake)[-1] == "delete_sandbox"
@@ -97,10 +97,10 @@ async def test_probe_times_out_on_the_clock(fake: FakeCreateOS, provider: Create
 
 @pytest.mark.asyncio
 async def test_failed_delete_makes_the_probe_raise(
-    fake: FakeCreateOS, provider: CreateosProvider, env: Environment, injector: Injector
+    fake: FakeCreateOS, provider: CreateosProvider, env: Environment
 ) -> None:
     """A sandbox that may have leaked is never reported as a quiet success."""
-    injector.fail("delete_sandbox", 500)
+    fail(fake, "delete_sandbox", 500)
     with pytest.raises(CreateosApiError) as caught:
         await provider.probe(env)
     assert str(caught.value) == "CreateOS request failed (HTTP 500) during sandbox lifecycle."

@@ -8,15 +8,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fake_server import FakeCreateOS, TransitionPolicy
 from fake_server.http import ROUTES
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from fake_server import FakeCreateOS
 
 METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
 ODD_TEXT = st.text(
@@ -51,6 +49,15 @@ FIELDS = (
     "pty",
     "seconds",
     "disk_mib",
+    "auto_pause_after_seconds",
+    "disable_auto_pause",
+    "start_paused",
+    "ssh_pubkeys",
+    "keys",
+    "add_bytes",
+    "rows",
+    "cols",
+    "bandwidth_quota_bytes",
 )
 SAFE_CMDS = st.sampled_from(["true", "echo", "/bin/false", "zz-missing", "", "/", "\x00"])
 BODY_OBJECTS = st.dictionaries(
@@ -76,19 +83,6 @@ def _safe(cmd: object) -> bool:
     return not isinstance(cmd, str) or cmd in ("true", "echo", "/bin/false", "zz-missing", "")
 
 
-@pytest.fixture(name="fake", scope="module")
-def _fake() -> Iterator[FakeCreateOS]:
-    fake = FakeCreateOS(transitions=TransitionPolicy.immediate()).start()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture(name="http", scope="module")
-def _http(fake: FakeCreateOS) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=20) as c:
-        yield c
-
-
 def _prepare(http: httpx.Client) -> tuple[str, str]:
     sandbox_id = http.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}).json()["data"]["id"]
     http.get(f"/v1/sandboxes/{sandbox_id}")
@@ -102,7 +96,11 @@ def _prepare(http: httpx.Client) -> tuple[str, str]:
 def _check(fake: FakeCreateOS, response: httpx.Response) -> None:
     assert fake.errors == []
     if response.status_code == 501:
-        assert response.json()["code"] == "not_implemented_by_fake"
+        assert response.json()["data"]["code"] == "not_implemented_by_fake"
+        return
+    if response.status_code == 502:  # a preview URL with no server behind it
+        assert response.url.path.startswith("/_ingress/")
+        assert response.json()["data"]["code"] == "bad_gateway"
         return
     assert response.status_code < 500, response.text[:300]
     if response.status_code >= 400:
@@ -140,9 +138,16 @@ def test_known_routes_survive_garbage(
     body: bytes | None,
 ) -> None:
     sandbox_id, process_id = _prepare(http) if use_real_ids else (odd_id, odd_id)
-    path = route[1].replace("{sandbox_id}", sandbox_id).replace("{process_id}", process_id)
+    path = (
+        route[1]
+        .replace("{sandbox_id}", sandbox_id)
+        .replace("{process_id}", process_id)
+        .replace("{ip}", odd_id)
+        .replace("{port}", odd_id if not use_real_ids else "8080")
+        .replace("{tail:.*}", odd_id)
+    )
     response = http.request(
-        method or route[0],
+        method or route[0].replace("*", "GET"),
         path,
         params=query,
         content=body,

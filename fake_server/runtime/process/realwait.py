@@ -43,14 +43,17 @@ class RealWaits:
     def hold(self) -> Hold:
         return self.inner.hold()
 
-    def request_sent(self) -> None:
-        self.inner.request_sent()
+    def request_sent(self) -> str | None:
+        return self.inner.request_sent()
 
-    def request_arrived(self) -> bool:
-        return self.inner.request_arrived()
+    def request_arrived(self, exchange: str | None = None) -> bool:
+        return self.inner.request_arrived(exchange)
 
-    def response_sent(self) -> None:
-        self.inner.response_sent()
+    def response_sent(self, exchange: str | None = None, size: int = 0) -> None:
+        self.inner.response_sent(exchange, size)
 
-    def response_received(self) -> None:
-        self.inner.response_received()
+    def response_received(self, exchange: str | None = None, size: int = 0) -> None:
+        self.inner.response_received(exchange, size)
+
+    def exchange_closed(self, exchange: str | None = None) -> None:
+        self.inner.exchange_closed(exchange)

@@ -1,6 +1,7 @@
 """The fake's own control API under ``/_fake/``, for out-of-process and non-Python users.
 
-Routes (all need the ``X-Api-Key`` of any account; answers use the same JSend envelopes):
+Routes (all need the fake's control key in ``X-Fake-Control-Key``; answers use the same JSend
+envelopes):
 
 * ``POST /_fake/reset``: drop sandboxes, extra accounts, journal and errors; reseed.
 * ``GET /_fake/state``: accounts (ids, never keys) with their sandboxes and processes.
@@ -8,8 +9,8 @@ Routes (all need the ``X-Api-Key`` of any account; answers use the same JSend en
 * ``POST /_fake/clock/advance`` ``{"seconds": n}``: move a virtual clock forward.
 * ``PUT /_fake/transitions``: replace the transition policy (see ``parse_policy``).
 
-More routes (fault injection) register through ``fake.control_registrars``: callables that
-receive the app's router and add routes named ``fake_*``.
+The fault routes (``/_fake/faults...``) live in ``http.fault_control``; ``control_routes()``
+lists both.
 """
 
 from __future__ import annotations
@@ -21,30 +22,26 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from fake_server.http import wire
-from fake_server.http.keys import FAKE_KEY
+from fake_server.http.errors import ok
+from fake_server.http.fault_control import fault_routes
+from fake_server.http.keys import STATE_KEY, WORLD_KEY
+from fake_server.http.routes import CONTROL_PREFIX
 from fake_server.models import BadRequest, Conflict, Step, TransitionPolicy
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
 
-    from fake_server.server import FakeCreateOS
-
-    ControlRegistrar = Callable[[web.UrlDispatcher], None]
-
-__all__ = ["parse_policy", "register_control_routes"]
-
-
-def _ok(data: Mapping[str, Any]) -> web.Response:
-    return web.json_response(wire.success(data))
+__all__ = ["control_routes", "parse_policy"]
 
 
 async def reset(request: web.Request) -> web.Response:
-    request.app[FAKE_KEY].reset()
-    return _ok({"reset": True})
+    request.app[STATE_KEY].reset()
+    return ok({"reset": True})
 
 
 async def state(request: web.Request) -> web.Response:
-    fake = request.app[FAKE_KEY]
+    fake = request.app[STATE_KEY]
+    clock = fake.world.ctx.clock
     accounts = []
     for account in fake.world.accounts.values():
         account.whoami()  # settles transitions so the dump is current
@@ -60,34 +57,34 @@ async def state(request: web.Request) -> web.Response:
             for s in account.sandboxes.values()
         ]
         accounts.append({"user_id": account.id, "sandboxes": sandboxes})
-    return _ok({"accounts": accounts, "clock": fake.clock.now(), "errors": len(fake.errors)})
+    return ok({"accounts": accounts, "clock": clock.now(), "errors": len(fake.errors)})
 
 
 async def journal(request: web.Request) -> web.Response:
-    events = [dataclasses.asdict(e) for e in request.app[FAKE_KEY].journal.events]
-    return _ok({"events": events})
+    events = [dataclasses.asdict(e) for e in request.app[WORLD_KEY].ctx.journal.events]
+    return ok({"events": events})
 
 
 async def advance_clock(request: web.Request) -> web.Response:
-    fake = request.app[FAKE_KEY]
+    clock = request.app[WORLD_KEY].ctx.clock
     body = await wire.read_json(request)
     seconds = body.get("seconds")
     if isinstance(seconds, bool) or not isinstance(seconds, int | float):
         raise BadRequest("must be a number", field="seconds")
     if not math.isfinite(seconds) or not 0 <= seconds <= 10**9:
         raise BadRequest("must be between 0 and 1e9", field="seconds")
-    advance = getattr(fake.clock, "advance", None)
+    advance = getattr(clock, "advance", None)
     if advance is None:
         raise Conflict("the fake runs on a real clock", code="real_clock")
     advance(float(seconds))
-    return _ok({"now": fake.clock.now()})
+    return ok({"now": clock.now()})
 
 
 async def put_transitions(request: web.Request) -> web.Response:
-    fake = request.app[FAKE_KEY]
-    policy = parse_policy(await wire.read_json(request), fake.world.ctx.policy)
-    fake.world.ctx.policy = policy
-    return _ok(policy.to_dict())
+    ctx = request.app[WORLD_KEY].ctx
+    policy = parse_policy(await wire.read_json(request), ctx.policy)
+    ctx.policy = policy
+    return ok(policy.to_dict())
 
 
 def _number(value: object, field: str, *, integer: bool = False) -> float:
@@ -139,14 +136,14 @@ def parse_policy(body: Mapping[str, Any], current: TransitionPolicy) -> Transiti
     return policy
 
 
-def core_control_routes(router: web.UrlDispatcher) -> None:
-    router.add_post("/_fake/reset", reset, name="fake_reset")
-    router.add_get("/_fake/state", state, name="fake_state")
-    router.add_get("/_fake/journal", journal, name="fake_journal")
-    router.add_post("/_fake/clock/advance", advance_clock, name="fake_clock_advance")
-    router.add_put("/_fake/transitions", put_transitions, name="fake_transitions")
-
-
-def register_control_routes(app: web.Application, fake: FakeCreateOS) -> None:
-    for registrar in (core_control_routes, *fake.control_registrars):
-        registrar(app.router)
+def control_routes() -> list[web.RouteDef]:
+    """Every ``/_fake/...`` route; the route name (``fake_*``) is the journal's operation."""
+    p = CONTROL_PREFIX
+    return [
+        web.post(f"{p}/reset", reset, name="fake_reset"),
+        web.get(f"{p}/state", state, name="fake_state"),
+        web.get(f"{p}/journal", journal, name="fake_journal"),
+        web.post(f"{p}/clock/advance", advance_clock, name="fake_clock_advance"),
+        web.put(f"{p}/transitions", put_transitions, name="fake_transitions"),
+        *fault_routes(),
+    ]

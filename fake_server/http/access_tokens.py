@@ -1,0 +1,63 @@
+"""Handlers for a sandbox's access token: create, read, rotate, revoke."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from fake_server.http import wire
+from fake_server.http.keys import BACKEND_KEY
+
+if TYPE_CHECKING:
+    from fake_server.models.sandbox import AccessToken
+
+__all__ = [
+    "create_access_token",
+    "disable_access_token",
+    "get_access_token",
+    "rotate_access_token",
+]
+
+
+def _sid(request: web.Request) -> str:
+    return request.match_info["sandbox_id"]
+
+
+def _plaintext(token: AccessToken) -> web.Response:
+    """The only replies that carry the token itself."""
+    data: dict[str, Any] = {
+        "token": token.token,
+        "enabled": True,
+        "created_at": wire.iso(token.created_at),
+    }
+    if token.rotated_at is not None:
+        data["rotated_at"] = wire.iso(token.rotated_at)
+    return web.json_response(wire.success(data))
+
+
+def _metadata(token: AccessToken | None, *, enabled: bool) -> web.Response:
+    data: dict[str, Any] = {"enabled": enabled}
+    if token is not None:
+        data["token_hint"] = token.hint
+        data["created_at"] = wire.iso(token.created_at)
+        if token.rotated_at is not None:
+            data["rotated_at"] = wire.iso(token.rotated_at)
+    return web.json_response(wire.success(data))
+
+
+async def create_access_token(request: web.Request) -> web.Response:
+    return _plaintext(request[BACKEND_KEY].create_access_token(_sid(request)))
+
+
+async def get_access_token(request: web.Request) -> web.Response:
+    token = request[BACKEND_KEY].get_access_token(_sid(request))
+    return _metadata(token, enabled=token is not None)
+
+
+async def rotate_access_token(request: web.Request) -> web.Response:
+    return _plaintext(request[BACKEND_KEY].rotate_access_token(_sid(request)))
+
+
+async def disable_access_token(request: web.Request) -> web.Response:
+    return _metadata(request[BACKEND_KEY].disable_access_token(_sid(request)), enabled=False)

@@ -1,0 +1,111 @@
+"""Connections whose next request is partly received hold a virtual clock still.
+
+A client that does not report to the clock (curl, the official SDK, a raw socket) may send a
+request slowly, in pieces. From the moment a connection opens, or the first byte of a new
+request arrives, until the request reaches the fake's middleware (which then holds the clock
+busy), the request is provably in flight: the server holds the clock with a ``hold()``. A
+connection that closes first lets go. Body bytes of a request being served, or left over from
+one, do not count: the handler is busy, or done with them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
+
+if TYPE_CHECKING:
+    from fake_server.clock import Clock, Hold
+
+__all__ = ["WatchedRunner", "request_finished", "request_started"]
+
+
+class _WatchedHandler(RequestHandler):
+    """aiohttp's per-connection protocol, telling the clock when a request is on its way."""
+
+    def __init__(self, manager: web.Server, *, clock: Clock, **kwargs: Any) -> None:
+        super().__init__(manager, **kwargs)
+        self._clock = clock
+        self._receiving: Hold | None = None
+        self._serving = 0
+        self._payload: Any = None  # the body stream of the last request served
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._start_receiving()  # a new connection: its first request is on its way
+
+    def data_received(self, data: bytes) -> None:
+        if data and not self._serving and (self._payload is None or self._payload.is_eof()):
+            self._start_receiving()
+        super().data_received(data)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._stop_receiving()
+        super().connection_lost(exc)
+
+    def started(self, request: web.BaseRequest) -> None:
+        self._serving += 1
+        self._payload = request.content
+        self._stop_receiving()
+
+    def finished(self) -> None:
+        self._serving -= 1
+
+    def _start_receiving(self) -> None:
+        if self._receiving is None:
+            self._receiving = self._clock.hold()
+
+    def _stop_receiving(self) -> None:
+        receiving, self._receiving = self._receiving, None
+        if receiving is not None:
+            receiving.release()
+
+
+def request_started(request: web.BaseRequest) -> None:
+    """The middleware has the request (and holds the clock busy from here on)."""
+    protocol = request.protocol
+    if isinstance(protocol, _WatchedHandler):
+        protocol.started(request)
+
+
+def request_finished(request: web.BaseRequest) -> None:
+    protocol = request.protocol
+    if isinstance(protocol, _WatchedHandler):
+        protocol.finished()
+
+
+class _HandlerFactory:
+    """The protocol factory ``TCPSite`` gives the event loop: one watched handler a connection."""
+
+    def __init__(self, server: web.Server, clock: Clock, kwargs: dict[str, Any]) -> None:
+        self._server = server
+        self._clock = clock
+        self._kwargs = kwargs
+
+    def __call__(self) -> _WatchedHandler:
+        return _WatchedHandler(
+            self._server, clock=self._clock, loop=asyncio.get_running_loop(), **self._kwargs
+        )
+
+
+class WatchedRunner(web.AppRunner):
+    """An ``AppRunner`` whose connections report partly received requests to ``clock``.
+
+    ``handler_kwargs`` are the ``RequestHandler`` options also given to the runner.
+    """
+
+    def __init__(
+        self, app: web.Application, *, clock: Clock, handler_kwargs: dict[str, Any], **kwargs: Any
+    ) -> None:
+        super().__init__(app, **kwargs, **handler_kwargs)
+        self._clock = clock
+        self._handler_kwargs = handler_kwargs
+
+    @property
+    def server(self) -> Any:
+        server = super().server
+        if server is None:
+            return None
+        return _HandlerFactory(server, self._clock, self._handler_kwargs)

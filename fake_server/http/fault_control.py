@@ -1,0 +1,183 @@
+"""``/_fake/faults``: the fault API for non-Python users (curl, other languages, CI scripts).
+
+* ``GET /_fake/faults`` lists armed faults with their fire counts, the firings and the ids of
+  faults that were expected to fire but have not;
+* ``POST /_fake/faults`` arms one fault from a JSON spec (see ``fake_server.faults.spec``) or a
+  list of specs, answering 201 with the armed faults and their ids;
+* ``DELETE /_fake/faults`` disarms everything; ``DELETE /_fake/faults/{fault_id}`` one fault;
+* ``POST /_fake/faults/now`` applies an out-of-band action at once, e.g.
+  ``{"action": {"type": "set_status", "status": "failed"}, "sandbox_id": "sb-…"}``.
+
+Bad input answers a 400 ``fail`` envelope naming the field; nothing here raises a 500.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from fake_server.faults import (
+    Fault,
+    FaultFiring,
+    FaultSpecError,
+    OutOfBandAction,
+    TargetError,
+    UnknownTargetError,
+    action_from_json,
+    action_to_json,
+    fault_from_json,
+)
+from fake_server.http import wire
+from fake_server.http.errors import error_response, ok
+from fake_server.http.keys import STATE_KEY
+from fake_server.http.routes import CONTROL_PREFIX
+from fake_server.models import BadRequest, NotFound
+
+if TYPE_CHECKING:
+    from fake_server.faults import Faults
+
+__all__ = ["fault_routes", "fault_to_json", "firing_to_json"]
+
+_MAX_BODY = 256 * 1024
+_MAX_SPECS = 1000
+
+
+def _faults(request: web.Request) -> Faults:
+    return request.app[STATE_KEY].faults
+
+
+async def list_faults(request: web.Request) -> web.StreamResponse:
+    faults = _faults(request)
+    return ok(
+        {
+            "faults": [fault_to_json(faults, fault) for fault in faults.faults],
+            "fired": [firing_to_json(firing) for firing in faults.fired],
+            "unfired": [faults.fault_id(fault) for fault in faults.unfired()],
+        }
+    )
+
+
+async def add_faults(request: web.Request) -> web.StreamResponse:
+    faults = _faults(request)
+    body = await _json_body(request)
+    if isinstance(body, web.StreamResponse):
+        return body
+    specs = body if isinstance(body, list) else [body]
+    if len(specs) > _MAX_SPECS:
+        return _fail("body", f"at most {_MAX_SPECS} faults per request")
+    try:
+        built = [fault_from_json(spec) for spec in specs]
+    except FaultSpecError as exc:
+        return _fail(exc.field, exc.message)
+    for fault in built:
+        faults.add(fault)
+    armed = [fault_to_json(faults, fault) for fault in built]
+    return ok({"faults": armed} if isinstance(body, list) else armed[0], status=201)
+
+
+async def clear_faults(request: web.Request) -> web.StreamResponse:
+    faults = _faults(request)
+    count = len(faults.faults)
+    faults.clear()
+    return ok({"cleared": count})
+
+
+async def remove_fault(request: web.Request) -> web.StreamResponse:
+    faults = _faults(request)
+    wanted = request.match_info["fault_id"]
+    for fault in faults.faults:
+        if str(faults.fault_id(fault)) == wanted:
+            faults.remove(fault)
+            return ok({"removed": int(wanted)})
+    return error_response(NotFound("no armed fault has this id", code="fault_not_found"))
+
+
+async def apply_now(request: web.Request) -> web.StreamResponse:
+    body = await _json_body(request)
+    if isinstance(body, web.StreamResponse):
+        return body
+    if not isinstance(body, dict):
+        return _fail("body", "must be a JSON object")
+    try:
+        action = action_from_json(body.get("action"))
+    except FaultSpecError as exc:
+        return _fail(exc.field, exc.message)
+    if not isinstance(action, OutOfBandAction):
+        return _fail("action.type", "must be an out-of-band action")
+    return _apply_now(_faults(request), action, body)
+
+
+def fault_routes() -> list[web.RouteDef]:
+    """The ``/_fake/faults`` route definitions (``http.control`` serves them with the rest)."""
+    p = CONTROL_PREFIX
+    return [
+        web.get(f"{p}/faults", list_faults, name="fake_list_faults"),
+        web.post(f"{p}/faults", add_faults, name="fake_add_faults"),
+        web.delete(f"{p}/faults", clear_faults, name="fake_clear_faults"),
+        web.post(f"{p}/faults/now", apply_now, name="fake_apply_fault_now"),
+        web.delete(f"{p}/faults/{{fault_id}}", remove_fault, name="fake_remove_fault"),
+    ]
+
+
+def fault_to_json(faults: Faults, fault: Fault) -> dict[str, object]:
+    """One armed fault as the control API lists it, with its counters."""
+    return {
+        "id": faults.fault_id(fault),
+        "operation": fault.operation,
+        "action": action_to_json(fault.action),
+        "times": fault.times,
+        "after": fault.after,
+        "probability": fault.probability,
+        "sandbox_id": fault.sandbox_id,
+        "process_id": fault.process_id,
+        "account": fault.account,
+        "name": fault.name,
+        "expected": fault.expected,
+        "fired": faults.fire_count(fault),
+        "seen": faults.match_count(fault),
+    }
+
+
+def firing_to_json(firing: FaultFiring) -> dict[str, object]:
+    return {
+        "fault_id": firing.fault_id,
+        "operation": firing.operation,
+        "method": firing.method,
+        "path": firing.path,
+        "sandbox_id": firing.sandbox_id,
+        "process_id": firing.process_id,
+        "account": firing.account,
+        "at": firing.at,
+        "action": action_to_json(firing.fault.action),
+    }
+
+
+def _apply_now(faults: Faults, action: OutOfBandAction, body: dict[str, Any]) -> web.Response:
+    sandbox_id = body.get("sandbox_id") or getattr(action, "sandbox_id", None)
+    process_id = body.get("process_id") or getattr(action, "process_id", None)
+    if not isinstance(sandbox_id, str):
+        return _fail("sandbox_id", "required string")
+    if action.needs_process and not isinstance(process_id, str):
+        return _fail("process_id", "required string for this action")
+    try:
+        faults.apply_now(action, sandbox_id, process_id if isinstance(process_id, str) else None)
+    except UnknownTargetError:
+        return error_response(NotFound("no such sandbox or process", code="not_found"))
+    except TargetError as exc:
+        return _fail(f"action.{exc.field}", exc.message)
+    return ok({"applied": action_to_json(action)})
+
+
+async def _json_body(request: web.Request) -> object:
+    try:
+        raw = await wire.read_body(
+            request, _MAX_BODY, too_large=f"must be at most {_MAX_BODY} bytes"
+        )
+        return wire.decode_json(raw, invalid="must be valid JSON")
+    except BadRequest as exc:
+        return error_response(exc)
+
+
+def _fail(field: str, message: str) -> web.Response:
+    return error_response(BadRequest(message, field=field))

@@ -1,0 +1,250 @@
+"""Handlers for ``/v1/sandboxes/{id}/computer/...``: computer use on desktop sandboxes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from fake_server.http import wire
+from fake_server.http.keys import BACKEND_KEY
+from fake_server.models.desktop_render import screenshot as render_png
+from fake_server.models.errors import BadRequest
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from fake_server.models.desktop import Desktop, Screen, Window
+
+    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+__all__ = ["COMPUTER_ROUTES"]
+
+_INT_QUERY = ("x", "y", "width", "height")
+
+
+def _desktop(request: web.Request) -> tuple[Desktop, Screen]:
+    desktop: Desktop = request[BACKEND_KEY].resources.desktop(request.match_info["sandbox_id"])
+    return desktop, desktop.screen(request.query.get("screen_id") or None)
+
+
+def _ok(data: dict[str, Any] | None = None) -> web.Response:
+    return web.json_response(wire.success({"ok": True, **(data or {})}))
+
+
+def _json(data: dict[str, Any]) -> web.Response:
+    return web.json_response(wire.success(data))
+
+
+def window_json(window: Window) -> dict[str, Any]:
+    return {
+        "id": window.id,
+        "title": window.title,
+        "application": window.application,
+        "state": window.state,
+    }
+
+
+def geometry_json(window: Window) -> dict[str, Any]:
+    return {
+        "id": window.id,
+        "x": window.x,
+        "y": window.y,
+        "width": window.width,
+        "height": window.height,
+        "screen": window.screen,
+    }
+
+
+def screen_json(screen: Screen) -> dict[str, Any]:
+    return {
+        "screen_id": screen.id,
+        "display": screen.display,
+        "width": screen.width,
+        "height": screen.height,
+        "vnc_port": screen.vnc_port,
+        "novnc_port": screen.novnc_port,
+    }
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    return await wire.read_json(request, optional=True)
+
+
+async def get_screen(request: web.Request) -> web.Response:
+    _, screen = _desktop(request)
+    return _json({"width": screen.width, "height": screen.height})
+
+
+async def get_cursor(request: web.Request) -> web.Response:
+    _, screen = _desktop(request)
+    return _json({"x": screen.cursor[0], "y": screen.cursor[1]})
+
+
+async def get_clipboard(request: web.Request) -> web.Response:
+    desktop, _ = _desktop(request)
+    return _json({"text": desktop.clipboard})
+
+
+async def set_clipboard(request: web.Request) -> web.Response:
+    desktop, screen = _desktop(request)
+    text = (await _body(request)).get("text")
+    if not isinstance(text, str):
+        raise BadRequest("must be a string", field="text")
+    desktop.clipboard = text
+    desktop.record(screen, "clipboard", text=text)
+    return _ok()
+
+
+async def open_target(request: web.Request) -> web.Response:
+    desktop, screen = _desktop(request)
+    return _ok({"window": window_json(desktop.open(screen, await _body(request)))})
+
+
+async def launch_app(request: web.Request) -> web.Response:
+    desktop, screen = _desktop(request)
+    return _ok({"window": window_json(desktop.launch(screen, await _body(request)))})
+
+
+async def take_screenshot(request: web.Request) -> web.Response:
+    desktop, screen = _desktop(request)
+    values = {name: wire.query_int(request, name, -1) for name in _INT_QUERY}
+    region = None
+    if any(value >= 0 for value in values.values()):
+        x, y = max(values["x"], 0), max(values["y"], 0)
+        width = values["width"] if values["width"] > 0 else screen.width - x
+        height = values["height"] if values["height"] > 0 else screen.height - y
+        region = (x, y, width, height)
+    png = render_png(desktop, screen, region=region, window_id=request.query.get("window_id", ""))
+    return web.Response(body=png, content_type="image/png")
+
+
+def _input(action: Callable[[Desktop, Screen, dict[str, Any]], object]) -> Handler:
+    async def handler(request: web.Request) -> web.Response:
+        desktop, screen = _desktop(request)
+        action(desktop, screen, await _body(request))
+        return _ok()
+
+    return handler
+
+
+async def list_windows(request: web.Request) -> web.Response:
+    desktop, screen = _desktop(request)
+    windows = desktop.listing(screen, request.query.get("application", ""))
+    return _json({"data": [window_json(w) for w in windows]})
+
+
+async def current_window(request: web.Request) -> web.Response:
+    desktop, screen = _desktop(request)
+    window = desktop.focused(screen)
+    if window is None:
+        from fake_server.models.errors import NotFound
+
+        raise NotFound("no window has the focus", code="window_not_found")
+    return _json(window_json(window))
+
+
+async def get_window(request: web.Request) -> web.Response:
+    desktop, screen = _desktop(request)
+    return _json(window_json(desktop.window(screen, request.match_info["window_id"])))
+
+
+async def window_geometry(request: web.Request) -> web.Response:
+    desktop, screen = _desktop(request)
+    return _json(geometry_json(desktop.window(screen, request.match_info["window_id"])))
+
+
+def _window_action(action: str) -> Handler:
+    async def handler(request: web.Request) -> web.Response:
+        desktop, screen = _desktop(request)
+        body = await _body(request)
+        window = desktop.act(screen, request.match_info["window_id"], action, body)
+        return _ok({"window": geometry_json(window)})
+
+    return handler
+
+
+async def list_screens(request: web.Request) -> web.Response:
+    desktop, _ = _desktop(request)
+    return _json({"data": [screen_json(s) for s in desktop.screens.values()]})
+
+
+async def create_screen(request: web.Request) -> web.Response:
+    desktop, _ = _desktop(request)
+    screen = desktop.create_screen(await _body(request))
+    return web.json_response(wire.success(screen_json(screen)), status=201)
+
+
+def _screen_of(request: web.Request) -> tuple[Desktop, str]:
+    desktop, _ = _desktop(request)
+    return desktop, request.match_info["screen_id"]
+
+
+async def get_screen_by_id(request: web.Request) -> web.Response:
+    desktop, screen_id = _screen_of(request)
+    return _json(screen_json(desktop.screen(screen_id)))
+
+
+async def connect_screen(request: web.Request) -> web.Response:
+    desktop, screen_id = _screen_of(request)
+    data = desktop.connection(screen_id)
+    return _json({**data, "expires_at": wire.iso(data["expires_at"])})
+
+
+async def resize_screen(request: web.Request) -> web.Response:
+    desktop, screen_id = _screen_of(request)
+    return _json(screen_json(desktop.resize_screen(screen_id, await _body(request))))
+
+
+async def delete_screen(request: web.Request) -> web.Response:
+    desktop, screen_id = _screen_of(request)
+    desktop.delete_screen(screen_id)
+    return _ok()
+
+
+_C = "/v1/sandboxes/{sandbox_id}/computer"
+_W = _C + "/windows/{window_id}"
+_S = _C + "/screens/{screen_id}"
+
+
+def _keys(kind: str) -> Callable[[Desktop, Screen, dict[str, Any]], None]:
+    return lambda d, s, b: d.keys(s, b, kind)
+
+
+#: ``(method, path, operation, handler)`` of the 34 computer-use routes.
+COMPUTER_ROUTES: tuple[tuple[str, str, str, Handler], ...] = (
+    ("GET", _C + "/screen", "computer_screen", get_screen),
+    ("GET", _C + "/cursor", "computer_cursor", get_cursor),
+    ("GET", _C + "/clipboard", "computer_get_clipboard", get_clipboard),
+    ("PUT", _C + "/clipboard", "computer_set_clipboard", set_clipboard),
+    ("POST", _C + "/open", "computer_open", open_target),
+    ("POST", _C + "/launch", "computer_launch", launch_app),
+    ("GET", _C + "/screenshot", "computer_screenshot", take_screenshot),
+    ("POST", _C + "/mouse/move", "mouse_move", _input(lambda d, s, b: d.move(s, b))),
+    ("POST", _C + "/mouse/click", "mouse_click", _input(lambda d, s, b: d.click(s, b))),
+    ("POST", _C + "/mouse/scroll", "mouse_scroll", _input(lambda d, s, b: d.scroll(s, b))),
+    ("POST", _C + "/mouse/drag", "mouse_drag", _input(lambda d, s, b: d.drag(s, b))),
+    ("POST", _C + "/mouse/down", "mouse_down", _input(lambda d, s, b: d.button(s, b, down=True))),
+    ("POST", _C + "/mouse/up", "mouse_up", _input(lambda d, s, b: d.button(s, b, down=False))),
+    ("POST", _C + "/keyboard/type", "keyboard_type", _input(lambda d, s, b: d.type(s, b))),
+    ("POST", _C + "/keyboard/press", "keyboard_press", _input(_keys("key_press"))),
+    ("POST", _C + "/keyboard/down", "keyboard_down", _input(_keys("key_down"))),
+    ("POST", _C + "/keyboard/up", "keyboard_up", _input(_keys("key_up"))),
+    ("GET", _C + "/windows", "list_windows", list_windows),
+    ("GET", _C + "/windows/current", "current_window", current_window),
+    ("GET", _W, "get_window", get_window),
+    ("GET", _W + "/geometry", "window_geometry", window_geometry),
+    ("POST", _W + "/focus", "focus_window", _window_action("focus")),
+    ("POST", _W + "/move", "move_window", _window_action("move")),
+    ("POST", _W + "/resize", "resize_window", _window_action("resize")),
+    ("POST", _W + "/maximize", "maximize_window", _window_action("maximize")),
+    ("POST", _W + "/minimize", "minimize_window", _window_action("minimize")),
+    ("POST", _W + "/restore", "restore_window", _window_action("restore")),
+    ("DELETE", _W, "close_window", _window_action("close")),
+    ("GET", _C + "/screens", "list_screens", list_screens),
+    ("POST", _C + "/screens", "create_screen", create_screen),
+    ("GET", _S, "get_screen", get_screen_by_id),
+    ("GET", _S + "/connect", "connect_screen", connect_screen),
+    ("POST", _S + "/resize", "resize_screen", resize_screen),
+    ("DELETE", _S, "delete_screen", delete_screen),
+)

@@ -1,0 +1,185 @@
+"""Handlers for a sandbox's settings: PATCH, fork, resize, SSH keys, egress, bandwidth,
+lookup by IP, the host list and preview URLs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from fake_server.http import wire
+from fake_server.http.keys import BACKEND_KEY, WORLD_KEY
+from fake_server.http.sandboxes import POLL_AFTER, origin
+from fake_server.models import BadRequest
+from fake_server.models.admin_ops import ForkSpec, SandboxPatch
+from fake_server.models.ingress import preview
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from fake_server.models import Sandbox
+
+__all__ = [
+    "add_ssh_pubkeys",
+    "fork_sandbox",
+    "get_bandwidth",
+    "get_egress",
+    "get_sandbox_by_ip",
+    "ingress",
+    "list_hosts",
+    "recharge_bandwidth",
+    "resize_process",
+    "resize_sandbox",
+    "set_egress",
+    "update_sandbox",
+]
+
+
+def _sid(request: web.Request) -> str:
+    return request.match_info["sandbox_id"]
+
+
+def _ok(data: Mapping[str, Any], status: int = 200, **headers: str) -> web.Response:
+    return web.json_response(wire.success(data), status=status, headers=headers or None)
+
+
+def _opt_bool(body: Mapping[str, Any], name: str) -> bool | None:
+    value = body.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise BadRequest("must be a boolean", field=name)
+    return value
+
+
+def _opt_list(body: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
+    return None if body.get(name) is None else wire.str_list(body, name)
+
+
+def _required_int(body: Mapping[str, Any], name: str) -> int:
+    value = wire.opt_int(body, name)
+    if value is None:
+        raise BadRequest("is required", field=name)
+    return value
+
+
+async def update_sandbox(request: web.Request) -> web.Response:
+    body = await wire.read_json(request)
+    known = {"ingress_enabled", "auto_pause_after_seconds", "disable_auto_pause"}
+    if not known & body.keys():
+        raise BadRequest("must set ingress_enabled or auto-pause", field="body")
+    patch = SandboxPatch(
+        ingress_enabled=_opt_bool(body, "ingress_enabled"),
+        auto_pause_after_seconds=wire.opt_int(body, "auto_pause_after_seconds"),
+        disable_auto_pause=bool(_opt_bool(body, "disable_auto_pause")),
+    )
+    sandbox = request[BACKEND_KEY].update_sandbox(_sid(request), patch)
+    return _ok(wire.sandbox_json(sandbox, origin(request)))
+
+
+async def fork_sandbox(request: web.Request) -> web.Response:
+    body = await wire.read_json(request, optional=True)
+    envs = body.get("envs")
+    spec = ForkSpec(
+        start_paused=bool(_opt_bool(body, "start_paused")),
+        ssh_pubkeys=_opt_list(body, "ssh_pubkeys"),
+        egress=_opt_list(body, "egress"),
+        ingress_enabled=_opt_bool(body, "ingress_enabled"),
+        envs=None if envs is None else wire.str_map(body, "envs"),
+        bandwidth_quota_bytes=wire.opt_int(body, "bandwidth_quota_bytes"),
+    )
+    child = request[BACKEND_KEY].fork_sandbox(_sid(request), spec)
+    data = wire.sandbox_json(child, origin(request))
+    if child.status == "forking":
+        return _ok(data, 202, **{"X-Poll-After": POLL_AFTER})
+    return _ok(data)
+
+
+async def resize_sandbox(request: web.Request) -> web.Response:
+    disk_mib = _required_int(await wire.read_json(request), "disk_mib")
+    sandbox = request[BACKEND_KEY].resize_sandbox(_sid(request), disk_mib)
+    return _ok({"id": sandbox.id, "disk_mib": sandbox.disk_mib})
+
+
+async def add_ssh_pubkeys(request: web.Request) -> web.Response:
+    body = await wire.read_json(request)
+    if body.get("keys") is None:
+        raise BadRequest("is required", field="keys")
+    sandbox = request[BACKEND_KEY].add_ssh_pubkeys(_sid(request), wire.str_list(body, "keys"))
+    return _ok({"id": sandbox.id, "count": len(sandbox.ssh_pubkeys)})
+
+
+def _egress(sandbox: Sandbox) -> dict[str, Any]:
+    return {"id": sandbox.id, "egress": list(sandbox.egress)}
+
+
+async def get_egress(request: web.Request) -> web.Response:
+    return _ok(_egress(request[BACKEND_KEY].get_egress(_sid(request))))
+
+
+async def set_egress(request: web.Request) -> web.Response:
+    body = await wire.read_json(request)
+    if body.get("egress") is None:
+        raise BadRequest("is required", field="egress")
+    rules = wire.str_list(body, "egress")
+    return _ok(_egress(request[BACKEND_KEY].set_egress(_sid(request), rules)))
+
+
+def _bandwidth(sandbox: Sandbox) -> dict[str, Any]:
+    b = sandbox.bandwidth
+    return {
+        "id": sandbox.id,
+        "quota_bytes": b.quota_bytes,
+        "used_bytes": b.used_bytes,
+        "ingress_bytes": b.ingress_bytes,
+        "remaining_bytes": b.remaining_bytes,
+        "capped": b.capped,
+    }
+
+
+async def get_bandwidth(request: web.Request) -> web.Response:
+    return _ok(_bandwidth(request[BACKEND_KEY].get_bandwidth(_sid(request))))
+
+
+async def recharge_bandwidth(request: web.Request) -> web.Response:
+    add_bytes = _required_int(await wire.read_json(request), "add_bytes")
+    return _ok(_bandwidth(request[BACKEND_KEY].recharge_bandwidth(_sid(request), add_bytes)))
+
+
+async def get_sandbox_by_ip(request: web.Request) -> web.Response:
+    sandbox = request[BACKEND_KEY].sandbox_by_ip(request.match_info["ip"])
+    return _ok(wire.sandbox_json(sandbox, origin(request)))
+
+
+async def list_hosts(request: web.Request) -> web.Response:
+    hosts = request[BACKEND_KEY].hosts()
+    limit = wire.query_int(request, "limit", 50)
+    offset = wire.query_int(request, "offset", 0)
+    if not 1 <= limit <= 500:
+        raise BadRequest("must be between 1 and 500", field="limit")
+    page = hosts[offset : offset + limit]
+    data = [
+        {
+            "id": h.id,
+            "status": h.status,
+            "region": h.region,
+            "free_mib": h.free_mib,
+            "vm_count": h.vm_count,
+            "rootfses": list(h.rootfses),
+        }
+        for h in page
+    ]
+    pagination = {"total": len(hosts), "limit": limit, "offset": offset, "count": len(page)}
+    return _ok({"data": data, "pagination": pagination})
+
+
+async def ingress(request: web.Request) -> web.Response:
+    """A preview URL; public (no API key), as in the service."""
+    preview(request.app[WORLD_KEY], _sid(request), request.match_info["port"])
+
+
+async def resize_process(request: web.Request) -> web.Response:
+    """A PTY's window size (``POST …/processes/{id}/resize`` with ``rows`` and ``cols``)."""
+    body = await wire.read_json(request)
+    rows, cols = _required_int(body, "rows"), _required_int(body, "cols")
+    ids = _sid(request), request.match_info["process_id"]
+    process = request[BACKEND_KEY].resize_process(*ids, rows, cols)
+    return _ok(wire.process_json(process))

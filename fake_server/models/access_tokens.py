@@ -1,0 +1,50 @@
+"""Sandbox access tokens: one delegated credential per sandbox, scoped to that sandbox.
+
+The plaintext is returned only by create and rotate; reads show a hint. A request that
+authenticates with a token acts as the sandbox's account, limited to that sandbox.
+"""
+
+from __future__ import annotations
+
+from fake_server.models.base import AccountBase
+from fake_server.models.errors import Conflict, NotFound
+from fake_server.models.sandbox import AccessToken, Sandbox
+
+__all__ = ["AccessToken", "TokenOps"]
+
+
+class TokenOps(AccountBase):
+    """Account operations on a sandbox's access token (mixed into ``Account``)."""
+
+    def create_access_token(self, sandbox_id: str) -> AccessToken:
+        sandbox = self._sandbox(sandbox_id)
+        _alive(sandbox)
+        if sandbox.access_token is not None:
+            raise Conflict("sandbox already has an access token; rotate it", code="token_exists")
+        sandbox.access_token = AccessToken(sandbox.ctx.ids.access_token(), sandbox.clock.time())
+        return sandbox.access_token
+
+    def get_access_token(self, sandbox_id: str) -> AccessToken | None:
+        return self._sandbox(sandbox_id).access_token
+
+    def rotate_access_token(self, sandbox_id: str) -> AccessToken:
+        sandbox = self._sandbox(sandbox_id)
+        _alive(sandbox)
+        current = sandbox.access_token
+        if current is None:
+            raise NotFound("sandbox has no access token", code="token_not_found")
+        sandbox.access_token = AccessToken(
+            sandbox.ctx.ids.access_token(), current.created_at, rotated_at=sandbox.clock.time()
+        )
+        return sandbox.access_token
+
+    def disable_access_token(self, sandbox_id: str) -> AccessToken | None:
+        """Revoke the token; the last state is returned (``None``: there was none)."""
+        sandbox = self._sandbox(sandbox_id)
+        token, sandbox.access_token = sandbox.access_token, None
+        return token
+
+
+def _alive(sandbox: Sandbox) -> None:
+    if sandbox.status in ("destroying", "destroyed"):
+        raise Conflict(f"sandbox is {sandbox.status}", code="invalid_state")

@@ -1,0 +1,100 @@
+"""What the account resources (networks, disks, templates, desktops) share: per-fake settings,
+the two errors only they raise, name rules and paging."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from fake_server.models.errors import ApiError, BadRequest
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    import bashkit
+
+__all__ = [
+    "NAME_RULE",
+    "Forbidden",
+    "Host",
+    "ResourceSettings",
+    "ServiceUnavailable",
+    "check_name",
+    "page",
+]
+
+NAME_RULE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+MAX_LIMIT = 500
+
+_T = TypeVar("_T")
+
+
+class Forbidden(ApiError):
+    """403: the key authenticated but may not do this (the SDKs' ``PermissionError``: quotas)."""
+
+    status = 403
+    default_code = "quota_exceeded"
+
+
+class ServiceUnavailable(ApiError):
+    """503: a part of the control plane the operator has not set up."""
+
+    status = 503
+    default_code = "service_unavailable"
+
+
+@dataclass(frozen=True, slots=True)
+class Host:
+    """A placement target ``host_id`` may name; ``labels`` are what ``node_selector`` matches."""
+
+    id: str
+    region: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+def _hosts() -> dict[str, Host]:
+    return {
+        "host-eu-1": Host("host-eu-1", "eu", {"region": "eu", "arch": "amd64", "tier": "standard"}),
+        "host-us-1": Host("host-us-1", "us", {"region": "us", "arch": "amd64", "tier": "standard"}),
+    }
+
+
+@dataclass(slots=True)
+class ResourceSettings:
+    """Per-fake knobs for the account resources; tests change them on ``fake.resources``."""
+
+    #: Per-account quotas (a create beyond them is 403 ``quota_exceeded``).
+    max_networks: int = 10
+    max_disks: int = 20
+    max_templates: int = 10
+    #: ``False`` makes every disk route answer 503 "disks API not configured".
+    disks_configured: bool = True
+    #: Fake seconds a template build waits ``pending``, and each Dockerfile step takes.
+    template_pending_seconds: float = 1.0
+    template_step_seconds: float = 0.5
+    #: Placement targets for ``host_id`` and ``node_selector``.
+    hosts: dict[str, Host] = field(default_factory=_hosts)
+    #: Bucket contents by ``(endpoint, bucket, sub_path)``: they outlive disk registrations,
+    #: as a real bucket outlives its registration.
+    buckets: dict[tuple[str, str, str], bashkit.FileSystem] = field(default_factory=dict)
+
+    DISKS_OFF: ClassVar[str] = "disks API not configured"
+
+
+def check_name(value: Any, field_name: str = "name") -> str:
+    if not isinstance(value, str) or not value:
+        raise BadRequest("is required", field=field_name)
+    if not NAME_RULE.match(value):
+        raise BadRequest("must match ^[a-z0-9][a-z0-9-]{0,62}$", field=field_name)
+    return value
+
+
+def page(items: Sequence[_T], limit: int, offset: int) -> tuple[list[_T], dict[str, int]]:
+    """One page and its ``pagination`` object (the list envelope every list route uses)."""
+    if not 1 <= limit <= MAX_LIMIT:
+        raise BadRequest(f"must be between 1 and {MAX_LIMIT}", field="limit")
+    if offset < 0:
+        raise BadRequest("must be >= 0", field="offset")
+    chunk = list(items[offset : offset + limit])
+    return chunk, {"total": len(items), "limit": limit, "offset": offset, "count": len(chunk)}

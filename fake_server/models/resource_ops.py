@@ -1,0 +1,66 @@
+"""Operation names of the account-resource routes (networks, disks, templates, computer use),
+as the journal and fault rules name them; ``http.resources_routes`` serves exactly these."""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["RESOURCE_OPERATIONS"]
+
+RESOURCE_OPERATIONS: Final = frozenset(
+    {
+        "list_networks",
+        "create_network",
+        "get_network",
+        "delete_network",
+        "attach_network",
+        "detach_network",
+        "list_disks",
+        "create_disk",
+        "get_disk",
+        "delete_disk",
+        "rotate_disk_credentials",
+        "list_sandbox_disks",
+        "attach_disk",
+        "detach_disk",
+        "list_templates",
+        "create_template",
+        "get_template",
+        "delete_template",
+        "template_logs",
+        "computer_screen",
+        "computer_cursor",
+        "computer_get_clipboard",
+        "computer_set_clipboard",
+        "computer_open",
+        "computer_launch",
+        "computer_screenshot",
+        "mouse_move",
+        "mouse_click",
+        "mouse_scroll",
+        "mouse_drag",
+        "mouse_down",
+        "mouse_up",
+        "keyboard_type",
+        "keyboard_press",
+        "keyboard_down",
+        "keyboard_up",
+        "list_windows",
+        "current_window",
+        "get_window",
+        "window_geometry",
+        "focus_window",
+        "move_window",
+        "resize_window",
+        "maximize_window",
+        "minimize_window",
+        "restore_window",
+        "close_window",
+        "list_screens",
+        "create_screen",
+        "get_screen",
+        "connect_screen",
+        "resize_screen",
+        "delete_screen",
+    }
+)

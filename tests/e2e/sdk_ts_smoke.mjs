@@ -1,0 +1,66 @@
+// The official TypeScript SDK's client and sandbox methods against the fake.
+// Usage: CREATEOS_SANDBOX_BASE_URL=... CREATEOS_API_KEY=... node sdk_ts_smoke.mjs
+// (with @nodeops-createos/sandbox resolvable, e.g. NODE_PATH=<dir>/node_modules).
+import assert from "node:assert/strict";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+// The package is ESM-only with an `exports` map; load its entry from NODE_PATH directly.
+const entry = path.join(process.env.NODE_PATH ?? "node_modules", "@nodeops-createos/sandbox/dist/index.js");
+const sdk = await import(pathToFileURL(entry).href);
+const client = new sdk.CreateosSandboxClient({
+  apiKey: process.env.CREATEOS_API_KEY,
+  baseUrl: process.env.CREATEOS_SANDBOX_BASE_URL,
+});
+const checked = [];
+const check = (name) => checked.push(name);
+
+assert.equal((await client.healthz()).up, true); check("healthz");
+assert.equal((await client.readyz()).ready, true); check("readyz");
+assert.ok((await client.whoami()).user_id.startsWith("usr-")); check("whoami");
+assert.ok((await client.listShapes()).some((s) => s.id === "s-1vcpu-1gb")); check("listShapes");
+assert.equal((await client.listRootfs()).default, "devbox:1"); check("listRootfs");
+assert.equal((await client.listHosts()).length, 2); check("listHosts");
+
+const box = await client.createSandbox({ shape: "s-1vcpu-1gb", rootfs: "devbox:1" });
+assert.equal(box.status, "running"); check("createSandbox");
+assert.equal((await client.getSandbox(box.id)).id, box.id); check("getSandbox");
+assert.equal((await client.getSandboxByIP(box.ip)).id, box.id); check("getSandboxByIP");
+assert.ok((await client.listSandboxes()).some((s) => s.id === box.id)); check("listSandboxes");
+await box.refresh(); check("refresh");
+assert.equal(box.data.paused_at, undefined);
+assert.equal((await box.runCommand("echo", ["hi"])).result.stdout, "hi\n"); check("runCommand");
+const events = [];
+for await (const e of box.streamCommand("bash", ["-c", "echo s; exit 2"])) events.push(e);
+assert.ok(events.length > 0); check("streamCommand");
+await box.files.upload("/root/seed.txt", "seed\n"); check("files.upload");
+const bytes = new TextDecoder().decode(await box.files.download("/root/seed.txt"));
+assert.equal(bytes, "seed\n"); check("files.download");
+assert.equal((await box.resize(20480)).disk_mib, 20480); check("resize");
+await box.setIngress(true); check("setIngress");
+assert.ok(box.previewUrl(8080).includes(`/_ingress/${box.id}/8080/`)); check("previewUrl");
+await box.setAutoPause(600); check("setAutoPause");
+assert.equal(box.data.auto_pause_after_seconds, 600);
+const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyMaterial user@host";
+assert.equal((await box.addSSHPubkeys([key])).count, 1); check("addSSHPubkeys");
+assert.deepEqual((await box.setEgress(["pypi.org"])).egress, ["pypi.org"]); check("setEgress");
+assert.deepEqual((await box.getEgress()).egress, ["pypi.org"]); check("getEgress");
+const bw = await box.getBandwidth(); check("getBandwidth");
+assert.equal((await box.rechargeBandwidth(10)).quota_bytes, bw.quota_bytes + 10); check("rechargeBandwidth");
+await box.pause(); await box.waitUntilPaused(); check("pause"); check("waitUntilPaused");
+const fork = await box.fork({ start_paused: true }); check("fork");
+await fork.waitUntilPaused();
+assert.equal(fork.data.forked_from, box.id);
+await fork.resume(); await fork.waitUntilRunning(); check("resume"); check("waitUntilRunning");
+assert.equal((await fork.runCommand("cat", ["/root/seed.txt"])).result.stdout, "seed\n");
+try {
+  await box.attachNetwork("net-1");
+  assert.fail("attachNetwork should be 501");
+} catch (err) {
+  assert.equal(err.status ?? err.statusCode, 501);
+  assert.ok(err.message.includes("not implemented by the CreateOS fake"));
+  assert.ok(err.requestId.startsWith("req-"));
+}
+await fork.destroy(); await box.destroy(); check("destroy");
+await box.waitUntilDestroyed(); check("waitUntilDestroyed");
+console.log(JSON.stringify({ ok: true, checked }));

@@ -1,0 +1,134 @@
+"""The fake's import graph: no circle, and no import from a lower layer to a higher one.
+
+Read from the source with ``ast`` (imports under ``TYPE_CHECKING`` count too: a circle there
+is still a circle for whoever reads the code), so the check needs nothing imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "fake_server"
+
+#: Layers that must not reach up: the pure models, the runtime and the clock never import the
+#: HTTP layer, the server or the fault layer's HTTP adapter.
+LOWER = ("fake_server.models", "fake_server.runtime", "fake_server.clock", "fake_server.faults")
+HIGHER = ("fake_server.http", "fake_server.server", "fake_server.__main__")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The project modules ``name`` imports (``from pkg import mod`` names the module)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                targets.add(full if full in modules else base)
+    return {t for t in targets if t in modules and t != name}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def _under(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_fake_has_no_import_circle() -> None:
+    assert _circles(_graph()) == []
+
+
+def test_lower_layers_never_import_higher_ones() -> None:
+    upward = [
+        f"{source} -> {target}"
+        for source, targets in sorted(_graph().items())
+        if _under(source, LOWER)
+        for target in sorted(targets)
+        if _under(target, HIGHER)
+    ]
+    assert upward == []
+
+
+def test_the_check_sees_a_circle_and_an_upward_import() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}
+    assert _circles(graph) == [["a", "b", "c"]]
+    assert _under("fake_server.models.account", LOWER)
+    assert _under("fake_server.http.app", HIGHER)
+    assert "fake_server.http.keys" in _graph()["fake_server.http.app"]
+
+
+@pytest.mark.parametrize("module", ["fake_server.models", "fake_server.runtime"])
+def test_pure_layers_do_not_import_aiohttp(module: str) -> None:
+    for name, path in _modules().items():
+        if _under(name, (module,)):
+            tree = ast.parse(path.read_text())
+            roots = {
+                alias.name.split(".")[0]
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Import)
+                for alias in n.names
+            }
+            roots |= {
+                (n.module or "").split(".")[0]
+                for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom)
+            }
+            assert "aiohttp" not in roots, name
