@@ -282,3 +282,33 @@ async def test_a_pty_on_the_process_runtime_is_a_clear_501(
         "the fake's process runtime has no PTY support yet; "
         "create this sandbox on the bashkit runtime for a PTY"
     )
+
+
+async def test_disks_on_the_process_runtime_are_a_clear_409_and_leave_nothing(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    disk = await client.post(
+        "/v1/disks",
+        json={
+            "name": "data",
+            "config": {"bucket": "b", "endpoint": "https://s3.example.test"},
+            "credentials": {"access_key": "a", "secret_key": "s"},
+        },
+    )
+    assert disk.status_code in (200, 201), disk.text
+    disk_id = disk.json()["data"]["id"]
+    expected = (
+        "disks need the bashkit runtime; this sandbox runs the process runtime (real programs "
+        "see a host directory, where a disk bucket cannot be mounted)"
+    )
+    mount = {"disk_id": disk_id, "mount_path": "/mnt/data"}
+    created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "disks": [mount]})
+    refusal = {"code": "runtime_unsupported", "message": expected}
+    assert (created.status_code, created.json()["data"]) == (409, refusal)
+    assert fake.sandboxes() == []
+    sandbox_id = await make_sandbox()
+    attached = await client.post(f"/v1/sandboxes/{sandbox_id}/disks", json=mount)
+    assert (attached.status_code, attached.json()["data"]) == (409, refusal)
+    listed = await client.get(f"/v1/sandboxes/{sandbox_id}/disks")
+    assert listed.json()["data"]["data"] == []
+    assert (await run(client, sandbox_id, cmd="/bin/true"))["exit_code"] == 0
