@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from fake_server.clock import RealClock
 from fake_server.http.routes import CONTROL_KEY_HEADER
 from fake_server.models import TransitionPolicy
+from fake_server.runtime.api import RuntimeUnavailable
 from fake_server.serve_http import allowed_hosts, host_guard, request_log
 from fake_server.server import FakeCreateOS
 
@@ -113,6 +114,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep the newest N journal events (a server may run for days), or 'off'",
     )
     serve.add_argument(
+        "--runtime",
+        choices=("auto", "process", "bashkit"),
+        default="auto",
+        help="what runs in sandboxes: real programs under bubblewrap (process), the in-memory "
+        "bashkit shell, or auto: process where bubblewrap runs here, else bashkit",
+    )
+    serve.add_argument(
         "--allow-host",
         type=_host_name,
         action="append",
@@ -131,6 +139,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _runtime(choice: str) -> tuple[str, str]:
+    """The runtime to serve with and the line that says so."""
+    from fake_server.runtime.process.bwrap import require_bwrap
+
+    if choice != "auto":
+        return choice, f"runtime: {choice}"
+    try:
+        require_bwrap()
+    except RuntimeUnavailable as exc:
+        return "bashkit", f"runtime: bashkit ({str(exc).split('. ')[0]})"
+    return "process", "runtime: process"
+
+
 def serve_key(api_key: str | None, seed: int | None) -> str | None:
     """The key to serve with; ``None`` lets the fake derive it from the seed.
 
@@ -142,12 +163,16 @@ def serve_key(api_key: str | None, seed: int | None) -> str | None:
     return api_key
 
 
-def connection_help(fake: FakeCreateOS) -> str:
-    """What to paste to point a client at ``fake``: SDK variables, provider config, header."""
+def connection_help(fake: FakeCreateOS, runtime_line: str | None = None) -> str:
+    """What to paste to point a client at ``fake``: SDK variables, provider config, header.
+
+    ``runtime_line`` says what runs in sandboxes (default: the fake's runtime).
+    """
     origin, key = fake.url, fake.api_key
     config = {"apiUrl": origin, "apiKey": key, "shape": "s-1vcpu-1gb"}
     lines = [
         f"createos-fake serving {origin} (API under {origin}/v1); Ctrl-C stops it",
+        runtime_line or f"runtime: {fake.runtime}",
         "",
         "# the official SDKs (they add /v1 themselves):",
         f"export CREATEOS_SANDBOX_BASE_URL={origin}",
@@ -170,16 +195,22 @@ async def _serve(args: argparse.Namespace) -> int:
         if args.transitions == "immediate"
         else TransitionPolicy.realistic()
     )
-    fake = FakeCreateOS(
-        seed=args.seed if args.seed is not None else 0,
-        clock=RealClock(),
-        transitions=policy,
-        api_key=serve_key(args.api_key, args.seed),
-        rate_limit=args.rate_limit,
-        journal_limit=args.journal_limit,
-        host=args.host,
-        port=args.port,
-    )
+    runtime, runtime_line = _runtime(args.runtime)
+    try:
+        fake = FakeCreateOS(
+            seed=args.seed if args.seed is not None else 0,
+            clock=RealClock(),
+            transitions=policy,
+            api_key=serve_key(args.api_key, args.seed),
+            rate_limit=args.rate_limit,
+            journal_limit=args.journal_limit,
+            host=args.host,
+            port=args.port,
+            runtime=runtime,
+        )
+    except RuntimeUnavailable as exc:
+        print(f"createos-fake: {exc}", file=sys.stderr)
+        return 1
     outer = [host_guard(allowed_hosts(args.host, args.allow_host))]
     if not args.quiet:
         outer.insert(0, request_log(fake.faults, lambda line: print(line, flush=True)))
@@ -193,7 +224,7 @@ async def _serve(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(connection_help(fake), flush=True)
+    print(connection_help(fake, runtime_line), flush=True)
     try:
         await stop.wait()
     finally:

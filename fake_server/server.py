@@ -28,9 +28,10 @@ from fake_server.models import (
 )
 from fake_server.models.calls import Calls
 from fake_server.runtime import CommandRegistry
+from fake_server.runtime.choice import Runtimes
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from aiohttp.typedefs import Middleware
 
@@ -58,6 +59,10 @@ class FakeCreateOS:
             ``X-Fake-Control-Key``); random per fake unless given. Account keys do not open it.
         journal_limit: keep only this many newest journal events (``None``: all of them).
         host, port: where to listen; port 0 picks a free port.
+        runtime: what runs inside new sandboxes: ``"bashkit"`` (default; in-memory, on the
+            fake's clock) or ``"process"`` (real programs under bubblewrap, on real time;
+            ``RuntimeUnavailable`` where bubblewrap cannot run). Settable later.
+        rootfs_runtime: a runtime per rootfs name, over ``runtime``.
     """
 
     __test__ = False
@@ -74,6 +79,8 @@ class FakeCreateOS:
         control_key: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        runtime: str = "bashkit",
+        rootfs_runtime: Mapping[str, str] | None = None,
     ) -> None:
         self.seed = seed
         self.clock: Clock = clock if clock is not None else VirtualClock()
@@ -97,6 +104,8 @@ class FakeCreateOS:
         self._policy = transitions if transitions is not None else TransitionPolicy.realistic()
         self._ids = IdGenerator(seed, self.clock)
         self._fixed_key = api_key
+        self.runtimes = Runtimes(self.commands, runtime, rootfs_runtime)
+        self._initial_runtime = runtime
         self.world = World(
             Context(
                 clock=self.clock,
@@ -106,6 +115,7 @@ class FakeCreateOS:
                 catalog=Catalog(),
                 policy=self._policy,
                 errors=self.errors,
+                runtimes=self.runtimes,
             )
         )
         self.api_key = self._add_default_account()
@@ -161,6 +171,15 @@ class FakeCreateOS:
         ):
             raise ValueError("rate_limit must be None (off) or at least 1 request per minute")
         self._limiter.configure(limit)
+
+    @property
+    def runtime(self) -> str:
+        """The runtime new sandboxes get (unless their rootfs has one); reset restores it."""
+        return self.runtimes.default
+
+    @runtime.setter
+    def runtime(self, name: str) -> None:
+        self.runtimes.default = name
 
     @property
     def catalog(self) -> Catalog:
@@ -234,6 +253,7 @@ class FakeCreateOS:
         if tasks:
             # Cancelled interpreters stop at once; the bound only guards against a stuck one.
             await asyncio.wait(tasks, timeout=1.0)
+        self.runtimes.close()
 
     # -- serving from a thread ----------------------------------------------------------------
 
@@ -342,6 +362,7 @@ class FakeCreateOS:
             self.faults.clear()
             self.faults.reseed(self.seed)
             self.world.ctx.policy = self._policy
+            self.runtimes.default = self._initial_runtime
             self.api_key = self._add_default_account()
 
         self._call(clear)

@@ -39,12 +39,14 @@ FIXTURE_NAMES = (
     "createos_clock",
 )
 FIXTURES = frozenset(FIXTURE_NAMES)
-_SETTINGS = ("seed", "transitions", "reuse_lease", "shape", "rate_limit", "leak_check")
+_SETTINGS = ("seed", "transitions", "reuse_lease", "shape", "rate_limit", "leak_check", "runtime")
 _CHECK_MODES = ("fail", "warn", "off")
+_RUNTIMES = ("bashkit", "process")
 
 MARKER_HELP = {
     "createos": "createos(seed=int, transitions='immediate'|'realistic'|TransitionPolicy, "
-    "reuse_lease=bool, shape=str, rate_limit=int|None, leak_check='fail'|'warn'|'off'): "
+    "reuse_lease=bool, shape=str, rate_limit=int|None, leak_check='fail'|'warn'|'off', "
+    "runtime='bashkit'|'process'): "
     "per-test settings of the CreateOS fake",
     "createos_fault": "createos_fault(operation, action, **schedule): arm a fault on the "
     "CreateOS fake for this test (same arguments as fake_server.faults.Fault)",
@@ -69,6 +71,7 @@ class MarkerSettings:
     rate_limit: int | None
     #: This test's leak check; ``None`` follows ``--createos-leak-check``.
     leak_check: CheckMode | None = None
+    runtime: str = "bashkit"
 
 
 def _merged(item: pytest.Item) -> dict[str, Any]:
@@ -123,7 +126,10 @@ def settings_for(item: pytest.Item, default_seed: int) -> MarkerSettings:
     leak_check = kwargs.get("leak_check")
     if leak_check is not None and leak_check not in _CHECK_MODES:
         raise MarkerError("createos(leak_check=...) must be 'fail', 'warn' or 'off'")
-    return MarkerSettings(seed, policy, name, reuse, shape, rate_limit, leak_check)
+    runtime = kwargs.get("runtime", "bashkit")
+    if runtime not in _RUNTIMES:
+        raise MarkerError("createos(runtime=...) must be 'bashkit' or 'process'")
+    return MarkerSettings(seed, policy, name, reuse, shape, rate_limit, leak_check, runtime)
 
 
 def faults_for(item: pytest.Item) -> list[Fault]:

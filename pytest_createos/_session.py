@@ -125,6 +125,7 @@ class Session:
         registry.reseed(settings.seed)
         fake.transitions = settings.transitions
         fake.rate_limit = settings.rate_limit
+        fake.runtime = settings.runtime
         return Run(
             fake=fake,
             faults=registry,

@@ -28,6 +28,7 @@ EXPECTED_GOALS = {
     "bench_requests": ["fake rate / bare rate"],
     "bench_transfer": ["files: fake / bare throughput", "output live rate"],
     "bench_startup": ["fake start+stop", "memory per idle sandbox"],
+    "bench_process": ["sandbox create", "exec true over bwrap", "pause", "resume"],
     "bench_resources": ["screenshot 1280x800", "copies for 10 sharers"],
     "bench_provider": [
         "later provider + request",

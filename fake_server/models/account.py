@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 from fake_server.models.access_tokens import TokenOps
 from fake_server.models.admin_ops import AdminOps
 from fake_server.models.base import AccountBase
+from fake_server.models.disks import DISKS_NEED_BASHKIT
 from fake_server.models.envs import check_envs
-from fake_server.models.errors import BadRequest, at_capacity
+from fake_server.models.errors import BadRequest, Conflict, at_capacity
 from fake_server.models.exec_ops import ExecOps
 from fake_server.models.process_ops import ProcessOps
 from fake_server.models.sandbox import STATUSES, Sandbox, SandboxSpec
@@ -62,22 +63,25 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, AccountBase):
             raise BadRequest(f"must be 1 to {MAX_NAME} characters", field="name")
         check_envs(spec.envs)
         from fake_server.runtime import CapacityError
-        from fake_server.runtime.mounts import MountingDisk
 
+        ids = self.ctx.ids
+        sandbox_id = ids.sandbox_id()
         try:
-            disk = MountingDisk()
+            machine = self.ctx.runtime_choice().new_sandbox(sandbox_id, spec.rootfs)
         except CapacityError as exc:
             raise at_capacity(exc) from None
-        ids = self.ctx.ids
+        if plan.disks and machine.runtime != "bashkit":
+            machine.destroy()
+            raise Conflict(DISKS_NEED_BASHKIT, code="runtime_unsupported")
         sandbox = Sandbox(
-            sandbox_id=ids.sandbox_id(),
+            sandbox_id=sandbox_id,
             account_id=self.id,
             spec=spec,
             shape=shape,
             name=spec.name or ids.name(),
             ip=ids.private_ip(),
             spawn_ms=ids.spawn_ms(),
-            disk=disk,
+            machine=machine,
             ctx=self.ctx,
         )
         self.sandboxes[sandbox.id] = sandbox

@@ -105,7 +105,6 @@ class AdminOps(AccountBase):
         if spec.egress is not None:
             check_egress(spec.egress)
         from fake_server.models.sandbox import Sandbox
-        from fake_server.runtime.diskcopy import copy_disk
 
         envs = tuple(source.envs.items()) if spec.envs is None else spec.envs
         check_envs(envs)
@@ -118,7 +117,7 @@ class AdminOps(AccountBase):
             name=ids.name(),
             ip=ids.private_ip(),
             spawn_ms=ids.spawn_ms(),
-            disk=copy_disk(source.disk),
+            machine=source.machine.fork(),
             ctx=self.ctx,
             forked_from=source.id,
             start_paused=spec.start_paused,

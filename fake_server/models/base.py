@@ -84,3 +84,4 @@ class AccountBase:
             sandbox.cancel_timer()
             for process in sandbox.processes.values():
                 process.crash("SIGKILL")
+            sandbox.machine.destroy()

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from fake_server.clock import Clock
     from fake_server.models.ids import IdGenerator
     from fake_server.runtime import CommandRegistry
+    from fake_server.runtime.choice import Runtimes
 
 __all__ = ["Context"]
 
@@ -32,5 +33,15 @@ class Context:
     heartbeat_interval: float = 5.0
     #: ``(operation, traceback)`` of every unexpected exception (``FakeCreateOS.errors``).
     errors: list[tuple[str, str]] = field(default_factory=list)
+    #: Which runtime new sandboxes get (``None``: bashkit, made on first use).
+    runtimes: Runtimes | None = None
+
+    def runtime_choice(self) -> Runtimes:
+        if self.runtimes is None:
+            from fake_server.runtime.choice import Runtimes
+
+            self.runtimes = Runtimes(self.commands)
+        return self.runtimes
+
     #: Quotas, switches and bucket contents of the account resources (networks, disks...).
     resources: ResourceSettings = field(default_factory=ResourceSettings)

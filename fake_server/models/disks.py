@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from fake_server.models.context import Context
     from fake_server.models.sandbox import Sandbox
+    from fake_server.runtime.mounts import MountingDisk
 
 __all__ = ["Attachment", "Disk", "Disks"]
 
@@ -170,9 +171,10 @@ class Disks:
         for other in self.live_attachments(sandbox=sandbox):
             if other.mount_path == mount_path:
                 raise Conflict("mount_path is already in use in this sandbox", code="mount_busy")
+        mounting = mounting_disk(sandbox)
         attachment = Attachment(disk, sandbox, mount_path, sub_path)
-        sandbox.disk.mounts[mount_path] = self.bucket(disk, sub_path)
-        _mkdirs(sandbox, mount_path)
+        mounting.mounts[mount_path] = self.bucket(disk, sub_path)
+        vfs_mkdirs(mounting, mount_path)
         self.attachments.append(attachment)
         return attachment
 
@@ -191,7 +193,7 @@ class Disks:
             )
         for attachment in matches:
             self.attachments.remove(attachment)
-            sandbox.disk.mounts.pop(attachment.mount_path, None)
+            mounting_disk(sandbox).mounts.pop(attachment.mount_path, None)
         return bool(matches)
 
     def bucket(self, disk: Disk, sub_path: str) -> bashkit.FileSystem:
@@ -208,14 +210,30 @@ class Disks:
         gone = [a for a in self.attachments if a.disk.id == disk_id]
         for attachment in gone:
             self.attachments.remove(attachment)
-            attachment.sandbox.disk.mounts.pop(attachment.mount_path, None)
+            mounting_disk(attachment.sandbox).mounts.pop(attachment.mount_path, None)
         return len(gone)
 
 
-def _mkdirs(sandbox: Sandbox, path: str) -> None:
+DISKS_NEED_BASHKIT = (
+    "disks need the bashkit runtime; this sandbox runs the process runtime (real programs "
+    "see a host directory, where a disk bucket cannot be mounted)"
+)
+
+
+def mounting_disk(sandbox: Sandbox) -> MountingDisk:
+    """The sandbox's disk that takes mounts; 409 on a runtime whose disk cannot."""
+    from fake_server.runtime.mounts import MountingDisk
+
+    disk = sandbox.disk
+    if not isinstance(disk, MountingDisk):
+        raise Conflict(DISKS_NEED_BASHKIT, code="runtime_unsupported")
+    return disk
+
+
+def vfs_mkdirs(disk: MountingDisk, path: str) -> None:
     from fake_server.runtime import vfs
 
-    vfs.mkdirs(sandbox.disk.fs, path)
+    vfs.mkdirs(disk.fs, path)
 
 
 def _config(raw: Any) -> dict[str, Any]:

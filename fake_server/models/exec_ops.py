@@ -102,9 +102,9 @@ class ExecOps(AccountBase):
 
     async def _run(self, job: _Prepared, out: _Sink, err: _Sink) -> tuple[int, str]:
         """Exit status and error text (empty on a normal exit)."""
-        from fake_server.runtime import CapacityError, ProcessSignal, Shell
+        from fake_server.runtime import CapacityError, ProcessSignal
 
-        shell = Shell(job.sandbox.disk, self.ctx.clock, self.ctx.commands)
+        shell = job.sandbox.machine.runner(self.ctx.clock)
         # The runtime holds its own busy token while the interpreter works; the caller's
         # token (a request handler's) must not keep a virtual clock from jumping meanwhile.
         # The bridge keeps the clock still until the runtime's token is in place.
@@ -143,11 +143,12 @@ class ExecOps(AccountBase):
 
     async def _stream(self, job: _Prepared) -> AsyncGenerator[ExecEvent, None]:
         events: deque[ExecEvent] = deque()
-        state = {"changed": Wakeup(self.ctx.clock)}
+        clock = job.sandbox.machine.wait_clock(self.ctx.clock)  # real time for real programs
+        state = {"changed": Wakeup(clock)}
 
         def push(event: ExecEvent) -> None:
             events.append(event)
-            changed, state["changed"] = state["changed"], Wakeup(self.ctx.clock)
+            changed, state["changed"] = state["changed"], Wakeup(clock)
             changed.set()
 
         out = _Sink(lambda text: push(ExecOutput("stdout", text)))
@@ -179,7 +180,7 @@ class ExecOps(AccountBase):
                         return
                 if task.done():
                     return
-                if not await wait_event(self.ctx.clock, changed, self.ctx.heartbeat_interval):
+                if not await wait_event(clock, changed, self.ctx.heartbeat_interval):
                     yield ExecHeartbeat()
         finally:
             if not task.done():

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Callable
 
     from fake_server.clock import Clock, Hold
-    from fake_server.runtime import Shell, StdinPipe
+    from fake_server.runtime import StdinPipe
+    from fake_server.runtime.api import Runner
 
 #: Real seconds bulk output gathers before readers wake (only while pieces keep coming).
 _GATHER_SECONDS = 0.002
@@ -104,13 +105,13 @@ class Process:
         self._kill_signal: str | None = None
         self._on_exit = on_exit
         self._on_error = on_error
-        self._shell: Shell | None = None
+        self._shell: Runner | None = None
         #: Held while bulk output waits to be announced to readers (see ``_emit``).
         self._flush: Hold | None = None
 
     # -- running ------------------------------------------------------------------------------
 
-    def start(self, shell: Shell, env: dict[str, str]) -> None:
+    def start(self, shell: Runner, env: dict[str, str]) -> None:
         self._shell = shell
         # Busy from now until the interpreter holds its own token: the new task only runs on
         # a later loop iteration, and a virtual clock must not jump in between.
@@ -122,7 +123,7 @@ class Process:
         self.task.add_done_callback(lambda _: bridge.release())
         self.task.add_done_callback(lambda _: self._finish(None, self._kill_signal or "SIGKILL"))
 
-    async def _run(self, shell: Shell, env: dict[str, str], bridge: Hold) -> None:
+    async def _run(self, shell: Runner, env: dict[str, str], bridge: Hold) -> None:
         from fake_server.runtime import CapacityError, ProcessSignal
 
         out_stream = "pty" if self.kind == "pty" else "stdout"
@@ -237,6 +238,12 @@ class Process:
             return False
         return self._shell.sigterm_ignored(self.task)
 
+    def _real_signal(self, signal: str, *, tree: bool) -> bool:
+        """Deliver a real signal (process runtime); False when the runtime emulates signals."""
+        if self._shell is None or self.task is None or self.task.done():
+            return False
+        return self._shell.signal(self.task, signal, tree=tree)
+
     def _cancel(self, signal: str) -> None:
         self._kill_signal = signal
         if self.task is not None and not self.task.done():
@@ -245,6 +252,8 @@ class Process:
     async def send_signal(self, signal: str) -> None:
         if self.tree_exited:
             raise Conflict("process has exited", code="process_exited")
+        if self._real_signal(signal, tree=False):
+            return  # a real process decides itself whether the signal ends it
         if signal not in TERMINATING_SIGNALS:
             return
         if signal == "SIGTERM" and self._ignores_sigterm():
@@ -258,7 +267,10 @@ class Process:
         if self.tree_exited:
             return
         self.state = "terminating"
-        if self._ignores_sigterm():
+        if self._real_signal("SIGTERM", tree=True):
+            if not await wait_event(self.clock, self._exited, grace):
+                self._real_signal("SIGKILL", tree=True)
+        elif self._ignores_sigterm():
             if not await wait_event(self.clock, self._exited, grace):
                 self._cancel("SIGKILL")
         else:

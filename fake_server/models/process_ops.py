@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fake_server.models.base import AccountBase
-from fake_server.models.errors import BadRequest, Conflict, Gone, RequestTimeout
+from fake_server.models.errors import (
+    BadRequest,
+    Conflict,
+    Gone,
+    NotImplementedByFake,
+    RequestTimeout,
+)
 from fake_server.models.process import KNOWN_SIGNALS, Process, ProcessSpec
 
 if TYPE_CHECKING:
@@ -17,15 +23,21 @@ __all__ = ["MAX_WAIT_MS", "ProcessOps"]
 
 MAX_WAIT_MS = 600_000
 MAX_GRACE_MS = 600_000
+PTY_UNSUPPORTED = (
+    "the fake's process runtime has no PTY support yet; "
+    "create this sandbox on the bashkit runtime for a PTY"
+)
 
 
 class ProcessOps(AccountBase):
     """create/list/get/connect/input/stdin-close/signal/wait/kill for managed processes."""
 
     def create_process(self, sandbox_id: str, spec: ProcessSpec) -> Process:
-        from fake_server.runtime import Shell, StdinPipe
+        from fake_server.runtime import StdinPipe
 
         sandbox = self._running(sandbox_id)
+        if spec.pty and sandbox.machine.runtime == "process":
+            raise NotImplementedByFake(PTY_UNSUPPORTED, code="not_implemented")
         env = self._env(sandbox, dict(spec.env))
         cwd = self._check_cwd(sandbox, spec.cwd)
         self._room_for_a_command()
@@ -35,12 +47,12 @@ class ProcessOps(AccountBase):
             pid=ids.pid(),
             spec=ProcessSpec(spec.cmd, spec.args, cwd, spec.env, spec.pty),
             created_at=self.ctx.clock.time(),
-            clock=self.ctx.clock,
+            clock=sandbox.machine.wait_clock(self.ctx.clock),
             stdin=StdinPipe(),
             on_error=lambda trace: self.ctx.errors.append(("create_process", trace)),
         )
         sandbox.processes[process.process_id] = process
-        process.start(Shell(sandbox.disk, self.ctx.clock, self.ctx.commands), env)
+        process.start(sandbox.machine.runner(self.ctx.clock), env)
         return process
 
     def list_processes(self, sandbox_id: str) -> list[Process]:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from fake_server.models.context import Context
     from fake_server.models.process import Process
     from fake_server.models.transitions import Step
-    from fake_server.runtime import SandboxDisk
+    from fake_server.runtime.api import Machine
 
 __all__ = ["STATUSES", "AccessToken", "Sandbox", "SandboxSpec"]
 
@@ -92,7 +92,7 @@ class Sandbox:
         name: str,
         ip: str,
         spawn_ms: float,
-        disk: SandboxDisk,
+        machine: Machine,
         ctx: Context,
         forked_from: str | None = None,
         start_paused: bool = False,
@@ -104,7 +104,9 @@ class Sandbox:
         self.name = name
         self.ip = ip
         self.spawn_ms = spawn_ms
-        self.disk = disk
+        #: The runtime's side of this sandbox: files, processes, pause, destroy.
+        self.machine = machine
+        self.disk = machine.disk
         self.ctx = ctx
         self.clock = ctx.clock
         self.envs: dict[str, str] = dict(spec.envs)
@@ -262,6 +264,7 @@ class Sandbox:
             return False
         if self.status != "running":
             raise Conflict("sandbox is not running", code="invalid_state")
+        self.machine.pause()
         self._begin("pausing")
         return True
 
@@ -271,6 +274,7 @@ class Sandbox:
             return False
         if self.status not in ("paused", "error"):
             raise Conflict("sandbox must be paused or error to resume", code="invalid_state")
+        self.machine.resume()
         self._begin("resuming")
         return True
 
@@ -280,7 +284,7 @@ class Sandbox:
             return
         for process in self.processes.values():
             process.crash("SIGKILL")
-        self.disk.wipe()
+        self.machine.destroy()
         self._begin("destroying")
 
     def require_running(self) -> None:

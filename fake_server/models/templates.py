@@ -239,6 +239,7 @@ class _Build:
 def seed_sandbox(template: Template, sandbox: Sandbox) -> None:
     """Copy the built files and ENV values into a new sandbox's disk."""
     from fake_server.runtime import vfs
+    from fake_server.runtime.disk import SandboxDisk
 
     image = template.image
     if image is None:
@@ -249,7 +250,9 @@ def seed_sandbox(template: Template, sandbox: Sandbox) -> None:
         for name, entry in vfs.list_dir(image.fs, directory):
             path = posixpath.join(directory, name)
             if entry.kind == "directory":
-                vfs.mkdirs(sandbox.disk.fs, path)
+                if isinstance(sandbox.disk, SandboxDisk):
+                    vfs.mkdirs(sandbox.disk.fs, path)
+                # Other runtimes' disks make a file's parent directories as they write it.
                 stack.append(path)
             elif entry.kind == "file":
                 sandbox.disk.write_file(path, image.read_file(path), mode=entry.mode)

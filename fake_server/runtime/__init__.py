@@ -20,6 +20,11 @@ Public API
     Creating either raises ``CapacityError`` (``EMFILE``) while fewer than 48 descriptors under
     ``RLIMIT_NOFILE`` would be left; the API answers 507 ``fake_at_capacity``.
 
+This is the ``bashkit`` runtime. The models reach it (and the ``process`` runtime in
+``fake_server.runtime.process``: real programs under bubblewrap) only through the narrow
+interface of ``fake_server.runtime.api`` (``Runtime`` / ``Machine`` / ``Runner``); which one a
+sandbox gets is chosen per fake, per rootfs and per test (``fake_server.runtime.choice``).
+
 GNU overrides of bashkit builtins: ``realpath`` (symlinks resolved; ``-e``/``-m``), ``tar``
 (links kept as links, modes, ``--exclude``, ``-h``, ``-z``), ``sleep`` and ``timeout`` (on the
 fake's clock, interruptible), ``seq`` and ``yes`` (whole output, streamed: bashkit's stop

@@ -45,13 +45,14 @@ def _exercise(process: subprocess.Popen[str]) -> None:
     lines = _read_help(process)
     assert lines[0].startswith("createos-fake serving http://127.0.0.1:")
     origin = lines[0].split()[2]
-    key = lines[4].removeprefix("export CREATEOS_API_KEY=")
+    key = lines[5].removeprefix("export CREATEOS_API_KEY=")
     # The random key: not the seeded one every install shares.
     assert re.fullmatch(r"cos_live_[0-9a-f]{32}", key)
     assert key != FakeCreateOS(seed=0).api_key
     control_key = lines[-1].removeprefix("control key: ")
     assert re.fullmatch(r"cos_fake_[0-9a-f]{32}", control_key)
     assert lines[1:] == [
+        "runtime: process",  # --runtime auto: bubblewrap runs here
         "",
         "# the official SDKs (they add /v1 themselves):",
         f"export CREATEOS_SANDBOX_BASE_URL={origin}",
@@ -178,3 +179,29 @@ def test_port_in_use_is_one_line_and_exit_1() -> None:
         f"createos-fake: cannot listen on 127.0.0.1:{port}: address already in use\n"
     )
     assert result.stdout == ""
+
+
+def test_serve_asking_for_an_unavailable_process_runtime_says_why_and_what_to_do(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fake_server.runtime.process import bwrap
+
+    monkeypatch.setattr(bwrap, "bwrap_path", lambda: "/nonexistent/bwrap")
+    assert main(["serve", "--port", "0", "--runtime", "process"]) == 1
+    assert capsys.readouterr().err == (
+        "createos-fake: the process runtime cannot run here: bwrap cannot start: "
+        f"No such file or directory. {bwrap.HELP}\n"
+    )
+
+
+def test_serve_auto_falls_back_to_bashkit_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fake_server.__main__ import _runtime
+    from fake_server.runtime.process import bwrap
+
+    monkeypatch.setattr(bwrap, "bwrap_path", lambda: "/nonexistent/bwrap")
+    assert _runtime("auto") == (
+        "bashkit",
+        "runtime: bashkit (the process runtime cannot run here: bwrap cannot start: "
+        "No such file or directory)",
+    )
+    assert _runtime("bashkit") == ("bashkit", "runtime: bashkit")

@@ -121,6 +121,47 @@ def test_fault_marker_arms_a_fault_for_one_test(inner: pytest.Pytester) -> None:
     inner.runpytest().assert_outcomes(passed=2)
 
 
+def test_runtime_marker_runs_real_programs_for_one_test(inner: pytest.Pytester) -> None:
+    """``runtime='process'`` gives that test's sandboxes real programs; the next is bashkit."""
+    inner.makepyfile(
+        test_good="""
+        import httpx
+        import pytest
+
+        def python_version(fake):
+            headers = {"X-Api-Key": fake.api_key}
+            sandbox = httpx.post(
+                fake.url + "/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}, headers=headers
+            ).json()["data"]["id"]
+            body = {"cmd": "python3", "args": ["-c", "print('py')"]}
+            reply = httpx.post(
+                f"{fake.url}/v1/sandboxes/{sandbox}/exec", json=body, headers=headers, timeout=30
+            )
+            httpx.delete(f"{fake.url}/v1/sandboxes/{sandbox}", headers=headers)
+            return reply.json()["data"]["result"]["exit_code"]
+
+        @pytest.mark.createos(runtime="process")
+        def test_real(createos_fake):
+            assert createos_fake.runtime == "process"
+            assert python_version(createos_fake) == 0
+
+        def test_bashkit_again(createos_fake):
+            assert python_version(createos_fake) == 127
+        """,
+        test_bad="""
+        import pytest
+
+        @pytest.mark.createos(runtime="vm")
+        def test_bad(createos_fake):
+            pass
+        """,
+    )
+    inner.runpytest("test_good.py").assert_outcomes(passed=2)
+    bad = inner.runpytest("test_bad.py")
+    assert bad.ret == 4
+    bad.stderr.fnmatch_lines(["*::test_bad: createos(runtime=...) must be 'bashkit' or 'process'"])
+
+
 def test_marker_mistakes_are_one_usage_error(inner: pytest.Pytester) -> None:
     """Unknown arguments and bad values stop the run before any test, each one named."""
     inner.makepyfile(
@@ -156,7 +197,7 @@ def test_marker_mistakes_are_one_usage_error(inner: pytest.Pytester) -> None:
             "ERROR: pytest-createos marker errors:",
             "test_marker_mistakes_are_one_usage_error.py::test_typo: @pytest.mark.createos got "
             "unknown argument(s) sede; allowed: seed, transitions, reuse_lease, shape, rate_limit, "
-            "leak_check",
+            "leak_check, runtime",
             "test_marker_mistakes_are_one_usage_error.py::test_positional: "
             "@pytest.mark.createos takes keyword arguments only",
             "test_marker_mistakes_are_one_usage_error.py::test_values: "

@@ -1,0 +1,176 @@
+"""Benchmark 7: the process runtime (real programs under bubblewrap) against bwrap alone.
+
+* sandbox create: a fresh sandbox directory (goal < 30 ms);
+* ``exec true``: the runtime's ``run()`` against starting the same ``bwrap … true`` directly
+  with asyncio, interleaved (goal: within 3 ms);
+* pause and resume of a sandbox running 10 processes (goal < 20 ms each);
+* sandboxes alive at once: bytes on disk per sandbox directory.
+
+Run: ``python benchmarks/bench_process.py [--rounds N] [--smoke] [--json PATH]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from benchmarks._common import Report, finish, interleave_async, median, parse_args, timer
+from fake_server import VirtualClock
+from fake_server.runtime.pipes import StdinPipe
+from fake_server.runtime.process import ProcessRuntime, tree
+from fake_server.runtime.process.runner import HOME, bwrap_argv
+from fake_server.runtime.shell import BASE_ENV
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from fake_server.runtime.process import ProcessMachine
+
+__all__ = ["main", "run"]
+
+CREATE_GOAL_MS = 30.0
+EXEC_OVERHEAD_GOAL_MS = 3.0
+PAUSE_GOAL_MS = 20.0
+
+
+async def _nothing(data: bytes) -> None:
+    pass
+
+
+async def _runtime_true(machine: ProcessMachine, clock: VirtualClock) -> float:
+    start = timer()
+    await machine.runner(clock).run(["true"], on_stdout=_nothing, on_stderr=_nothing)
+    return timer() - start
+
+
+async def _bwrap_true(argv: list[str]) -> float:
+    start = timer()
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+        env={},
+    )
+    await proc.communicate()
+    return timer() - start
+
+
+def _du(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue
+    return total
+
+
+async def _until_processes(machine: ProcessMachine, count: int) -> None:
+    """Wait until the sandbox's trees hold ``count`` processes (real processes take real time)."""
+    while True:
+        found = sum(
+            len(level) for run in machine.runs.values() for level in tree.descendants(run.pid)[1:]
+        )
+        if found >= count:
+            return
+        await asyncio.sleep(0.005)
+
+
+async def _pause_resume(runtime: ProcessRuntime, clock: VirtualClock) -> tuple[float, float]:
+    """Pause and resume times of a sandbox whose one process tree holds 10 processes."""
+    machine = runtime.new_sandbox("paused")
+    stdin = StdinPipe()
+    script = "for i in 1 2 3 4 5 6 7 8; do sleep 300 & done; cat"  # sh, 8 sleeps, cat
+    task = asyncio.ensure_future(
+        machine.runner(clock).run(
+            ["sh", "-c", script], stdin=stdin, on_stdout=_nothing, on_stderr=_nothing
+        )
+    )
+    try:
+        await _until_processes(machine, 10)
+        start = timer()
+        machine.pause()
+        paused = timer() - start
+        start = timer()
+        machine.resume()
+        resumed = timer() - start
+    finally:
+        for run in machine.runs.values():
+            run.signal(signal.SIGKILL, tree_scope=True)
+        await asyncio.gather(task, return_exceptions=True)
+        machine.destroy()
+    return paused, resumed
+
+
+async def run(rounds: int, creates: int, execs: int, alive: int) -> Report:
+    report = Report("process runtime: sandbox create, exec true vs bwrap, pause/resume", rounds)
+    clock = VirtualClock()
+    with tempfile.TemporaryDirectory() as base:
+        runtime = ProcessRuntime(base=Path(base))
+        try:
+            create_times = []
+            for index in range(creates):
+                start = timer()
+                runtime.new_sandbox(f"c{index}").destroy()
+                create_times.append(timer() - start)
+            machine = runtime.new_sandbox("exec")
+            argv = [*bwrap_argv(runtime.bwrap, machine.root, HOME, BASE_ENV), "true"]
+            await _runtime_true(machine, clock)  # first-use costs outside the measurement
+
+            async def runtime_batch() -> float:
+                return median([await _runtime_true(machine, clock) for _ in range(execs)])
+
+            async def bwrap_batch() -> float:
+                return median([await _bwrap_true(argv) for _ in range(execs)])
+
+            samples = await interleave_async(
+                {"runtime": runtime_batch, "bwrap": bwrap_batch}, rounds
+            )
+            pauses = [await _pause_resume(runtime, clock) for _ in range(rounds)]
+            machines = [runtime.new_sandbox(f"alive{index}") for index in range(alive)]
+            disk = median([_du(m.root) for m in machines])
+        finally:
+            runtime.close()
+            clock.close()
+    create_ms = median(create_times) * 1e3
+    runtime_ms, bwrap_ms = median(samples["runtime"]) * 1e3, median(samples["bwrap"]) * 1e3
+    pause_ms = median([p for p, _ in pauses]) * 1e3
+    resume_ms = median([r for _, r in pauses]) * 1e3
+    report.add("sandbox create", create_ms, "ms")
+    report.add("exec true (runtime)", runtime_ms, "ms")
+    report.add("bwrap true (direct)", bwrap_ms, "ms")
+    report.add("pause, 10 processes", pause_ms, "ms")
+    report.add("resume, 10 processes", resume_ms, "ms")
+    report.add("sandboxes alive", alive, "sandboxes")
+    report.add("disk per sandbox", disk / 1024, "KiB")
+    report.goal("sandbox create", create_ms, CREATE_GOAL_MS, "ms", higher_is_better=False)
+    report.goal(
+        "exec true over bwrap",
+        max(0.0, runtime_ms - bwrap_ms),
+        EXEC_OVERHEAD_GOAL_MS,
+        "ms",
+        higher_is_better=False,
+    )
+    report.goal("pause", pause_ms, PAUSE_GOAL_MS, "ms", higher_is_better=False)
+    report.goal("resume", resume_ms, PAUSE_GOAL_MS, "ms", higher_is_better=False)
+    return report
+
+
+def main(argv: Sequence[str] | None = None, *, quiet: bool = False) -> Report:
+    args = parse_args(argv, __doc__ or "", default_rounds=5)
+    creates = args.scale.pick(full=50, smoke=2)
+    execs = args.scale.pick(full=20, smoke=2)
+    alive = args.scale.pick(full=100, smoke=3)
+    return finish(asyncio.run(run(args.rounds, creates, execs, alive)), args, quiet=quiet)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

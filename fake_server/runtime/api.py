@@ -1,0 +1,98 @@
+"""The narrow interface between the fake's models and a sandbox runtime.
+
+Two runtimes implement it: ``bashkit`` (the default: one in-memory disk and a bashkit shell per
+sandbox, on the fake's clock) and ``process`` (a host directory per sandbox, real programs
+under bubblewrap, on real time; ``fake_server.runtime.process``). The models only ever see:
+
+``Runtime``
+    One per fake and runtime name: ``new_sandbox()`` makes a ``Machine``; ``close()`` removes
+    whatever is left (processes, directories).
+``Machine``
+    One sandbox: ``disk`` (the files API), ``runner(clock)`` (runs processes), ``pause()`` /
+    ``resume()``, ``fork()`` and ``destroy()``. ``wait_clock(clock)`` is the clock that timeouts,
+    grace periods and heartbeats of this sandbox's processes wait on: the fake's own for
+    bashkit, real time for real processes.
+``Runner``
+    ``run(argv, cwd=, env=, stdin=, on_stdout=, on_stderr=, started=)`` as ``Shell.run``, and
+    ``signal(task, name, tree=)``: True when the runtime delivered a real signal (the owner then
+    waits for the exit), False when the owner emulates it by cancelling the task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from fake_server.clock import Clock
+    from fake_server.runtime.pipes import StdinPipe
+
+__all__ = ["RUNTIMES", "Disk", "Machine", "Runner", "Runtime", "RuntimeUnavailable"]
+
+#: Runtime names a fake, a rootfs or a test may ask for.
+RUNTIMES = ("bashkit", "process")
+
+Sink = Callable[[bytes], Awaitable[None]]
+
+
+class RuntimeUnavailable(RuntimeError):
+    """The runtime asked for cannot run on this machine; the message says why and what to do."""
+
+
+class Disk(Protocol):
+    """The files API of one sandbox (guest paths, confined to the sandbox)."""
+
+    def read_file(self, path: str) -> bytes: ...
+    def write_file(self, path: str, data: bytes, *, mode: int | None = None) -> None: ...
+    def exists(self, path: str) -> bool: ...
+    def is_dir(self, path: str) -> bool: ...
+    def is_file(self, path: str) -> bool: ...
+    def wipe(self) -> None: ...
+
+    @property
+    def wiped(self) -> bool: ...
+
+
+class Runner(Protocol):
+    """Runs the processes of one sandbox."""
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | StdinPipe | None = None,
+        on_stdout: Sink,
+        on_stderr: Sink,
+        started: Callable[[], None] | None = None,
+    ) -> int: ...
+
+    def sigterm_ignored(self, task: asyncio.Task[Any]) -> bool: ...
+
+    def signal(self, task: asyncio.Task[Any], name: str, *, tree: bool) -> bool: ...
+
+
+class Machine(Protocol):
+    """One sandbox as the runtime sees it."""
+
+    runtime: str
+
+    @property
+    def disk(self) -> Disk: ...
+
+    def runner(self, clock: Clock) -> Runner: ...
+    def wait_clock(self, clock: Clock) -> Clock: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def fork(self) -> Machine: ...
+    def destroy(self) -> None: ...
+
+
+class Runtime(Protocol):
+    name: str
+
+    def new_sandbox(self, sandbox_id: str) -> Machine: ...
+    def close(self) -> None: ...

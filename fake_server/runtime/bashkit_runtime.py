@@ -1,0 +1,73 @@
+"""The bashkit runtime behind the ``Runtime`` interface: in-memory disk, bashkit, fake time."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fake_server.runtime.disk import SandboxDisk
+from fake_server.runtime.shell import Shell
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from fake_server.clock import Clock
+    from fake_server.runtime.commands import CommandRegistry
+
+__all__ = ["BashkitMachine", "BashkitRunner", "BashkitRuntime"]
+
+
+class BashkitRunner(Shell):
+    """``Shell`` with the runner's signal hook: signals are emulated by cancelling the task."""
+
+    def signal(self, task: asyncio.Task[Any], name: str, *, tree: bool) -> bool:
+        return False
+
+
+class BashkitMachine:
+    """A sandbox of the bashkit runtime: its ``SandboxDisk``; processes keep running on pause."""
+
+    runtime = "bashkit"
+
+    def __init__(self, commands: CommandRegistry, disk: SandboxDisk | None = None) -> None:
+        self._commands = commands
+        self._disk = disk if disk is not None else SandboxDisk()
+
+    @property
+    def disk(self) -> SandboxDisk:
+        return self._disk
+
+    def runner(self, clock: Clock) -> BashkitRunner:
+        return BashkitRunner(self._disk, clock, self._commands)
+
+    def wait_clock(self, clock: Clock) -> Clock:
+        return clock
+
+    def pause(self) -> None:
+        pass
+
+    def resume(self) -> None:
+        pass
+
+    def fork(self) -> BashkitMachine:
+        """A new sandbox holding exactly the files this one holds now."""
+        from fake_server.runtime.diskcopy import copy_disk
+
+        return BashkitMachine(self._commands, copy_disk(self._disk))
+
+    def destroy(self) -> None:
+        self._disk.wipe()
+
+
+class BashkitRuntime:
+    name = "bashkit"
+
+    def __init__(self, commands: CommandRegistry) -> None:
+        self._commands = commands
+
+    def new_sandbox(self, sandbox_id: str) -> BashkitMachine:
+        from fake_server.runtime.mounts import MountingDisk
+
+        return BashkitMachine(self._commands, MountingDisk())
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,83 @@
+"""Which runtime a new sandbox gets: the fake's default, or the one chosen for its rootfs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fake_server.runtime.api import RUNTIMES
+from fake_server.runtime.bashkit_runtime import BashkitRuntime
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from fake_server.runtime.api import Machine, Runtime
+    from fake_server.runtime.commands import CommandRegistry
+
+__all__ = ["Runtimes", "check_name"]
+
+
+def check_name(name: object) -> str:
+    if name not in RUNTIMES:
+        raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, not {name!r}")
+    return str(name)
+
+
+class Runtimes:
+    """The runtimes of one fake, made on first use (the process runtime checks bwrap then).
+
+    ``default`` names the runtime of new sandboxes; ``by_rootfs`` overrides it per rootfs.
+    Choosing ``process`` where bubblewrap cannot run raises ``RuntimeUnavailable`` at once.
+    """
+
+    def __init__(
+        self,
+        commands: CommandRegistry,
+        default: str = "bashkit",
+        by_rootfs: Mapping[str, str] | None = None,
+    ) -> None:
+        self._commands = commands
+        self._made: dict[str, Runtime] = {}
+        self._default = "bashkit"
+        self.by_rootfs: dict[str, str] = {}
+        self.default = default
+        for rootfs, name in (by_rootfs or {}).items():
+            self.set_rootfs(rootfs, name)
+
+    @property
+    def default(self) -> str:
+        return self._default
+
+    @default.setter
+    def default(self, name: str) -> None:
+        self.get(check_name(name))
+        self._default = name
+
+    def set_rootfs(self, rootfs: str, name: str | None) -> None:
+        """Sandboxes of ``rootfs`` get runtime ``name`` (``None``: the default again)."""
+        if name is None:
+            self.by_rootfs.pop(rootfs, None)
+            return
+        self.get(check_name(name))
+        self.by_rootfs[rootfs] = name
+
+    def get(self, name: str) -> Runtime:
+        runtime = self._made.get(name)
+        if runtime is None:
+            if name == "process":
+                from fake_server.runtime.process import ProcessRuntime
+
+                runtime = ProcessRuntime()
+            else:
+                runtime = BashkitRuntime(self._commands)
+            self._made[name] = runtime
+        return runtime
+
+    def new_sandbox(self, sandbox_id: str, rootfs: str) -> Machine:
+        name = self.by_rootfs.get(rootfs, self._default)
+        return self.get(name).new_sandbox(sandbox_id)
+
+    def close(self) -> None:
+        """Kill what every runtime runs and remove its files (runtimes are made again on use)."""
+        made, self._made = self._made, {}
+        for runtime in made.values():
+            runtime.close()

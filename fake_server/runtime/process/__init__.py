@@ -1,0 +1,126 @@
+"""The process runtime: each sandbox is a host directory, its programs run under bubblewrap.
+
+A sandbox's directory is its whole writable filesystem, bound as ``/`` (``/root``, ``/home``,
+``/tmp``, ``/srv``, ``/paperclip-workspace``, ``/etc``…); the host's ``/usr`` (and the ``/etc``
+files programs need to load: ``ld.so.cache``, ``alternatives``, certificates) are bound
+read-only over it. Every process runs as uid 1000 (``sandbox``) in its own user, PID, IPC,
+UTS and network namespaces: hostname ``sandbox``, loopback only, no host process visible.
+
+Each ``run()`` gets a PID namespace of its own, so the processes of one exec or managed
+process are one tree: SIGKILL of its init kills it all, pause SIGSTOPs it, resume SIGCONTs it.
+Processes of the same sandbox do not see each other (a VM would show them all).
+
+Not supported (yet): PTYs, preview URLs (ingress), registered Python commands
+(``fake.commands``), disk quotas. Real programs run on real time: see
+``docs/howto/process-runtime.md``.
+"""
+
+from __future__ import annotations
+
+import signal as signals
+from typing import TYPE_CHECKING, Any
+
+from fake_server.runtime.process.bwrap import require_bwrap
+from fake_server.runtime.process.dirdisk import DirDisk
+from fake_server.runtime.process.realwait import RealWaits
+from fake_server.runtime.process.rootdir import FakeRoot, copy_tree, make_layout, remove_tree
+from fake_server.runtime.process.runner import Run, Runner
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from fake_server.clock import Clock
+
+__all__ = ["ProcessMachine", "ProcessRuntime"]
+
+
+class ProcessMachine:
+    """One sandbox: its directory, its live runs."""
+
+    runtime = "process"
+
+    def __init__(self, owner: ProcessRuntime, root: Path) -> None:
+        self._owner = owner
+        self.root = root
+        self._disk = DirDisk(root)
+        self.runs: dict[Any, Run] = {}
+        self.paused = False
+
+    @property
+    def disk(self) -> DirDisk:
+        return self._disk
+
+    def runner(self, clock: Clock) -> Runner:
+        return Runner(self._owner.bwrap, self.root, self._disk, self.runs)
+
+    def wait_clock(self, clock: Clock) -> Clock:
+        return RealWaits(clock)
+
+    def pause(self) -> None:
+        """Stop every process; they resume where they were."""
+        self.paused = True
+        for run in list(self.runs.values()):
+            run.stop(signals.SIGSTOP)
+
+    def resume(self) -> None:
+        self.paused = False
+        for run in list(self.runs.values()):
+            run.stop(signals.SIGCONT)
+
+    def fork(self) -> ProcessMachine:
+        """A new sandbox with a copy of this one's files (copy-on-write where possible)."""
+        return self._owner.new_sandbox(None, source=self)
+
+    def destroy(self) -> None:
+        """Kill every process tree and remove the directory; idempotent."""
+        self._disk.wipe()
+        for run in list(self.runs.values()):
+            run.signal(signals.SIGKILL, tree_scope=True)
+        remove_tree(self.root)
+        self._owner.machines.pop(self.root.name, None)
+
+
+class ProcessRuntime:
+    """The process runtime of one fake: its ``FakeRoot`` and every machine in it.
+
+    Construction checks that bubblewrap runs here (``RuntimeUnavailable`` otherwise) and
+    removes what fakes that died left behind.
+    """
+
+    name = "process"
+
+    def __init__(self, base: Path | None = None) -> None:
+        self.bwrap = require_bwrap()
+        self.base = base
+        self._root: FakeRoot | None = None
+        self.machines: dict[str, ProcessMachine] = {}
+        self._forks = 0
+
+    @property
+    def fake_root(self) -> FakeRoot:
+        if self._root is None:
+            self._root = FakeRoot(self.base)
+        return self._root
+
+    def new_sandbox(
+        self, sandbox_id: str | None, *, source: ProcessMachine | None = None
+    ) -> ProcessMachine:
+        if sandbox_id is None:
+            self._forks += 1
+            sandbox_id = f"fork-{self._forks}"
+        root = self.fake_root.sandbox_dir(sandbox_id)
+        if source is None:
+            make_layout(root)
+        else:
+            copy_tree(source.root, root)
+        machine = ProcessMachine(self, root)
+        self.machines[sandbox_id] = machine
+        return machine
+
+    def close(self) -> None:
+        """Kill every process, remove every directory; idempotent."""
+        for machine in list(self.machines.values()):
+            machine.destroy()
+        root, self._root = self._root, None
+        if root is not None:
+            root.close()

@@ -1,0 +1,179 @@
+"""The files API of a process-runtime sandbox: guest paths resolved inside its host directory.
+
+Paths are walked one component at a time with directory file descriptors (``openat`` with
+``O_NOFOLLOW``), and symlinks are followed by hand with the sandbox directory as ``/``: ``..``
+stops at the root, an absolute link target restarts from the root. So neither ``..``, nor a
+symlink a sandbox process planted (even one swapped in mid-walk), reaches outside the
+directory. The host directories the sandbox sees read-only (``/usr``…) are not part of it:
+the files API reads and writes the sandbox's own files only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import posixpath
+import stat
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+__all__ = ["DirDisk"]
+
+_MAX_LINKS = 40
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class DirDisk:
+    """Guest-path file operations on one sandbox directory (``root``)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._wiped = False
+
+    # -- API ----------------------------------------------------------------------------------
+
+    def read_file(self, path: str) -> bytes:
+        fd = self._open(path, os.O_RDONLY, create=False)
+        with os.fdopen(fd, "rb") as handle:
+            if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+            return handle.read()
+
+    def write_file(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+        fd = self._open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, create=True)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(bytes(data))
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode & 0o7777)
+
+    def exists(self, path: str) -> bool:
+        return self._kind(path) is not None
+
+    def is_dir(self, path: str) -> bool:
+        return self._kind(path) == "directory"
+
+    def is_file(self, path: str) -> bool:
+        return self._kind(path) == "file"
+
+    def wipe(self) -> None:
+        """Marks the disk unusable; the runtime removes the directory itself."""
+        self._wiped = True
+
+    @property
+    def wiped(self) -> bool:
+        return self._wiped
+
+    # -- walking ------------------------------------------------------------------------------
+
+    def _kind(self, path: str) -> str | None:
+        try:
+            fd = self._open(path, os.O_RDONLY | os.O_NONBLOCK, create=False)
+        except (OSError, ValueError):
+            return None
+        try:
+            mode = os.fstat(fd).st_mode
+        finally:
+            os.close(fd)
+        if stat.S_ISDIR(mode):
+            return "directory"
+        return "file" if stat.S_ISREG(mode) else "other"
+
+    def _open(self, path: str, flags: int, *, create: bool) -> int:
+        """An fd of ``path``, symlinks followed with the sandbox directory as ``/``."""
+        for _ in range(_MAX_LINKS + 1):
+            with self._parent(path, create=create) as (dirfd, name, parent):
+                if not name:
+                    if flags & os.O_ACCMODE != os.O_RDONLY:
+                        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+                    return os.dup(dirfd)
+                try:
+                    return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dirfd)
+                except OSError as exc:
+                    if exc.errno == errno.EISDIR:
+                        raise IsADirectoryError(exc.errno, os.strerror(exc.errno), path) from None
+                    if exc.errno != errno.ELOOP:
+                        raise _error(exc.errno or errno.EIO, path) from None
+                target = _readlink(name, dirfd)
+            if target is None:
+                raise _error(errno.ELOOP, path)
+            path = posixpath.join(parent, target)  # an absolute target replaces the parent
+        raise _error(errno.ELOOP, path)
+
+    @contextlib.contextmanager
+    def _parent(self, path: str, *, create: bool) -> Iterator[tuple[int, str, str]]:
+        """The resolved parent directory of ``path`` (an fd and its guest path), and the last
+        component (empty when ``path`` names a directory such as ``/`` or ``/a/..``)."""
+        if self._wiped:
+            raise RuntimeError("the sandbox disk was wiped (sandbox destroyed)")
+        if not isinstance(path, str) or not path.startswith("/") or "\0" in path:
+            raise ValueError("sandbox paths must be absolute and contain no NUL")
+        parts = [p for p in path.split("/") if p not in ("", ".")]
+        last = parts.pop() if parts and parts[-1] != ".." else ""
+        stack = [os.open(self.root, _DIR_FLAGS)]
+        names: list[str] = []
+        try:
+            self._walk(stack, names, parts, create, path)
+            yield stack[-1], last, "/" + "/".join(names)
+        finally:
+            for fd in stack:
+                os.close(fd)
+
+    def _walk(
+        self, stack: list[int], names: list[str], parts: list[str], create: bool, path: str
+    ) -> None:
+        pending = list(reversed(parts))
+        links = 0
+        while pending:
+            part = pending.pop()
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if len(stack) > 1:
+                    os.close(stack.pop())
+                    names.pop()
+                continue
+            try:
+                fd = os.open(part, _DIR_FLAGS, dir_fd=stack[-1])
+            except OSError as exc:
+                if exc.errno == errno.ENOENT and create:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o755, dir_fd=stack[-1])
+                    pending.append(part)
+                    continue
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise _error(exc.errno or errno.EIO, path) from None
+                target = _readlink(part, stack[-1])
+                if target is None:
+                    raise _error(errno.ENOTDIR, path) from None
+                links += 1
+                if links > _MAX_LINKS:
+                    raise _error(errno.ELOOP, path) from None
+                if target.startswith("/"):
+                    while len(stack) > 1:
+                        os.close(stack.pop())
+                    names.clear()
+                pending.extend(reversed(target.split("/")))
+                continue
+            stack.append(fd)
+            names.append(part)
+
+
+def _readlink(name: str, dirfd: int) -> str | None:
+    try:
+        return os.readlink(name, dir_fd=dirfd)
+    except OSError:
+        return None
+
+
+def _error(code: int, path: str) -> OSError:
+    if code == errno.ENOENT:
+        return FileNotFoundError(code, os.strerror(code), path)
+    if code == errno.ENOTDIR:
+        return NotADirectoryError(code, os.strerror(code), path)
+    if code == errno.EISDIR:
+        return IsADirectoryError(code, os.strerror(code), path)
+    return OSError(code, os.strerror(code), path)

@@ -1,0 +1,160 @@
+"""Where the process runtime keeps sandboxes: one directory per fake under a known temp dir.
+
+``<tmp>/createos-fake-process/<pid>-<random>/`` holds a ``lock`` file the owning fake keeps
+``flock``-ed for its whole life, and one directory per sandbox. A fake that was killed leaves
+its directory behind unlocked; the next fake to start removes every such leftover. Processes
+cannot outlive their fake: bwrap runs them with ``--die-with-parent``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["BASE_NAME", "FakeRoot", "make_layout"]
+
+BASE_NAME = "createos-fake-process"
+
+#: The sandbox's writable top-level directories and their modes.
+_DIRS = (
+    ("root", 0o700),
+    ("home", 0o755),
+    ("home/sandbox", 0o755),
+    ("tmp", 0o1777),
+    ("srv", 0o755),
+    ("paperclip-workspace", 0o755),
+    ("etc", 0o755),
+    ("var", 0o755),
+    ("var/tmp", 0o1777),
+    ("usr", 0o755),
+    ("proc", 0o555),
+    ("dev", 0o755),
+)
+_LINKS = (("bin", "usr/bin"), ("sbin", "usr/sbin"), ("lib", "usr/lib"), ("lib64", "usr/lib64"))
+_ETC = {
+    "os-release": 'PRETTY_NAME="CreateOS fake sandbox (host programs)"\n'
+    'NAME="CreateOS fake sandbox"\nID=debian\n',
+    "hostname": "sandbox\n",
+    "hosts": "127.0.0.1\tlocalhost\n127.0.1.1\tsandbox\n::1\tlocalhost\n",
+    "passwd": "root:x:0:0:root:/root:/bin/bash\n"
+    "sandbox:x:1000:1000:sandbox:/home/sandbox:/bin/bash\n"
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+    "group": "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n",
+    "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+}
+
+
+def make_layout(directory: Path) -> None:
+    """A fresh sandbox filesystem: the writable directories, ``/etc`` files, ``/bin`` links."""
+    directory.mkdir(mode=0o755)
+    for name, mode in _DIRS:
+        path = directory / name
+        path.mkdir(exist_ok=True)
+        path.chmod(mode)
+    for name, target in _LINKS:
+        (directory / name).symlink_to(target)
+    for name, text in _ETC.items():
+        (directory / "etc" / name).write_text(text)
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """Copy a sandbox directory, sharing blocks (reflink) where the filesystem can."""
+    done = subprocess.run(
+        ["cp", "-a", "--reflink=auto", "--", str(source), str(target)],
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        shutil.rmtree(target, ignore_errors=True)
+        raise OSError("cannot copy the sandbox's directory")
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a sandbox directory, whatever its processes made read-only inside it."""
+
+    def retry(func: object, name: str, _exc: object) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(name), 0o700)
+            if os.path.isdir(name) and not os.path.islink(name):
+                os.chmod(name, 0o700)
+                shutil.rmtree(name, ignore_errors=True)
+            else:
+                os.unlink(name)
+
+    if not (path.exists() or path.is_symlink()):
+        return
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=retry)
+    else:
+        shutil.rmtree(path, onerror=retry)
+
+
+class FakeRoot:
+    """One fake's directory of sandboxes, locked while the fake lives."""
+
+    def __init__(self, base: Path | None = None) -> None:
+        self.base = base if base is not None else Path(tempfile.gettempdir()) / BASE_NAME
+        self.base.mkdir(mode=0o700, exist_ok=True)
+        self.removed_leftovers = sweep(self.base)
+        self.path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=self.base))
+        self._lock_fd: int | None = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(self._lock_fd, f"{os.getpid()}\n".encode())
+
+    def sandbox_dir(self, sandbox_id: str) -> Path:
+        return self.path / sandbox_id
+
+    def close(self) -> None:
+        """Remove every sandbox directory and the root itself; idempotent."""
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is None:
+            return
+        remove_tree(self.path)
+        os.close(fd)
+
+
+def sweep(base: Path) -> int:
+    """Remove the directories of fakes that died without cleaning up; returns how many."""
+    removed = 0
+    for entry in base.iterdir():
+        if not entry.is_dir() or entry.is_symlink():
+            continue
+        try:
+            fd = os.open(entry / "lock", os.O_RDWR)
+        except FileNotFoundError:
+            if _alive(entry.name):
+                continue  # a fake between creating its directory and locking it
+            fd = None  # died before taking its lock, or half removed
+        except OSError:
+            continue
+        try:
+            if fd is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # a live fake holds it
+            remove_tree(entry)
+            removed += 1
+        finally:
+            if fd is not None:
+                os.close(fd)
+    return removed
+
+
+def _alive(name: str) -> bool:
+    pid = name.split("-", 1)[0]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True

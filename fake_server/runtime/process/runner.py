@@ -1,0 +1,295 @@
+"""Running one command of a process-runtime sandbox: bwrap, pipes, signals, exit status."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import posixpath
+import signal as signals
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fake_server.runtime.pipes import ProcessSignal, StdinPipe
+from fake_server.runtime.process import tree
+from fake_server.runtime.shell import BASE_ENV
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
+    from pathlib import Path
+
+    from fake_server.runtime.api import Sink
+    from fake_server.runtime.process.dirdisk import DirDisk
+
+__all__ = ["Run", "Runner", "bwrap_argv"]
+
+HOME = "/home/sandbox"
+_READ = 64 * 1024
+#: Host files the sandbox sees read-only, when the host has them (libraries, certificates).
+_HOST_ETC = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl",
+             "ca-certificates", "localtime", "mime.types")  # fmt: skip
+_NOT_FOUND = b"bwrap: execvp "
+
+
+def bwrap_argv(bwrap: str, root: Path, cwd: str, env: Mapping[str, str]) -> list[str]:
+    """bwrap's options for one process of the sandbox whose directory is ``root``."""
+    argv = [
+        bwrap,
+        "--unshare-user", "--uid", "1000", "--gid", "1000",
+        "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+        "--hostname", "sandbox",
+        "--die-with-parent",
+        "--bind", str(root), "/",
+        "--ro-bind", "/usr", "/usr",
+        "--proc", "/proc",
+        "--dev", "/dev",
+    ]  # fmt: skip
+    for name in _HOST_ETC:
+        argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    argv.append("--clearenv")
+    for key, value in env.items():
+        argv += ["--setenv", key, value]
+    argv += ["--chdir", cwd, "--"]
+    return argv
+
+
+@dataclass(slots=True)
+class Run:
+    """One live bwrap process and the signals the API sent it."""
+
+    pid: int
+    sent: set[int] = field(default_factory=set)
+
+    def signal(self, signum: int, *, tree_scope: bool) -> None:
+        levels = tree.descendants(self.pid)
+        self.sent.add(signum)
+        if signum == signals.SIGKILL:
+            tree.send(levels[0] if levels else [], signum)  # init: the whole namespace dies
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signum)
+            return
+        pids = (
+            [p for level in levels[1:] for p in level]
+            if tree_scope
+            else levels[1][:1]
+            if (len(levels) > 1)
+            else []
+        )
+        tree.send(pids, signum)
+
+    def stop(self, signum: int) -> None:
+        """SIGSTOP/SIGCONT every process of the tree (pause and resume)."""
+        for level in tree.descendants(self.pid)[1:]:
+            tree.send(level, signum)
+
+
+class Runner:
+    """Runs processes of one sandbox; ``runs`` is shared with its machine (pause, destroy)."""
+
+    def __init__(self, bwrap: str, root: Path, disk: DirDisk, runs: dict[Any, Run]) -> None:
+        self._bwrap = bwrap
+        self._root = root
+        self._disk = disk
+        self._runs = runs
+
+    def sigterm_ignored(self, task: asyncio.Task[Any]) -> bool:
+        return False
+
+    def signal(self, task: asyncio.Task[Any], name: str, *, tree: bool) -> bool:
+        """Deliver ``name`` to the process in ``task``; False when it has not started yet."""
+        run = self._runs.get(task)
+        if run is None:
+            return False
+        run.signal(tree_signal(name), tree_scope=tree)
+        return True
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | StdinPipe | None = None,
+        on_stdout: Sink,
+        on_stderr: Sink,
+        started: Callable[[], None] | None = None,
+    ) -> int:
+        """Run ``argv`` in the sandbox; the exit status, or ``ProcessSignal`` when a signal the
+        API sent ended it. Raises ``FileNotFoundError`` for a missing working directory."""
+        try:
+            return await self._run(argv, cwd, env, stdin, on_stdout, on_stderr)
+        finally:
+            if started is not None:
+                started()
+
+    async def _run(
+        self,
+        argv: Sequence[str],
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        stdin: bytes | StdinPipe | None,
+        on_stdout: Sink,
+        on_stderr: Sink,
+    ) -> int:
+        args = _check_argv(argv)
+        workdir = posixpath.normpath(cwd) if cwd else HOME
+        if not self._disk.is_dir(workdir):
+            code = errno.ENOTDIR if self._disk.exists(workdir) else errno.ENOENT
+            raise FileNotFoundError(code, "the working directory does not exist")
+        environment = {**BASE_ENV, **_check_env(env or {})}
+        command = [*bwrap_argv(self._bwrap, self._root, workdir, environment), *args]
+        proc = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            env={},
+        )
+        run = Run(proc.pid)
+        task = asyncio.current_task()
+        self._runs[task] = run
+        missing = _NotFound(args[0], on_stderr)
+        pumps = [
+            asyncio.ensure_future(_pump(proc.stdout, on_stdout)),
+            asyncio.ensure_future(_pump(proc.stderr, missing, missing.flush)),
+        ]
+        if proc.stdin is not None:
+            pumps.append(asyncio.ensure_future(_feed(proc.stdin, stdin)))
+        try:
+            code = await proc.wait()
+            await asyncio.gather(*pumps[:2])
+        except asyncio.CancelledError:
+            run.signal(signals.SIGKILL, tree_scope=True)
+            await _reap(proc, pumps)
+            raise
+        finally:
+            self._runs.pop(task, None)
+            for pump in pumps:
+                pump.cancel()
+        return _status(code, run, missing.seen)
+
+
+class _NotFound:
+    """Turns bwrap's ``execvp`` failure into bash's ``command not found`` (status 127).
+
+    bwrap writes its message in pieces: the start of stderr is held back while it may still
+    be that message (only while it is a prefix of it, so a program's own output is not).
+    """
+
+    def __init__(self, program: str, sink: Sink) -> None:
+        self._program = program
+        self._sink = sink
+        self.seen = False
+        self._held: bytes | None = b""
+
+    async def __call__(self, data: bytes) -> None:
+        if self._held is None:
+            await self._sink(data)
+            return
+        held = self._held + data
+        if len(held) < len(_NOT_FOUND) and _NOT_FOUND.startswith(held):
+            self._held = held
+            return
+        if held.startswith(_NOT_FOUND):
+            end = held.find(b"\n")
+            if end < 0:
+                self._held = held
+                return
+            self.seen = True
+            held = f"bash: {self._program}: command not found\n".encode() + held[end + 1 :]
+        self._held = None
+        await self._sink(held)
+
+    async def flush(self) -> None:
+        held, self._held = self._held, None
+        if held:
+            await self._sink(held)
+
+
+def tree_signal(name: str) -> int:
+    try:
+        return tree.SIGNALS[name]
+    except KeyError:
+        raise ValueError(f"unknown signal {name!r}") from None
+
+
+def _status(code: int, run: Run, missing: bool) -> int:
+    signum = -code if code < 0 else code - 128 if code > 128 else 0
+    if signum and signum in run.sent:
+        raise ProcessSignal(signals.Signals(signum).name)
+    if code < 0:
+        return 128 + signum
+    if missing and code == 1:
+        return 127
+    return code & 0xFF
+
+
+async def _pump(
+    stream: asyncio.StreamReader | None,
+    sink: Sink,
+    at_end: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    if stream is None:
+        return
+    while True:
+        data = await stream.read(_READ)
+        if not data:
+            break
+        await sink(data)
+    if at_end is not None:
+        await at_end()
+
+
+async def _feed(writer: asyncio.StreamWriter, stdin: bytes | StdinPipe | None) -> None:
+    """Copy stdin into the process; a process that stopped reading ends the copy (EPIPE)."""
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        if isinstance(stdin, StdinPipe):
+            while chunk := await stdin.read_chunk():
+                writer.write(chunk)
+                await writer.drain()
+        elif stdin:
+            writer.write(stdin)
+            await writer.drain()
+    writer.close()
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        await writer.wait_closed()
+
+
+async def _reap(proc: asyncio.subprocess.Process, pumps: Sequence[asyncio.Future[None]]) -> None:
+    """After SIGKILL: wait for bwrap and its pipes, even if cancelled again meanwhile."""
+    waiting = asyncio.ensure_future(asyncio.gather(proc.wait(), *pumps[:2]))
+    for _ in range(3):
+        try:
+            await asyncio.wait_for(asyncio.shield(waiting), timeout=5.0)
+            return
+        except asyncio.CancelledError:
+            continue
+        except (TimeoutError, OSError):
+            return
+
+
+def _check_argv(argv: Sequence[str]) -> list[str]:
+    if isinstance(argv, str | bytes):
+        raise TypeError("argv must be a sequence of strings, not a string")
+    args = list(argv)
+    if not args or not args[0]:
+        raise ValueError("argv must name a command")
+    for arg in args:
+        if not isinstance(arg, str):
+            raise TypeError("argv items must be strings")
+        if "\0" in arg:
+            raise ValueError("argv must not contain NUL")
+    return [a.encode("utf-8", "replace").decode() for a in args]
+
+
+def _check_env(env: Mapping[str, str]) -> dict[str, str]:
+    checked: dict[str, str] = {}
+    for key, value in env.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError("environment keys and values must be strings")
+        if not key or "=" in key or "\0" in key or "\0" in value:
+            raise ValueError("environment keys must be non-empty without '=' or NUL")
+        checked[key] = value
+    return checked

@@ -1,0 +1,63 @@
+"""Helpers for the process-runtime tests: leftover checks on the host."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fake_server.runtime.process import tree
+from fake_server.runtime.process.rootdir import BASE_NAME
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+def bwrap_descendants() -> list[int]:
+    """Processes below this test process that run bwrap (a sandbox's tree or its init)."""
+    found = []
+    for level in tree.descendants(os.getpid()):
+        for pid in level:
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"bwrap" in cmdline.split(b"\0", 1)[0]:
+                found.append(pid)
+    return found
+
+
+async def no_bwrap_left(deadline: float = 5.0) -> bool:
+    """Whether every bwrap process is gone (they die at once; reaping may lag a moment)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline
+    while bwrap_descendants():
+        if loop.time() > end:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
+async def until(predicate: Callable[[], bool], deadline: float = 20.0) -> None:
+    """Wait (in real time, bounded) until ``predicate()`` holds; a real process decides when."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline
+    while not predicate():
+        if loop.time() > end:
+            raise AssertionError("condition not reached within the bound")
+        await asyncio.sleep(0.005)
+
+
+def base_dir() -> Path:
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / BASE_NAME
+
+
+def host_bytes(path: Path | str) -> bytes | None:
+    """A host file's bytes, ``None`` when it does not exist."""
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        return None

@@ -1,0 +1,209 @@
+"""What a process-runtime sandbox cannot reach, real programs in it, and where it cannot run."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+from typing import TYPE_CHECKING
+
+import pytest
+import pytest_asyncio
+from _process_runtime import host_bytes, no_bwrap_left, until
+
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server.runtime.api import RuntimeUnavailable
+from fake_server.runtime.pipes import StdinPipe
+from fake_server.runtime.process import ProcessMachine, ProcessRuntime, bwrap
+from fake_server.runtime.process.rootdir import sweep
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest_asyncio.fixture(name="runtime")
+async def _runtime(tmp_path: Path) -> AsyncIterator[ProcessRuntime]:
+    runtime = ProcessRuntime(base=tmp_path / "sandboxes")
+    yield runtime
+    runtime.close()
+    assert await no_bwrap_left()
+    assert list((tmp_path / "sandboxes").iterdir()) == []
+
+
+async def sh(machine: ProcessMachine, script: str, stdin: bytes | None = None) -> tuple[int, str]:
+    """Exit status and stdout+stderr of ``sh -c script`` in the sandbox."""
+    output: list[bytes] = []
+
+    async def sink(data: bytes) -> None:
+        output.append(data)
+
+    code = await machine.runner(VirtualClock()).run(
+        ["sh", "-c", script], stdin=stdin, on_stdout=sink, on_stderr=sink
+    )
+    return code, b"".join(output).decode()
+
+
+@pytest.fixture(name="secret")
+def _secret(tmp_path: Path) -> Path:
+    """A host file no sandbox may read (like /etc/shadow)."""
+    path = tmp_path / "host" / "shadow"
+    path.parent.mkdir()
+    path.write_text("host secret\n")
+    return path
+
+
+async def test_host_files_are_out_of_reach_by_path_dotdot_and_proc(
+    runtime: ProcessRuntime, secret: Path
+) -> None:
+    machine = runtime.new_sandbox("sb")
+    script = (
+        f"cat {secret}; cat /proc/1/root{secret}; cat /../../..{secret}; "
+        f"cat /proc/self/root/..{secret}; echo x > {secret}"
+    )
+    code, output = await sh(machine, script)
+    assert "host secret" not in output
+    assert output.count("No such file or directory") == 4
+    assert "Directory nonexistent" in output
+    assert host_bytes(secret) == b"host secret\n"
+    assert code != 0
+
+
+async def test_symlinks_to_host_paths_stay_inside_for_processes_and_the_files_api(
+    runtime: ProcessRuntime, secret: Path
+) -> None:
+    machine = runtime.new_sandbox("sb")
+    code, _ = await sh(machine, f"ln -s {secret} /tmp/link && ln -s ../../../../.. /tmp/up")
+    assert code == 0
+    with pytest.raises(FileNotFoundError):
+        machine.disk.read_file("/tmp/link")
+    with pytest.raises(FileNotFoundError):
+        machine.disk.read_file(f"/tmp/up{secret}")
+    machine.disk.write_file("/tmp/link", b"written")
+    assert host_bytes(secret) == b"host secret\n"
+    assert host_bytes(machine.root / str(secret).lstrip("/")) == b"written"
+
+
+async def test_system_directories_are_read_only_and_etc_is_the_sandboxs_own(
+    runtime: ProcessRuntime,
+) -> None:
+    machine = runtime.new_sandbox("sb")
+    before = host_bytes("/etc/hostname")
+    code, output = await sh(machine, "touch /usr/x; echo evil > /etc/hostname; cat /etc/hostname")
+    assert (code, output.splitlines()[-1]) == (0, "evil")
+    assert "Read-only file system" in output
+    assert host_bytes("/etc/hostname") == before
+    assert host_bytes("/usr/x") is None
+
+
+async def test_sandboxes_see_neither_each_others_files_nor_processes(
+    runtime: ProcessRuntime,
+) -> None:
+    first, second = runtime.new_sandbox("a"), runtime.new_sandbox("b")
+    await sh(first, "echo mine > /tmp/a")
+    stdin = StdinPipe()
+    sleeper = asyncio.ensure_future(sh(first, "echo $$; exec cat", stdin=stdin))
+    await until(lambda: bool(first.runs))
+    [run] = first.runs.values()
+    _code, output = await sh(
+        second,
+        f"cat /tmp/a {first.root}/tmp/a; kill -0 {run.pid}; ls /proc | grep -c '^[0-9]'",
+    )
+    assert "mine" not in output
+    assert "No such process" in output
+    assert int(output.splitlines()[-1]) <= 5  # its own init, sh, ls, grep (and a subshell)
+    stdin.close()
+    assert (await sleeper)[0] == 0
+
+
+async def test_no_network_but_loopback(runtime: ProcessRuntime) -> None:
+    machine = runtime.new_sandbox("sb")
+    program = (
+        "import socket\n"
+        "server = socket.socket(); server.bind(('127.0.0.1', 0)); server.listen()\n"
+        "socket.create_connection(server.getsockname()).close(); print('loopback ok')\n"
+        "try:\n    socket.create_connection(('1.1.1.1', 80), timeout=5)\n"
+        "except OSError as exc:\n    print(exc.strerror)\n"
+    )
+    code, output = await sh(machine, f'python3 -c "{program}"')
+    assert (code, output) == (0, "loopback ok\nNetwork is unreachable\n")
+
+
+async def test_git_init_and_commit(runtime: ProcessRuntime) -> None:
+    machine = runtime.new_sandbox("sb")
+    script = (
+        "cd /srv && git init -q repo && cd repo && echo hi > f && git add f && "
+        "git -c user.email=a@b.c -c user.name=n commit -qm first && git log --format=%s"
+    )
+    assert await sh(machine, script) == (0, "first\n")
+
+
+async def test_a_pipeline_moves_50_mib(runtime: ProcessRuntime) -> None:
+    machine = runtime.new_sandbox("sb")
+    script = "head -c 52428800 /dev/zero | tr '\\0' a | wc -c"
+    assert await sh(machine, script) == (0, "52428800\n")
+
+
+async def test_leftovers_of_a_killed_fake_are_removed_at_the_next_start(tmp_path: Path) -> None:
+    base = tmp_path / "sandboxes"
+    dead = base / "999999999-dead"
+    (dead / "sb" / "tmp").mkdir(parents=True)
+    (dead / "lock").write_text("999999999\n")
+    live = base / f"{os.getpid()}-live"
+    live.mkdir()
+    fd = os.open(live / "lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        runtime = ProcessRuntime(base=base)
+        assert runtime.fake_root.removed_leftovers == 1
+        assert not dead.exists()
+        assert live.exists()
+        runtime.close()
+    finally:
+        os.close(fd)
+    assert sweep(base) == 1  # the live one, once unlocked
+    assert list(base.iterdir()) == []
+
+
+async def test_asking_for_the_runtime_where_bwrap_cannot_run_fails_clearly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bwrap, "bwrap_path", lambda: "/nonexistent/bwrap")
+    with pytest.raises(RuntimeUnavailable) as info:
+        FakeCreateOS(runtime="process")
+    assert str(info.value) == (
+        "the process runtime cannot run here: bwrap cannot start: No such file or directory. "
+        + bwrap.HELP
+    )
+    fake = FakeCreateOS()
+    with pytest.raises(RuntimeUnavailable):
+        fake.runtime = "process"
+    assert fake.runtime == "bashkit"
+
+
+async def test_a_failing_bwrap_reports_its_status() -> None:
+    assert bwrap.check_bwrap("/bin/false") == "bwrap failed a trial run: exit status 1"
+
+
+async def test_an_unknown_runtime_name_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match=r"runtime must be one of bashkit, process, not 'vm'"):
+        FakeCreateOS(runtime="vm")
+
+
+async def test_a_rootfs_can_have_its_own_runtime() -> None:
+    fake = FakeCreateOS(
+        clock=VirtualClock(),
+        transitions=TransitionPolicy.immediate(),
+        rootfs_runtime={"python:3.12": "process"},
+    )
+    async with fake:
+        account = fake.world.account_for_key(fake.api_key)
+        assert account is not None
+        from fake_server.models import SandboxSpec
+
+        python = account.create_sandbox(SandboxSpec("s-1vcpu-1gb", "python:3.12", "eu"))
+        devbox = account.create_sandbox(SandboxSpec("s-1vcpu-1gb", "devbox:1", "eu"))
+        assert (python.machine.runtime, devbox.machine.runtime) == ("process", "bashkit")
+    assert await no_bwrap_left()

@@ -1,0 +1,314 @@
+"""The process runtime over HTTP: exec, streams, managed processes, signals, files, lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import pytest_asyncio
+from _process_runtime import no_bwrap_left, until
+
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server.runtime.process import ProcessMachine, tree
+
+if TYPE_CHECKING:
+    import httpx
+
+pytestmark = pytest.mark.asyncio
+
+MakeSandbox = Callable[..., Awaitable[str]]
+
+
+@pytest_asyncio.fixture(name="fake")
+async def _fake() -> AsyncIterator[FakeCreateOS]:
+    """A fake whose sandboxes run real programs; nothing may be left once it closes."""
+    fake = FakeCreateOS(
+        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
+    )
+    async with fake:
+        yield fake
+        assert fake.errors == []
+    assert await no_bwrap_left()
+
+
+async def run(client: httpx.AsyncClient, sandbox_id: str, **body: Any) -> dict[str, Any]:
+    response = await client.post(f"/v1/sandboxes/{sandbox_id}/exec", json=body)
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()["data"]["result"]
+    return result
+
+
+def machine(fake: FakeCreateOS, sandbox_id: str) -> ProcessMachine:
+    found = fake.sandbox(sandbox_id).machine
+    assert isinstance(found, ProcessMachine)
+    return found
+
+
+async def test_exec_returns_status_streams_cwd_env_stdin_and_user(
+    client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    sandbox_id = await make_sandbox(envs={"GREETING": "hello"})
+    script = 'echo "$GREETING"; cat; echo oops >&2; pwd; id -un; hostname; exit 3'
+    result = await run(
+        client, sandbox_id, cmd="/bin/bash", args=["-c", script], stdin="piped\n",
+        env={"GREETING": "hi"}, cwd="/tmp",
+    )  # fmt: skip
+    assert result == {
+        "exit_code": 3,
+        "stdout": "hi\npiped\n/tmp\nsandbox\nsandbox\n",
+        "stderr": "oops\n",
+        "error": "",
+    }
+
+
+async def test_exec_of_a_missing_program_exits_127_like_bash(
+    client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    sandbox_id = await make_sandbox()
+    result = await run(client, sandbox_id, cmd="no-such-tool", args=["x"])
+    assert (result["exit_code"], result["stderr"]) == (
+        127,
+        "bash: no-such-tool: command not found\n",
+    )
+
+
+async def test_exec_in_a_missing_directory_is_a_clear_400(
+    client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    sandbox_id = await make_sandbox()
+    response = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "true", "cwd": "/nowhere"}
+    )
+    assert response.status_code == 400
+    assert response.json()["data"] == {"cwd": "directory does not exist"}
+
+
+async def test_python_streams_each_line_as_it_runs(
+    client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    """The second line waits for a file the test writes only after it saw the first one."""
+    sandbox_id = await make_sandbox()
+    program = (
+        "import os, time\nprint('ready', flush=True)\n"
+        "while not os.path.exists('/tmp/go'):\n    time.sleep(0.005)\nprint('done')\n"
+    )
+    seen: list[str] = []
+    async with (
+        client.stream(
+            "POST",
+            f"/v1/sandboxes/{sandbox_id}/exec?stream=true",
+            json={"cmd": "python3", "args": ["-c", program]},
+        ) as response,
+        asyncio.timeout(20),
+    ):
+        async for line in response.aiter_lines():
+            frame = json.loads(line)
+            if "stdout" in frame:
+                seen.append(frame["stdout"])
+                if frame["stdout"] == "ready\n":
+                    put = await client.put(
+                        f"/v1/sandboxes/{sandbox_id}/files", params={"path": "/tmp/go"}, content=b""
+                    )
+                    assert put.status_code in (200, 201), put.text
+            if "exit_code" in frame:
+                seen.append(f"exit {frame['exit_code']}")
+    assert seen == ["ready\n", "done\n", "exit 0"]
+
+
+async def process(client: httpx.AsyncClient, sandbox_id: str, script: str) -> str:
+    response = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/processes",
+        json={"cmd": "/bin/bash", "args": ["-c", script]},
+    )
+    assert response.status_code == 201, response.text
+    process_id: str = response.json()["data"]["process_id"]
+    return process_id
+
+
+async def test_managed_process_reads_live_stdin_before_it_is_closed(
+    client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    sandbox_id = await make_sandbox()
+    base = f"/v1/sandboxes/{sandbox_id}/processes"
+    process_id = await process(client, sandbox_id, "read line; echo got:$line; cat")
+    sent = await client.post(f"{base}/{process_id}/input", json={"data_base64": "Zmlyc3QK"})
+    assert sent.status_code == 200, sent.text  # "first\n"
+    assert await _first_output(client, f"{base}/{process_id}") == b"got:first\n"
+    await client.post(f"{base}/{process_id}/input", json={"data_base64": "cmVzdAo="})
+    await client.post(f"{base}/{process_id}/stdin/close")
+    waited = await client.get(f"{base}/{process_id}/wait", params={"timeout_ms": 10_000})
+    assert waited.json()["data"]["exit_code"] == 0
+
+
+async def test_kill_honours_trap_then_kills_the_tree_after_grace(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    sandbox_id = await make_sandbox()
+    base = f"/v1/sandboxes/{sandbox_id}/processes"
+    process_id = await process(client, sandbox_id, "trap '' TERM; sleep 300 & echo up; wait")
+    await _first_output(client, f"{base}/{process_id}")
+    [bwrap] = [run.pid for run in machine(fake, sandbox_id).runs.values()]
+    assert len([p for level in tree.descendants(bwrap) for p in level]) == 3  # init, bash, sleep
+    killed = await client.delete(f"{base}/{process_id}", params={"grace_ms": 100})
+    data = killed.json()["data"]
+    assert (data["exit_code"], data["signal"]) == (None, "SIGKILL")
+    assert tree.descendants(bwrap) == []
+
+
+async def test_kill_of_a_plain_program_ends_it_with_sigterm(
+    client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    sandbox_id = await make_sandbox()
+    base = f"/v1/sandboxes/{sandbox_id}/processes"
+    process_id = await process(client, sandbox_id, "echo up; exec sleep 300")
+    await _first_output(client, f"{base}/{process_id}")
+    killed = await client.delete(f"{base}/{process_id}", params={"grace_ms": 10_000})
+    assert killed.json()["data"]["signal"] == "SIGTERM"
+
+
+async def test_signal_reaches_the_program_which_may_handle_it(
+    client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    sandbox_id = await make_sandbox()
+    base = f"/v1/sandboxes/{sandbox_id}/processes"
+    script = "trap 'echo bye; exit 5' USR1; echo up; while :; do sleep 0.01; done"
+    process_id = await process(client, sandbox_id, script)
+    await _first_output(client, f"{base}/{process_id}")
+    sent = await client.post(f"{base}/{process_id}/signal", json={"signal": "SIGUSR1"})
+    assert sent.status_code == 200, sent.text
+    waited = await client.get(f"{base}/{process_id}/wait", params={"timeout_ms": 10_000})
+    assert (waited.json()["data"]["exit_code"], waited.json()["data"]["signal"]) == (5, None)
+
+
+async def _first_output(client: httpx.AsyncClient, url: str) -> bytes:
+    """The first output frame's bytes (a bound of 20 real seconds turns a hang into a failure)."""
+    async with asyncio.timeout(20), client.stream("GET", f"{url}/connect") as response:
+        async for line in response.aiter_lines():
+            frame = json.loads(line)
+            if frame["type"] == "data":
+                return base64.b64decode(frame["data_base64"])
+    raise AssertionError("the process ended without output")
+
+
+async def test_files_api_works_on_the_sandbox_directory(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    sandbox_id = await make_sandbox()
+    files = f"/v1/sandboxes/{sandbox_id}/files"
+    put = await client.put(files, params={"path": "/srv/app/in.txt"}, content=b"data")
+    assert put.status_code in (200, 201)
+    result = await run(client, sandbox_id, cmd="sh", args=["-c", "cat /srv/app/in.txt > /root/out"])
+    assert result["exit_code"] == 0
+    assert (await client.get(files, params={"path": "/root/out"})).content == b"data"
+    assert (machine(fake, sandbox_id).root / "root" / "out").read_bytes() == b"data"
+
+
+async def test_pause_stops_every_process_and_resume_continues_them(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    sandbox_id = await make_sandbox()
+    base = f"/v1/sandboxes/{sandbox_id}/processes"
+    process_id = await process(client, sandbox_id, "sleep 300 & echo up; wait")
+    await _first_output(client, f"{base}/{process_id}")
+    [bwrap] = [run.pid for run in machine(fake, sandbox_id).runs.values()]
+    tree_pids = [p for level in tree.descendants(bwrap)[1:] for p in level]
+    assert (await client.post(f"/v1/sandboxes/{sandbox_id}/pause")).status_code in (200, 202)
+    await until(lambda: {_state(pid) for pid in tree_pids} == {"T"})  # SIGSTOP lands at once
+    assert (await client.post(f"/v1/sandboxes/{sandbox_id}/resume")).status_code in (200, 202)
+    await until(lambda: "T" not in {_state(pid) for pid in tree_pids})
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        data = handle.read()
+    return data[data.rfind(b")") + 2 :].split()[0].decode()
+
+
+async def test_fork_copies_the_files_and_then_goes_its_own_way(
+    fake: FakeCreateOS, make_sandbox: MakeSandbox
+) -> None:
+    sandbox_id = await make_sandbox()
+    original = machine(fake, sandbox_id)
+    original.disk.write_file("/home/sandbox/a", b"one")
+    copy = original.fork()
+    copy.disk.write_file("/home/sandbox/a", b"two")
+    assert (original.disk.read_file("/home/sandbox/a"), copy.disk.read_file("/home/sandbox/a")) == (
+        b"one",
+        b"two",
+    )
+    copy.destroy()
+    assert not copy.root.exists()
+
+
+async def test_destroy_kills_every_tree_and_removes_the_directory(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    sandbox_id = await make_sandbox()
+    await process(client, sandbox_id, "trap '' TERM; sleep 300 & wait")
+    exec_task = asyncio.ensure_future(run(client, sandbox_id, cmd="sleep", args=["300"]))
+    found = machine(fake, sandbox_id)
+    await until(lambda: len(found.runs) == 2)
+    deleted = await client.delete(f"/v1/sandboxes/{sandbox_id}")
+    assert deleted.status_code in (200, 202)
+    result = await exec_task
+    assert (result["exit_code"], result["error"]) == (137, "command killed by SIGKILL")
+    assert not found.root.exists()
+    assert await no_bwrap_left()
+
+
+async def test_reset_removes_every_sandbox_directory(
+    fake: FakeCreateOS, make_sandbox: MakeSandbox
+) -> None:
+    sandbox_id = await make_sandbox()
+    root = machine(fake, sandbox_id).root
+    fake.reset()
+    assert not root.exists()
+    assert fake.runtime == "process"
+
+
+async def test_a_pty_on_the_process_runtime_is_a_clear_501(
+    client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    sandbox_id = await make_sandbox()
+    response = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/processes", json={"pty": {"rows": 24, "cols": 80}}
+    )
+    assert response.status_code == 501
+    assert response.json()["message"] == (
+        "the fake's process runtime has no PTY support yet; "
+        "create this sandbox on the bashkit runtime for a PTY"
+    )
+
+
+async def test_disks_on_the_process_runtime_are_a_clear_409_and_leave_nothing(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    disk = await client.post(
+        "/v1/disks",
+        json={
+            "name": "data",
+            "config": {"bucket": "b", "endpoint": "https://s3.example.test"},
+            "credentials": {"access_key": "a", "secret_key": "s"},
+        },
+    )
+    assert disk.status_code in (200, 201), disk.text
+    disk_id = disk.json()["data"]["id"]
+    expected = (
+        "disks need the bashkit runtime; this sandbox runs the process runtime (real programs "
+        "see a host directory, where a disk bucket cannot be mounted)"
+    )
+    mount = {"disk_id": disk_id, "mount_path": "/mnt/data"}
+    created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "disks": [mount]})
+    refusal = {"code": "runtime_unsupported", "message": expected}
+    assert (created.status_code, created.json()["data"]) == (409, refusal)
+    assert fake.sandboxes() == []
+    sandbox_id = await make_sandbox()
+    attached = await client.post(f"/v1/sandboxes/{sandbox_id}/disks", json=mount)
+    assert (attached.status_code, attached.json()["data"]) == (409, refusal)
+    listed = await client.get(f"/v1/sandboxes/{sandbox_id}/disks")
+    assert listed.json()["data"]["data"] == []
+    assert (await run(client, sandbox_id, cmd="/bin/true"))["exit_code"] == 0
