@@ -332,7 +332,10 @@ class VirtualClock:
                 del self._loops[loop]
             elif not loop.is_running():
                 continue  # between run_until_complete() calls: nothing can run there
-            elif not probe.parked and real_now - probe.since < _STUCK_LOOP:
+            elif probe.parked:
+                if not probe.waiting():
+                    return False  # a socket of it is ready: it runs as soon as it is scheduled
+            elif real_now - probe.since < _STUCK_LOOP:
                 return False
         return True
 

@@ -22,22 +22,36 @@ class LoopProbe:
     a probe that always reads as parked, leaving the decision to the other signals.
     """
 
-    __slots__ = ("parked", "since")
+    __slots__ = ("_selector", "parked", "since")
 
-    def __init__(self, *, watched: bool) -> None:
+    def __init__(self, *, watched: bool, selector: _ProbedSelector | None = None) -> None:
         self.parked = not watched
         self.since = time.perf_counter()
+        self._selector = selector
+
+    def waiting(self) -> bool:
+        """Parked in ``select()`` with nothing ready: no connection queued, no data unread.
+
+        ``parked`` alone is set before the loop's thread enters ``select()`` and cleared after
+        it returns; a busy machine may leave that thread unscheduled for a while after its
+        socket became ready (a client's connection accepted by the kernel), so readiness is
+        asked of the selector too, without waiting and without consuming anything.
+        """
+        if not self.parked:
+            return False
+        selector = self._selector
+        return selector is None or not selector.ready()
 
     @classmethod
     def install(cls, loop: asyncio.AbstractEventLoop) -> LoopProbe:
         selector = getattr(loop, "_selector", None)
         if selector is None or not callable(getattr(selector, "select", None)):
             return cls(watched=False)
-        probe = cls(watched=True)
         if not isinstance(selector, _ProbedSelector):
             # One proxy per loop, however many clocks watch it: select() stays one call deep.
             selector = _ProbedSelector(selector)
             loop._selector = selector  # type: ignore[attr-defined]
+        probe = cls(watched=True, selector=selector)
         selector.probes += (probe,)
         return probe
 
@@ -71,6 +85,17 @@ class _ProbedSelector:
             for probe in probes:
                 probe.parked = False
                 probe.since = now
+
+    def ready(self) -> bool:
+        """Whether some registered file is ready now; callable from another thread.
+
+        Polls with a zero timeout: the loops' selectors are level-triggered, so this neither
+        waits nor takes anything from the loop's own ``select()``.
+        """
+        try:
+            return bool(self._selector.select(0))  # type: ignore[attr-defined]
+        except (OSError, ValueError, RuntimeError):
+            return False  # closed under us: the loop's own state decides
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._selector, name)

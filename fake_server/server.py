@@ -235,7 +235,11 @@ class FakeCreateOS:
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)
         try:
-            await site.start()
+            # A hold taken on the serving loop gets that loop watched by the clock before the
+            # first connection can arrive: a connection the kernel has queued but the loop has
+            # not yet accepted is then seen (the loop is not parked), never jumped over.
+            with self.clock.hold():
+                await site.start()
         except BaseException:
             await runner.cleanup()
             raise

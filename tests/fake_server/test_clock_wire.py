@@ -8,7 +8,9 @@ handler, fake time must not move, even though every event loop waits meanwhile.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+import selectors
+import threading
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -78,3 +80,50 @@ async def test_a_connection_closed_half_way_lets_time_move(threaded: FakeCreateO
     await writer.wait_closed()
     await deadline
     assert (clock.now(), clock.busy_tokens) == (30.0, 0)
+
+
+@pytest.mark.asyncio
+async def test_a_connection_the_serving_loop_has_not_accepted_yet_keeps_fake_time_still(
+    threaded: FakeCreateOS,
+) -> None:
+    """The kernel has accepted the connection; the serving thread has not run since."""
+    clock = threaded.clock
+    assert isinstance(clock, VirtualClock)
+    loop: Any = threaded._loop
+    selector = loop._selector
+    if not isinstance(selector, selectors.BaseSelector):
+        selector = selector._selector  # the real one, under the clock's probe
+    real_select = selector.select
+    gate = threading.Event()
+    waiting = threading.Event()
+
+    def unscheduled_select(timeout: float | None = None) -> Any:
+        # A waiting select() returns only once the gate opens, ready sockets or not: what a
+        # loaded machine does to a thread it does not schedule. Polls (timeout 0) go through.
+        if timeout is None or timeout > 0:
+            waiting.set()
+            gate.wait()
+        return real_select(timeout)
+
+    selector.select = unscheduled_select
+    try:
+        loop.call_soon_threadsafe(lambda: None)  # leave the select() entered before the patch
+        assert await asyncio.to_thread(waiting.wait, 5.0)
+        deadline = asyncio.ensure_future(clock.sleep(30))
+        reader, writer = await asyncio.open_connection(threaded.host, threaded.port)
+        try:
+            writer.write(_request(threaded))
+            await writer.drain()
+            await asyncio.sleep(PAUSE)  # every loop parked, the serving one with a socket ready
+            assert (clock.now(), clock.jumps) == (0.0, 0)
+            gate.set()
+            status = await reader.readline()
+            assert status.startswith(b"HTTP/1.1 200")
+            await deadline
+            assert clock.now() == 30.0
+        finally:
+            writer.close()
+            await writer.wait_closed()
+    finally:
+        gate.set()
+        del selector.select
