@@ -186,7 +186,7 @@ async def test_every_reply_names_its_request_and_the_journal_records_it(
 
 async def test_the_sdk_reads_an_error_s_message_code_and_request_id(fake: FakeCreateOS) -> None:
     """A string ``code`` made the Python SDK drop the message ("request failed")."""
-    from createos import Client
+    from createos import Client, RetryOptions
     from createos.errors import APIError
 
     from fake_server import Fault
@@ -197,7 +197,8 @@ async def test_the_sdk_reads_an_error_s_message_code_and_request_id(fake: FakeCr
     )
 
     def call() -> APIError:
-        with Client(fake.api_key, base_url=fake.url) as sdk:
+        # No retries: the SDK's backoff sleeps in real time.
+        with Client(fake.api_key, base_url=fake.url, retry=RetryOptions(max_retries=0)) as sdk:
             with pytest.raises(APIError) as raised:
                 sdk.templates.list()
             return raised.value
