@@ -54,11 +54,11 @@ assert.equal(fork.data.forked_from, box.id);
 await fork.resume(); await fork.waitUntilRunning(); check("resume"); check("waitUntilRunning");
 assert.equal((await fork.runCommand("cat", ["/root/seed.txt"])).result.stdout, "seed\n");
 try {
-  await box.attachNetwork("net-1");
-  assert.fail("attachNetwork should be 501");
+  await box.attachNetwork("net-missing"); // the box is paused: the service refuses with 409
+  assert.fail("attachNetwork on a paused sandbox should fail");
 } catch (err) {
-  assert.equal(err.status ?? err.statusCode, 501);
-  assert.ok(err.message.includes("not implemented by the CreateOS fake"));
+  assert.equal(err.status ?? err.statusCode, 409);
+  assert.ok(err.message.endsWith("code: not_running, message: sandbox is paused, not running"));
   assert.ok(err.requestId.startsWith("req-"));
 }
 await fork.destroy(); await box.destroy(); check("destroy");
