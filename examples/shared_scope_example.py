@@ -5,18 +5,23 @@ import pytest
 
 @pytest.fixture(scope="module")
 def module_lease(createos_shared):
-    with createos_shared.leases() as leases:  # destroyed when the module is done
-        yield leases.acquire_sync()
-
-
-@pytest.mark.asyncio
-async def test_writes_a_file(createos_shared, module_lease):
+    """Prepared once per module (and per pytest-xdist worker that runs tests of it)."""
     shared = createos_shared
-    await shared.provider.execute(shared.env, module_lease, "touch", ["/tmp/kept"])
+    with shared.leases() as leases:  # destroyed when the module is done
+        lease = leases.acquire_sync()
+        shared.run(shared.provider.execute(shared.env, lease, "touch", ["/tmp/kept"]))
+        yield lease
 
 
 @pytest.mark.asyncio
-async def test_a_later_test_still_sees_it(createos_shared, module_lease):
+async def test_sees_the_prepared_file(createos_shared, module_lease):
+    shared = createos_shared
+    result = await shared.provider.execute(shared.env, module_lease, "ls", ["/tmp/kept"])
+    assert result.stdout == "/tmp/kept\n"
+
+
+@pytest.mark.asyncio
+async def test_another_test_shares_the_same_sandbox(createos_shared, module_lease):
     shared = createos_shared
     result = await shared.provider.execute(shared.env, module_lease, "ls", ["/tmp/kept"])
     assert result.stdout == "/tmp/kept\n"
