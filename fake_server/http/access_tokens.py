@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
-
 from fake_server.http import wire
-from fake_server.http.keys import BACKEND_KEY
+from fake_server.http.errors import ok
+from fake_server.http.keys import BACKEND_KEY, sandbox_id
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from fake_server.models.sandbox import AccessToken
 
 __all__ = [
@@ -18,10 +19,6 @@ __all__ = [
     "get_access_token",
     "rotate_access_token",
 ]
-
-
-def _sid(request: web.Request) -> str:
-    return request.match_info["sandbox_id"]
 
 
 def _plaintext(token: AccessToken) -> web.Response:
@@ -33,7 +30,7 @@ def _plaintext(token: AccessToken) -> web.Response:
     }
     if token.rotated_at is not None:
         data["rotated_at"] = wire.iso(token.rotated_at)
-    return web.json_response(wire.success(data))
+    return ok(data)
 
 
 def _metadata(token: AccessToken | None, *, enabled: bool) -> web.Response:
@@ -43,21 +40,21 @@ def _metadata(token: AccessToken | None, *, enabled: bool) -> web.Response:
         data["created_at"] = wire.iso(token.created_at)
         if token.rotated_at is not None:
             data["rotated_at"] = wire.iso(token.rotated_at)
-    return web.json_response(wire.success(data))
+    return ok(data)
 
 
 async def create_access_token(request: web.Request) -> web.Response:
-    return _plaintext(request[BACKEND_KEY].create_access_token(_sid(request)))
+    return _plaintext(request[BACKEND_KEY].create_access_token(sandbox_id(request)))
 
 
 async def get_access_token(request: web.Request) -> web.Response:
-    token = request[BACKEND_KEY].get_access_token(_sid(request))
+    token = request[BACKEND_KEY].get_access_token(sandbox_id(request))
     return _metadata(token, enabled=token is not None)
 
 
 async def rotate_access_token(request: web.Request) -> web.Response:
-    return _plaintext(request[BACKEND_KEY].rotate_access_token(_sid(request)))
+    return _plaintext(request[BACKEND_KEY].rotate_access_token(sandbox_id(request)))
 
 
 async def disable_access_token(request: web.Request) -> web.Response:
-    return _metadata(request[BACKEND_KEY].disable_access_token(_sid(request)), enabled=False)
+    return _metadata(request[BACKEND_KEY].disable_access_token(sandbox_id(request)), enabled=False)

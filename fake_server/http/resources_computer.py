@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from fake_server.http import wire
-from fake_server.http.keys import BACKEND_KEY
+from fake_server.http.errors import ok
+from fake_server.http.keys import BACKEND_KEY, sandbox_id
 from fake_server.models.desktop_render import screenshot as render_png
 from fake_server.models.errors import BadRequest
 
@@ -24,16 +25,13 @@ _INT_QUERY = ("x", "y", "width", "height")
 
 
 def _desktop(request: web.Request) -> tuple[Desktop, Screen]:
-    desktop: Desktop = request[BACKEND_KEY].resources.desktop(request.match_info["sandbox_id"])
+    desktop: Desktop = request[BACKEND_KEY].resources.desktop(sandbox_id(request))
     return desktop, desktop.screen(request.query.get("screen_id") or None)
 
 
-def _ok(data: dict[str, Any] | None = None) -> web.Response:
-    return web.json_response(wire.success({"ok": True, **(data or {})}))
-
-
-def _json(data: dict[str, Any]) -> web.Response:
-    return web.json_response(wire.success(data))
+def _done(data: dict[str, Any] | None = None) -> web.Response:
+    """The ``{"ok": true, ...}`` answer of an action."""
+    return ok({"ok": True, **(data or {})})
 
 
 def window_json(window: Window) -> dict[str, Any]:
@@ -73,17 +71,17 @@ async def _body(request: web.Request) -> dict[str, Any]:
 
 async def get_screen(request: web.Request) -> web.Response:
     _, screen = _desktop(request)
-    return _json({"width": screen.width, "height": screen.height})
+    return ok({"width": screen.width, "height": screen.height})
 
 
 async def get_cursor(request: web.Request) -> web.Response:
     _, screen = _desktop(request)
-    return _json({"x": screen.cursor[0], "y": screen.cursor[1]})
+    return ok({"x": screen.cursor[0], "y": screen.cursor[1]})
 
 
 async def get_clipboard(request: web.Request) -> web.Response:
     desktop, _ = _desktop(request)
-    return _json({"text": desktop.clipboard})
+    return ok({"text": desktop.clipboard})
 
 
 async def set_clipboard(request: web.Request) -> web.Response:
@@ -93,17 +91,17 @@ async def set_clipboard(request: web.Request) -> web.Response:
         raise BadRequest("must be a string", field="text")
     desktop.clipboard = text
     desktop.record(screen, "clipboard", text=text)
-    return _ok()
+    return _done()
 
 
 async def open_target(request: web.Request) -> web.Response:
     desktop, screen = _desktop(request)
-    return _ok({"window": window_json(desktop.open(screen, await _body(request)))})
+    return _done({"window": window_json(desktop.open(screen, await _body(request)))})
 
 
 async def launch_app(request: web.Request) -> web.Response:
     desktop, screen = _desktop(request)
-    return _ok({"window": window_json(desktop.launch(screen, await _body(request)))})
+    return _done({"window": window_json(desktop.launch(screen, await _body(request)))})
 
 
 async def take_screenshot(request: web.Request) -> web.Response:
@@ -123,7 +121,7 @@ def _input(action: Callable[[Desktop, Screen, dict[str, Any]], object]) -> Handl
     async def handler(request: web.Request) -> web.Response:
         desktop, screen = _desktop(request)
         action(desktop, screen, await _body(request))
-        return _ok()
+        return _done()
 
     return handler
 
@@ -131,7 +129,7 @@ def _input(action: Callable[[Desktop, Screen, dict[str, Any]], object]) -> Handl
 async def list_windows(request: web.Request) -> web.Response:
     desktop, screen = _desktop(request)
     windows = desktop.listing(screen, request.query.get("application", ""))
-    return _json({"data": [window_json(w) for w in windows]})
+    return ok({"data": [window_json(w) for w in windows]})
 
 
 async def current_window(request: web.Request) -> web.Response:
@@ -141,17 +139,17 @@ async def current_window(request: web.Request) -> web.Response:
         from fake_server.models.errors import NotFound
 
         raise NotFound("no window has the focus", code="window_not_found")
-    return _json(window_json(window))
+    return ok(window_json(window))
 
 
 async def get_window(request: web.Request) -> web.Response:
     desktop, screen = _desktop(request)
-    return _json(window_json(desktop.window(screen, request.match_info["window_id"])))
+    return ok(window_json(desktop.window(screen, request.match_info["window_id"])))
 
 
 async def window_geometry(request: web.Request) -> web.Response:
     desktop, screen = _desktop(request)
-    return _json(geometry_json(desktop.window(screen, request.match_info["window_id"])))
+    return ok(geometry_json(desktop.window(screen, request.match_info["window_id"])))
 
 
 def _window_action(action: str) -> Handler:
@@ -159,20 +157,20 @@ def _window_action(action: str) -> Handler:
         desktop, screen = _desktop(request)
         body = await _body(request)
         window = desktop.act(screen, request.match_info["window_id"], action, body)
-        return _ok({"window": geometry_json(window)})
+        return _done({"window": geometry_json(window)})
 
     return handler
 
 
 async def list_screens(request: web.Request) -> web.Response:
     desktop, _ = _desktop(request)
-    return _json({"data": [screen_json(s) for s in desktop.screens.values()]})
+    return ok({"data": [screen_json(s) for s in desktop.screens.values()]})
 
 
 async def create_screen(request: web.Request) -> web.Response:
     desktop, _ = _desktop(request)
     screen = desktop.create_screen(await _body(request))
-    return web.json_response(wire.success(screen_json(screen)), status=201)
+    return ok(screen_json(screen), status=201)
 
 
 def _screen_of(request: web.Request) -> tuple[Desktop, str]:
@@ -182,24 +180,24 @@ def _screen_of(request: web.Request) -> tuple[Desktop, str]:
 
 async def get_screen_by_id(request: web.Request) -> web.Response:
     desktop, screen_id = _screen_of(request)
-    return _json(screen_json(desktop.screen(screen_id)))
+    return ok(screen_json(desktop.screen(screen_id)))
 
 
 async def connect_screen(request: web.Request) -> web.Response:
     desktop, screen_id = _screen_of(request)
     data = desktop.connection(screen_id)
-    return _json({**data, "expires_at": wire.iso(data["expires_at"])})
+    return ok({**data, "expires_at": wire.iso(data["expires_at"])})
 
 
 async def resize_screen(request: web.Request) -> web.Response:
     desktop, screen_id = _screen_of(request)
-    return _json(screen_json(desktop.resize_screen(screen_id, await _body(request))))
+    return ok(screen_json(desktop.resize_screen(screen_id, await _body(request))))
 
 
 async def delete_screen(request: web.Request) -> web.Response:
     desktop, screen_id = _screen_of(request)
     desktop.delete_screen(screen_id)
-    return _ok()
+    return _done()
 
 
 _C = "/v1/sandboxes/{sandbox_id}/computer"

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
-
 from fake_server.http import wire
-from fake_server.http.keys import BACKEND_KEY
+from fake_server.http.errors import ok
+from fake_server.http.keys import BACKEND_KEY, sandbox_id
 from fake_server.models.resource_base import page
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from fake_server.models.disks import Attachment, Disk, Disks
 
 __all__ = [
@@ -61,7 +62,7 @@ def _paged(request: web.Request, items: list[dict[str, Any]]) -> web.Response:
     chunk, pagination = page(
         items, wire.query_int(request, "limit", 50), wire.query_int(request, "offset", 0)
     )
-    return web.json_response(wire.success({"data": chunk, "pagination": pagination}))
+    return ok({"data": chunk, "pagination": pagination})
 
 
 async def list_disks(request: web.Request) -> web.Response:
@@ -71,42 +72,42 @@ async def list_disks(request: web.Request) -> web.Response:
 async def create_disk(request: web.Request) -> web.Response:
     _disks(request).require_configured()
     disk, new = _disks(request).create(await wire.read_json(request))
-    return web.json_response(wire.success(disk_json(disk)), status=201 if new else 200)
+    return ok(disk_json(disk), status=201 if new else 200)
 
 
 async def get_disk(request: web.Request) -> web.Response:
     disk = _disks(request).get(request.match_info["disk_id"])
-    return web.json_response(wire.success(disk_json(disk)))
+    return ok(disk_json(disk))
 
 
 async def delete_disk(request: web.Request) -> web.Response:
     disk = _disks(request).delete(request.match_info["disk_id"])
-    return web.json_response(wire.success({"deleted": True, "id": disk.id}))
+    return ok({"deleted": True, "id": disk.id})
 
 
 async def rotate_disk_credentials(request: web.Request) -> web.Response:
     _disks(request).require_configured()
     disk = _disks(request).rotate(request.match_info["disk_id"], await wire.read_json(request))
-    return web.json_response(wire.success(disk_json(disk)))
+    return ok(disk_json(disk))
 
 
 async def list_sandbox_disks(request: web.Request) -> web.Response:
     disks = _disks(request)
     disks.require_configured()
-    sandbox = request[BACKEND_KEY].get_sandbox(request.match_info["sandbox_id"])
+    sandbox = request[BACKEND_KEY].get_sandbox(sandbox_id(request))
     return _paged(request, [attachment_json(a) for a in disks.live_attachments(sandbox=sandbox)])
 
 
 async def attach_disk(request: web.Request) -> web.Response:
     _disks(request).require_configured()
-    sandbox_id = request.match_info["sandbox_id"]
-    item = _disks(request).attach(sandbox_id, await wire.read_json(request))
-    return web.json_response(wire.success({"ok": True, "id": sandbox_id, **attachment_json(item)}))
+    sid = sandbox_id(request)
+    item = _disks(request).attach(sid, await wire.read_json(request))
+    return ok({"ok": True, "id": sid, **attachment_json(item)})
 
 
 async def detach_disk(request: web.Request) -> web.Response:
-    sandbox_id = request.match_info["sandbox_id"]
+    sid = sandbox_id(request)
     detached = _disks(request).detach(
-        sandbox_id, request.match_info["disk_id"], request.query.get("mount_path", "")
+        sid, request.match_info["disk_id"], request.query.get("mount_path", "")
     )
-    return web.json_response(wire.success({"detached": detached, "id": sandbox_id}))
+    return ok({"detached": detached, "id": sid})

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
-
 from fake_server.http import wire
-from fake_server.http.keys import BACKEND_KEY
+from fake_server.http.errors import ok
+from fake_server.http.keys import BACKEND_KEY, sandbox_id
 from fake_server.models.resource_base import page
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from fake_server.models.networks import Network, Networks
 
 __all__ = [
@@ -53,30 +54,30 @@ async def list_networks(request: web.Request) -> web.Response:
         wire.query_int(request, "offset", 0),
     )
     data = {"data": [network_json(n, members=False) for n in items], "pagination": pagination}
-    return web.json_response(wire.success(data))
+    return ok(data)
 
 
 async def create_network(request: web.Request) -> web.Response:
     network = _networks(request).create(await wire.read_json(request))
-    return web.json_response(wire.success(network_json(network)), status=201)
+    return ok(network_json(network), status=201)
 
 
 async def get_network(request: web.Request) -> web.Response:
     network = _networks(request).get(request.match_info["network_id"])
-    return web.json_response(wire.success(network_json(network)))
+    return ok(network_json(network))
 
 
 async def delete_network(request: web.Request) -> web.Response:
     network = _networks(request).delete(request.match_info["network_id"])
-    return web.json_response(wire.success({"ok": True, "id": network.id}))
+    return ok({"ok": True, "id": network.id})
 
 
 async def attach_network(request: web.Request) -> web.Response:
     body = await wire.read_json(request)
-    network = _networks(request).attach(request.match_info["sandbox_id"], body.get("id"))
-    return web.json_response(wire.success({"ok": True, "network": network_json(network)}))
+    network = _networks(request).attach(sandbox_id(request), body.get("id"))
+    return ok({"ok": True, "network": network_json(network)})
 
 
 async def detach_network(request: web.Request) -> web.Response:
-    _networks(request).detach(request.match_info["sandbox_id"], request.match_info["network_id"])
-    return web.json_response(wire.success({"ok": True}))
+    _networks(request).detach(sandbox_id(request), request.match_info["network_id"])
+    return ok({"ok": True})

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from fake_server.http import wire
+from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, WORLD_KEY
 from fake_server.http.streams import open_ndjson
 from fake_server.models.errors import BadRequest, NotFound
@@ -56,7 +57,7 @@ async def list_templates(request: web.Request) -> web.Response:
         wire.query_int(request, "offset", 0),
     )
     data = {"data": [template_json(t, now) for t in items], "pagination": pagination}
-    return web.json_response(wire.success(data))
+    return ok(data)
 
 
 async def create_template(request: web.Request) -> web.Response:
@@ -72,12 +73,12 @@ async def get_template(request: web.Request) -> web.Response:
         raise BadRequest("must be dockerfile", field="include")
     template = _templates(request).get(request.match_info["template_id"])
     data = template_json(template, _clock(request).now(), dockerfile=include == "dockerfile")
-    return web.json_response(wire.success(data))
+    return ok(data)
 
 
 async def delete_template(request: web.Request) -> web.Response:
     template = _templates(request).delete(request.match_info["template_id"])
-    return web.json_response(wire.success({"ok": True, "id": template.id}))
+    return ok({"ok": True, "id": template.id})
 
 
 def _event(template: Template, line: LogLine) -> dict[str, Any]:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
-
 from fake_server.http import wire
-from fake_server.http.keys import BACKEND_KEY, WORLD_KEY
+from fake_server.http.errors import ok
+from fake_server.http.keys import BACKEND_KEY, WORLD_KEY, sandbox_id
 from fake_server.http.sandboxes import POLL_AFTER, origin
 from fake_server.models import BadRequest
 from fake_server.models.admin_ops import ForkSpec, SandboxPatch
@@ -16,6 +15,8 @@ from fake_server.models.ingress import preview
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from aiohttp import web
 
     from fake_server.models import Sandbox
 
@@ -33,14 +34,6 @@ __all__ = [
     "set_egress",
     "update_sandbox",
 ]
-
-
-def _sid(request: web.Request) -> str:
-    return request.match_info["sandbox_id"]
-
-
-def _ok(data: Mapping[str, Any], status: int = 200, **headers: str) -> web.Response:
-    return web.json_response(wire.success(data), status=status, headers=headers or None)
 
 
 def _opt_bool(body: Mapping[str, Any], name: str) -> bool | None:
@@ -71,8 +64,8 @@ async def update_sandbox(request: web.Request) -> web.Response:
         auto_pause_after_seconds=wire.opt_int(body, "auto_pause_after_seconds"),
         disable_auto_pause=bool(_opt_bool(body, "disable_auto_pause")),
     )
-    sandbox = request[BACKEND_KEY].update_sandbox(_sid(request), patch)
-    return _ok(wire.sandbox_json(sandbox, origin(request)))
+    sandbox = request[BACKEND_KEY].update_sandbox(sandbox_id(request), patch)
+    return ok(wire.sandbox_json(sandbox, origin(request)))
 
 
 async def fork_sandbox(request: web.Request) -> web.Response:
@@ -86,25 +79,25 @@ async def fork_sandbox(request: web.Request) -> web.Response:
         envs=None if envs is None else wire.str_map(body, "envs"),
         bandwidth_quota_bytes=wire.opt_int(body, "bandwidth_quota_bytes"),
     )
-    child = request[BACKEND_KEY].fork_sandbox(_sid(request), spec)
+    child = request[BACKEND_KEY].fork_sandbox(sandbox_id(request), spec)
     data = wire.sandbox_json(child, origin(request))
     if child.status == "forking":
-        return _ok(data, 202, **{"X-Poll-After": POLL_AFTER})
-    return _ok(data)
+        return ok(data, 202, headers={"X-Poll-After": POLL_AFTER})
+    return ok(data)
 
 
 async def resize_sandbox(request: web.Request) -> web.Response:
     disk_mib = _required_int(await wire.read_json(request), "disk_mib")
-    sandbox = request[BACKEND_KEY].resize_sandbox(_sid(request), disk_mib)
-    return _ok({"id": sandbox.id, "disk_mib": sandbox.disk_mib})
+    sandbox = request[BACKEND_KEY].resize_sandbox(sandbox_id(request), disk_mib)
+    return ok({"id": sandbox.id, "disk_mib": sandbox.disk_mib})
 
 
 async def add_ssh_pubkeys(request: web.Request) -> web.Response:
     body = await wire.read_json(request)
     if body.get("keys") is None:
         raise BadRequest("is required", field="keys")
-    sandbox = request[BACKEND_KEY].add_ssh_pubkeys(_sid(request), wire.str_list(body, "keys"))
-    return _ok({"id": sandbox.id, "count": len(sandbox.ssh_pubkeys)})
+    sandbox = request[BACKEND_KEY].add_ssh_pubkeys(sandbox_id(request), wire.str_list(body, "keys"))
+    return ok({"id": sandbox.id, "count": len(sandbox.ssh_pubkeys)})
 
 
 def _egress(sandbox: Sandbox) -> dict[str, Any]:
@@ -112,7 +105,7 @@ def _egress(sandbox: Sandbox) -> dict[str, Any]:
 
 
 async def get_egress(request: web.Request) -> web.Response:
-    return _ok(_egress(request[BACKEND_KEY].get_egress(_sid(request))))
+    return ok(_egress(request[BACKEND_KEY].get_egress(sandbox_id(request))))
 
 
 async def set_egress(request: web.Request) -> web.Response:
@@ -120,7 +113,7 @@ async def set_egress(request: web.Request) -> web.Response:
     if body.get("egress") is None:
         raise BadRequest("is required", field="egress")
     rules = wire.str_list(body, "egress")
-    return _ok(_egress(request[BACKEND_KEY].set_egress(_sid(request), rules)))
+    return ok(_egress(request[BACKEND_KEY].set_egress(sandbox_id(request), rules)))
 
 
 def _bandwidth(sandbox: Sandbox) -> dict[str, Any]:
@@ -136,17 +129,17 @@ def _bandwidth(sandbox: Sandbox) -> dict[str, Any]:
 
 
 async def get_bandwidth(request: web.Request) -> web.Response:
-    return _ok(_bandwidth(request[BACKEND_KEY].get_bandwidth(_sid(request))))
+    return ok(_bandwidth(request[BACKEND_KEY].get_bandwidth(sandbox_id(request))))
 
 
 async def recharge_bandwidth(request: web.Request) -> web.Response:
     add_bytes = _required_int(await wire.read_json(request), "add_bytes")
-    return _ok(_bandwidth(request[BACKEND_KEY].recharge_bandwidth(_sid(request), add_bytes)))
+    return ok(_bandwidth(request[BACKEND_KEY].recharge_bandwidth(sandbox_id(request), add_bytes)))
 
 
 async def get_sandbox_by_ip(request: web.Request) -> web.Response:
     sandbox = request[BACKEND_KEY].sandbox_by_ip(request.match_info["ip"])
-    return _ok(wire.sandbox_json(sandbox, origin(request)))
+    return ok(wire.sandbox_json(sandbox, origin(request)))
 
 
 async def list_hosts(request: web.Request) -> web.Response:
@@ -168,18 +161,18 @@ async def list_hosts(request: web.Request) -> web.Response:
         for h in page
     ]
     pagination = {"total": len(hosts), "limit": limit, "offset": offset, "count": len(page)}
-    return _ok({"data": data, "pagination": pagination})
+    return ok({"data": data, "pagination": pagination})
 
 
 async def ingress(request: web.Request) -> web.Response:
     """A preview URL; public (no API key), as in the service."""
-    preview(request.app[WORLD_KEY], _sid(request), request.match_info["port"])
+    preview(request.app[WORLD_KEY], sandbox_id(request), request.match_info["port"])
 
 
 async def resize_process(request: web.Request) -> web.Response:
     """A PTY's window size (``POST …/processes/{id}/resize`` with ``rows`` and ``cols``)."""
     body = await wire.read_json(request)
     rows, cols = _required_int(body, "rows"), _required_int(body, "cols")
-    ids = _sid(request), request.match_info["process_id"]
+    ids = sandbox_id(request), request.match_info["process_id"]
     process = request[BACKEND_KEY].resize_process(*ids, rows, cols)
-    return _ok(wire.process_json(process))
+    return ok(wire.process_json(process))
