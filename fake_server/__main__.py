@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 from fake_server.clock import RealClock
 from fake_server.http.routes import CONTROL_KEY_HEADER
+from fake_server.http.serve_guards import allowed_hosts, host_guard, request_log
 from fake_server.models import TransitionPolicy
 from fake_server.runtime.api import RuntimeUnavailable
-from fake_server.serve_http import allowed_hosts, host_guard, request_log
 from fake_server.server import FakeCreateOS
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import pytest
 from fake_server import FakeCreateOS
 from fake_server.__main__ import serve_key
 from fake_server.faults import EmptyReply, Fault
-from fake_server.serve_http import allowed_hosts, host_guard, host_name, request_log
+from fake_server.http.serve_guards import allowed_hosts, host_guard, host_name, request_log
 
 
 @pytest.mark.parametrize(
