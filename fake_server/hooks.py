@@ -10,6 +10,7 @@ its own; any other ``httpx.AsyncClient`` gets the same with
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -19,13 +20,25 @@ import httpx
 from fake_server.clock import EXCHANGE_HEADER
 
 if TYPE_CHECKING:
+    import ssl
     from collections.abc import AsyncIterator
 
     from fake_server.clock import Clock
 
-__all__ = ["ClockTransport", "clock_transport", "httpx_event_hooks"]
+__all__ = ["ClockTransport", "clock_transport", "httpx_event_hooks", "tls_context"]
 
 Hook = Callable[[Any], Awaitable[None]]
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context per process for httpx clients of the fake (``verify=tls_context()``).
+
+    Every httpx client or transport built without ``verify=`` loads the CA bundle anew (about
+    25 ms); a suite that builds a client per test spends seconds on it. The context is never
+    changed after it is built, so sharing it is safe.
+    """
+    return httpx.create_ssl_context()
 
 
 class ClockTransport(httpx.AsyncBaseTransport):
@@ -37,7 +50,9 @@ class ClockTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, clock: Clock, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self._clock = clock
-        self._inner = transport if transport is not None else httpx.AsyncHTTPTransport()
+        if transport is None:
+            transport = httpx.AsyncHTTPTransport(verify=tls_context())
+        self._inner = transport
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         exchange = self._clock.request_sent()

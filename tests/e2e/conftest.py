@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import httpx
 import pytest
 from createos import Client
 from createos.models import CreateSandboxRequest
 
-from fake_server import FakeCreateOS, TransitionPolicy
+from fake_server import FakeCreateOS, TransitionPolicy, tls_context
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -36,7 +37,11 @@ def _rfake(resource_fake: FakeCreateOS) -> Iterator[FakeCreateOS]:
 
 @pytest.fixture(name="sdk")
 def _sdk(rfake: FakeCreateOS) -> Iterator[Client]:
-    with Client(rfake.api_key, base_url=rfake.url) as client:
+    # An httpx client on the shared TLS context: the SDK would load the CA bundle per Client.
+    with (
+        httpx.Client(verify=tls_context()) as http,
+        Client(rfake.api_key, base_url=rfake.url, http_client=http) as client,
+    ):
         yield client
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+import httpx
 import pytest
 from createos import Client
 from createos.errors import APIError
@@ -19,7 +20,7 @@ from createos.models import (
     SandboxStatus,
 )
 
-from fake_server import FakeCreateOS, TransitionPolicy
+from fake_server import FakeCreateOS, TransitionPolicy, tls_context
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -35,7 +36,10 @@ def _fake() -> Iterator[FakeCreateOS]:
 
 @pytest.fixture(name="client")
 def _client(fake: FakeCreateOS) -> Iterator[Client]:
-    with Client(fake.api_key, base_url=fake.url) as client:
+    with (
+        httpx.Client(verify=tls_context()) as http,
+        Client(fake.api_key, base_url=fake.url, http_client=http) as client,
+    ):
         yield client
 
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_context
 
 if TYPE_CHECKING:
     from fake_server.runtime import CommandIO
@@ -296,7 +296,9 @@ async def test_kill_escalates_to_sigkill_after_the_grace() -> None:
             return 0
 
         fake.commands.register("stubborn", stubborn, ignores_sigterm=True)
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+        async with httpx.AsyncClient(
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+        ) as c:
             sandbox = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()["data"][
                 "id"
             ]

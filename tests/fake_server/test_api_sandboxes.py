@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_context
 
 pytestmark = pytest.mark.asyncio
 
@@ -118,7 +118,7 @@ async def test_envs_at_the_limits_are_accepted(client: httpx.AsyncClient) -> Non
 async def test_missing_or_wrong_key_is_401_naming_the_accepted_headers(
     fake: FakeCreateOS,
 ) -> None:
-    async with httpx.AsyncClient(base_url=fake.url) as anonymous:
+    async with httpx.AsyncClient(verify=tls_context(), base_url=fake.url) as anonymous:
         missing = await anonymous.get("/v1/sandboxes")
         wrong = await anonymous.get("/v1/sandboxes", headers={"X-Api-Key": "cos_live_nope"})
         # The real API takes the key in X-Api-Key (or X-Auth-Token / X-Access-Token) only.
@@ -140,7 +140,7 @@ async def test_missing_or_wrong_key_is_401_naming_the_accepted_headers(
 
 
 async def test_health_readiness_and_catalog_need_no_key(fake: FakeCreateOS) -> None:
-    async with httpx.AsyncClient(base_url=fake.url) as anonymous:
+    async with httpx.AsyncClient(verify=tls_context(), base_url=fake.url) as anonymous:
         health = await anonymous.get("/healthz")
         ready = await anonymous.get("/readyz")
         shapes = await anonymous.get("/v1/shapes")
@@ -173,7 +173,9 @@ async def test_other_accounts_sandbox_is_404(
 ) -> None:
     sandbox_id = await make_sandbox()
     other_key = fake.add_account()
-    async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": other_key}) as other:
+    async with httpx.AsyncClient(
+        verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": other_key}
+    ) as other:
         response = await other.get(f"/v1/sandboxes/{sandbox_id}")
         deleted = await other.delete(f"/v1/sandboxes/{sandbox_id}")
         listed = await other.get("/v1/sandboxes")
@@ -254,7 +256,9 @@ async def test_pause_and_resume_follow_the_state_machine(
 
 async def test_pause_from_creating_and_resume_from_pausing_are_409() -> None:
     async with FakeCreateOS(transitions=TransitionPolicy.after_reads(1)) as fake:
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+        async with httpx.AsyncClient(
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+        ) as c:
             created = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()
             base = f"/v1/sandboxes/{created['data']['id']}"
             pause = await c.post(base + "/pause")
@@ -282,7 +286,9 @@ async def test_resume_from_error_is_accepted(
 
 async def test_after_reads_shows_transitional_state_for_n_reads() -> None:
     async with FakeCreateOS(transitions=TransitionPolicy.after_reads(2)) as fake:
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+        async with httpx.AsyncClient(
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+        ) as c:
             sandbox_id = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()[
                 "data"
             ]["id"]
@@ -305,7 +311,9 @@ async def _until(condition: Callable[[], bool]) -> None:
 async def test_durations_run_on_the_virtual_clock() -> None:
     clock = VirtualClock(autojump=False)
     async with FakeCreateOS(clock=clock) as fake:
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+        async with httpx.AsyncClient(
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+        ) as c:
             # Create blocks for the spawn time; a concurrent GET sees ``creating`` meanwhile.
             creating = asyncio.ensure_future(c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}))
             await _until(lambda: bool(fake.sandboxes()))
@@ -348,7 +356,9 @@ async def test_durations_run_on_the_virtual_clock() -> None:
 async def test_delete_destroys_then_disappears() -> None:
     clock = VirtualClock(autojump=False)
     async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()) as fake:
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+        async with httpx.AsyncClient(
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+        ) as c:
             sandbox_id = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()[
                 "data"
             ]["id"]
@@ -388,7 +398,7 @@ async def test_ids_are_seeded_and_reproducible() -> None:
     for _ in range(2):
         async with FakeCreateOS(seed=7, transitions=TransitionPolicy.immediate()) as fake:
             async with httpx.AsyncClient(
-                base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+                verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
             ) as c:
                 data = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()["data"]
                 ids.append((fake.api_key, data["id"], data["name"], data["ip"]))
@@ -402,7 +412,9 @@ async def test_pending_transitions_are_on_the_clock_for_wall_time_pollers() -> N
     a virtual clock jumps to it once everything is quiet."""
     clock = VirtualClock(autojump=False)
     async with FakeCreateOS(clock=clock) as fake:
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+        async with httpx.AsyncClient(
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+        ) as c:
             creating = asyncio.ensure_future(c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}))
             await _until(lambda: clock.next_deadline() is not None)
             assert clock.next_deadline() == pytest.approx(0.05)

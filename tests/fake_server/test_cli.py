@@ -12,6 +12,7 @@ import sys
 import httpx
 import pytest
 
+from fake_server import tls_context
 from fake_server.__main__ import main
 from fake_server.server import FakeCreateOS
 
@@ -68,7 +69,7 @@ def _exercise(process: subprocess.Popen[str]) -> None:
     assert process.stdout is not None
     assert process.stdout.readline() == "\n"
     port = origin.rsplit(":", 1)[1]
-    with httpx.Client(base_url=origin, headers={"X-Api-Key": key}) as client:
+    with httpx.Client(verify=tls_context(), base_url=origin, headers={"X-Api-Key": key}) as client:
         assert client.get("/healthz").json() == {"status": "success", "data": {"up": True}}
         assert client.get("/v1/whoami", params={"token": "s3cret"}).status_code == 200
         # DNS rebinding: a page on another name that resolves here sends that name as Host.

@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS, TransitionPolicy, clock_transport, httpx_event_hooks
+from fake_server import (
+    FakeCreateOS,
+    TransitionPolicy,
+    clock_transport,
+    httpx_event_hooks,
+    tls_context,
+)
 from fake_server.clock import DEFAULT_EPOCH, EXCHANGE_HEADER, Clock, RealClock, VirtualClock
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
@@ -400,7 +406,7 @@ async def test_sleep_inside_a_sandbox_and_wait_timeouts_run_on_the_fake_clock() 
     clock = VirtualClock()
     async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()) as fake:
         async with httpx.AsyncClient(
-            base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=10
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=10
         ) as api:
             sandbox_id = await _sandbox(api)
             before = clock.now()
@@ -433,7 +439,10 @@ async def test_heartbeats_are_paced_by_the_fake_clock() -> None:
     clock = VirtualClock()
     async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()) as fake:
         async with httpx.AsyncClient(
-            base_url=fake.url + "/v1", headers={"X-Api-Key": fake.api_key}, timeout=10
+            verify=tls_context(),
+            base_url=fake.url + "/v1",
+            headers={"X-Api-Key": fake.api_key},
+            timeout=10,
         ) as api:
             sandbox_id = await _sandbox_v1(api)
             body = {"cmd": "/bin/bash", "args": ["-c", "sleep 12; echo late"]}

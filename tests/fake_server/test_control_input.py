@@ -10,7 +10,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from fake_server import FakeCreateOS, TransitionPolicy
+from fake_server import FakeCreateOS, TransitionPolicy, tls_context
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -24,7 +24,9 @@ LIVE, GONE, PROCESS = "<live>", "<gone>", "<process>"
 async def _world() -> AsyncIterator[tuple[FakeCreateOS, httpx.AsyncClient, dict[str, str]]]:
     async with FakeCreateOS(transitions=TransitionPolicy.immediate()) as fake:
         keys = {"X-Api-Key": fake.api_key, "X-Fake-Control-Key": getattr(fake, "control_key", "")}
-        async with httpx.AsyncClient(base_url=fake.url, headers=keys, timeout=10) as client:
+        async with httpx.AsyncClient(
+            verify=tls_context(), base_url=fake.url, headers=keys, timeout=10
+        ) as client:
             live = (await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()
             sandbox_id = live["data"]["id"]
             process = await client.post(

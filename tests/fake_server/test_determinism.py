@@ -12,7 +12,7 @@ import dataclasses
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_context
 from fake_server.faults import CutStream, Fault, HttpError, Latency
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
@@ -84,7 +84,10 @@ async def raw_lifecycle(seed: int) -> list[tuple[object, ...]]:
     arm(fake)
     async with fake:
         async with httpx.AsyncClient(
-            base_url=fake.url + "/v1", headers={"X-Api-Key": fake.api_key}, timeout=10
+            verify=tls_context(),
+            base_url=fake.url + "/v1",
+            headers={"X-Api-Key": fake.api_key},
+            timeout=10,
         ) as api:
             sandbox_id = (await api.post("/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()[
                 "data"

@@ -8,6 +8,8 @@ import httpx
 import pytest
 import pytest_asyncio
 
+from fake_server import tls_context
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
@@ -19,6 +21,7 @@ pytestmark = pytest.mark.asyncio
 @pytest_asyncio.fixture(name="api")
 async def _api(faulty: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(
+        verify=tls_context(),
         base_url=faulty.url,
         headers={"X-Api-Key": faulty.api_key, "X-Fake-Control-Key": faulty.control_key},
         timeout=10,

@@ -13,7 +13,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from fake_server import FakeCreateOS, TransitionPolicy
+from fake_server import FakeCreateOS, TransitionPolicy, tls_context
 from fake_server.faults import (
     EmptyReply,
     Fault,
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 @pytest_asyncio.fixture(name="api")
 async def _api(faulty: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(
+        verify=tls_context(),
         base_url=faulty.url,
         headers={"X-Api-Key": faulty.api_key, "X-Fake-Control-Key": faulty.control_key},
         timeout=10,
@@ -315,7 +316,10 @@ def test_direct_changes_from_a_sync_test_reach_a_threaded_fake() -> None:
     """Thread mode: the change runs on the fake's loop and is done when the call returns."""
     with FakeCreateOS(transitions=TransitionPolicy.immediate()) as fake:
         with httpx.Client(
-            base_url=fake.url + "/v1", headers={"X-Api-Key": fake.api_key}, timeout=10
+            verify=tls_context(),
+            base_url=fake.url + "/v1",
+            headers={"X-Api-Key": fake.api_key},
+            timeout=10,
         ) as api:
             sandbox_id = api.post("/sandboxes", json={"shape": "s-1vcpu-1gb"}).json()["data"]["id"]
             api.get(f"/sandboxes/{sandbox_id}")

@@ -11,6 +11,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
+from fake_server import tls_context
 from fake_server.faults import (
     CrashProcess,
     CutStream,
@@ -40,7 +41,10 @@ THREE_LINES = "echo one; sleep 1; echo two; sleep 1; echo three"
 @pytest_asyncio.fixture(name="api")
 async def _api(faulty: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(
-        base_url=faulty.url + "/v1", headers={"X-Api-Key": faulty.api_key}, timeout=10
+        verify=tls_context(),
+        base_url=faulty.url + "/v1",
+        headers={"X-Api-Key": faulty.api_key},
+        timeout=10,
     ) as client:
         yield client
 

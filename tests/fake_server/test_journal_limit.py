@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS, VirtualClock
+from fake_server import FakeCreateOS, VirtualClock, tls_context
 from fake_server.__main__ import JOURNAL_LIMIT, build_parser, main
 from fake_server.models import Journal
 from fake_server.models.journal import Event
@@ -51,7 +51,7 @@ def test_format_counts_times_from_the_origin() -> None:
 async def test_a_fake_with_a_journal_limit_keeps_the_last_requests() -> None:
     async with FakeCreateOS(clock=VirtualClock(), journal_limit=4) as fake:
         async with httpx.AsyncClient(
-            base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
         ) as client:
             for _ in range(5):
                 await client.get("/v1/sandboxes")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS
+from fake_server import FakeCreateOS, tls_context
 from fake_server.clock import VirtualClock
 from fake_server.http.ratelimit import RateLimiter
 
@@ -112,7 +112,7 @@ async def _raw_status(fake: FakeCreateOS, header: str) -> int:
 async def test_bogus_keys_get_401_and_leave_nothing_in_the_limiter() -> None:
     clock = VirtualClock(autojump=False)
     async with FakeCreateOS(clock=clock, rate_limit=3) as fake:
-        async with httpx.AsyncClient(base_url=fake.url, timeout=10) as client:
+        async with httpx.AsyncClient(verify=tls_context(), base_url=fake.url, timeout=10) as client:
             for n in range(200):
                 answer = await client.get("/v1/whoami", headers={"X-Api-Key": f"cos_bogus_{n}"})
                 assert answer.status_code == 401
@@ -134,7 +134,7 @@ async def test_a_rate_limited_fake_answers_429_with_the_envelope_until_a_slot_fr
     clock = VirtualClock(autojump=False)
     async with FakeCreateOS(clock=clock, rate_limit=3) as fake:
         other_key = fake.add_account()
-        async with httpx.AsyncClient(base_url=fake.url, timeout=10) as client:
+        async with httpx.AsyncClient(verify=tls_context(), base_url=fake.url, timeout=10) as client:
             key = {"X-Api-Key": fake.api_key}
             for _ in range(3):
                 assert (await client.get("/v1/whoami", headers=key)).status_code == 200

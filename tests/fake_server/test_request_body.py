@@ -8,13 +8,15 @@ import json
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS, TransitionPolicy
+from fake_server import FakeCreateOS, TransitionPolicy, tls_context
 
 pytestmark = pytest.mark.asyncio
 
 
 async def _sandbox(fake: FakeCreateOS) -> str:
-    async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+    async with httpx.AsyncClient(
+        verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+    ) as c:
         created = await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
         return str(created.json()["data"]["id"])
 
@@ -61,7 +63,7 @@ async def test_exec_takes_megabytes_of_stdin_up_to_the_documented_limit(size: in
         body = prefix.encode() + b"y" * (size - len(prefix) - 2) + b'"}'
         assert len(body) == size
         async with httpx.AsyncClient(
-            base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=60
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=60
         ) as c:
             answer = await c.post(
                 f"/v1/sandboxes/{sandbox_id}/exec",

@@ -7,7 +7,7 @@ import re
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS
+from fake_server import FakeCreateOS, tls_context
 from fake_server.__main__ import serve_key
 from fake_server.faults import EmptyReply, Fault
 from fake_server.http.serve_guards import allowed_hosts, host_guard, host_name, request_log
@@ -58,7 +58,7 @@ async def test_refused_hosts_never_reach_the_fake_and_allowed_ones_do() -> None:
     await fake.start_async(outer_middlewares=outer)
     try:
         async with httpx.AsyncClient(
-            base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
         ) as client:
             allowed = [
                 (await client.get("/v1/whoami", headers={"Host": host})).status_code
@@ -84,7 +84,7 @@ async def test_the_log_names_faults_and_dropped_replies_without_query_values() -
     await fake.start_async(outer_middlewares=[request_log(fake.faults, lines.append)])
     try:
         async with httpx.AsyncClient(
-            base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
         ) as client:
             with pytest.raises(httpx.RemoteProtocolError):
                 await client.get("/v1/whoami", params={"token": "s3cret"})

@@ -7,7 +7,7 @@ import time
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS, RealClock, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, RealClock, TransitionPolicy, VirtualClock, tls_context
 from fake_server.http.middlewares import UNAUTHORIZED_MESSAGE
 
 
@@ -17,7 +17,9 @@ def test_thread_mode_serves_sync_clients_and_closes_idempotently() -> None:
     ).start()
     try:
         assert fake.url.startswith("http://127.0.0.1:")
-        with httpx.Client(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as client:
+        with httpx.Client(
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+        ) as client:
             created = client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}).json()["data"]
             assert fake.sandbox(created["id"]).status == "running"
             assert [s.id for s in fake.sandboxes()] == [created["id"]]
@@ -40,7 +42,9 @@ def test_context_manager_starts_a_thread() -> None:
 def test_reset_restores_a_fresh_fake_on_the_same_port() -> None:
     with FakeCreateOS(seed=3, transitions=TransitionPolicy.immediate()) as fake:
         port, key = fake.port, fake.api_key
-        with httpx.Client(base_url=fake.url, headers={"X-Api-Key": key}) as client:
+        with httpx.Client(
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": key}
+        ) as client:
             first = client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}).json()["data"]
             other = fake.add_account()
             fake.reset()
@@ -91,7 +95,9 @@ def test_invalid_rate_limit_is_rejected() -> None:
 async def test_rate_limit_answers_429_with_retry_after() -> None:
     clock = VirtualClock(autojump=False)
     async with FakeCreateOS(clock=clock, rate_limit=2) as fake:
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+        async with httpx.AsyncClient(
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+        ) as c:
             assert (await c.get("/v1/whoami")).status_code == 200
             assert (await c.get("/v1/whoami")).status_code == 200
             limited = await c.get("/v1/whoami")
@@ -121,7 +127,9 @@ async def test_custom_middlewares_run_after_auth() -> None:
     fake = FakeCreateOS()
     fake.middlewares.append(spy)
     async with fake:
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+        async with httpx.AsyncClient(
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+        ) as c:
             await c.get("/v1/whoami")
             await c.get("/healthz")
         account_id = fake.world.account_for_key(fake.api_key).id  # type: ignore[union-attr]
@@ -136,7 +144,7 @@ async def test_control_api_state_journal_clock_transitions_reset() -> None:
     clock = VirtualClock(autojump=False)
     async with FakeCreateOS(clock=clock) as fake:
         keys = {"X-Api-Key": fake.api_key, "X-Fake-Control-Key": fake.control_key}
-        async with httpx.AsyncClient(base_url=fake.url, headers=keys) as c:
+        async with httpx.AsyncClient(verify=tls_context(), base_url=fake.url, headers=keys) as c:
             policy = await c.put(
                 "/_fake/transitions", json={"preset": "immediate", "pausing": {"reads": 2}}
             )
@@ -174,7 +182,7 @@ async def test_control_api_state_journal_clock_transitions_reset() -> None:
 async def test_the_control_api_takes_only_the_control_key() -> None:
     async with FakeCreateOS(control_key="ctl-1") as fake:
         other = fake.add_account()
-        async with httpx.AsyncClient(base_url=fake.url) as c:
+        async with httpx.AsyncClient(verify=tls_context(), base_url=fake.url) as c:
             answers = {
                 name: await c.post("/_fake/reset", headers=headers)
                 for name, headers in {
@@ -225,7 +233,7 @@ def test_each_fake_has_its_own_random_control_key() -> None:
 async def test_control_clock_advance_on_a_real_clock_is_409() -> None:
     async with FakeCreateOS(clock=RealClock()) as fake:
         keys = {"X-Fake-Control-Key": fake.control_key}
-        async with httpx.AsyncClient(base_url=fake.url, headers=keys) as c:
+        async with httpx.AsyncClient(verify=tls_context(), base_url=fake.url, headers=keys) as c:
             response = await c.post("/_fake/clock/advance", json={"seconds": 1})
     assert (response.status_code, response.json()["data"]) == (
         409,

@@ -5,13 +5,15 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_context
 
 pytestmark = pytest.mark.asyncio
 
 
 async def _statuses(fake: FakeCreateOS, count: int) -> list[int]:
-    async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+    async with httpx.AsyncClient(
+        verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+    ) as c:
         return [(await c.get("/v1/sandboxes")).status_code for _ in range(count)]
 
 

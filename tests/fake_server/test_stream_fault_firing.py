@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS, Fault, TransitionPolicy
+from fake_server import FakeCreateOS, Fault, TransitionPolicy, tls_context
 from fake_server.faults import CutStream, TruncatedDownload
 
 pytestmark = pytest.mark.asyncio
@@ -31,7 +31,7 @@ async def test_a_cut_past_the_end_of_the_stream_does_not_fire() -> None:
     async with FakeCreateOS(transitions=TransitionPolicy.immediate()) as fake:
         fault = fake.faults.add(Fault("exec_stream", CutStream(after_frames=1)))
         async with httpx.AsyncClient(
-            base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=10
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=10
         ) as client:
             created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
             sandbox_id = created.json()["data"]["id"]
@@ -57,7 +57,7 @@ async def test_byte_and_frame_faults_that_never_act_stay_unfired() -> None:
         truncate = fake.faults.add(Fault("download_file", TruncatedDownload(after_bytes=100)))
         cut = fake.faults.add(Fault("exec_stream", CutStream(after_bytes=10_000)))
         async with httpx.AsyncClient(
-            base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=10
+            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=10
         ) as client:
             created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
             sandbox_id = created.json()["data"]["id"]

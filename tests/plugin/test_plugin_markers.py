@@ -80,8 +80,11 @@ def test_rate_limit_marker_answers_429(inner: pytest.Pytester) -> None:
         import httpx
         import pytest
 
+        from fake_server import tls_context
+
         def whoami(fake):
-            return httpx.get(fake.url + "/v1/whoami", headers={"X-Api-Key": fake.api_key})
+            headers = {"X-Api-Key": fake.api_key}
+            return httpx.get(fake.url + "/v1/whoami", headers=headers, verify=tls_context())
 
         @pytest.mark.createos(rate_limit=2)
         def test_limited(createos_fake):
@@ -128,16 +131,16 @@ def test_runtime_marker_runs_real_programs_for_one_test(inner: pytest.Pytester) 
         import httpx
         import pytest
 
+        from fake_server import tls_context
+
         def python_version(fake):
             headers = {"X-Api-Key": fake.api_key}
-            sandbox = httpx.post(
-                fake.url + "/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}, headers=headers
-            ).json()["data"]["id"]
-            body = {"cmd": "python3", "args": ["-c", "print('py')"]}
-            reply = httpx.post(
-                f"{fake.url}/v1/sandboxes/{sandbox}/exec", json=body, headers=headers, timeout=30
-            )
-            httpx.delete(f"{fake.url}/v1/sandboxes/{sandbox}", headers=headers)
+            with httpx.Client(base_url=fake.url, headers=headers, verify=tls_context()) as c:
+                sandbox = c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+                sandbox = sandbox.json()["data"]["id"]
+                body = {"cmd": "python3", "args": ["-c", "print('py')"]}
+                reply = c.post(f"/v1/sandboxes/{sandbox}/exec", json=body, timeout=30)
+                c.delete(f"/v1/sandboxes/{sandbox}")
             return reply.json()["data"]["result"]["exit_code"]
 
         @pytest.mark.createos(runtime="process")

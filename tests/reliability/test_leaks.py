@@ -16,7 +16,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, httpx_event_hooks
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, httpx_event_hooks, tls_context
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -73,6 +73,7 @@ async def _fake() -> AsyncIterator[FakeCreateOS]:
 @pytest.mark.asyncio
 async def test_runs_and_lifecycles_leave_fds_and_memory_flat(fake: FakeCreateOS) -> None:
     async with httpx.AsyncClient(
+        verify=tls_context(),
         base_url=fake.url,
         headers={"X-Api-Key": fake.api_key},
         timeout=10,
