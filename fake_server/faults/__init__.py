@@ -10,7 +10,8 @@ fake.faults.add(Fault("*", HttpError(503), probability=0.05))           # seeded
 assert not fake.faults.unfired()
 ```
 
-See ``docs/faults.md`` for every action and the JSON control API.
+Every action: ``docs/reference/fault-actions.md``; the JSON control API:
+``docs/reference/control-api.md``; how they work: ``docs/faults.md``.
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ def host_guard(allowed: frozenset[str] | None) -> Middleware:
 
 
 def request_log(faults: Faults, write: Callable[[str], None]) -> Middleware:
-    """Writes one line per request: ``POST /v1/sandboxes 201 12.3ms [fault #1 HttpError 503]``.
+    """Writes one line per request: ``POST /v1/sandboxes 200 12.3ms [fault #1 HttpError 503]``.
 
     Faults fire in the request's own task, so a context variable ties firings to it.
     """

@@ -2,7 +2,7 @@
 
 Every bashkit object runs its own small async runtime holding 3 file descriptors: each
 sandbox disk (for the sandbox's whole life) and each running command's interpreter (for the
-run). Under the common open-files limit of 1024 that is about 330 live sandboxes. Past the
+run). Under the common open-files limit of 1024 that is about 325 live sandboxes. Past the
 limit bashkit fails deep inside, so the fake checks first and refuses a new sandbox or command
 with ``CapacityError`` while a margin of descriptors is still free for its own sockets; the
 API answers it as 507.

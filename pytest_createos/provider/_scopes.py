@@ -4,7 +4,8 @@ A scope is one lease as seen by one worker: ``[companyId, environmentId, apiUrl,
 sha256(apiKey), providerLeaseId]``. Execute and sync calls register here so release, destroy
 and shutdown can cancel them and wait for their own cleanup (process DELETE, scratch ``rm``)
 before touching the sandbox. A ``CreateosCleanupError`` from tracked work marks the scope
-*unconfirmed* until a successful destroy. Idle scopes are dropped, so memory stays bounded.
+*unconfirmed* until the sandbox is deleted (a destroy, or a release without reuse). Idle
+scopes are dropped, so memory stays bounded.
 """
 
 from __future__ import annotations
