@@ -146,7 +146,7 @@ class Fault:
         if not isinstance(action, Action) or type(action) in _ABSTRACT:
             raise TypeError("action must be a fault action such as HttpError(503)")
         if operation != "*" and not action.applies_to(operation):
-            allowed = ", ".join(sorted(action.operations or ()))
+            allowed = ", ".join(op for op in sorted(OPERATIONS) if action.applies_to(op))
             raise ValueError(f"{type(action).__name__} applies only to: {allowed}")
         if isinstance(times, _Default):
             times = None if probability is not None else 1

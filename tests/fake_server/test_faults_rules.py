@@ -201,6 +201,10 @@ def test_clear_disarms_and_forgets() -> None:
         (lambda: Fault("resme_sandbox", HttpError(503)), "unknown operation 'resme_sandbox'"),
         (
             lambda: Fault("get_sandbox", CutStream(after_frames=1)),
+            "CutStream applies only to: connect_process, exec_stream",
+        ),
+        (
+            lambda: Fault("get_sandbox", CutStream(after_bytes=1)),
             "CutStream applies only to: connect_process, download_file, exec_stream",
         ),
         (

@@ -159,7 +159,7 @@ def test_action_to_json_round_trips() -> None:
         (
             {"operation": "get_sandbox", "action": {"type": "cut_stream", "after_frames": 1}},
             "action",
-            "CutStream applies only to: connect_process, download_file, exec_stream",
+            "CutStream applies only to: connect_process, exec_stream",
         ),
         (
             {"operation": "exec", "action": {"type": "tamper_file", "path": "/m", "data": 3}},

@@ -60,3 +60,18 @@ def test_docs_link_only_to_existing_pages(doc: pathlib.Path) -> None:
     """Relative links point at files that exist."""
     for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", doc.read_text()):
         assert (doc.parent / target).resolve().exists(), f"{doc.name} links to {target}"
+
+
+def _linked_pages(text: str, prefix: str = "") -> list[str]:
+    """The docs pages a text links to, in order, relative to docs/."""
+    links = re.findall(r"\]\(([^)#]+\.md)[^)]*\)", text)
+    return [link.removeprefix(prefix) for link in links if link.startswith(prefix)]
+
+
+def test_the_readme_map_is_the_index_and_lists_every_page() -> None:
+    index = _linked_pages((ROOT / "docs" / "index.md").read_text())
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Documentation", 1)[1].split("\n## ", 1)[0]
+    pages = sorted(str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md"))
+    assert _linked_pages(section, "docs/")[1:] == index  # [0] is docs/index.md itself
+    assert sorted(index) == [page for page in pages if page != "index.md"]
