@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.commands import CommandIO
+from fake_server.runtime.pipes import BytesSource
 
 if TYPE_CHECKING:
     import bashkit
@@ -90,10 +91,13 @@ def stdin_command(run: RunState, source: StdinSource) -> CommandCallback:
 
     async def feed(ctx: bashkit.CommandContext) -> int:
         await run.settle(ctx)
-        with run.waiting(), run.killed_on_cancel():
+        with run.killed_on_cancel():
             while True:
-                with run.clock.idle():
-                    chunk = await _next_chunk(source, run.leader_done)
+                if isinstance(source, BytesSource):  # known up front: nothing to wait for
+                    chunk = b"" if run.leader_done.is_set() else await source.read_chunk()
+                else:
+                    with run.waiting(), run.clock.idle():
+                        chunk = await _next_chunk(source, run.leader_done)
                 if not chunk:
                     return 0
                 await ctx.stdout.write(chunk)
@@ -154,7 +158,7 @@ def registered_command(
         async def read_all() -> bytes:
             if not cache:
                 chunks: list[bytes] = []
-                with run.clock.idle():
+                with run.clock.idle(), run.reading():
                     async for chunk in ctx.stdin:
                         chunks.append(bytes(chunk))
                 cache.append(b"".join(chunks))

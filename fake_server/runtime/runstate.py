@@ -121,6 +121,24 @@ class RunState:
                 self._acquire()
 
     @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """A waiting command reads input the run itself produces: the run works meanwhile.
+
+        Within ``waiting()``. Input already inside the sandbox (none at all, buffered stdin,
+        another stage's output) reaches the command through bashkit's threads without any
+        fake time passing, so time may jump only while some other command of the run waits
+        (a ``sleep`` upstream, live stdin from outside).
+        """
+        self._waiting -= 1
+        if self._waiting == 0 and self._active:
+            self._acquire()
+        try:
+            yield
+        finally:
+            self._waiting += 1
+            self._release()
+
+    @contextlib.contextmanager
     def killed_on_cancel(self) -> Iterator[None]:
         """A custom command interrupted by cancellation means the process is being killed."""
         try:

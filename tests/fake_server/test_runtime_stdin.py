@@ -172,3 +172,41 @@ async def test_a_shell_reading_stdin_ends_with_the_last_status_at_eof(box: Box) 
     pipe.close()
     result = await box.run(["sh", "-i"], stdin=pipe)
     assert (result.code, result.stdout) == (1, "a\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "stdin"),
+    [
+        (["reader"], None),  # no stdin: bashkit delivers end of input
+        (["reader"], b"known up front"),  # buffered /exec stdin
+        (["bash", "-c", "echo from a pipe | reader"], None),  # another stage's output
+    ],
+    ids=["none", "buffered", "pipeline"],
+)
+@pytest.mark.asyncio
+async def test_the_clock_stays_held_while_a_command_reads_input_bashkit_is_delivering(
+    box: Box, argv: list[str], stdin: bytes | None
+) -> None:
+    """Input that is already inside the sandbox arrives without any fake time passing: while
+    bashkit's threads carry it to a registered command, a virtual clock must not jump (it did,
+    and fired a provider's 30 s deadline on a loaded machine)."""
+    box.commands.register("reader", lambda io: len(io.stdin_data) > 0)
+    run = asyncio.ensure_future(box.run(argv, stdin=stdin))
+    seen: list[int] = []
+    while not run.done():
+        if seen or box.clock.busy_tokens:
+            seen.append(box.clock.busy_tokens)
+        await asyncio.sleep(0)
+    assert (await run).code == (0 if stdin is None and argv == ["reader"] else 1)
+    assert seen, "the run never held the clock"
+    assert min(seen) >= 1
+
+
+@pytest.mark.asyncio
+async def test_a_reader_fed_by_a_sleeping_stage_lets_the_clock_jump(box: Box) -> None:
+    """The other side of the rule above: while an upstream ``sleep`` waits on the clock, the
+    command reading its output must not hold time still (that would never end)."""
+    box.commands.register("reader", lambda io: io.stdin_data == b"late\n")
+    run = box.run(["bash", "-c", "{ sleep 5; echo late; } | reader"])
+    result = await asyncio.wait_for(run, timeout=30)  # a guard against a hang, not a timing check
+    assert (result.code, box.clock.now()) == (1, 5.0)
