@@ -191,9 +191,7 @@ class Disks:
             raise BadRequest(
                 "is required: the disk is mounted at several paths", field="mount_path"
             )
-        for attachment in matches:
-            self.attachments.remove(attachment)
-            mounting_disk(sandbox).mounts.pop(attachment.mount_path, None)
+        self.unmount(matches)
         return bool(matches)
 
     def bucket(self, disk: Disk, sub_path: str) -> bashkit.FileSystem:
@@ -205,13 +203,11 @@ class Disks:
             buckets[key] = empty_bucket()
         return buckets[key]
 
-    def force_detach(self, disk_id: str) -> int:
-        """Out-of-band: unmount a disk from every sandbox (its mounts report nothing left)."""
-        gone = [a for a in self.attachments if a.disk.id == disk_id]
-        for attachment in gone:
+    def unmount(self, attachments: list[Attachment]) -> None:
+        """Drop these attachments and their mounts (a detach, or an out-of-band one)."""
+        for attachment in attachments:
             self.attachments.remove(attachment)
             mounting_disk(attachment.sandbox).mounts.pop(attachment.mount_path, None)
-        return len(gone)
 
 
 DISKS_NEED_BASHKIT = (

@@ -215,10 +215,15 @@ def test_disks_api_not_configured_is_503(
 
 
 def test_out_of_band_detach(
-    sdk: Client, account: Account, running: Callable[..., SandboxInstance]
+    sdk: Client, rfake: FakeCreateOS, running: Callable[..., SandboxInstance]
 ) -> None:
     disk_id = _register(sdk)
     sandbox = running(disks=[DiskAttachment(disk_id=disk_id, mount_path="/mnt/data")])
-    assert account.resources.disks.force_detach(disk_id) == 1
+    other = running(disks=[DiskAttachment(disk_id=disk_id, mount_path="/data")])
+    _sh(sandbox, "echo kept > /mnt/data/f")
+    rfake.faults.detach_disk(disk_id, sandbox.id)
     assert sandbox.list_disks() == []
     assert _sh(sandbox, "ls /mnt/data") == ""
+    assert _sh(other, "cat /data/f") == "kept\n"  # the disk's data and other mounts survive
+    sandbox.attach_disk(AttachDiskOptions(disk_id, "/mnt/data"))
+    assert _sh(sandbox, "cat /mnt/data/f") == "kept\n"
