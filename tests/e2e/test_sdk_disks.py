@@ -258,3 +258,19 @@ def test_sub_path_mounts_a_folder_of_the_same_bucket(
     _sh(whole, "echo x > /mnt/all/file")
     bad = _error(lambda: second.attach_disk(AttachDiskOptions(disk_id, "/mnt/x", "file/sub")))
     assert (bad.status_code, "sub_path: names a file in the bucket" in str(bad)) == (400, True)
+
+
+def test_a_fork_starts_without_the_disk_and_can_attach_it(
+    sdk: Client, running: Callable[..., SandboxInstance]
+) -> None:
+    disk_id = _register(sdk)
+    parent = running(disks=[DiskAttachment(disk_id=disk_id, mount_path="/mnt/d")])
+    _sh(parent, "echo shared > /mnt/d/f; echo own > /home/sandbox/own")
+    parent.pause()
+    parent.wait_until_paused()
+    child = parent.fork()
+    child.wait_until_running()
+    assert child.list_disks() == []
+    assert _sh(child, "cat /home/sandbox/own; ls -A /mnt/d") == "own\n"
+    child.attach_disk(AttachDiskOptions(disk_id, "/mnt/d"))  # a bashkit fork takes mounts
+    assert _sh(child, "cat /mnt/d/f") == "shared\n"
