@@ -20,6 +20,7 @@ from createos.models import (
     TemplateStatus,
 )
 
+from fake_server import tls_context
 from pytest_createos import DetachDisk, FailTemplateBuild, Fault, VanishNetwork
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def test_a_template_build_fails_when_polled(sdk: Client, rfake: FakeCreateOS) ->
 @pytest.fixture(name="control")
 def _control(rfake: FakeCreateOS) -> Iterator[httpx.Client]:
     keys = {"X-Api-Key": rfake.api_key, "X-Fake-Control-Key": rfake.control_key}
-    with httpx.Client(base_url=rfake.url, headers=keys, timeout=10) as client:
+    with httpx.Client(base_url=rfake.url, headers=keys, timeout=10, verify=tls_context()) as client:
         yield client
 
 
@@ -120,7 +121,9 @@ def test_control_api_applies_each_resource_change(
     )
     template = sdk.templates.create(TemplateCreateRequest(name="app", dockerfile=DOCKERFILE))
     account = rfake.world.account_for_key(rfake.api_key).id  # type: ignore[union-attr]
-    with httpx.Client(base_url=rfake.url, headers={"X-Api-Key": rfake.api_key}) as plain:
+    with httpx.Client(
+        base_url=rfake.url, headers={"X-Api-Key": rfake.api_key}, verify=tls_context()
+    ) as plain:
         refused = plain.post(
             "/_fake/faults/now",
             json={"action": {"type": "vanish_network", "network_id": network.id}},
@@ -158,7 +161,9 @@ def test_control_api_refuses_bad_targets_with_exact_messages(
     template = sdk.templates.create(TemplateCreateRequest(name="app", dockerfile=DOCKERFILE))
     other_key = rfake.add_account()
     other = rfake.world.account_for_key(other_key).id  # type: ignore[union-attr]
-    with httpx.Client(base_url=rfake.url, headers={"X-Api-Key": other_key}) as stranger:
+    with httpx.Client(
+        base_url=rfake.url, headers={"X-Api-Key": other_key}, verify=tls_context()
+    ) as stranger:
         strange = stranger.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}).json()["data"]
     cases: list[tuple[dict[str, object], dict[str, str], int, dict[str, str]]] = [
         (
