@@ -82,7 +82,7 @@ class Template:
         self.log.append(LogLine(at, "error", f"build failed: {reason}"))
         self.duration = at
         self.outcome = "failed"
-        self.image = None
+        self.image, self.size = None, 0
 
 
 class Templates:
