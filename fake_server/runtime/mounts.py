@@ -111,6 +111,7 @@ class Bucket:
         sub_path = _folder(sub_path)
         self._part(sub_path)
         vfs.mkdirs(disk.fs, mount_path)
+        self._users = [u for u in self._users if not u[0].wiped]  # destroyed sandboxes
         self._users.append((disk, mount_path, sub_path))
         for key, fs in self._parts.items():
             if _under(key, sub_path):
@@ -138,9 +139,8 @@ class Bucket:
         inner = vfs.mkdirs(source, inner)  # the mount point; a file on the way raises
         _move_children(source, inner, part)
         self._parts[sub_path] = part
-        self._users = [u for u in self._users if not u[0].wiped]
         for disk, mount_path, mounted in self._users:
-            if _under(sub_path, mounted):
+            if _under(sub_path, mounted) and not disk.wiped:
                 disk.mounts[_join(mount_path, sub_path[len(mounted) :])] = part
 
 
