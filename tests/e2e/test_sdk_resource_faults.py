@@ -129,6 +129,11 @@ def test_control_api_applies_each_resource_change(
             json={"action": {"type": "vanish_network", "network_id": network.id}},
         )
     assert refused.status_code == 403  # the account key does not open the control API
+    assert refused.json()["data"] == {
+        "code": "control_key_required",
+        "message": "account API keys do not open the control API; send the fake's control key "
+        "in X-Fake-Control-Key",
+    }
     assert [n.id for n in sdk.networks.list()] == [network.id]
     applied = _now(control, {"type": "vanish_network", "network_id": network.id}, account=account)
     assert applied.json() == {
@@ -183,6 +188,12 @@ def test_control_api_refuses_bad_targets_with_exact_messages(
             {},
             400,
             {"action.network_id": "required string for this action"},
+        ),
+        (
+            {"type": "vanish_network", "network_id": network.id},
+            {"account": ""},
+            400,
+            {"account": "must be a non-empty string"},
         ),
         (
             {"type": "detach_disk", "disk_id": "disk_missing"},
