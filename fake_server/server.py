@@ -14,7 +14,7 @@ from fake_server.faults import Faults
 from fake_server.faults.world import WorldTarget
 from fake_server.http import AppState, create_app
 from fake_server.http.connections import WatchedRunner
-from fake_server.http.fault_middleware import journal_listener
+from fake_server.http.fault_middleware import applied_listener, journal_listener
 from fake_server.http.ratelimit import RateLimiter
 from fake_server.loopcall import call_on_loop
 from fake_server.models import (
@@ -124,6 +124,7 @@ class FakeCreateOS:
             seed=seed, clock=self.clock, target=WorldTarget(self.world, lambda: self._loop)
         )
         self.faults.listeners.append(journal_listener(self.journal))
+        self.faults.applied_listeners.append(applied_listener(self.journal, self.clock))
         self._runner: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None

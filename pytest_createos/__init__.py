@@ -14,10 +14,12 @@ if TYPE_CHECKING:
     from fake_server.faults import (
         CrashProcess,
         CutStream,
+        DetachDisk,
         DuplicateFrame,
         EmptyReply,
         EvictOutput,
         ExitWithoutStatus,
+        FailTemplateBuild,
         Fault,
         FaultFiring,
         Forget,
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
         StallStream,
         TamperFile,
         TruncatedDownload,
+        VanishNetwork,
     )
     from pytest_createos._bridge import RunSync
     from pytest_createos._leases import LeaseFactory
@@ -43,10 +46,12 @@ if TYPE_CHECKING:
 FAULT_ACTIONS = (
     "CrashProcess",
     "CutStream",
+    "DetachDisk",
     "DuplicateFrame",
     "EmptyReply",
     "EvictOutput",
     "ExitWithoutStatus",
+    "FailTemplateBuild",
     "Forget",
     "HttpError",
     "Latency",
@@ -59,6 +64,7 @@ FAULT_ACTIONS = (
     "StallStream",
     "TamperFile",
     "TruncatedDownload",
+    "VanishNetwork",
 )
 
 __all__ = [
@@ -66,12 +72,14 @@ __all__ = [
     "CreateosProvider",
     "CreateosWarning",
     "CutStream",
+    "DetachDisk",
     "DuplicateFrame",
     "EmptyReply",
     "Environment",
     "EvictOutput",
     "ExecuteResult",
     "ExitWithoutStatus",
+    "FailTemplateBuild",
     "FakeCreateOS",
     "Fault",
     "FaultFiring",
@@ -92,6 +100,7 @@ __all__ = [
     "TamperFile",
     "TransitionPolicy",
     "TruncatedDownload",
+    "VanishNetwork",
     "VirtualClock",
 ]
 

@@ -42,6 +42,7 @@ from fake_server.faults.actions import (
     TruncatedDownload,
 )
 from fake_server.faults.registry import Faults
+from fake_server.faults.resource_actions import DetachDisk, FailTemplateBuild, VanishNetwork
 from fake_server.faults.rules import (
     DEFAULT,
     OPERATIONS,
@@ -57,20 +58,29 @@ from fake_server.faults.spec import (
     action_to_json,
     fault_from_json,
 )
-from fake_server.faults.target import OutOfBandTarget, TargetError, UnknownTargetError
+from fake_server.faults.target import (
+    Aim,
+    OutOfBandTarget,
+    TargetConflictError,
+    TargetError,
+    UnknownTargetError,
+)
 
 __all__ = [
     "DEFAULT",
     "OPERATIONS",
     "STREAM_OPERATIONS",
     "Action",
+    "Aim",
     "Call",
     "CrashProcess",
     "CutStream",
+    "DetachDisk",
     "DuplicateFrame",
     "EmptyReply",
     "EvictOutput",
     "ExitWithoutStatus",
+    "FailTemplateBuild",
     "Fault",
     "FaultFiring",
     "FaultRegistry",
@@ -92,9 +102,11 @@ __all__ = [
     "StallStream",
     "StreamAction",
     "TamperFile",
+    "TargetConflictError",
     "TargetError",
     "TruncatedDownload",
     "UnknownTargetError",
+    "VanishNetwork",
     "action_from_json",
     "action_to_json",
     "fault_from_json",

@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal
 
+from fake_server.faults.target import AIM_IDS, Aim
 from fake_server.models.sandbox import STATUSES
 
 if TYPE_CHECKING:
@@ -104,13 +105,20 @@ class StreamAction(ResponseAction):
 class OutOfBandAction(Action):
     """Changes the world at the moment of the call, then lets the request through.
 
-    Each action applies itself to an ``OutOfBandTarget``; ``needs_process`` says whether it
-    acts on a process (and so needs a process id as well as a sandbox id).
+    Each action applies itself to an ``OutOfBandTarget``. ``needs`` names the ids it must know
+    (``Aim`` fields): each comes from the action's own field of that name, else from the call
+    (or the control API's body); a call that does not name them is not matched.
     """
 
-    needs_process: ClassVar[bool] = False
+    needs: ClassVar[tuple[str, ...]] = ("sandbox_id",)
 
-    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
+    def aim(self, known: Aim) -> Aim | None:
+        """The ids this action hits given what the call names (its own fields win), or None."""
+        ids = {name: getattr(self, name, None) or getattr(known, name) for name in AIM_IDS}
+        aim = Aim(**ids, account=known.account)
+        return aim if all(getattr(aim, name) for name in self.needs) else None
+
+    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
         raise NotImplementedError  # pragma: no cover - every concrete action overrides it
 
 
@@ -333,8 +341,8 @@ class SetStatus(OutOfBandAction):
         if self.status not in SANDBOX_STATUSES:
             raise ValueError("status must be one of: " + ", ".join(sorted(SANDBOX_STATUSES)))
 
-    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
-        target.set_status(sandbox_id, self.status)
+    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
+        target.set_status(aim.id("sandbox_id"), self.status)
 
 
 @dataclass(frozen=True)
@@ -344,8 +352,8 @@ class Forget(OutOfBandAction):
     kind: ClassVar[str] = "forget"
     sandbox_id: str | None = None
 
-    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
-        target.forget(sandbox_id)
+    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
+        target.forget(aim.id("sandbox_id"))
 
 
 @dataclass(frozen=True)
@@ -364,8 +372,8 @@ class TamperFile(OutOfBandAction):
         if not isinstance(self.data, bytes):
             raise ValueError("data must be bytes")
 
-    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
-        target.write_file(sandbox_id, self.path, self.data)
+    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
+        target.write_file(aim.id("sandbox_id"), self.path, self.data)
 
 
 @dataclass(frozen=True)
@@ -373,7 +381,7 @@ class EvictOutput(OutOfBandAction):
     """Evict the matched (or named) process's output journal up to ``up_to_seq`` (all: None)."""
 
     kind: ClassVar[str] = "evict_output"
-    needs_process: ClassVar[bool] = True
+    needs: ClassVar[tuple[str, ...]] = ("sandbox_id", "process_id")
     up_to_seq: int | None = None
     sandbox_id: str | None = None
     process_id: str | None = None
@@ -382,8 +390,8 @@ class EvictOutput(OutOfBandAction):
         if self.up_to_seq is not None:
             _non_negative_int(self.up_to_seq, "up_to_seq")
 
-    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
-        target.evict_output(sandbox_id, _required(process_id), self.up_to_seq)
+    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
+        target.evict_output(aim.id("sandbox_id"), aim.id("process_id"), self.up_to_seq)
 
 
 @dataclass(frozen=True)
@@ -391,7 +399,7 @@ class CrashProcess(OutOfBandAction):
     """Kill the matched (or named) process's tree with ``signal``, as if the OOM killer hit."""
 
     kind: ClassVar[str] = "crash_process"
-    needs_process: ClassVar[bool] = True
+    needs: ClassVar[tuple[str, ...]] = ("sandbox_id", "process_id")
     signal: str = "SIGKILL"
     sandbox_id: str | None = None
     process_id: str | None = None
@@ -404,11 +412,5 @@ class CrashProcess(OutOfBandAction):
         if name != name.upper():
             raise ValueError("signal must look like SIGKILL")
 
-    def apply(self, target: OutOfBandTarget, sandbox_id: str, process_id: str | None) -> None:
-        target.crash_process(sandbox_id, _required(process_id), self.signal)
-
-
-def _required(process_id: str | None) -> str:
-    if process_id is None:  # pragma: no cover - target_of() never plans one without an id
-        raise ValueError("this action needs a process id")
-    return process_id
+    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
+        target.crash_process(aim.id("sandbox_id"), aim.id("process_id"), self.signal)

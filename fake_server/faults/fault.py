@@ -15,13 +15,14 @@ from fake_server.faults.actions import (
     OutOfBandAction,
     ResponseAction,
 )
+from fake_server.faults.target import Aim
 from fake_server.models.resource_ops import RESOURCE_OPERATIONS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
 
-__all__ = ["DEFAULT", "OPERATIONS", "Call", "Fault", "FaultFiring", "target_of"]
+__all__ = ["DEFAULT", "OPERATIONS", "Call", "Fault", "FaultFiring"]
 
 #: Operation names of the fake's API (the names the journal and faults use), plus ``*``.
 OPERATIONS: Final = frozenset(
@@ -93,9 +94,24 @@ class Call:
     query: Mapping[str, str] = field(default_factory=dict)
     sandbox_id: str | None = None
     process_id: str | None = None
+    #: The account resource the path names (``/v1/networks/{network_id}`` and the like).
+    network_id: str | None = None
+    disk_id: str | None = None
+    template_id: str | None = None
     account: str | None = None
     #: The ``X-Request-Id`` the reply carries.
     request_id: str | None = None
+
+    def known(self) -> Aim:
+        """What this call names, for an out-of-band action to aim at."""
+        return Aim(
+            sandbox_id=self.sandbox_id,
+            process_id=self.process_id,
+            network_id=self.network_id,
+            disk_id=self.disk_id,
+            template_id=self.template_id,
+            account=self.account,
+        )
 
 
 class Fault:
@@ -198,7 +214,7 @@ class Fault:
             return False
         if self.account is not None and call.account != self.account:
             return False
-        if isinstance(self.action, OutOfBandAction) and target_of(self.action, call) is None:
+        if isinstance(self.action, OutOfBandAction) and self.action.aim(call.known()) is None:
             return False
         return self.when is None or bool(self.when(call))
 
@@ -229,19 +245,6 @@ class _Firings(Protocol):
 
 
 _ABSTRACT: Final = (Action, ResponseAction, OutOfBandAction)
-
-
-def target_of(action: OutOfBandAction, call: Call) -> tuple[str, str | None] | None:
-    """The (sandbox, process) an out-of-band action hits on ``call``, or None if unknown."""
-    sandbox_id = getattr(action, "sandbox_id", None) or call.sandbox_id
-    if sandbox_id is None:
-        return None
-    if action.needs_process:
-        process_id = getattr(action, "process_id", None) or call.process_id
-        if process_id is None:
-            return None
-        return sandbox_id, process_id
-    return sandbox_id, None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,12 +25,13 @@ from fake_server.faults.actions import (
     ResponseAction,
     StreamAction,
 )
-from fake_server.faults.fault import DEFAULT, OPERATIONS, Call, Fault, FaultFiring, target_of
+from fake_server.faults.fault import DEFAULT, OPERATIONS, Call, Fault, FaultFiring
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from fake_server.clock import Clock
+    from fake_server.faults.target import Aim
 
 __all__ = [
     "DEFAULT",
@@ -48,7 +49,7 @@ class Plan:
     """What the HTTP layer must do for one request."""
 
     latency: float = 0.0
-    out_of_band: tuple[tuple[OutOfBandAction, str, str | None], ...] = ()
+    out_of_band: tuple[tuple[OutOfBandAction, Aim], ...] = ()
     response: ResponseAction | None = None
     firings: tuple[FaultFiring, ...] = ()
     #: A stream fault that fires only if it acts on the body: the HTTP layer reports back
@@ -185,7 +186,7 @@ class FaultRegistry:
             if not self._armed:
                 return _NO_PLAN
             latency = 0.0
-            out_of_band: list[tuple[OutOfBandAction, str, str | None]] = []
+            out_of_band: list[tuple[OutOfBandAction, Aim]] = []
             response: ResponseAction | None = None
             firings: list[FaultFiring] = []
             pending: FaultFiring | None = None
@@ -208,10 +209,10 @@ class FaultRegistry:
                 elif isinstance(action, Latency):
                     latency += action.seconds
                 elif isinstance(action, OutOfBandAction):
-                    target = target_of(action, call)
-                    if target is None:  # pragma: no cover - matches() already checked
+                    aim = action.aim(call.known())
+                    if aim is None:  # pragma: no cover - matches() already checked
                         continue
-                    out_of_band.append((action, target[0], target[1]))
+                    out_of_band.append((action, aim))
                 firing = FaultFiring(fault_id=armed.fault_id, fault=fault, call=call, at=now)
                 if isinstance(action, StreamAction):
                     armed.pending += 1

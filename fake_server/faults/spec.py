@@ -38,6 +38,7 @@ from fake_server.faults.actions import (
     TruncatedDownload,
 )
 from fake_server.faults.fault import DEFAULT, Call, Fault
+from fake_server.faults.resource_actions import DetachDisk, FailTemplateBuild, VanishNetwork
 
 __all__ = [
     "ACTION_TYPES",
@@ -69,6 +70,9 @@ ACTION_TYPES: Final[dict[str, type[Action]]] = {
         TamperFile,
         EvictOutput,
         CrashProcess,
+        VanishNetwork,
+        DetachDisk,
+        FailTemplateBuild,
     )
 }
 

@@ -1,4 +1,5 @@
-"""What out-of-band changes act on: the ``OutOfBandTarget`` protocol and its two errors.
+"""What out-of-band changes act on: the ``OutOfBandTarget`` protocol, the ids an action hits
+(``Aim``) and the three errors a target raises.
 
 Kept apart from the actions and the registry so both can name it without importing each other;
 the fake's implementation over its ``World`` is ``faults.world.WorldTarget``.
@@ -6,13 +7,48 @@ the fake's implementation over its ``World`` is ``faults.world.WorldTarget``.
 
 from __future__ import annotations
 
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Final, Protocol
 
-__all__ = ["OutOfBandTarget", "TargetError", "UnknownTargetError"]
+__all__ = [
+    "AIM_IDS",
+    "Aim",
+    "OutOfBandTarget",
+    "TargetConflictError",
+    "TargetError",
+    "UnknownTargetError",
+]
+
+#: The ids an out-of-band action may name, in the order the control API checks them.
+AIM_IDS: Final = ("sandbox_id", "process_id", "network_id", "disk_id", "template_id")
+
+
+@dataclass(frozen=True, slots=True)
+class Aim:
+    """The ids one application of an out-of-band action hits.
+
+    ``account`` is the account the change is made for (the calling account when a fault fires,
+    the control API's ``account`` field when applied now): a resource of another account is
+    refused. ``None`` accepts any account.
+    """
+
+    sandbox_id: str | None = None
+    process_id: str | None = None
+    network_id: str | None = None
+    disk_id: str | None = None
+    template_id: str | None = None
+    account: str | None = None
+
+    def id(self, name: str) -> str:
+        """The id ``name`` (one of ``AIM_IDS``); the action's ``needs`` made sure it is set."""
+        value = getattr(self, name)
+        if not isinstance(value, str):  # pragma: no cover - aim() never plans one without it
+            raise ValueError(f"this action needs {name}")
+        return value
 
 
 class UnknownTargetError(LookupError):
-    """The sandbox or process an out-of-band change names does not exist (any more)."""
+    """The sandbox, process or resource an out-of-band change names does not exist (any more)."""
 
 
 class TargetError(ValueError):
@@ -27,11 +63,25 @@ class TargetError(ValueError):
         self.field = field
 
 
+class TargetConflictError(RuntimeError):
+    """The target exists but is in the wrong state or account for the change (a 409).
+
+    ``code`` is the envelope's machine-readable code: ``wrong_account``, ``not_attached``,
+    ``build_ended``.
+    """
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
 class OutOfBandTarget(Protocol):
     """What out-of-band changes need from the fake's world (implemented by the fake).
 
-    Each method raises ``UnknownTargetError`` when the sandbox or process does not exist and
-    ``TargetError`` when it cannot take the change.
+    Each method raises ``UnknownTargetError`` when what it names does not exist,
+    ``TargetError`` when it cannot take the change and ``TargetConflictError`` when it belongs
+    to another account or is in the wrong state.
     """
 
     def set_status(self, sandbox_id: str, status: str) -> None: ...
@@ -39,3 +89,8 @@ class OutOfBandTarget(Protocol):
     def write_file(self, sandbox_id: str, path: str, data: bytes) -> None: ...
     def evict_output(self, sandbox_id: str, process_id: str, up_to_seq: int | None) -> None: ...
     def crash_process(self, sandbox_id: str, process_id: str, signal: str) -> None: ...
+    def vanish_network(self, network_id: str, account: str | None) -> int: ...
+    def detach_disk(
+        self, disk_id: str, sandbox_id: str | None, mount_path: str | None, account: str | None
+    ) -> int: ...
+    def fail_template_build(self, template_id: str, reason: str, account: str | None) -> None: ...

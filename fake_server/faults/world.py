@@ -3,6 +3,7 @@
 Every change runs on the fake's loop (``loopcall.call_on_loop``), so it has happened when the
 call returns. Errors of the sandbox's disk become ``TargetError`` naming the action's field, so
 the control API answers 400 and an armed fault is skipped rather than failing the request.
+The account resources' changes are in ``faults.world_resources``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fake_server.faults.target import TargetError, UnknownTargetError
+from fake_server.faults.world_resources import ResourceChanges
 from fake_server.loopcall import call_on_loop
 
 if TYPE_CHECKING:
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["WorldTarget"]
 
 
-class WorldTarget:
+class WorldTarget(ResourceChanges):
     """Applies out-of-band changes to ``world`` on the loop ``loop()`` returns (if running)."""
 
     def __init__(

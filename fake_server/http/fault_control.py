@@ -6,9 +6,11 @@
   list of specs, answering 201 with the armed faults and their ids;
 * ``DELETE /_fake/faults`` disarms everything; ``DELETE /_fake/faults/{fault_id}`` one fault;
 * ``POST /_fake/faults/now`` applies an out-of-band action at once, e.g.
-  ``{"action": {"type": "set_status", "status": "failed"}, "sandbox_id": "sb-…"}``.
+  ``{"action": {"type": "set_status", "status": "failed"}, "sandbox_id": "sb-…"}`` or
+  ``{"action": {"type": "vanish_network", "network_id": "net_…"}, "account": "acc_…"}``.
 
-Bad input answers a 400 ``fail`` envelope naming the field; nothing here raises a 500.
+Bad input answers a 400 ``fail`` envelope naming the field; an unknown target 404; a target of
+another ``account`` or in the wrong state 409 with its code. Nothing here raises a 500.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from fake_server.faults import (
     FaultFiring,
     FaultSpecError,
     OutOfBandAction,
+    TargetConflictError,
     TargetError,
     UnknownTargetError,
     action_from_json,
@@ -32,7 +35,7 @@ from fake_server.http import wire
 from fake_server.http.errors import error_response, ok
 from fake_server.http.keys import STATE_KEY
 from fake_server.http.routes import CONTROL_PREFIX
-from fake_server.models import BadRequest, NotFound
+from fake_server.models import BadRequest, Conflict, NotFound
 
 if TYPE_CHECKING:
     from fake_server.faults import Faults
@@ -154,16 +157,26 @@ def firing_to_json(firing: FaultFiring) -> dict[str, object]:
 
 
 def _apply_now(faults: Faults, action: OutOfBandAction, body: dict[str, Any]) -> web.Response:
-    sandbox_id = body.get("sandbox_id") or getattr(action, "sandbox_id", None)
-    process_id = body.get("process_id") or getattr(action, "process_id", None)
-    if not isinstance(sandbox_id, str):
-        return _fail("sandbox_id", "required string")
-    if action.needs_process and not isinstance(process_id, str):
-        return _fail("process_id", "required string for this action")
+    ids: dict[str, str | None] = {}
+    for name in ("sandbox_id", "process_id", "account"):
+        value = body.get(name)
+        if value is not None and (not isinstance(value, str) or not value):
+            return _fail(name, "must be a non-empty string")
+        ids[name] = value
+    for name in action.needs:
+        if getattr(action, name, None) or ids.get(name):
+            continue
+        if name == "sandbox_id":
+            return _fail("sandbox_id", "required string")
+        if name == "process_id":
+            return _fail("process_id", "required string for this action")
+        return _fail(f"action.{name}", "required string for this action")
     try:
-        faults.apply_now(action, sandbox_id, process_id if isinstance(process_id, str) else None)
-    except UnknownTargetError:
-        return error_response(NotFound("no such sandbox or process", code="not_found"))
+        faults.apply_now(action, ids["sandbox_id"], ids["process_id"], account=ids["account"])
+    except UnknownTargetError as exc:
+        return error_response(NotFound(str(exc), code="not_found"))
+    except TargetConflictError as exc:
+        return error_response(Conflict(exc.message, code=exc.code))
     except TargetError as exc:
         return _fail(f"action.{exc.field}", exc.message)
     return ok({"applied": action_to_json(action)})

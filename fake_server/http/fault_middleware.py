@@ -45,17 +45,18 @@ from fake_server.http.keys import (
 from fake_server.http.middlewares import event_of
 from fake_server.http.routes import is_control
 from fake_server.models import ApiError
+from fake_server.models.journal import Event
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from fake_server.clock import Clock
-    from fake_server.faults import FaultFiring
+    from fake_server.faults import Aim, FaultFiring, OutOfBandAction
     from fake_server.models import Journal
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-__all__ = ["DROPPED_STATUS", "fault_middleware", "journal_listener"]
+__all__ = ["DROPPED_STATUS", "applied_listener", "fault_middleware", "journal_listener"]
 
 #: Status journaled for a request whose connection a fault dropped before any reply.
 DROPPED_STATUS = 499
@@ -97,6 +98,25 @@ def journal_listener(journal: Journal) -> Callable[[FaultFiring], None]:
     def record(firing: FaultFiring) -> None:
         detail = f"fault#{firing.fault_id} {firing.fault.action!r}"
         journal.record(event_of(firing.call, kind="fault", time=firing.at, detail=detail))
+
+    return record
+
+
+def applied_listener(journal: Journal, clock: Clock) -> Callable[[OutOfBandAction, Aim], None]:
+    """Records each out-of-band change applied now (``fake.faults.*`` or ``/_fake/faults/now``)
+    in the journal as a ``fault`` event without a request."""
+
+    def record(action: OutOfBandAction, aim: Aim) -> None:
+        journal.record(
+            Event(
+                time=clock.now(),
+                kind="fault",
+                account_id=aim.account,
+                sandbox_id=aim.sandbox_id,
+                process_id=aim.process_id,
+                detail=f"applied now {action!r}",
+            )
+        )
 
     return record
 

@@ -202,6 +202,9 @@ def _call_of(request: web.Request, operation: str, request_id: str) -> Call:
         query=query,
         sandbox_id=match.get("sandbox_id"),
         process_id=match.get("process_id"),
+        network_id=match.get("network_id"),
+        disk_id=match.get("disk_id"),
+        template_id=match.get("template_id"),
         request_id=request_id,
     )
 

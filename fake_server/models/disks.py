@@ -1,9 +1,10 @@
 """S3-backed persistent disks of one account: registrations, credentials, attachments.
 
-A disk's files live in a shared bucket store (``ResourceSettings.buckets``) mounted into each
-sandbox it is attached to (``runtime.mounts``): every sandbox sees the same files at once and
-they outlive the sandbox and the registration, as a real bucket does. Credentials are kept
-but no read ever returns them. Sources of each decision: docs/fidelity-resources.md.
+A disk's files live in a shared bucket store (``ResourceSettings.buckets``, one per endpoint
+and bucket) mounted into each sandbox it is attached to (``runtime.mounts``): every sandbox
+sees the same files at once and they outlive the sandbox and the registration, as a real
+bucket does; a ``sub_path`` mount shows one folder of it. Credentials are kept but no read
+ever returns them. Sources of each decision: docs/fidelity-resources.md.
 """
 
 from __future__ import annotations
@@ -19,11 +20,9 @@ from fake_server.models.resource_base import Forbidden, ServiceUnavailable, chec
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    import bashkit
-
     from fake_server.models.context import Context
     from fake_server.models.sandbox import Sandbox
-    from fake_server.runtime.mounts import MountingDisk
+    from fake_server.runtime.mounts import Bucket, MountingDisk
 
 __all__ = ["Attachment", "Disk", "Disks"]
 
@@ -173,8 +172,10 @@ class Disks:
                 raise Conflict("mount_path is already in use in this sandbox", code="mount_busy")
         mounting = mounting_disk(sandbox)
         attachment = Attachment(disk, sandbox, mount_path, sub_path)
-        mounting.mounts[mount_path] = self.bucket(disk, sub_path)
-        vfs_mkdirs(mounting, mount_path)
+        try:
+            self.bucket(disk).mount(mounting, mount_path, sub_path)
+        except (OSError, RuntimeError):
+            raise BadRequest("names a file in the bucket, not a folder", field="sub_path") from None
         self.attachments.append(attachment)
         return attachment
 
@@ -191,27 +192,24 @@ class Disks:
             raise BadRequest(
                 "is required: the disk is mounted at several paths", field="mount_path"
             )
-        for attachment in matches:
-            self.attachments.remove(attachment)
-            mounting_disk(sandbox).mounts.pop(attachment.mount_path, None)
+        self.unmount(matches)
         return bool(matches)
 
-    def bucket(self, disk: Disk, sub_path: str) -> bashkit.FileSystem:
-        from fake_server.runtime.mounts import empty_bucket
+    def bucket(self, disk: Disk) -> Bucket:
+        from fake_server.runtime.mounts import Bucket
 
-        key = (str(disk.config["endpoint"]), str(disk.config["bucket"]), sub_path)
+        key = (str(disk.config["endpoint"]), str(disk.config["bucket"]))
         buckets = self._ctx.resources.buckets
         if key not in buckets:
-            buckets[key] = empty_bucket()
+            buckets[key] = Bucket()
         return buckets[key]
 
-    def force_detach(self, disk_id: str) -> int:
-        """Out-of-band: unmount a disk from every sandbox (its mounts report nothing left)."""
-        gone = [a for a in self.attachments if a.disk.id == disk_id]
-        for attachment in gone:
+    def unmount(self, attachments: list[Attachment]) -> None:
+        """Drop these attachments and their mounts (a detach, or an out-of-band one)."""
+        for attachment in attachments:
             self.attachments.remove(attachment)
-            mounting_disk(attachment.sandbox).mounts.pop(attachment.mount_path, None)
-        return len(gone)
+            bucket = self.bucket(attachment.disk)
+            bucket.unmount(mounting_disk(attachment.sandbox), attachment.mount_path)
 
 
 DISKS_NEED_BASHKIT = (
@@ -228,12 +226,6 @@ def mounting_disk(sandbox: Sandbox) -> MountingDisk:
     if not isinstance(disk, MountingDisk):
         raise Conflict(DISKS_NEED_BASHKIT, code="runtime_unsupported")
     return disk
-
-
-def vfs_mkdirs(disk: MountingDisk, path: str) -> None:
-    from fake_server.runtime import vfs
-
-    vfs.mkdirs(disk.fs, path)
 
 
 def _config(raw: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from fake_server.models.errors import ApiError, BadRequest
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    import bashkit
+    from fake_server.runtime.mounts import Bucket
 
 __all__ = [
     "NAME_RULE",
@@ -75,9 +75,9 @@ class ResourceSettings:
     template_step_seconds: float = 0.5
     #: Placement targets for ``host_id`` and ``node_selector``.
     hosts: dict[str, Host] = field(default_factory=_hosts)
-    #: Bucket contents by ``(endpoint, bucket, sub_path)``: they outlive disk registrations,
-    #: as a real bucket outlives its registration.
-    buckets: dict[tuple[str, str, str], bashkit.FileSystem] = field(default_factory=dict)
+    #: Bucket contents by ``(endpoint, bucket)``: they outlive disk registrations, as a real
+    #: bucket outlives its registration.
+    buckets: dict[tuple[str, str], Bucket] = field(default_factory=dict)
 
     DISKS_OFF: ClassVar[str] = "disks API not configured"
 

@@ -73,13 +73,16 @@ class Template:
         return [line for line in self.log if began + line.offset <= now]
 
     def fail(self, now: float, reason: str) -> None:
-        """Out-of-band: the build ends ``failed`` now (or at once when it already ended)."""
+        """Out-of-band: the build ends ``failed`` now; the log keeps what was shown so far."""
+        if now < self.started + self.pending:  # still queued: no step has run
+            self.pending = max(0.0, now - self.started)
+            self.log = []
         at = max(0.0, now - self.started - self.pending)
         self.log = [line for line in self.log if line.offset <= at]
         self.log.append(LogLine(at, "error", f"build failed: {reason}"))
         self.duration = at
         self.outcome = "failed"
-        self.image = None
+        self.image, self.size = None, 0
 
 
 class Templates:

@@ -51,8 +51,9 @@ class BashkitMachine:
     def fork(self) -> BashkitMachine:
         """A new sandbox holding exactly the files this one holds now."""
         from fake_server.runtime.diskcopy import copy_disk
+        from fake_server.runtime.mounts import MountingDisk
 
-        return BashkitMachine(self._commands, copy_disk(self._disk))
+        return BashkitMachine(self._commands, copy_disk(self._disk, MountingDisk))
 
     def destroy(self) -> None:
         self._disk.wipe()

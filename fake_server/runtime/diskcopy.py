@@ -4,8 +4,12 @@ modes), independent from then on."""
 from __future__ import annotations
 
 import posixpath
+from typing import TYPE_CHECKING
 
 from fake_server.runtime.disk import SandboxDisk
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["copy_disk"]
 
@@ -13,11 +17,12 @@ __all__ = ["copy_disk"]
 _DEVICES = frozenset({"/dev"})
 
 
-def copy_disk(source: SandboxDisk) -> SandboxDisk:
-    """A new disk holding exactly what ``source`` holds now."""
+def copy_disk(source: SandboxDisk, make: Callable[[], SandboxDisk] = SandboxDisk) -> SandboxDisk:
+    """A new disk (from ``make``) holding exactly what ``source`` holds now; the buckets
+    mounted in it are not copied (a fork starts with no disk attached)."""
     if source.wiped:
         raise RuntimeError("the sandbox disk was wiped (sandbox destroyed)")
-    target = SandboxDisk()
+    target = make()
     src, dst = source.fs, target.fs
     for item in dst.read_dir("/"):
         if "/" + str(item["name"]) not in _DEVICES:

@@ -157,8 +157,8 @@ class Shell:
             )
         )
         bash.mount("/", self._disk.fs)
-        for point, mounted in self._disk.mounts.items():
-            bash.mount(point, mounted)
+        for point in sorted(self._disk.mounts, key=len):  # a folder before what nests in it
+            bash.mount(point, self._disk.mounts[point])
         with state.interpreter(bash.cancel):
             return await self._drive(
                 bash, state, args, workdir, stdin, on_stdout, on_stderr, started

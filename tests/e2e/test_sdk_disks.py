@@ -215,10 +215,62 @@ def test_disks_api_not_configured_is_503(
 
 
 def test_out_of_band_detach(
-    sdk: Client, account: Account, running: Callable[..., SandboxInstance]
+    sdk: Client, rfake: FakeCreateOS, running: Callable[..., SandboxInstance]
 ) -> None:
     disk_id = _register(sdk)
     sandbox = running(disks=[DiskAttachment(disk_id=disk_id, mount_path="/mnt/data")])
-    assert account.resources.disks.force_detach(disk_id) == 1
+    other = running(disks=[DiskAttachment(disk_id=disk_id, mount_path="/data")])
+    _sh(sandbox, "echo kept > /mnt/data/f")
+    rfake.faults.detach_disk(disk_id, sandbox.id)
     assert sandbox.list_disks() == []
     assert _sh(sandbox, "ls /mnt/data") == ""
+    assert _sh(other, "cat /data/f") == "kept\n"  # the disk's data and other mounts survive
+    sandbox.attach_disk(AttachDiskOptions(disk_id, "/mnt/data"))
+    assert _sh(sandbox, "cat /mnt/data/f") == "kept\n"
+
+
+def test_sub_path_mounts_a_folder_of_the_same_bucket(
+    sdk: Client, rfake: FakeCreateOS, running: Callable[..., SandboxInstance]
+) -> None:
+    disk_id = _register(sdk)
+    whole = running(disks=[DiskAttachment(disk_id=disk_id, mount_path="/mnt/all")])
+    _sh(whole, "mkdir -p /mnt/all/a && echo early > /mnt/all/a/before && echo top > /mnt/all/t")
+    first = running(disks=[DiskAttachment(disk_id, "/mnt/a", "a")])
+    second = running(disks=[DiskAttachment(disk_id, "/mnt/b", "b/")])
+    _sh(first, "echo one > /mnt/a/f")
+    _sh(second, "echo two > /mnt/b/f")
+    # Each sub_path sees its own folder only; the root mount sees both folders and the top file.
+    assert _sh(first, "ls /mnt/a; cat /mnt/a/before") == "before\nf\nearly\n"
+    assert _sh(second, "ls /mnt/b") == "f\n"
+    assert _sh(whole, "cat /mnt/all/a/f /mnt/all/b/f; ls /mnt/all") == "one\ntwo\na\nb\nt\n"
+    _sh(whole, "echo from-root > /mnt/all/b/g; mkdir /mnt/all/a/deep")
+    nested = running(disks=[DiskAttachment(disk_id, "/work", "a/deep")])
+    _sh(nested, "echo deep > /work/d")
+    assert _sh(second, "cat /mnt/b/g") == "from-root\n"
+    assert _sh(first, "cat /mnt/a/deep/d") == "deep\n"
+    assert _sh(whole, "find /mnt/all -type f | sort") == (
+        "/mnt/all/a/before\n/mnt/all/a/deep/d\n/mnt/all/a/f\n/mnt/all/b/f\n/mnt/all/b/g\n"
+        "/mnt/all/t\n"
+    )
+    assert rfake.sandbox(whole.id).disk.read_file("/mnt/all/a/deep/d") == b"deep\n"  # files API
+    first.detach_disk(DetachDiskOptions(disk_id, "/mnt/a"))
+    assert _sh(whole, "cat /mnt/all/a/f") == "one\n"  # the data outlives the sub_path mount
+    _sh(whole, "echo x > /mnt/all/file")
+    bad = _error(lambda: second.attach_disk(AttachDiskOptions(disk_id, "/mnt/x", "file/sub")))
+    assert (bad.status_code, "sub_path: names a file in the bucket" in str(bad)) == (400, True)
+
+
+def test_a_fork_starts_without_the_disk_and_can_attach_it(
+    sdk: Client, running: Callable[..., SandboxInstance]
+) -> None:
+    disk_id = _register(sdk)
+    parent = running(disks=[DiskAttachment(disk_id=disk_id, mount_path="/mnt/d")])
+    _sh(parent, "echo shared > /mnt/d/f; echo own > /home/sandbox/own")
+    parent.pause()
+    parent.wait_until_paused()
+    child = parent.fork()
+    child.wait_until_running()
+    assert child.list_disks() == []
+    assert _sh(child, "cat /home/sandbox/own; ls -A /mnt/d") == "own\n"
+    child.attach_disk(AttachDiskOptions(disk_id, "/mnt/d"))  # a bashkit fork takes mounts
+    assert _sh(child, "cat /mnt/d/f") == "shared\n"

@@ -180,7 +180,7 @@ def test_networks_are_per_account_faultable_and_journaled(
     failed = _error(lambda: sdk.networks.create(NetworkCreateRequest(name="later")))
     assert failed.status_code == 500
     assert [n.name for n in sdk.networks.list()] == ["mine"]
-    account.resources.networks.vanish(network.id)
+    rfake.faults.vanish_network(network.id)
     assert _error(lambda: sdk.networks.get(network.id)).status_code == 404
     operations = rfake.journal.operations()
     assert operations[:1] == ["create_network"]

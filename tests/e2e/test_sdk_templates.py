@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from createos.instance import SandboxInstance
 
     from fake_server import FakeCreateOS
-    from fake_server.models.account import Account
 
 DOCKERFILE = """FROM nodeops/sandbox:debian
 # tools for the app
@@ -201,9 +200,9 @@ def test_refused_dockerfiles_and_limits(sdk: Client, rfake: FakeCreateOS) -> Non
     assert missing_attempt.status_code == 404
 
 
-def test_out_of_band_build_failure(sdk: Client, rfake: FakeCreateOS, account: Account) -> None:
+def test_out_of_band_build_failure(sdk: Client, rfake: FakeCreateOS) -> None:
     template = sdk.templates.create(TemplateCreateRequest(name="app", dockerfile=DOCKERFILE))
     rfake.clock.advance(1.6)  # type: ignore[attr-defined]
-    account.resources.templates.get(template.id).fail(rfake.clock.now(), "builder node lost")
+    rfake.faults.fail_template_build(template.id, "builder node lost")
     assert sdk.templates.get(template.id).status is TemplateStatus.FAILED
     assert sdk.templates.logs(template.id).splitlines()[-1] == "build failed: builder node lost"

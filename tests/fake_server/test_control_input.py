@@ -52,7 +52,7 @@ def _raw(body: object) -> bytes:
     return json.dumps(body).encode()  # lone surrogates travel escaped, as \ud800
 
 
-NOT_FOUND = {"code": "not_found", "message": "no such sandbox or process"}
+NOT_FOUND = {"code": "not_found", "message": "no such sandbox"}
 SURROGATES = {"body": "must be valid UTF-8 JSON"}
 
 

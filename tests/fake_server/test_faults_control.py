@@ -176,7 +176,7 @@ async def test_apply_an_out_of_band_change_now(api: httpx.AsyncClient) -> None:
             404,
             {
                 "status": "fail",
-                "data": {"code": "not_found", "message": "no such sandbox or process"},
+                "data": {"code": "not_found", "message": "no such sandbox"},
             },
         ),
     ],

@@ -6,10 +6,13 @@ import pytest
 
 from fake_server.clock import VirtualClock
 from fake_server.faults import (
+    Aim,
     Call,
     CrashProcess,
     CutStream,
+    DetachDisk,
     EvictOutput,
+    FailTemplateBuild,
     Fault,
     FaultFiring,
     Faults,
@@ -22,6 +25,7 @@ from fake_server.faults import (
     TamperFile,
     TruncatedDownload,
     UnknownTargetError,
+    VanishNetwork,
 )
 
 
@@ -147,7 +151,7 @@ def test_latency_and_out_of_band_compose_with_a_response() -> None:
     faults.add(Fault("get_sandbox", HttpError(500)))
     plan = faults.plan(call())
     assert plan.latency == 2.0
-    assert plan.out_of_band == ((SetStatus("failed"), "sb-1", None),)
+    assert plan.out_of_band == ((SetStatus("failed"), Aim("sb-1", account="acct-1")),)
     assert plan.response == HttpError(500)
     assert len(plan.firings) == 4
 
@@ -157,11 +161,14 @@ def test_out_of_band_process_actions_need_a_process() -> None:
     faults.add(Fault("*", CrashProcess(), times=None))
     assert faults.plan(call("get_sandbox")).empty
     plan = faults.plan(call("connect_process", process_id="proc-1"))
-    assert plan.out_of_band == ((CrashProcess(), "sb-1", "proc-1"),)
+    assert plan.out_of_band == ((CrashProcess(), Aim("sb-1", "proc-1", account="acct-1")),)
     named = Faults()
     named.add(Fault("whoami", EvictOutput(up_to_seq=3, sandbox_id="sb-5", process_id="p")))
     assert named.plan(call("whoami", sandbox_id=None)).out_of_band == (
-        (EvictOutput(up_to_seq=3, sandbox_id="sb-5", process_id="p"), "sb-5", "p"),
+        (
+            EvictOutput(up_to_seq=3, sandbox_id="sb-5", process_id="p"),
+            Aim("sb-5", "p", account="acct-1"),
+        ),
     )
 
 
@@ -262,6 +269,19 @@ class RecordingWorld:
     def crash_process(self, sandbox_id: str, process_id: str, signal: str) -> None:
         self.calls.append(("crash_process", sandbox_id, process_id, signal))
 
+    def vanish_network(self, network_id: str, account: str | None) -> int:
+        self.calls.append(("vanish_network", network_id, account))
+        return 0
+
+    def detach_disk(
+        self, disk_id: str, sandbox_id: str | None, mount_path: str | None, account: str | None
+    ) -> int:
+        self.calls.append(("detach_disk", disk_id, sandbox_id, mount_path, account))
+        return 1
+
+    def fail_template_build(self, template_id: str, reason: str, account: str | None) -> None:
+        self.calls.append(("fail_template_build", template_id, reason, account))
+
 
 def test_direct_out_of_band_changes_reach_the_world() -> None:
     world = RecordingWorld()
@@ -280,6 +300,37 @@ def test_direct_out_of_band_changes_reach_the_world() -> None:
     ]
     with pytest.raises(ValueError, match=r"^signal must look like SIGKILL$"):
         faults.crash_process("sb-1", "p-1", "9")
+
+
+def test_resource_changes_aim_at_their_own_ids_or_the_call_s() -> None:
+    world = RecordingWorld()
+    faults = Faults(target=world)
+    faults.vanish_network("net_1")
+    faults.detach_disk("disk_1", "sb-1", "/mnt/d")
+    faults.fail_template_build("tpl_1", "no space")
+    faults.apply_now(VanishNetwork("net_2"), account="acct-2")
+    assert world.calls == [
+        ("vanish_network", "net_1", None),
+        ("detach_disk", "disk_1", "sb-1", "/mnt/d", None),
+        ("fail_template_build", "tpl_1", "no space", None),
+        ("vanish_network", "net_2", "acct-2"),
+    ]
+    with pytest.raises(ValueError, match=r"^VanishNetwork needs network_id$"):
+        faults.apply_now(VanishNetwork())
+    with pytest.raises(ValueError, match=r"^CrashProcess needs process_id$"):
+        faults.apply_now(CrashProcess(), "sb-1")
+    armed = Faults(target=world)
+    armed.add(Fault("*", FailTemplateBuild(), times=None))
+    assert armed.plan(call("get_sandbox")).empty  # no template named: not matched
+    plan = armed.plan(call("get_template", sandbox_id=None, template_id="tpl_9"))
+    assert plan.out_of_band == ((FailTemplateBuild(), Aim(template_id="tpl_9", account="acct-1")),)
+    armed.add(Fault("detach_disk", DetachDisk()))
+    plan = armed.plan(call("detach_disk", disk_id="disk_3"))
+    assert plan.out_of_band[0][1] == Aim("sb-1", disk_id="disk_3", account="acct-1")
+    with pytest.raises(ValueError, match=r"^reason must be one line of 1 to 200 characters$"):
+        FailTemplateBuild(reason="two\nlines")
+    with pytest.raises(ValueError, match=r"^mount_path must be an absolute path$"):
+        DetachDisk("disk_1", mount_path="mnt")
 
 
 def test_planned_out_of_band_changes_skip_vanished_targets() -> None:

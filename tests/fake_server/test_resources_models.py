@@ -11,7 +11,7 @@ from fake_server.models import BadRequest, Conflict
 from fake_server.models.desktop import MAX_SCREENS, Desktop
 from fake_server.models.dockerfile import parse, parse_env
 from fake_server.models.resource_ops import RESOURCE_OPERATIONS
-from fake_server.runtime.mounts import MountingDisk, empty_bucket
+from fake_server.runtime.mounts import Bucket, MountingDisk, empty_bucket
 
 
 def test_operation_table_matches_the_routes() -> None:
@@ -75,3 +75,21 @@ def test_desktop_screen_limit_and_bounds() -> None:
     with pytest.raises(BadRequest) as screen_id:
         desktop.screen("screen-99")
     assert screen_id.value.field == "screen_id"
+
+
+def test_bucket_sub_folders_nest_and_unmount_only_their_own_mounts() -> None:
+    bucket, other = Bucket(), empty_bucket()
+    root, sub = MountingDisk(), MountingDisk()
+    bucket.mount(root, "/d", "")
+    root.write_file("/d/a/run.sh", b"echo")
+    root.mounts["/d"].chmod("/a/run.sh", 0o755)
+    root.mounts["/d"].symlink("/a/run.sh", "/a/link")
+    bucket.mount(sub, "/s", "./a/")  # moves what the root held under a/ into its own part
+    assert sub.read_file("/s/run.sh") == b"echo"
+    assert sub.mode("/s/run.sh") & 0o777 == 0o755
+    assert sub.mounts["/s"].read_link("/link") == "/a/run.sh"
+    assert sorted(root.mounts) == ["/d", "/d/a"]
+    root.mount("/d/a/other", other)  # another disk nested in this one stays mounted
+    bucket.unmount(root, "/d")
+    assert sorted(root.mounts) == ["/d/a/other"]
+    assert sub.read_file("/s/run.sh") == b"echo"

@@ -35,12 +35,19 @@ VALUES = st.recursive(
 )
 
 
+#: Resource id fields get the real ids (placeholders filled in by the test) or any value.
+_RESOURCE_FIELDS = ("network_id", "disk_id", "template_id")
+RESOURCE_IDS = st.one_of(SCALARS, st.sampled_from(["@network", "@disk", "@template"]))
+
+
 def _action(kind: str) -> st.SearchStrategy[dict[str, object]]:
     """An action of ``kind`` with any subset of its own fields, each any value."""
     names = [item.name for item in dataclasses.fields(ACTION_TYPES[kind])]  # type: ignore[arg-type]
     if kind == "tamper_file":
         names += ["data_base64"]
-    fields = st.fixed_dictionaries({}, optional={name: SCALARS for name in names})
+    fields = st.fixed_dictionaries(
+        {}, optional={name: RESOURCE_IDS if name in _RESOURCE_FIELDS else SCALARS for name in names}
+    )
     return fields.map(lambda chosen: {"type": kind, **chosen})
 
 
@@ -70,7 +77,28 @@ def _targets(http: httpx.Client) -> dict[str, str]:
     ).json()["data"]["process_id"]
     gone = http.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}).json()["data"]["id"]
     http.delete(f"/v1/sandboxes/{gone}")
-    return {"live": live, "process": process, "gone": gone}
+    network = http.post("/v1/networks", json={"name": "fuzz"}).json()["data"]["id"]
+    disk = http.post(
+        "/v1/disks",
+        json={
+            "name": "fuzz",
+            "config": {"bucket": "b", "endpoint": "https://s3.test"},
+            "credentials": {"access_key": "a", "secret_key": "s"},
+        },
+    ).json()["data"]["id"]
+    http.post(f"/v1/sandboxes/{live}/disks", json={"disk_id": disk, "mount_path": "/mnt/d"})
+    http.post(f"/v1/sandboxes/{live}/networks", json={"id": network})
+    template = http.post(
+        "/v1/templates", json={"name": "fuzz", "dockerfile": "FROM devbox:1\nRUN true\n"}
+    ).json()["data"]["id"]
+    return {
+        "live": live,
+        "process": process,
+        "gone": gone,
+        "@network": network,
+        "@disk": disk,
+        "@template": template,
+    }
 
 
 def _check(fake: FakeCreateOS, response: httpx.Response) -> None:
@@ -113,6 +141,7 @@ def test_the_control_api_survives_garbage(
     raw: bytes | None,
 ) -> None:
     sandbox_id = targets.get(target, odd)
+    action = {key: targets.get(v, v) if isinstance(v, str) else v for key, v in action.items()}
     method, path = route
     if path == "/_fake/faults/now":
         body = {"action": action, "sandbox_id": sandbox_id, "process_id": targets["process"]}

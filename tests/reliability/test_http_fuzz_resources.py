@@ -1,10 +1,15 @@
 """Hypothesis throws malformed input at the account-resource routes (networks, disks,
 templates, computer use) with real and odd ids: never a 5xx (but the documented 503 of an
-unconfigured disks API), never an unhandled exception inside the fake."""
+unconfigured disks API), never an unhandled exception inside the fake.
+
+Every route of ``RESOURCE_ROUTES`` is its own test case (a random draw of routes left most of
+them untried in a run), and a sandbox create is fuzzed with the resource fields it accepts
+(``networks``, ``disks``, ``host_id``, ``node_selector``, a template as ``rootfs``)."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -13,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fake_server import FakeCreateOS, TransitionPolicy
+from fake_server.http import ROUTES
 from fake_server.http.resources_routes import RESOURCE_ROUTES
 
 if TYPE_CHECKING:
@@ -88,23 +94,42 @@ def _http(fake: FakeCreateOS) -> Iterator[httpx.Client]:
         yield c
 
 
+_RESOURCE_PATH = re.compile(r"/(networks|disks|templates|computer)(/|$)")
+
+
+def test_every_resource_route_is_fuzzed() -> None:
+    """A resource route added outside ``RESOURCE_ROUTES`` would escape this fuzz."""
+    served = {(r[0], r[1]) for r in ROUTES if _RESOURCE_PATH.search(r[1])}
+    assert served == {(r[0], r[1]) for r in RESOURCE_ROUTES}
+
+
+def _check(fake: FakeCreateOS, response: httpx.Response) -> None:
+    assert fake.errors == []
+    if response.status_code == 501:  # an odd id such as ".." made it another, unknown path
+        assert response.json()["data"]["code"] == "not_implemented_by_fake"
+        return
+    assert response.status_code < 500 or response.status_code == 503, response.text[:300]
+    if response.status_code >= 400:
+        assert response.json()["status"] in ("fail", "error")
+
+
+@pytest.mark.parametrize("route", RESOURCE_ROUTES, ids=[r[2] for r in RESOURCE_ROUTES])
 @settings(
-    max_examples=25,
+    max_examples=8,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
-    route=st.sampled_from(RESOURCE_ROUTES),
     real=st.booleans(),
     odd=ODD,
     query=QUERY,
     body=st.one_of(st.none(), st.binary(max_size=32), BODIES.map(lambda b: json.dumps(b).encode())),
 )
 def test_resource_routes_survive_garbage(
+    route: tuple[str, str, str, Any],
     fake: FakeCreateOS,
     http: httpx.Client,
     ids: dict[str, str],
-    route: tuple[str, str, str, Any],
     real: bool,
     odd: str,
     query: dict[str, str],
@@ -116,10 +141,60 @@ def test_resource_routes_survive_garbage(
     response = http.request(
         route[0], path, params=query, content=body, headers={"Content-Type": "application/json"}
     )
-    assert fake.errors == []
-    if response.status_code == 501:  # an odd id such as ".." made it another, unknown path
-        assert response.json()["data"]["code"] == "not_implemented_by_fake"
-        return
-    assert response.status_code < 500 or response.status_code == 503, response.text[:300]
-    if response.status_code >= 400:
-        assert response.json()["status"] in ("fail", "error")
+    _check(fake, response)
+
+
+def _real_or(placeholder: str) -> st.SearchStrategy[object]:
+    return st.one_of(st.just(placeholder), VALUES)
+
+
+CREATE = st.fixed_dictionaries(
+    {"shape": st.sampled_from(["s-1vcpu-1gb", "nope"])},
+    optional={
+        "networks": st.lists(
+            st.one_of(st.fixed_dictionaries({"id": _real_or("@network_id")}), VALUES),
+            max_size=3,
+        )
+        | VALUES,
+        "disks": st.lists(
+            st.one_of(
+                st.fixed_dictionaries(
+                    {"disk_id": _real_or("@disk_id"), "mount_path": _real_or("/mnt/d")},
+                    optional={"sub_path": st.sampled_from(["", "a", "a/b", "../x", "/abs", "."])},
+                ),
+                VALUES,
+            ),
+            max_size=3,
+        )
+        | VALUES,
+        "host_id": st.one_of(st.sampled_from(["host-eu-1", "host-x", ""]), VALUES),
+        "node_selector": st.one_of(st.just({"arch": "amd64"}), st.just({"arch": "arm"}), VALUES),
+        "rootfs": st.one_of(st.sampled_from(["@template_id", "desktop:1", "zz"]), VALUES),
+        "region": st.sampled_from(["eu", "us", "mars"]),
+    },
+)
+
+
+def _fill(value: object, ids: dict[str, str]) -> object:
+    if isinstance(value, dict):
+        return {key: _fill(item, ids) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_fill(item, ids) for item in value]
+    if isinstance(value, str) and value.startswith("@"):
+        return ids.get(value[1:], value)
+    return value
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(body=CREATE)
+def test_a_create_naming_resources_survives_garbage(
+    fake: FakeCreateOS, http: httpx.Client, ids: dict[str, str], body: dict[str, object]
+) -> None:
+    response = http.post("/v1/sandboxes", json=_fill(body, ids))
+    _check(fake, response)
+    if response.status_code < 300:
+        http.delete(f"/v1/sandboxes/{response.json()['data']['id']}")

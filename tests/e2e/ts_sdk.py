@@ -1,0 +1,51 @@
+"""Runs a Node script of the official TypeScript SDK (npm ``@nodeops-createos/sandbox``)
+against a fresh thread-mode fake. CI installs the package (``.ci/run``) and points
+``CREATEOS_TS_SDK_NODE_PATH`` at its ``node_modules``; without it the tests skip."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fake_server import FakeCreateOS, TransitionPolicy
+
+__all__ = ["needs_node", "run_ts_script"]
+
+HERE = Path(__file__).parent
+NODE_PATH = os.environ.get("CREATEOS_TS_SDK_NODE_PATH", "")
+
+needs_node = pytest.mark.skipif(
+    not NODE_PATH or shutil.which("node") is None,
+    reason="set CREATEOS_TS_SDK_NODE_PATH to a node_modules holding @nodeops-createos/sandbox",
+)
+
+
+def run_ts_script(script: str) -> list[str]:
+    """Run ``script`` (next to this file) against a fresh fake; the methods it checked."""
+    with FakeCreateOS(transitions=TransitionPolicy.immediate()) as fake:
+        env = {
+            **os.environ,
+            "CREATEOS_API_KEY": fake.api_key,
+            "CREATEOS_SANDBOX_BASE_URL": fake.url,
+            "CREATEOS_FAKE_CONTROL_KEY": fake.control_key,
+            "NODE_PATH": NODE_PATH,
+        }
+        run = subprocess.run(
+            ["node", str(HERE / script)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert fake.errors == []
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["ok"] is True
+    checked: list[str] = report["checked"]
+    return checked
