@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import functools
 import os
 from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
-from _process_runtime import host_bytes, no_bwrap_left, until
+from _process_runtime import host_bytes, netns_holders, no_bwrap_left, until
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.runtime.api import RuntimeUnavailable
 from fake_server.runtime.pipes import StdinPipe
-from fake_server.runtime.process import ProcessMachine, ProcessRuntime, bwrap
+from fake_server.runtime.process import ProcessMachine, ProcessRuntime, bwrap, netns
 from fake_server.runtime.process.rootdir import sweep
 
 if TYPE_CHECKING:
@@ -129,6 +130,50 @@ async def test_no_network_but_loopback(runtime: ProcessRuntime) -> None:
     )
     code, output = await sh(machine, f'python3 -c "{program}"')
     assert (code, output) == (0, "loopback ok\nNetwork is unreachable\n")
+
+
+async def test_a_sandboxs_processes_share_one_network_namespace_released_at_destroy(
+    runtime: ProcessRuntime,
+) -> None:
+    first, second = runtime.new_sandbox("a"), runtime.new_sandbox("b")
+    fork = first.fork()
+    inode = first.net.inode
+    where = "readlink /proc/self/ns/net"
+    assert [await sh(m, where) for m in (first, first)] == [(0, f"{inode}\n")] * 2
+    assert len({inode, second.net.inode, fork.net.inode}) == 3
+    assert await sh(fork, where) == (0, f"{fork.net.inode}\n")
+    assert netns_holders(inode) == [f"{os.getpid()}/fd/{first.net.fileno}"]
+    first.destroy()
+    assert first.net.closed
+    assert netns_holders(inode) == []
+    with pytest.raises(ConnectionRefusedError):
+        first.net.socket()
+
+
+async def test_without_root_the_runtime_says_why_and_what_to_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refused(*_args: int) -> int:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(netns, "_unshare", refused)
+    monkeypatch.setattr(netns, "_probe", functools.cache(netns._probe.__wrapped__))
+    with pytest.raises(RuntimeUnavailable) as info:
+        ProcessRuntime()
+    assert str(info.value) == (
+        "the process runtime cannot run here: a network namespace cannot be created "
+        "(Operation not permitted). " + netns.NET_HELP
+    )
+
+
+async def test_without_nsenter_the_runtime_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(netns.shutil, "which", lambda *_a, **_k: None)
+    with pytest.raises(RuntimeUnavailable) as info:
+        ProcessRuntime()
+    assert str(info.value) == (
+        "the process runtime needs nsenter (util-linux) to run a sandbox's processes in its "
+        "network namespace, and it is not installed (apt-get install util-linux). " + netns.NET_HELP
+    )
 
 
 async def test_git_init_and_commit(runtime: ProcessRuntime) -> None:

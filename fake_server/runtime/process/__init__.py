@@ -3,25 +3,31 @@
 A sandbox's directory is its whole writable filesystem, bound as ``/`` (``/root``, ``/home``,
 ``/tmp``, ``/srv``, ``/paperclip-workspace``, ``/etc``…); the host's ``/usr`` (and the ``/etc``
 files programs need to load: ``ld.so.cache``, ``alternatives``, certificates) are bound
-read-only over it. Every process runs as uid 1000 (``sandbox``) in its own user, PID, IPC,
-UTS and network namespaces: hostname ``sandbox``, loopback only, no host process visible.
+read-only over it. Every process runs as uid 1000 (``sandbox``) in its own user, PID, IPC
+and UTS namespaces (hostname ``sandbox``, no host process visible) and in its sandbox's
+network namespace (``netns``): loopback only, shared by every process of the sandbox, so a
+server one exec starts is reached by the next exec and by the preview URL (``connect()``).
 
 Each ``run()`` gets a PID namespace of its own, so the processes of one exec or managed
 process are one tree: SIGKILL of its init kills it all, pause SIGSTOPs it, resume SIGCONTs it.
 Processes of the same sandbox do not see each other (a VM would show them all).
 
-Not supported (yet): PTYs, preview URLs (ingress), registered Python commands
+Not supported (yet): PTYs, registered Python commands
 (``fake.commands``), disk quotas. Real programs run on real time: see
 ``docs/howto/process-runtime.md``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import signal as signals
+import socket
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.process.bwrap import require_bwrap
 from fake_server.runtime.process.dirdisk import DirDisk
+from fake_server.runtime.process.netns import NetNamespace, require_netns
 from fake_server.runtime.process.realwait import RealWaits
 from fake_server.runtime.process.rootdir import FakeRoot, copy_tree, make_layout, remove_tree
 from fake_server.runtime.process.runner import Run, Runner
@@ -45,13 +51,31 @@ class ProcessMachine:
         self._disk = DirDisk(root)
         self.runs: dict[Any, Run] = {}
         self.paused = False
+        self.net = NetNamespace()
 
     @property
     def disk(self) -> DirDisk:
         return self._disk
 
     def runner(self, clock: Clock) -> Runner:
-        return Runner(self._owner.bwrap, self.root, self._disk, self.runs)
+        return Runner(self._owner.bwrap, self.root, self._disk, self.runs, self.net)
+
+    async def connect(self, port: int) -> socket.socket:
+        """A TCP connection to ``port`` on the sandbox's loopback (IPv4, then IPv6).
+
+        Raises ``ConnectionRefusedError`` when nothing listens there."""
+        loop = asyncio.get_running_loop()
+        refused: OSError | None = None
+        for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+            sock = self.net.socket(family)
+            try:
+                await loop.sock_connect(sock, (host, port))
+            except OSError as exc:
+                sock.close()
+                refused = exc
+                continue
+            return sock
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "nothing listens") from refused
 
     def wait_clock(self, clock: Clock) -> Clock:
         return RealWaits(clock)
@@ -76,6 +100,7 @@ class ProcessMachine:
         self._disk.wipe()
         for run in list(self.runs.values()):
             run.signal(signals.SIGKILL, tree_scope=True)
+        self.net.close()
         remove_tree(self.root)
         self._owner.machines.pop(self.root.name, None)
 
@@ -91,6 +116,7 @@ class ProcessRuntime:
 
     def __init__(self, base: Path | None = None) -> None:
         self.bwrap = require_bwrap()
+        require_netns()
         self.base = base
         self._root: FakeRoot | None = None
         self.machines: dict[str, ProcessMachine] = {}

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from fake_server.runtime.api import Sink
     from fake_server.runtime.process.dirdisk import DirDisk
+    from fake_server.runtime.process.netns import NetNamespace
 
 __all__ = ["Run", "Runner", "bwrap_argv"]
 
@@ -33,11 +34,13 @@ _NOT_FOUND = b"bwrap: execvp "
 
 
 def bwrap_argv(bwrap: str, root: Path, cwd: str, env: Mapping[str, str]) -> list[str]:
-    """bwrap's options for one process of the sandbox whose directory is ``root``."""
+    """bwrap's options for one process of the sandbox whose directory is ``root``.
+
+    No ``--unshare-net``: the process runs in its sandbox's network namespace (``netns``)."""
     argv = [
         bwrap,
         "--unshare-user", "--uid", "1000", "--gid", "1000",
-        "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+        "--unshare-pid", "--unshare-ipc", "--unshare-uts",
         "--hostname", "sandbox",
         "--die-with-parent",
         "--bind", str(root), "/",
@@ -87,8 +90,11 @@ class Run:
 class Runner:
     """Runs processes of one sandbox; ``runs`` is shared with its machine (pause, destroy)."""
 
-    def __init__(self, bwrap: str, root: Path, disk: DirDisk, runs: dict[Any, Run]) -> None:
+    def __init__(
+        self, bwrap: str, root: Path, disk: DirDisk, runs: dict[Any, Run], net: NetNamespace
+    ) -> None:
         self._bwrap = bwrap
+        self._net = net
         self._root = root
         self._disk = disk
         self._runs = runs
@@ -138,7 +144,8 @@ class Runner:
             code = errno.ENOTDIR if self._disk.exists(workdir) else errno.ENOENT
             raise FileNotFoundError(code, "the working directory does not exist")
         environment = {**BASE_ENV, **_check_env(env or {})}
-        command = [*bwrap_argv(self._bwrap, self._root, workdir, environment), *args]
+        bwrap = bwrap_argv(self._bwrap, self._root, workdir, environment)
+        command = [*self._net.enter_argv(), *bwrap, *args]
         proc = await asyncio.create_subprocess_exec(
             *command,
             stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
