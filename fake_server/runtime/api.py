@@ -9,9 +9,10 @@ under bubblewrap, on real time; ``fake_server.runtime.process``). The models onl
     whatever is left (processes, directories).
 ``Machine``
     One sandbox: ``disk`` (the files API), ``runner(clock)`` (runs processes), ``pause()`` /
-    ``resume()``, ``fork()`` and ``destroy()``. ``wait_clock(clock)`` is the clock that timeouts,
-    grace periods and heartbeats of this sandbox's processes wait on: the fake's own for
-    bashkit, real time for real processes.
+    ``resume()``, ``fork()`` and ``destroy()``; ``connect(port)`` opens a TCP connection to a
+    server inside (preview URLs), ``ConnectionRefusedError`` when none listens.
+    ``wait_clock(clock)`` is the clock that timeouts, grace periods and heartbeats of this
+    sandbox's processes wait on: the fake's own for bashkit, real time for real processes.
 ``Runner``
     ``run(argv, cwd=, env=, stdin=, on_stdout=, on_stderr=, started=)`` as ``Shell.run``, and
     ``signal(task, name, tree=)``: True when the runtime delivered a real signal (the owner then
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import asyncio
+    import socket
 
     from fake_server.clock import Clock
     from fake_server.runtime.pipes import StdinPipe
@@ -89,6 +91,7 @@ class Machine(Protocol):
     def resume(self) -> None: ...
     def fork(self) -> Machine: ...
     def destroy(self) -> None: ...
+    async def connect(self, port: int) -> socket.socket: ...
 
 
 class Runtime(Protocol):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.disk import SandboxDisk
@@ -9,6 +10,7 @@ from fake_server.runtime.shell import Shell
 
 if TYPE_CHECKING:
     import asyncio
+    import socket
 
     from fake_server.clock import Clock
     from fake_server.runtime.commands import CommandRegistry
@@ -56,6 +58,10 @@ class BashkitMachine:
 
     def destroy(self) -> None:
         self._disk.wipe()
+
+    async def connect(self, port: int) -> socket.socket:
+        """Bashkit runs no servers: nothing ever listens."""
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "bashkit sandboxes run no servers")
 
 
 class BashkitRuntime:

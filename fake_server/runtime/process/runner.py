@@ -146,14 +146,7 @@ class Runner:
         environment = {**BASE_ENV, **_check_env(env or {})}
         bwrap = bwrap_argv(self._bwrap, self._root, workdir, environment)
         command = [*self._net.enter_argv(), *bwrap, *args]
-        proc = await asyncio.create_subprocess_exec(
-            *command,
-            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            env={},
-        )
+        proc = await _spawn(command, piped=stdin is not None)
         run = Run(proc.pid)
         task = asyncio.current_task()
         self._runs[task] = run
@@ -262,6 +255,32 @@ async def _feed(writer: asyncio.StreamWriter, stdin: bytes | StdinPipe | None) -
     writer.close()
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
         await writer.wait_closed()
+
+
+async def _spawn(command: Sequence[str], *, piped: bool) -> asyncio.subprocess.Process:
+    """Start bwrap; cancelled meanwhile, it is killed with its whole process group.
+
+    asyncio would kill only bwrap itself, which can leave the sandbox's init (forked before
+    it took ``--die-with-parent``) running with its namespaces."""
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.PIPE if piped else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            env={},
+        )
+    )
+    try:
+        return await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        with contextlib.suppress(BaseException):
+            proc = await spawn
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signals.SIGKILL)
+            await _reap(proc, [])
+        raise
 
 
 async def _reap(proc: asyncio.subprocess.Process, pumps: Sequence[asyncio.Future[None]]) -> None:
