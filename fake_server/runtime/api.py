@@ -10,7 +10,8 @@ under bubblewrap, on real time; ``fake_server.runtime.process``). The models onl
 ``Machine``
     One sandbox: ``disk`` (the files API), ``runner(clock)`` (runs processes), ``pause()`` /
     ``resume()``, ``fork()`` and ``destroy()``; ``connect(port)`` opens a TCP connection to a
-    server inside (preview URLs), ``ConnectionRefusedError`` when none listens.
+    server inside (preview URLs), ``ConnectionRefusedError`` when none listens;
+    ``set_egress(rules, meter)`` is told the sandbox's egress rules whenever they change.
     ``wait_clock(clock)`` is the clock that timeouts, grace periods and heartbeats of this
     sandbox's processes wait on: the fake's own for bashkit, real time for real processes.
 ``Runner``
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from fake_server.clock import Clock
     from fake_server.runtime.pipes import StdinPipe
 
-__all__ = ["RUNTIMES", "Disk", "Machine", "Runner", "Runtime", "RuntimeUnavailable"]
+__all__ = ["RUNTIMES", "Disk", "Machine", "Meter", "Runner", "Runtime", "RuntimeUnavailable"]
 
 #: Runtime names a fake, a rootfs or a test may ask for.
 RUNTIMES = ("bashkit", "process")
@@ -77,6 +78,13 @@ class Runner(Protocol):
     def signal(self, task: asyncio.Task[Any], name: str, *, tree: bool) -> bool: ...
 
 
+class Meter(Protocol):
+    """A sandbox's bandwidth counters (``models.bandwidth.Bandwidth``)."""
+
+    def sent(self, size: int) -> None: ...
+    def received(self, size: int) -> None: ...
+
+
 class Machine(Protocol):
     """One sandbox as the runtime sees it."""
 
@@ -92,6 +100,7 @@ class Machine(Protocol):
     def fork(self) -> Machine: ...
     def destroy(self) -> None: ...
     async def connect(self, port: int) -> socket.socket: ...
+    def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None: ...
 
 
 class Runtime(Protocol):

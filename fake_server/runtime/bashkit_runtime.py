@@ -11,8 +11,10 @@ from fake_server.runtime.shell import Shell
 if TYPE_CHECKING:
     import asyncio
     import socket
+    from collections.abc import Callable, Sequence
 
     from fake_server.clock import Clock
+    from fake_server.runtime.api import Meter
     from fake_server.runtime.commands import CommandRegistry
 
 __all__ = ["BashkitMachine", "BashkitRunner", "BashkitRuntime"]
@@ -58,6 +60,9 @@ class BashkitMachine:
 
     def destroy(self) -> None:
         self._disk.wipe()
+
+    def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None:
+        """Bashkit programs make no connections: rules are only recorded by the model."""
 
     async def connect(self, port: int) -> socket.socket:
         """Bashkit runs no servers: nothing ever listens."""

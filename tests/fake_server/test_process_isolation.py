@@ -6,6 +6,7 @@ import asyncio
 import fcntl
 import functools
 import os
+import socket
 from typing import TYPE_CHECKING
 
 import pytest
@@ -15,7 +16,7 @@ from _process_runtime import host_bytes, netns_holders, no_bwrap_left, until
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.runtime.api import RuntimeUnavailable
 from fake_server.runtime.pipes import StdinPipe
-from fake_server.runtime.process import ProcessMachine, ProcessRuntime, bwrap, netns
+from fake_server.runtime.process import ProcessMachine, ProcessRuntime, bwrap, egress, netns
 from fake_server.runtime.process.rootdir import sweep
 
 if TYPE_CHECKING:
@@ -174,6 +175,45 @@ async def test_without_nsenter_the_runtime_says_so(monkeypatch: pytest.MonkeyPat
         "the process runtime needs nsenter (util-linux) to run a sandbox's processes in its "
         "network namespace, and it is not installed (apt-get install util-linux). " + netns.NET_HELP
     )
+
+
+async def test_without_egress_rules_neither_host_loopback_nor_the_internet_is_reachable(
+    runtime: ProcessRuntime,
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as host_service:
+        port = host_service.getsockname()[1]
+        script = (
+            f"env | grep -ci proxy; curl -s -m 5 http://127.0.0.1:{port}/; echo $?; "
+            "curl -s -m 5 http://1.1.1.1/; echo $?"
+        )
+        _code, output = await sh(runtime.new_sandbox("sb"), script)
+    assert output.split() == ["0", "7", "7"]  # no proxy variables; couldn't connect, twice
+
+
+@pytest.mark.parametrize(
+    ("rules", "host", "port", "allowed"),
+    [
+        (["pypi.org"], "pypi.org", 443, True),
+        (["pypi.org"], "PyPI.org.", 80, True),
+        (["pypi.org"], "files.pypi.org", 443, False),
+        (["*.pypi.org"], "files.pypi.org", 443, True),
+        (["*.pypi.org"], "pypi.org", 443, False),
+        (["*.pypi.org:443"], "files.pypi.org", 80, False),
+        (["example.com:8080"], "example.com", 8080, True),
+        (["10.0.0.0/8"], "10.1.2.3", 80, True),
+        (["10.0.0.0/8:22"], "10.1.2.3", 80, False),
+        (["10.0.0.0/8"], "11.0.0.1", 80, False),
+        (["10.0.0.0/8"], "ten.example", 80, False),
+        (["127.0.0.0/8", "localhost"], "127.0.0.1", 80, False),
+        (["localhost"], "localhost", 80, False),
+        (["0.0.0.0/0"], "::1", 80, False),
+        ([], "pypi.org", 443, False),
+    ],
+)
+async def test_egress_rules_match_names_wildcards_networks_and_ports(
+    rules: list[str], host: str, port: int, allowed: bool
+) -> None:
+    assert egress.allows(rules, host, port) is allowed
 
 
 async def test_git_init_and_commit(runtime: ProcessRuntime) -> None:

@@ -22,7 +22,7 @@ import pytest_asyncio
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 from fake_server.http import ingress
-from fake_server.runtime.process import ProcessMachine
+from fake_server.runtime.process import ProcessMachine, egress
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -366,3 +366,54 @@ def holders(inode: str) -> list[str]:
                 if os.readlink(f"/proc/{link}") == inode:
                     found.append(link)
     return found
+
+
+async def test_egress_rules_open_allowed_destinations_through_the_proxy_only(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``upstream.test`` resolves (for the proxy) to a server of this test on the host's
+    loopback, which a sandbox could never reach by itself."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        body = b"upstream saw " + head.split(b"\r\n", 1)[0]
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    names = {"upstream.test": [("127.0.0.1", port)]}
+
+    async def resolve(host: str, _port: int) -> list[tuple[str, int]]:
+        return names.get(host, [])
+
+    monkeypatch.setattr(egress, "resolve", resolve)
+    try:
+        sid = (await new_sandbox(client))["id"]
+        assert (await sh(client, sid, f"curl -s http://upstream.test:{port}/a"))["exit_code"] != 0
+        rules = {"egress": [f"upstream.test:{port}", "other.test"]}
+        assert (await client.put(f"/v1/sandboxes/{sid}/egress", json=rules)).status_code == 200
+        before = await bandwidth(client, sid)
+
+        plain = await sh(client, sid, f"curl -s http://upstream.test:{port}/a?b=c")
+        assert plain["stdout"] == "upstream saw GET /a?b=c HTTP/1.1"
+        tunnel = await sh(client, sid, f"curl -s -p http://upstream.test:{port}/t")
+        assert tunnel["stdout"] == "upstream saw GET /t HTTP/1.1"
+        denied = await sh(
+            client, sid, f"curl -s -w ' %{{http_code}}' http://elsewhere.test:{port}/"
+        )
+        assert denied["stdout"] == (
+            f"egress to elsewhere.test:{port} is not allowed by the sandbox's egress rules\n 403"
+        )
+        unknown = await sh(client, sid, "curl -s -w ' %{http_code}' http://other.test/")
+        assert unknown["stdout"] == "other.test has no reachable address\n 502"
+        direct = await sh(client, sid, f"curl -s --noproxy '*' http://127.0.0.1:{port}/; echo $?")
+        assert direct["stdout"] == "7\n"  # the host's loopback stays out of reach
+
+        used, received = await bandwidth(client, sid)
+        assert used > before[0]
+        assert received > before[1]
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -27,15 +27,18 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.process.bwrap import require_bwrap
 from fake_server.runtime.process.dirdisk import DirDisk
+from fake_server.runtime.process.egress import EgressProxy, proxy_env
 from fake_server.runtime.process.netns import NetNamespace, require_netns
 from fake_server.runtime.process.realwait import RealWaits
 from fake_server.runtime.process.rootdir import FakeRoot, copy_tree, make_layout, remove_tree
 from fake_server.runtime.process.runner import Run, Runner
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
     from fake_server.clock import Clock
+    from fake_server.runtime.api import Meter
 
 __all__ = ["ProcessMachine", "ProcessRuntime"]
 
@@ -52,13 +55,25 @@ class ProcessMachine:
         self.runs: dict[Any, Run] = {}
         self.paused = False
         self.net = NetNamespace()
+        self.egress = EgressProxy(self.net)
 
     @property
     def disk(self) -> DirDisk:
         return self._disk
 
     def runner(self, clock: Clock) -> Runner:
-        return Runner(self._owner.bwrap, self.root, self._disk, self.runs, self.net)
+        return Runner(self._owner.bwrap, self.root, self._disk, self.runs, self.net, self._env)
+
+    def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None:
+        self.egress.rules = list(rules)
+        self.egress.meter = meter
+
+    async def _env(self) -> dict[str, str]:
+        """What a new process's environment gains: the egress proxy, when rules exist."""
+        if not self.egress.rules:
+            return {}
+        await self.egress.start()
+        return proxy_env()
 
     async def connect(self, port: int) -> socket.socket:
         """A TCP connection to ``port`` on the sandbox's loopback (IPv4, then IPv6).
@@ -100,6 +115,7 @@ class ProcessMachine:
         self._disk.wipe()
         for run in list(self.runs.values()):
             run.signal(signals.SIGKILL, tree_scope=True)
+        self.egress.close()
         self.net.close()
         remove_tree(self.root)
         self._owner.machines.pop(self.root.name, None)

@@ -91,10 +91,17 @@ class Runner:
     """Runs processes of one sandbox; ``runs`` is shared with its machine (pause, destroy)."""
 
     def __init__(
-        self, bwrap: str, root: Path, disk: DirDisk, runs: dict[Any, Run], net: NetNamespace
+        self,
+        bwrap: str,
+        root: Path,
+        disk: DirDisk,
+        runs: dict[Any, Run],
+        net: NetNamespace,
+        extra_env: Callable[[], Awaitable[dict[str, str]]],
     ) -> None:
         self._bwrap = bwrap
         self._net = net
+        self._extra_env = extra_env
         self._root = root
         self._disk = disk
         self._runs = runs
@@ -143,7 +150,7 @@ class Runner:
         if not self._disk.is_dir(workdir):
             code = errno.ENOTDIR if self._disk.exists(workdir) else errno.ENOENT
             raise FileNotFoundError(code, "the working directory does not exist")
-        environment = {**BASE_ENV, **_check_env(env or {})}
+        environment = {**BASE_ENV, **await self._extra_env(), **_check_env(env or {})}
         bwrap = bwrap_argv(self._bwrap, self._root, workdir, environment)
         command = [*self._net.enter_argv(), *bwrap, *args]
         proc = await _spawn(command, piped=stdin is not None)
