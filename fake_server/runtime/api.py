@@ -11,7 +11,8 @@ under bubblewrap, on real time; ``fake_server.runtime.process``). The models onl
     One sandbox: ``disk`` (the files API), ``runner(clock)`` (runs processes), ``pause()`` /
     ``resume()``, ``fork()`` and ``destroy()``; ``connect(port)`` opens a TCP connection to a
     server inside (preview URLs), ``ConnectionRefusedError`` when none listens;
-    ``set_egress(rules, meter)`` is told the sandbox's egress rules whenever they change.
+    ``set_egress(rules, meter)`` is told the sandbox's egress rules whenever they change;
+    ``join_network(id, "ip/prefix")`` / ``leave_network(id)`` follow its account networks.
     ``wait_clock(clock)`` is the clock that timeouts, grace periods and heartbeats of this
     sandbox's processes wait on: the fake's own for bashkit, real time for real processes.
 ``Runner``
@@ -101,6 +102,8 @@ class Machine(Protocol):
     def destroy(self) -> None: ...
     async def connect(self, port: int) -> socket.socket: ...
     def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None: ...
+    def join_network(self, network_id: str, address: str) -> None: ...
+    def leave_network(self, network_id: str) -> None: ...
 
 
 class Runtime(Protocol):

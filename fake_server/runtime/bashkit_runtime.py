@@ -64,6 +64,12 @@ class BashkitMachine:
     def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None:
         """Bashkit programs make no connections: rules are only recorded by the model."""
 
+    def join_network(self, network_id: str, address: str) -> None:
+        """Bashkit sandboxes have no interfaces: membership lives in the model only."""
+
+    def leave_network(self, network_id: str) -> None:
+        pass
+
     async def connect(self, port: int) -> socket.socket:
         """Bashkit runs no servers: nothing ever listens."""
         raise ConnectionRefusedError(errno.ECONNREFUSED, "bashkit sandboxes run no servers")

@@ -22,7 +22,7 @@ import pytest_asyncio
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 from fake_server.http import ingress
-from fake_server.runtime.process import ProcessMachine, egress
+from fake_server.runtime.process import ProcessMachine, ProcessRuntime, egress
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -417,3 +417,43 @@ async def test_egress_rules_open_allowed_destinations_through_the_proxy_only(
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_sandboxes_on_one_network_reach_each_other_by_member_ip_and_no_other(
+    fake: FakeCreateOS, client: httpx.AsyncClient
+) -> None:
+    made = await client.post("/v1/networks", json={"name": "backend", "cidr": "10.77.0.0/24"})
+    assert made.status_code == 201, made.text
+    network_id = made.json()["data"]["id"]
+    server = await new_sandbox(client, networks=[{"id": network_id}])
+    peer, outsider = await new_sandbox(client), await new_sandbox(client)
+    attached = await client.post(f"/v1/sandboxes/{peer['id']}/networks", json={"id": network_id})
+    assert attached.status_code == 200, attached.text
+    members = (await client.get(f"/v1/networks/{network_id}")).json()["data"]["members"]
+    ips = {m["sandbox_id"]: m["ip"] for m in members}
+    assert set(ips) == {server["id"], peer["id"]}
+    server_ip = ips[server["id"]]
+
+    await start(client, server["id"], "python3", "-m", "http.server", "8080", "--directory", "/etc")
+    fetch = f"curl -s -m 5 http://{server_ip}:8080/hostname; echo $?"
+
+    async def served() -> bool:
+        return (await sh(client, peer["id"], fetch))["stdout"] == "sandbox\n0\n"
+
+    await until(served)
+    assert (await sh(client, outsider["id"], fetch))["stdout"] == "7\n"  # no route to it
+    own = await sh(client, peer["id"], "ip -br addr show eth1 | tr -s ' '")
+    assert own["stdout"].split()[2] == f"{ips[peer['id']]}/24"
+
+    runtime = fake.runtimes.get("process")
+    assert isinstance(runtime, ProcessRuntime)
+    assert set(runtime.hubs) == {network_id}
+    left = await client.delete(f"/v1/sandboxes/{peer['id']}/networks/{network_id}")
+    assert left.status_code == 200, left.text
+    assert (await sh(client, peer["id"], fetch))["stdout"] == "7\n"
+    hub_inode = runtime.hubs[network_id].net.inode
+    destroyed = await client.delete(f"/v1/sandboxes/{server['id']}")
+    assert destroyed.status_code in (200, 202), destroyed.text
+    assert (await client.delete(f"/v1/networks/{network_id}")).status_code == 200
+    assert runtime.hubs == {}
+    await released(hub_inode)

@@ -25,6 +25,7 @@ import signal as signals
 import socket
 from typing import TYPE_CHECKING, Any
 
+from fake_server.runtime.process.bridges import Hub
 from fake_server.runtime.process.bwrap import require_bwrap
 from fake_server.runtime.process.dirdisk import DirDisk
 from fake_server.runtime.process.egress import EgressProxy, proxy_env
@@ -56,6 +57,9 @@ class ProcessMachine:
         self.paused = False
         self.net = NetNamespace()
         self.egress = EgressProxy(self.net)
+        #: Account networks joined: network id -> the hub's end of this sandbox's veth pair.
+        self.networks: dict[str, str] = {}
+        self._interfaces = 0
 
     @property
     def disk(self) -> DirDisk:
@@ -67,6 +71,23 @@ class ProcessMachine:
     def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None:
         self.egress.rules = list(rules)
         self.egress.meter = meter
+
+    def join_network(self, network_id: str, address: str) -> None:
+        """Plug into the network's bridge with ``address`` (``ip/prefix``) on ``ethN``."""
+        if network_id in self.networks:
+            return
+        self._interfaces += 1
+        hub = self._owner.hub(network_id)
+        try:
+            self.networks[network_id] = hub.attach(self.net, f"eth{self._interfaces}", address)
+        finally:
+            self._owner.release_hub(network_id)
+
+    def leave_network(self, network_id: str) -> None:
+        device = self.networks.pop(network_id, None)
+        if device is not None:
+            self._owner.hub(network_id).detach(device)
+            self._owner.release_hub(network_id)
 
     async def _env(self) -> dict[str, str]:
         """What a new process's environment gains: the egress proxy, when rules exist."""
@@ -116,6 +137,8 @@ class ProcessMachine:
         for run in list(self.runs.values()):
             run.signal(signals.SIGKILL, tree_scope=True)
         self.egress.close()
+        for network_id in list(self.networks):
+            self.leave_network(network_id)
         self.net.close()
         remove_tree(self.root)
         self._owner.machines.pop(self.root.name, None)
@@ -136,6 +159,7 @@ class ProcessRuntime:
         self.base = base
         self._root: FakeRoot | None = None
         self.machines: dict[str, ProcessMachine] = {}
+        self.hubs: dict[str, Hub] = {}
         self._forks = 0
 
     @property
@@ -159,10 +183,27 @@ class ProcessRuntime:
         self.machines[sandbox_id] = machine
         return machine
 
+    def hub(self, network_id: str) -> Hub:
+        """The bridge of an account network, made on first use."""
+        hub = self.hubs.get(network_id)
+        if hub is None:
+            hub = self.hubs[network_id] = Hub()
+        return hub
+
+    def release_hub(self, network_id: str) -> None:
+        """Close a network's bridge once no sandbox is plugged into it."""
+        hub = self.hubs.get(network_id)
+        if hub is not None and not hub.devices:
+            del self.hubs[network_id]
+            hub.close()
+
     def close(self) -> None:
         """Kill every process, remove every directory; idempotent."""
         for machine in list(self.machines.values()):
             machine.destroy()
+        for hub in self.hubs.values():
+            hub.close()
+        self.hubs.clear()
         root, self._root = self._root, None
         if root is not None:
             root.close()

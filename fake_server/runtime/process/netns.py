@@ -125,9 +125,14 @@ class NetNamespace:
         """``net:[…]``, as ``/proc/<pid>/ns/net`` of every process inside reads."""
         return os.readlink(f"/proc/self/fd/{self._live()}")
 
+    @property
+    def path(self) -> str:
+        """A path naming the namespace to other programs (``nsenter``, ``ip … netns``)."""
+        return f"/proc/{os.getpid()}/fd/{self._live()}"
+
     def enter_argv(self) -> list[str]:
         """The argv prefix that runs a command inside (``nsenter``, then the command)."""
-        return [nsenter_path(), f"--net=/proc/{os.getpid()}/fd/{self._live()}", "--"]
+        return [nsenter_path(), f"--net={self.path}", "--"]
 
     def socket(self, family: socket.AddressFamily = socket.AF_INET) -> socket.socket:
         """A non-blocking TCP socket that lives in this namespace (connect it as usual)."""
