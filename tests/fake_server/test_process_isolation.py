@@ -120,17 +120,25 @@ async def test_sandboxes_see_neither_each_others_files_nor_processes(
     assert (await sleeper)[0] == 0
 
 
-async def test_no_network_but_loopback(runtime: ProcessRuntime) -> None:
+async def test_no_network_but_loopback_without_egress_rules(runtime: ProcessRuntime) -> None:
+    """Neither a public address nor a service on the host's loopback is reachable."""
     machine = runtime.new_sandbox("sb")
-    program = (
-        "import socket\n"
-        "server = socket.socket(); server.bind(('127.0.0.1', 0)); server.listen()\n"
-        "socket.create_connection(server.getsockname()).close(); print('loopback ok')\n"
-        "try:\n    socket.create_connection(('1.1.1.1', 80), timeout=5)\n"
-        "except OSError as exc:\n    print(exc.strerror)\n"
+    with socket.create_server(("127.0.0.1", 0)) as host_service:
+        port = host_service.getsockname()[1]
+        program = (
+            "import os, socket\n"
+            "server = socket.socket(); server.bind(('127.0.0.1', 0)); server.listen()\n"
+            "socket.create_connection(server.getsockname()).close(); print('loopback ok')\n"
+            f"for address in [('1.1.1.1', 80), ('127.0.0.1', {port})]:\n"
+            "    try:\n        socket.create_connection(address, timeout=5)\n"
+            "    except OSError as exc:\n        print(exc.strerror)\n"
+            "print(sorted(k for k in os.environ if 'proxy' in k.lower()))\n"
+        )
+        code, output = await sh(machine, f'python3 -c "{program}"')
+    assert (code, output) == (
+        0,
+        "loopback ok\nNetwork is unreachable\nConnection refused\n[]\n",
     )
-    code, output = await sh(machine, f'python3 -c "{program}"')
-    assert (code, output) == (0, "loopback ok\nNetwork is unreachable\n")
 
 
 async def test_a_sandboxs_processes_share_one_network_namespace_released_at_destroy(
@@ -140,7 +148,7 @@ async def test_a_sandboxs_processes_share_one_network_namespace_released_at_dest
     fork = first.fork()
     inode = first.net.inode
     where = "readlink /proc/self/ns/net"
-    assert [await sh(m, where) for m in (first, first)] == [(0, f"{inode}\n")] * 2
+    assert await sh(first, where) == (0, f"{inode}\n")
     assert len({inode, second.net.inode, fork.net.inode}) == 3
     assert await sh(fork, where) == (0, f"{fork.net.inode}\n")
     assert netns_holders(inode) == [f"{os.getpid()}/fd/{first.net.fileno}"]
@@ -175,19 +183,6 @@ async def test_without_nsenter_the_runtime_says_so(monkeypatch: pytest.MonkeyPat
         "the process runtime needs nsenter (util-linux) to run a sandbox's processes in its "
         "network namespace, and it is not installed (apt-get install util-linux). " + netns.NET_HELP
     )
-
-
-async def test_without_egress_rules_neither_host_loopback_nor_the_internet_is_reachable(
-    runtime: ProcessRuntime,
-) -> None:
-    with socket.create_server(("127.0.0.1", 0)) as host_service:
-        port = host_service.getsockname()[1]
-        script = (
-            f"env | grep -ci proxy; curl -s -m 5 http://127.0.0.1:{port}/; echo $?; "
-            "curl -s -m 5 http://1.1.1.1/; echo $?"
-        )
-        _code, output = await sh(runtime.new_sandbox("sb"), script)
-    assert output.split() == ["0", "7", "7"]  # no proxy variables; couldn't connect, twice
 
 
 @pytest.mark.parametrize(
