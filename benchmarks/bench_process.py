@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from benchmarks._common import Report, finish, interleave_async, median, parse_args, timer
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_context
 from fake_server.runtime.pipes import StdinPipe
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime, tree
 from fake_server.runtime.process.netns import NetNamespace
@@ -131,7 +131,10 @@ async def _preview(requests: int) -> tuple[float, float]:
     async with (
         fake,
         httpx.AsyncClient(
-            base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=30
+            base_url=fake.url,
+            headers={"X-Api-Key": fake.api_key},
+            timeout=30,
+            verify=tls_context(),
         ) as client,
     ):
         body = {"shape": "s-1vcpu-1gb", "ingress_enabled": True}

@@ -20,7 +20,13 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
+from fake_server import (
+    FakeCreateOS,
+    TransitionPolicy,
+    VirtualClock,
+    clock_transport,
+    tls_context,
+)
 from fake_server.http import ingress
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime, egress
 
@@ -343,7 +349,7 @@ async def test_closing_the_fake_releases_every_namespace(client: httpx.AsyncClie
     )
     async with fake:
         async with httpx.AsyncClient(
-            base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=30
+            base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=30, verify=tls_context()
         ) as own:
             sandbox = await new_sandbox(own, ingress_enabled=True)
             await start(own, sandbox["id"], "sleep", "300")
