@@ -336,7 +336,15 @@ async def test_a_host_without_ip_refuses_network_attach_clearly_and_keeps_nothin
     got = (await client.get(f"/v1/networks/{network_id}")).json()["data"]
     assert got["members"] == []
     assert machine(fake, sandbox_id).networks == {}
+    before = (await client.get("/v1/sandboxes")).json()["data"]
+    at_create = await client.post(
+        "/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "networks": [{"id": network_id}]}
+    )
+    assert at_create.status_code == 409
+    assert at_create.json()["data"]["code"] == "runtime_unsupported"
+    assert (await client.get("/v1/sandboxes")).json()["data"] == before  # nothing half-made
     runtime = fake.runtimes.get("process")
     assert isinstance(runtime, ProcessRuntime)
     assert runtime.hubs == {}
+    assert sorted(runtime.machines) == [sandbox_id]
     assert (await client.delete(f"/v1/networks/{network_id}")).status_code == 200

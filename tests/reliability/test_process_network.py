@@ -463,3 +463,17 @@ async def test_sandboxes_on_one_network_reach_each_other_by_member_ip_and_no_oth
     assert (await client.delete(f"/v1/networks/{network_id}")).status_code == 200
     assert runtime.hubs == {}
     await released(hub_inode)
+
+
+async def test_a_program_holding_the_proxy_port_leaves_execs_working_without_a_way_out(
+    client: httpx.AsyncClient,
+) -> None:
+    sid = (await new_sandbox(client, ingress_enabled=True))["id"]
+    await start(client, sid, "python3", "-m", "http.server", "3128", "--bind", "127.0.0.1")
+    url = f"/_ingress/{sid}/3128/"
+    await listening(client, url)
+    rules = {"egress": ["pypi.org"]}
+    assert (await client.put(f"/v1/sandboxes/{sid}/egress", json=rules)).status_code == 200
+    result = await sh(client, sid, "env | grep -ci proxy; echo ran")
+    assert (result["exit_code"], result["stdout"]) == (0, "0\nran\n")
+    assert (await client.get(url)).status_code == 200  # the program still owns its port

@@ -93,7 +93,10 @@ class ProcessMachine:
         """What a new process's environment gains: the egress proxy, when rules exist."""
         if not self.egress.rules:
             return {}
-        await self.egress.start()
+        try:
+            await self.egress.start()
+        except OSError:  # a program of the sandbox holds the proxy's port: no way out
+            return {}
         return proxy_env()
 
     async def connect(self, port: int) -> socket.socket:
