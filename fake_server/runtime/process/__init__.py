@@ -7,14 +7,15 @@ read-only over it. Every process runs as uid 1000 (``sandbox``) in its own user,
 and UTS namespaces (hostname ``sandbox``, no host process visible) and in its sandbox's
 network namespace (``netns``): loopback only, shared by every process of the sandbox, so a
 server one exec starts is reached by the next exec and by the preview URL (``connect()``).
+Egress rules open an HTTP(S) proxy inside it (``egress``); account networks plug it into a
+per-network bridge (``bridges``).
 
 Each ``run()`` gets a PID namespace of its own, so the processes of one exec or managed
 process are one tree: SIGKILL of its init kills it all, pause SIGSTOPs it, resume SIGCONTs it.
 Processes of the same sandbox do not see each other (a VM would show them all).
 
-Not supported (yet): PTYs, registered Python commands
-(``fake.commands``), disk quotas. Real programs run on real time: see
-``docs/howto/process-runtime.md``.
+Not supported (yet): PTYs, registered Python commands (``fake.commands``), disk quotas.
+Real programs run on real time: see ``docs/howto/process-runtime.md``.
 """
 
 from __future__ import annotations
