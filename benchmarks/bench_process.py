@@ -4,7 +4,10 @@
 * ``exec true``: the runtime's ``run()`` against starting the same ``bwrap … true`` directly
   with asyncio, interleaved (goal: within 3 ms);
 * pause and resume of a sandbox running 10 processes (goal < 20 ms each);
-* sandboxes alive at once: bytes on disk per sandbox directory.
+* sandboxes alive at once: bytes on disk per sandbox directory;
+* the sandbox's network namespace alone (part of create), and a preview URL's round trip
+  (``GET`` through the fake's ``/_ingress/…`` proxy to ``python3 -m http.server`` in the
+  sandbox) against the same request on a socket made in the sandbox's namespace directly.
 
 Run: ``python benchmarks/bench_process.py [--rounds N] [--smoke] [--json PATH]``.
 """
@@ -19,17 +22,18 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import httpx
+
 from benchmarks._common import Report, finish, interleave_async, median, parse_args, timer
-from fake_server import VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_context
 from fake_server.runtime.pipes import StdinPipe
-from fake_server.runtime.process import ProcessRuntime, tree
+from fake_server.runtime.process import ProcessMachine, ProcessRuntime, tree
+from fake_server.runtime.process.netns import NetNamespace
 from fake_server.runtime.process.runner import HOME, bwrap_argv
 from fake_server.runtime.shell import BASE_ENV
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-    from fake_server.runtime.process import ProcessMachine
 
 __all__ = ["main", "run"]
 
@@ -110,8 +114,66 @@ async def _pause_resume(runtime: ProcessRuntime, clock: VirtualClock) -> tuple[f
     return paused, resumed
 
 
+async def _direct_get(machine: ProcessMachine) -> float:
+    start = timer()
+    reader, writer = await asyncio.open_connection(sock=await machine.connect(8080))
+    writer.write(b"GET / HTTP/1.1\r\nHost: sandbox\r\nConnection: close\r\n\r\n")
+    await reader.read()
+    writer.close()
+    return timer() - start
+
+
+async def _preview(requests: int) -> tuple[float, float]:
+    """Median preview round trip and direct in-namespace round trip, in seconds."""
+    fake = FakeCreateOS(
+        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
+    )
+    async with (
+        fake,
+        httpx.AsyncClient(
+            base_url=fake.url,
+            headers={"X-Api-Key": fake.api_key},
+            timeout=30,
+            verify=tls_context(),
+        ) as client,
+    ):
+        body = {"shape": "s-1vcpu-1gb", "ingress_enabled": True}
+        sandbox_id = (await client.post("/v1/sandboxes", json=body)).json()["data"]["id"]
+        for _ in range(10):  # immediate transitions: running on the next read
+            got = await client.get(f"/v1/sandboxes/{sandbox_id}")
+            if got.json()["data"]["status"] == "running":
+                break
+        server = {"cmd": "python3", "args": ["-m", "http.server", "8080", "--directory", "/etc"]}
+        await client.post(f"/v1/sandboxes/{sandbox_id}/processes", json=server)
+        url = f"/_ingress/{sandbox_id}/8080/hostname"
+        for _ in range(2000):  # the server starts in real time (about 100 ms)
+            if (await client.get(url)).status_code != 502:
+                break
+            await asyncio.sleep(0.01)
+        machine = fake.sandbox(sandbox_id).machine
+        assert isinstance(machine, ProcessMachine)
+        proxied, direct = [], []
+        for _ in range(requests):
+            start = timer()
+            await client.get(url)
+            proxied.append(timer() - start)
+            direct.append(await _direct_get(machine))
+    return median(proxied), median(direct)
+
+
+def _netns_create(count: int) -> float:
+    times = []
+    for _ in range(count):
+        start = timer()
+        NetNamespace().close()
+        times.append(timer() - start)
+    return median(times)
+
+
 async def run(rounds: int, creates: int, execs: int, alive: int) -> Report:
-    report = Report("process runtime: sandbox create, exec true vs bwrap, pause/resume", rounds)
+    report = Report(
+        "process runtime: sandbox create, exec true vs bwrap, pause/resume, preview", rounds
+    )
     clock = VirtualClock()
     with tempfile.TemporaryDirectory() as base:
         runtime = ProcessRuntime(base=Path(base))
@@ -137,14 +199,19 @@ async def run(rounds: int, creates: int, execs: int, alive: int) -> Report:
             pauses = [await _pause_resume(runtime, clock) for _ in range(rounds)]
             machines = [runtime.new_sandbox(f"alive{index}") for index in range(alive)]
             disk = median([_du(m.root) for m in machines])
+            netns_ms = _netns_create(creates) * 1e3
         finally:
             runtime.close()
             clock.close()
+    preview_s, direct_s = await _preview(execs * 2)
     create_ms = median(create_times) * 1e3
     runtime_ms, bwrap_ms = median(samples["runtime"]) * 1e3, median(samples["bwrap"]) * 1e3
     pause_ms = median([p for p, _ in pauses]) * 1e3
     resume_ms = median([r for _, r in pauses]) * 1e3
-    report.add("sandbox create", create_ms, "ms")
+    report.add("sandbox create (with its network namespace)", create_ms, "ms")
+    report.add("network namespace create", netns_ms, "ms")
+    report.add("preview GET round trip", preview_s * 1e3, "ms")
+    report.add("same GET on an in-namespace socket", direct_s * 1e3, "ms")
     report.add("exec true (runtime)", runtime_ms, "ms")
     report.add("bwrap true (direct)", bwrap_ms, "ms")
     report.add("pause, 10 processes", pause_ms, "ms")

@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "process", "bashkit"),
         default="auto",
         help="what runs in sandboxes: real programs under bubblewrap (process), the in-memory "
-        "bashkit shell, or auto: process where bubblewrap runs here, else bashkit",
+        "bashkit shell, or auto: process where bubblewrap runs here (as root: each sandbox gets "
+        "a network namespace), else bashkit",
     )
     serve.add_argument(
         "--allow-host",
@@ -142,11 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
 def _runtime(choice: str) -> tuple[str, str]:
     """The runtime to serve with and the line that says so."""
     from fake_server.runtime.process.bwrap import require_bwrap
+    from fake_server.runtime.process.netns import require_netns
 
     if choice != "auto":
         return choice, f"runtime: {choice}"
     try:
         require_bwrap()
+        require_netns()
     except RuntimeUnavailable as exc:
         return "bashkit", f"runtime: bashkit ({str(exc).split('. ')[0]})"
     return "process", "runtime: process"

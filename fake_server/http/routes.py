@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fake_server.http import access_tokens, commands, meta, processes, sandbox_admin, sandboxes
+from fake_server.http import (
+    access_tokens,
+    commands,
+    ingress,
+    meta,
+    processes,
+    sandbox_admin,
+    sandboxes,
+)
 from fake_server.http.resources_routes import RESOURCE_ROUTES
 
 if TYPE_CHECKING:
@@ -71,7 +79,7 @@ ROUTES: tuple[tuple[str, str, str, Handler], ...] = (
         access_tokens.rotate_access_token,
     ),
     ("DELETE", _SB + "/access-token", "disable_access_token", access_tokens.disable_access_token),
-    ("*", "/_ingress/{sandbox_id}/{port}/{tail:.*}", "ingress", sandbox_admin.ingress),
+    ("*", "/_ingress/{sandbox_id}/{port}/{tail:.*}", "ingress", ingress.ingress),
     *RESOURCE_ROUTES,  # networks, disks, templates, computer use
 )
 

@@ -1,5 +1,5 @@
 """Handlers for a sandbox's settings: PATCH, fork, resize, SSH keys, egress, bandwidth,
-lookup by IP, the host list and preview URLs."""
+lookup by IP and the host list (preview URLs: ``fake_server.http.ingress``)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.http import wire
 from fake_server.http.errors import ok
-from fake_server.http.keys import BACKEND_KEY, WORLD_KEY, sandbox_id
+from fake_server.http.keys import BACKEND_KEY, sandbox_id
 from fake_server.http.sandboxes import POLL_AFTER, origin
 from fake_server.models import BadRequest
 from fake_server.models.admin_ops import ForkSpec, SandboxPatch
-from fake_server.models.ingress import preview
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -26,7 +25,6 @@ __all__ = [
     "get_bandwidth",
     "get_egress",
     "get_sandbox_by_ip",
-    "ingress",
     "list_hosts",
     "recharge_bandwidth",
     "resize_process",
@@ -162,11 +160,6 @@ async def list_hosts(request: web.Request) -> web.Response:
     ]
     pagination = {"total": len(hosts), "limit": limit, "offset": offset, "count": len(page)}
     return ok({"data": data, "pagination": pagination})
-
-
-async def ingress(request: web.Request) -> web.Response:
-    """A preview URL; public (no API key), as in the service."""
-    preview(request.app[WORLD_KEY], sandbox_id(request), request.match_info["port"])
 
 
 async def resize_process(request: web.Request) -> web.Response:

@@ -11,7 +11,7 @@ from fake_server.models.admin_ops import AdminOps
 from fake_server.models.base import AccountBase
 from fake_server.models.disks import DISKS_NEED_BASHKIT
 from fake_server.models.envs import check_envs
-from fake_server.models.errors import BadRequest, Conflict, at_capacity
+from fake_server.models.errors import ApiError, BadRequest, Conflict, at_capacity
 from fake_server.models.exec_ops import ExecOps
 from fake_server.models.process_ops import ProcessOps
 from fake_server.models.sandbox import STATUSES, Sandbox, SandboxSpec
@@ -85,7 +85,11 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, AccountBase):
             ctx=self.ctx,
         )
         self.sandboxes[sandbox.id] = sandbox
-        self.resources.apply(plan, sandbox)
+        try:
+            self.resources.apply(plan, sandbox)
+        except ApiError:  # e.g. a network the runtime cannot join: no half-made sandbox
+            self.forget_sandbox(sandbox.id)
+            raise
         return sandbox
 
     def get_sandbox(self, sandbox_id: str) -> Sandbox:

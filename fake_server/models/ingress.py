@@ -1,24 +1,27 @@
 """Preview URLs: what answers at ``{origin}/_ingress/{sandbox}/{port}/…``.
 
-The service proxies a preview URL to the port inside the sandbox. The fake's sandboxes run
-no network servers yet, so a known, running, ingress-enabled sandbox answers what the
-service's proxy answers with nothing listening: a 502 naming the port.
+The service proxies a preview URL to the port inside the sandbox. ``preview()`` decides
+whether a request may reach the sandbox at all; the HTTP layer (``fake_server.http.ingress``)
+then connects to the port through the sandbox's runtime: a process-runtime sandbox's servers
+answer; with nothing listening (always so on bashkit, which runs no servers) the answer is
+the service proxy's: a 502 naming the port (``not_listening()``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from fake_server.models.errors import BadGateway, NotFound
 
 if TYPE_CHECKING:
     from fake_server.models.account import World
+    from fake_server.models.sandbox import Sandbox
 
-__all__ = ["preview"]
+__all__ = ["not_listening", "preview"]
 
 
-def preview(world: World, sandbox_id: str, port: str) -> NoReturn:
-    """Raise what the preview URL answers (a served port would return instead)."""
+def preview(world: World, sandbox_id: str, port: str) -> tuple[Sandbox, int]:
+    """The running, ingress-enabled sandbox and port a preview URL names; the error otherwise."""
     if not port.isdigit() or not 1 <= int(port) <= 65535:
         raise NotFound("no preview URL here: the port must be 1-65535", code="ingress_not_found")
     sandbox = world.find_sandbox(sandbox_id)
@@ -28,4 +31,8 @@ def preview(world: World, sandbox_id: str, port: str) -> NoReturn:
         raise NotFound("no sandbox with ingress enabled at this address", code="ingress_not_found")
     if sandbox.status != "running":
         raise BadGateway(f"sandbox is {sandbox.status}; its preview URLs answer once it runs")
-    raise BadGateway(f"no server is listening on port {int(port)} in the sandbox")
+    return sandbox, int(port)
+
+
+def not_listening(port: int) -> BadGateway:
+    return BadGateway(f"no server is listening on port {port} in the sandbox")

@@ -53,6 +53,7 @@ class Network:
             member.sandbox.settle()
             if member.sandbox.status in _GONE or member.sandbox.gone():
                 del self.members[sandbox_id]
+                member.sandbox.machine.leave_network(self.id)
         return list(self.members.values())
 
     def next_ip(self) -> str:
@@ -147,17 +148,31 @@ class Networks:
     def join(self, network: Network, sandbox: Sandbox) -> Network:
         if sandbox.id in network.members:
             raise Conflict("sandbox is already attached to this network", code="already_attached")
-        network.members[sandbox.id] = Member(sandbox, network.next_ip())
+        member = Member(sandbox, network.next_ip())
+        try:  # the process runtime wires a real interface; bashkit records only
+            sandbox.machine.join_network(network.id, f"{member.ip}/{network.cidr.prefixlen}")
+        except OSError as exc:
+            raise Conflict(
+                f"this host cannot connect the sandbox to the network ({exc}); "
+                "use the bashkit runtime",
+                code="runtime_unsupported",
+            ) from None
+        network.members[sandbox.id] = member
         return network
 
     def detach(self, sandbox_id: str, network_id: str) -> Network:
         self._sandbox(sandbox_id)
         network = self.get(network_id)
-        if network.members.pop(sandbox_id, None) is None:
+        member = network.members.pop(sandbox_id, None)
+        if member is None:
             raise NotFound("sandbox is not attached to this network", code="attachment_not_found")
+        member.sandbox.machine.leave_network(network_id)
         return network
 
     def vanish(self, network_id: str) -> None:
         """Out-of-band: the network disappears with its memberships (later calls get 404)."""
-        if self.items.pop(network_id, None) is None:
+        network = self.items.pop(network_id, None)
+        if network is None:
             raise KeyError(network_id)
+        for member in network.members.values():
+            member.sandbox.machine.leave_network(network_id)

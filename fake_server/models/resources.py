@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.models.desktop import DESKTOP_ROOTFS, Desktop
 from fake_server.models.disks import Disk, Disks
-from fake_server.models.errors import BadRequest, Conflict, NotFound
+from fake_server.models.errors import ApiError, BadRequest, Conflict, NotFound
 from fake_server.models.networks import Network, Networks
 from fake_server.models.templates import Template, Templates, seed_sandbox
 
@@ -96,8 +96,15 @@ class AccountResources:
     def apply(self, plan: CreatePlan, sandbox: Sandbox) -> None:
         if plan.template is not None:
             seed_sandbox(plan.template, sandbox)
-        for network in plan.networks:
-            self.networks.join(network, sandbox)
+        joined = []
+        try:
+            for network in plan.networks:
+                self.networks.join(network, sandbox)
+                joined.append(network)
+        except ApiError:
+            for network in joined:
+                network.members.pop(sandbox.id, None)
+            raise
         for disk, mount_path, sub_path in plan.disks:
             self.disks.mount(sandbox, disk, mount_path, sub_path)
 

@@ -113,7 +113,8 @@ class Sandbox:
         # Settings a client may change after create (PATCH, egress, ssh-pubkeys, resize).
         extras = spec.extras
         self.ingress_enabled = spec.ingress_enabled
-        self.egress: list[str] = list(extras.get("egress") or [])
+        self._egress: list[str] = []
+        self.egress = list(extras.get("egress") or [])
         self.ssh_pubkeys: list[str] = list(extras.get("ssh_pubkeys") or [])
         self.auto_pause_after_seconds: int | None = extras.get("auto_pause_after_seconds") or None
         self.disk_mib: int = extras.get("disk_mib") or shape.default_disk_mib
@@ -137,6 +138,16 @@ class Sandbox:
         self._timer: asyncio.Task[None] | None = None
         self._record("", self.status, self.clock.now())
         self._schedule()
+
+    @property
+    def egress(self) -> list[str]:
+        """Egress rules; the runtime is told each new list (the process runtime enforces it)."""
+        return self._egress
+
+    @egress.setter
+    def egress(self, rules: list[str]) -> None:
+        self._egress = list(rules)
+        self.machine.set_egress(self._egress, lambda: self.bandwidth)
 
     # -- the state machine --------------------------------------------------------------------
 

@@ -9,9 +9,12 @@ under bubblewrap, on real time; ``fake_server.runtime.process``). The models onl
     whatever is left (processes, directories).
 ``Machine``
     One sandbox: ``disk`` (the files API), ``runner(clock)`` (runs processes), ``pause()`` /
-    ``resume()``, ``fork()`` and ``destroy()``. ``wait_clock(clock)`` is the clock that timeouts,
-    grace periods and heartbeats of this sandbox's processes wait on: the fake's own for
-    bashkit, real time for real processes.
+    ``resume()``, ``fork()`` and ``destroy()``; ``connect(port)`` opens a TCP connection to a
+    server inside (preview URLs), ``ConnectionRefusedError`` when none listens;
+    ``set_egress(rules, meter)`` is told the sandbox's egress rules whenever they change;
+    ``join_network(id, "ip/prefix")`` / ``leave_network(id)`` follow its account networks.
+    ``wait_clock(clock)`` is the clock that timeouts, grace periods and heartbeats of this
+    sandbox's processes wait on: the fake's own for bashkit, real time for real processes.
 ``Runner``
     ``run(argv, cwd=, env=, stdin=, on_stdout=, on_stderr=, started=)`` as ``Shell.run``, and
     ``signal(task, name, tree=)``: True when the runtime delivered a real signal (the owner then
@@ -25,11 +28,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import asyncio
+    import socket
 
     from fake_server.clock import Clock
     from fake_server.runtime.pipes import StdinPipe
 
-__all__ = ["RUNTIMES", "Disk", "Machine", "Runner", "Runtime", "RuntimeUnavailable"]
+__all__ = ["RUNTIMES", "Disk", "Machine", "Meter", "Runner", "Runtime", "RuntimeUnavailable"]
 
 #: Runtime names a fake, a rootfs or a test may ask for.
 RUNTIMES = ("bashkit", "process")
@@ -75,6 +79,13 @@ class Runner(Protocol):
     def signal(self, task: asyncio.Task[Any], name: str, *, tree: bool) -> bool: ...
 
 
+class Meter(Protocol):
+    """A sandbox's bandwidth counters (``models.bandwidth.Bandwidth``)."""
+
+    def sent(self, size: int) -> None: ...
+    def received(self, size: int) -> None: ...
+
+
 class Machine(Protocol):
     """One sandbox as the runtime sees it."""
 
@@ -89,6 +100,10 @@ class Machine(Protocol):
     def resume(self) -> None: ...
     def fork(self) -> Machine: ...
     def destroy(self) -> None: ...
+    async def connect(self, port: int) -> socket.socket: ...
+    def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None: ...
+    def join_network(self, network_id: str, address: str) -> None: ...
+    def leave_network(self, network_id: str) -> None: ...
 
 
 class Runtime(Protocol):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.disk import SandboxDisk
@@ -9,8 +10,11 @@ from fake_server.runtime.shell import Shell
 
 if TYPE_CHECKING:
     import asyncio
+    import socket
+    from collections.abc import Callable, Sequence
 
     from fake_server.clock import Clock
+    from fake_server.runtime.api import Meter
     from fake_server.runtime.commands import CommandRegistry
 
 __all__ = ["BashkitMachine", "BashkitRunner", "BashkitRuntime"]
@@ -57,6 +61,19 @@ class BashkitMachine:
 
     def destroy(self) -> None:
         self._disk.wipe()
+
+    def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None:
+        """Bashkit programs make no connections: rules are only recorded by the model."""
+
+    def join_network(self, network_id: str, address: str) -> None:
+        """Bashkit sandboxes have no interfaces: membership lives in the model only."""
+
+    def leave_network(self, network_id: str) -> None:
+        pass
+
+    async def connect(self, port: int) -> socket.socket:
+        """Bashkit runs no servers: nothing ever listens."""
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "bashkit sandboxes run no servers")
 
 
 class BashkitRuntime:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,3 +62,20 @@ def host_bytes(path: Path | str) -> bytes | None:
         return Path(path).read_bytes()
     except FileNotFoundError:
         return None
+
+
+def netns_holders(inode: str) -> list[str]:
+    """What keeps the network namespace ``inode`` (``net:[…]``) alive on the host: processes
+    in it and descriptors on it (``<pid>`` or ``<pid>/fd/<n>``); empty once it is gone."""
+    holders = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        links = [f"{entry.name}/ns/net"]
+        with contextlib.suppress(OSError):
+            links += [f"{entry.name}/fd/{fd}" for fd in os.listdir(f"/proc/{entry.name}/fd")]
+        for link in links:
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{link}") == inode:
+                    holders.append(link.removesuffix("/ns/net"))
+    return holders

@@ -206,3 +206,24 @@ def test_serve_auto_falls_back_to_bashkit_and_says_why(monkeypatch: pytest.Monke
         "No such file or directory)",
     )
     assert _runtime("bashkit") == ("bashkit", "runtime: bashkit")
+
+
+def test_serve_auto_falls_back_to_bashkit_without_network_namespaces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not root: bubblewrap runs, but sandboxes cannot get their network namespaces."""
+    import functools
+
+    from fake_server.__main__ import _runtime
+    from fake_server.runtime.process import netns
+
+    def refused(*_args: int) -> int:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(netns, "_unshare", refused)
+    monkeypatch.setattr(netns, "_probe", functools.cache(netns._probe.__wrapped__))
+    assert _runtime("auto") == (
+        "bashkit",
+        "runtime: bashkit (the process runtime cannot run here: a network namespace cannot be "
+        "created (Operation not permitted))",
+    )

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import functools
 import os
+import socket
 from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
-from _process_runtime import host_bytes, no_bwrap_left, until
+from _process_runtime import host_bytes, netns_holders, no_bwrap_left, until
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.runtime.api import RuntimeUnavailable
 from fake_server.runtime.pipes import StdinPipe
-from fake_server.runtime.process import ProcessMachine, ProcessRuntime, bwrap
+from fake_server.runtime.process import ProcessMachine, ProcessRuntime, bwrap, egress, netns
 from fake_server.runtime.process.rootdir import sweep
 
 if TYPE_CHECKING:
@@ -118,17 +120,95 @@ async def test_sandboxes_see_neither_each_others_files_nor_processes(
     assert (await sleeper)[0] == 0
 
 
-async def test_no_network_but_loopback(runtime: ProcessRuntime) -> None:
+async def test_no_network_but_loopback_without_egress_rules(runtime: ProcessRuntime) -> None:
+    """Neither a public address nor a service on the host's loopback is reachable."""
     machine = runtime.new_sandbox("sb")
-    program = (
-        "import socket\n"
-        "server = socket.socket(); server.bind(('127.0.0.1', 0)); server.listen()\n"
-        "socket.create_connection(server.getsockname()).close(); print('loopback ok')\n"
-        "try:\n    socket.create_connection(('1.1.1.1', 80), timeout=5)\n"
-        "except OSError as exc:\n    print(exc.strerror)\n"
+    with socket.create_server(("127.0.0.1", 0)) as host_service:
+        port = host_service.getsockname()[1]
+        program = (
+            "import os, socket\n"
+            "server = socket.socket(); server.bind(('127.0.0.1', 0)); server.listen()\n"
+            "socket.create_connection(server.getsockname()).close(); print('loopback ok')\n"
+            f"for address in [('1.1.1.1', 80), ('127.0.0.1', {port})]:\n"
+            "    try:\n        socket.create_connection(address, timeout=5)\n"
+            "    except OSError as exc:\n        print(exc.strerror)\n"
+            "print(sorted(k for k in os.environ if 'proxy' in k.lower()))\n"
+        )
+        code, output = await sh(machine, f'python3 -c "{program}"')
+    assert (code, output) == (
+        0,
+        "loopback ok\nNetwork is unreachable\nConnection refused\n[]\n",
     )
-    code, output = await sh(machine, f'python3 -c "{program}"')
-    assert (code, output) == (0, "loopback ok\nNetwork is unreachable\n")
+
+
+async def test_a_sandboxs_processes_share_one_network_namespace_released_at_destroy(
+    runtime: ProcessRuntime,
+) -> None:
+    first, second = runtime.new_sandbox("a"), runtime.new_sandbox("b")
+    fork = first.fork()
+    inode = first.net.inode
+    where = "readlink /proc/self/ns/net"
+    assert await sh(first, where) == (0, f"{inode}\n")
+    assert len({inode, second.net.inode, fork.net.inode}) == 3
+    assert await sh(fork, where) == (0, f"{fork.net.inode}\n")
+    assert netns_holders(inode) == [f"{os.getpid()}/fd/{first.net.fileno}"]
+    first.destroy()
+    assert first.net.closed
+    assert netns_holders(inode) == []
+    with pytest.raises(ConnectionRefusedError):
+        first.net.socket()
+
+
+async def test_without_root_the_runtime_says_why_and_what_to_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refused(*_args: int) -> int:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(netns, "_unshare", refused)
+    monkeypatch.setattr(netns, "_probe", functools.cache(netns._probe.__wrapped__))
+    with pytest.raises(RuntimeUnavailable) as info:
+        ProcessRuntime()
+    assert str(info.value) == (
+        "the process runtime cannot run here: a network namespace cannot be created "
+        "(Operation not permitted). " + netns.NET_HELP
+    )
+
+
+async def test_without_nsenter_the_runtime_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(netns.shutil, "which", lambda *_a, **_k: None)
+    with pytest.raises(RuntimeUnavailable) as info:
+        ProcessRuntime()
+    assert str(info.value) == (
+        "the process runtime needs nsenter (util-linux) to run a sandbox's processes in its "
+        "network namespace, and it is not installed (apt-get install util-linux). " + netns.NET_HELP
+    )
+
+
+@pytest.mark.parametrize(
+    ("rules", "host", "port", "allowed"),
+    [
+        (["pypi.org"], "pypi.org", 443, True),
+        (["pypi.org"], "PyPI.org.", 80, True),
+        (["pypi.org"], "files.pypi.org", 443, False),
+        (["*.pypi.org"], "files.pypi.org", 443, True),
+        (["*.pypi.org"], "pypi.org", 443, False),
+        (["*.pypi.org:443"], "files.pypi.org", 80, False),
+        (["example.com:8080"], "example.com", 8080, True),
+        (["10.0.0.0/8"], "10.1.2.3", 80, True),
+        (["10.0.0.0/8:22"], "10.1.2.3", 80, False),
+        (["10.0.0.0/8"], "11.0.0.1", 80, False),
+        (["10.0.0.0/8"], "ten.example", 80, False),
+        (["127.0.0.0/8", "localhost"], "127.0.0.1", 80, False),
+        (["localhost"], "localhost", 80, False),
+        (["0.0.0.0/0"], "::1", 80, False),
+        ([], "pypi.org", 443, False),
+    ],
+)
+async def test_egress_rules_match_names_wildcards_networks_and_ports(
+    rules: list[str], host: str, port: int, allowed: bool
+) -> None:
+    assert egress.allows(rules, host, port) is allowed
 
 
 async def test_git_init_and_commit(runtime: ProcessRuntime) -> None:

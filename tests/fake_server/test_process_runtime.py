@@ -13,7 +13,7 @@ import pytest_asyncio
 from _process_runtime import no_bwrap_left, until
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
-from fake_server.runtime.process import ProcessMachine, tree
+from fake_server.runtime.process import ProcessMachine, ProcessRuntime, bridges, tree
 
 if TYPE_CHECKING:
     import httpx
@@ -312,3 +312,39 @@ async def test_disks_on_the_process_runtime_are_a_clear_409_and_leave_nothing(
     listed = await client.get(f"/v1/sandboxes/{sandbox_id}/disks")
     assert listed.json()["data"]["data"] == []
     assert (await run(client, sandbox_id, cmd="/bin/true"))["exit_code"] == 0
+
+
+async def test_a_host_without_ip_refuses_network_attach_clearly_and_keeps_nothing(
+    fake: FakeCreateOS,
+    client: httpx.AsyncClient,
+    make_sandbox: MakeSandbox,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def missing() -> str:
+        raise FileNotFoundError("iproute2's ip is not installed (apt-get install iproute2)")
+
+    monkeypatch.setattr(bridges, "ip_path", missing)
+    network_id = (await client.post("/v1/networks", json={"name": "n"})).json()["data"]["id"]
+    sandbox_id = await make_sandbox()
+    refused = await client.post(f"/v1/sandboxes/{sandbox_id}/networks", json={"id": network_id})
+    assert refused.status_code == 409
+    assert refused.json()["data"] == {
+        "code": "runtime_unsupported",
+        "message": "this host cannot connect the sandbox to the network (iproute2's ip is not "
+        "installed (apt-get install iproute2)); use the bashkit runtime",
+    }
+    got = (await client.get(f"/v1/networks/{network_id}")).json()["data"]
+    assert got["members"] == []
+    assert machine(fake, sandbox_id).networks == {}
+    before = (await client.get("/v1/sandboxes")).json()["data"]
+    at_create = await client.post(
+        "/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "networks": [{"id": network_id}]}
+    )
+    assert at_create.status_code == 409
+    assert at_create.json()["data"]["code"] == "runtime_unsupported"
+    assert (await client.get("/v1/sandboxes")).json()["data"] == before  # nothing half-made
+    runtime = fake.runtimes.get("process")
+    assert isinstance(runtime, ProcessRuntime)
+    assert runtime.hubs == {}
+    assert sorted(runtime.machines) == [sandbox_id]
+    assert (await client.delete(f"/v1/networks/{network_id}")).status_code == 200

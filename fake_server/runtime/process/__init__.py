@@ -3,33 +3,44 @@
 A sandbox's directory is its whole writable filesystem, bound as ``/`` (``/root``, ``/home``,
 ``/tmp``, ``/srv``, ``/paperclip-workspace``, ``/etc``…); the host's ``/usr`` (and the ``/etc``
 files programs need to load: ``ld.so.cache``, ``alternatives``, certificates) are bound
-read-only over it. Every process runs as uid 1000 (``sandbox``) in its own user, PID, IPC,
-UTS and network namespaces: hostname ``sandbox``, loopback only, no host process visible.
+read-only over it. Every process runs as uid 1000 (``sandbox``) in its own user, PID, IPC
+and UTS namespaces (hostname ``sandbox``, no host process visible) and in its sandbox's
+network namespace (``netns``): loopback only, shared by every process of the sandbox, so a
+server one exec starts is reached by the next exec and by the preview URL (``connect()``).
+Egress rules open an HTTP(S) proxy inside it (``egress``); account networks plug it into a
+per-network bridge (``bridges``).
 
 Each ``run()`` gets a PID namespace of its own, so the processes of one exec or managed
 process are one tree: SIGKILL of its init kills it all, pause SIGSTOPs it, resume SIGCONTs it.
 Processes of the same sandbox do not see each other (a VM would show them all).
 
-Not supported (yet): PTYs, preview URLs (ingress), registered Python commands
-(``fake.commands``), disk quotas. Real programs run on real time: see
-``docs/howto/process-runtime.md``.
+Not supported (yet): PTYs, registered Python commands (``fake.commands``), disk quotas.
+Real programs run on real time: see ``docs/howto/process-runtime.md``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import signal as signals
+import socket
 from typing import TYPE_CHECKING, Any
 
+from fake_server.runtime.process.bridges import Hub
 from fake_server.runtime.process.bwrap import require_bwrap
 from fake_server.runtime.process.dirdisk import DirDisk
+from fake_server.runtime.process.egress import EgressProxy, proxy_env
+from fake_server.runtime.process.netns import NetNamespace, require_netns
 from fake_server.runtime.process.realwait import RealWaits
 from fake_server.runtime.process.rootdir import FakeRoot, copy_tree, make_layout, remove_tree
 from fake_server.runtime.process.runner import Run, Runner
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
     from fake_server.clock import Clock
+    from fake_server.runtime.api import Meter
 
 __all__ = ["ProcessMachine", "ProcessRuntime"]
 
@@ -45,13 +56,66 @@ class ProcessMachine:
         self._disk = DirDisk(root)
         self.runs: dict[Any, Run] = {}
         self.paused = False
+        self.net = NetNamespace()
+        self.egress = EgressProxy(self.net)
+        #: Account networks joined: network id -> the hub's end of this sandbox's veth pair.
+        self.networks: dict[str, str] = {}
+        self._interfaces = 0
 
     @property
     def disk(self) -> DirDisk:
         return self._disk
 
     def runner(self, clock: Clock) -> Runner:
-        return Runner(self._owner.bwrap, self.root, self._disk, self.runs)
+        return Runner(self._owner.bwrap, self.root, self._disk, self.runs, self.net, self._env)
+
+    def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None:
+        self.egress.rules = list(rules)
+        self.egress.meter = meter
+
+    def join_network(self, network_id: str, address: str) -> None:
+        """Plug into the network's bridge with ``address`` (``ip/prefix``) on ``ethN``."""
+        if network_id in self.networks:
+            return
+        self._interfaces += 1
+        hub = self._owner.hub(network_id)
+        try:
+            self.networks[network_id] = hub.attach(self.net, f"eth{self._interfaces}", address)
+        finally:
+            self._owner.release_hub(network_id)
+
+    def leave_network(self, network_id: str) -> None:
+        device = self.networks.pop(network_id, None)
+        if device is not None:
+            self._owner.hub(network_id).detach(device)
+            self._owner.release_hub(network_id)
+
+    async def _env(self) -> dict[str, str]:
+        """What a new process's environment gains: the egress proxy, when rules exist."""
+        if not self.egress.rules:
+            return {}
+        try:
+            await self.egress.start()
+        except OSError:  # a program of the sandbox holds the proxy's port: no way out
+            return {}
+        return proxy_env()
+
+    async def connect(self, port: int) -> socket.socket:
+        """A TCP connection to ``port`` on the sandbox's loopback (IPv4, then IPv6).
+
+        Raises ``ConnectionRefusedError`` when nothing listens there."""
+        loop = asyncio.get_running_loop()
+        refused: OSError | None = None
+        for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+            sock = self.net.socket(family)
+            try:
+                await loop.sock_connect(sock, (host, port))
+            except OSError as exc:
+                sock.close()
+                refused = exc
+                continue
+            return sock
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "nothing listens") from refused
 
     def wait_clock(self, clock: Clock) -> Clock:
         return RealWaits(clock)
@@ -76,6 +140,10 @@ class ProcessMachine:
         self._disk.wipe()
         for run in list(self.runs.values()):
             run.signal(signals.SIGKILL, tree_scope=True)
+        self.egress.close()
+        for network_id in list(self.networks):
+            self.leave_network(network_id)
+        self.net.close()
         remove_tree(self.root)
         self._owner.machines.pop(self.root.name, None)
 
@@ -91,9 +159,11 @@ class ProcessRuntime:
 
     def __init__(self, base: Path | None = None) -> None:
         self.bwrap = require_bwrap()
+        require_netns()
         self.base = base
         self._root: FakeRoot | None = None
         self.machines: dict[str, ProcessMachine] = {}
+        self.hubs: dict[str, Hub] = {}
         self._forks = 0
 
     @property
@@ -117,10 +187,27 @@ class ProcessRuntime:
         self.machines[sandbox_id] = machine
         return machine
 
+    def hub(self, network_id: str) -> Hub:
+        """The bridge of an account network, made on first use."""
+        hub = self.hubs.get(network_id)
+        if hub is None:
+            hub = self.hubs[network_id] = Hub()
+        return hub
+
+    def release_hub(self, network_id: str) -> None:
+        """Close a network's bridge once no sandbox is plugged into it."""
+        hub = self.hubs.get(network_id)
+        if hub is not None and not hub.devices:
+            del self.hubs[network_id]
+            hub.close()
+
     def close(self) -> None:
         """Kill every process, remove every directory; idempotent."""
         for machine in list(self.machines.values()):
             machine.destroy()
+        for hub in self.hubs.values():
+            hub.close()
+        self.hubs.clear()
         root, self._root = self._root, None
         if root is not None:
             root.close()

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from fake_server.runtime.api import Sink
     from fake_server.runtime.process.dirdisk import DirDisk
+    from fake_server.runtime.process.netns import NetNamespace
 
 __all__ = ["Run", "Runner", "bwrap_argv"]
 
@@ -33,11 +34,13 @@ _NOT_FOUND = b"bwrap: execvp "
 
 
 def bwrap_argv(bwrap: str, root: Path, cwd: str, env: Mapping[str, str]) -> list[str]:
-    """bwrap's options for one process of the sandbox whose directory is ``root``."""
+    """bwrap's options for one process of the sandbox whose directory is ``root``.
+
+    No ``--unshare-net``: the process runs in its sandbox's network namespace (``netns``)."""
     argv = [
         bwrap,
         "--unshare-user", "--uid", "1000", "--gid", "1000",
-        "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+        "--unshare-pid", "--unshare-ipc", "--unshare-uts",
         "--hostname", "sandbox",
         "--die-with-parent",
         "--bind", str(root), "/",
@@ -87,8 +90,18 @@ class Run:
 class Runner:
     """Runs processes of one sandbox; ``runs`` is shared with its machine (pause, destroy)."""
 
-    def __init__(self, bwrap: str, root: Path, disk: DirDisk, runs: dict[Any, Run]) -> None:
+    def __init__(
+        self,
+        bwrap: str,
+        root: Path,
+        disk: DirDisk,
+        runs: dict[Any, Run],
+        net: NetNamespace,
+        extra_env: Callable[[], Awaitable[dict[str, str]]],
+    ) -> None:
         self._bwrap = bwrap
+        self._net = net
+        self._extra_env = extra_env
         self._root = root
         self._disk = disk
         self._runs = runs
@@ -137,16 +150,10 @@ class Runner:
         if not self._disk.is_dir(workdir):
             code = errno.ENOTDIR if self._disk.exists(workdir) else errno.ENOENT
             raise FileNotFoundError(code, "the working directory does not exist")
-        environment = {**BASE_ENV, **_check_env(env or {})}
-        command = [*bwrap_argv(self._bwrap, self._root, workdir, environment), *args]
-        proc = await asyncio.create_subprocess_exec(
-            *command,
-            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            env={},
-        )
+        environment = {**BASE_ENV, **await self._extra_env(), **_check_env(env or {})}
+        bwrap = bwrap_argv(self._bwrap, self._root, workdir, environment)
+        command = [*self._net.enter_argv(), *bwrap, *args]
+        proc = await _spawn(command, piped=stdin is not None)
         run = Run(proc.pid)
         task = asyncio.current_task()
         self._runs[task] = run
@@ -255,6 +262,32 @@ async def _feed(writer: asyncio.StreamWriter, stdin: bytes | StdinPipe | None) -
     writer.close()
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
         await writer.wait_closed()
+
+
+async def _spawn(command: Sequence[str], *, piped: bool) -> asyncio.subprocess.Process:
+    """Start bwrap; cancelled meanwhile, it is killed with its whole process group.
+
+    asyncio would kill only bwrap itself, which can leave the sandbox's init (forked before
+    it took ``--die-with-parent``) running with its namespaces."""
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.PIPE if piped else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            env={},
+        )
+    )
+    try:
+        return await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        with contextlib.suppress(BaseException):
+            proc = await spawn
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signals.SIGKILL)
+            await _reap(proc, [])
+        raise
 
 
 async def _reap(proc: asyncio.subprocess.Process, pumps: Sequence[asyncio.Future[None]]) -> None:

@@ -1,0 +1,172 @@
+"""Preview URLs: ``/_ingress/{sandbox}/{port}/{tail}`` proxied to a server inside the sandbox.
+
+The connection is made by the sandbox's runtime (``Machine.connect``): on the process runtime
+a socket created inside the sandbox's network namespace, so no host port is opened, sandboxes
+never collide and nothing in a sandbox can reach the host through it. HTTP/1.1 is spoken
+over it with httpcore (one connection per request, ``Connection: close``); status, headers
+and body pass through as they are, the body streamed both ways. Request bytes count as the
+sandbox's ingress, response bytes as its egress (``Bandwidth``).
+
+Waiting on the server is real time, as every wait on a real program (the service's own
+timeout is not documented): a server that accepts and never answers gets a 504 after
+``ANSWER_TIMEOUT`` seconds without a byte from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+import httpcore
+from aiohttp import web
+
+from fake_server.clockbase import EXCHANGE_HEADER
+from fake_server.http.keys import WORLD_KEY, sandbox_id
+from fake_server.models.errors import ApiError, BadRequest
+from fake_server.models.ingress import not_listening, preview
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from fake_server.models.bandwidth import Bandwidth
+
+__all__ = ["ANSWER_TIMEOUT", "ingress"]
+
+#: Real seconds a preview request waits for each read from the sandbox's server.
+ANSWER_TIMEOUT = 60.0
+_CHUNK = 64 * 1024
+#: Per-connection headers a proxy does not forward (RFC 9110 §7.6.1), in either direction.
+_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+     "te", "trailer", "transfer-encoding", "upgrade"}
+)  # fmt: skip
+#: Account keys (``routes.KEY_HEADERS``), the control key and the clock's exchange id stay
+#: out of the sandbox too.
+_NOT_FORWARDED = _HOP | {
+    "x-api-key",
+    "x-auth-token",
+    "x-access-token",
+    "x-fake-control-key",
+    EXCHANGE_HEADER.lower(),
+}
+
+
+async def ingress(request: web.Request) -> web.StreamResponse:
+    """A preview URL; public (no API key), as in the service."""
+    sandbox, port = preview(request.app[WORLD_KEY], sandbox_id(request), request.match_info["port"])
+    try:
+        sock = await sandbox.machine.connect(port)
+    except OSError:
+        raise not_listening(port) from None
+    reader, writer = await asyncio.open_connection(sock=sock)
+    stream = _Stream(reader, writer, sandbox.bandwidth)
+    origin = httpcore.Origin(b"http", b"127.0.0.1", port)
+    async with httpcore.AsyncHTTP11Connection(origin, stream) as connection:
+        return await _forward(request, connection, port)
+
+
+async def _forward(
+    request: web.Request, connection: httpcore.AsyncHTTP11Connection, port: int
+) -> web.StreamResponse:
+    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED]
+    headers.append(("Connection", "close"))
+    chunked = "chunked" in request.headers.get("Transfer-Encoding", "").lower()
+    if chunked:
+        headers.append(("Transfer-Encoding", "chunked"))
+    parts = request.rel_url.raw_path.split("/", 4)  # ['', '_ingress', id, port, tail], as sent
+    query = request.rel_url.raw_query_string
+    target = "/" + (parts[4] if len(parts) > 4 else "") + (f"?{query}" if query else "")
+    timeouts = {"connect": ANSWER_TIMEOUT, "read": ANSWER_TIMEOUT, "write": ANSWER_TIMEOUT}
+    try:
+        async with connection.stream(
+            request.method,
+            httpcore.URL(scheme=b"http", host=b"127.0.0.1", port=port, target=target.encode()),
+            headers=headers,
+            content=_body(request) if chunked or request.content_length else None,
+            extensions={"timeout": timeouts},
+        ) as answer:
+            return await _relay(request, answer)
+    except httpcore.TimeoutException:
+        raise ApiError(
+            f"the server on port {port} in the sandbox did not answer within {ANSWER_TIMEOUT:g} s",
+            status=504,
+        ) from None
+    except httpcore.LocalProtocolError:
+        raise BadRequest(
+            "this request cannot be forwarded as HTTP/1.1 (a header or the path is malformed)",
+            code="bad_request",
+        ) from None
+    except (httpcore.ProtocolError, httpcore.NetworkError):
+        raise ApiError(
+            f"the server on port {port} in the sandbox closed the connection without a valid "
+            "HTTP answer",
+            status=502,
+        ) from None
+
+
+async def _relay(request: web.Request, answer: httpcore.Response) -> web.StreamResponse:
+    """Stream the server's answer to the client; its headers once, then its body."""
+    reason = answer.extensions.get("reason_phrase", b"")
+    response = web.StreamResponse(status=answer.status, reason=reason.decode("latin-1") or None)
+    for key, value in answer.headers:
+        name = key.decode("latin-1")
+        if name.lower() not in _HOP:
+            response.headers.add(name, value.decode("latin-1"))
+    await response.prepare(request)
+    try:
+        async for chunk in answer.aiter_stream():
+            await response.write(chunk)
+    except (httpcore.TimeoutException, httpcore.ProtocolError, httpcore.NetworkError):
+        if request.transport is not None:  # cut short: the client must not take it as whole
+            request.transport.close()
+        return response
+    await response.write_eof()
+    return response
+
+
+async def _body(request: web.Request) -> AsyncIterator[bytes]:
+    async for chunk in request.content.iter_chunked(_CHUNK):
+        yield chunk
+
+
+class _Stream(httpcore.AsyncNetworkStream):
+    """The connection into the sandbox, counting the bytes in each direction."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, bandwidth: Bandwidth
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._bandwidth = bandwidth
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        try:
+            data = await asyncio.wait_for(self._reader.read(max_bytes), timeout)
+        except TimeoutError:
+            raise httpcore.ReadTimeout("no answer in time") from None
+        except OSError as exc:
+            raise httpcore.ReadError(type(exc).__name__) from None
+        self._bandwidth.sent(len(data))
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        try:
+            self._writer.write(buffer)
+            await asyncio.wait_for(self._writer.drain(), timeout)
+        except TimeoutError:
+            raise httpcore.WriteTimeout("the server stopped reading") from None
+        except OSError as exc:
+            raise httpcore.WriteError(type(exc).__name__) from None
+        self._bandwidth.received(len(buffer))
+
+    async def aclose(self) -> None:
+        self._writer.close()
+        with contextlib.suppress(OSError):
+            await self._writer.wait_closed()
+
+    async def start_tls(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("preview URLs speak plain HTTP to the sandbox")
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._writer.get_extra_info(info)
