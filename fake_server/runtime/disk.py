@@ -69,12 +69,13 @@ class SandboxDisk:
     ``OSError`` subclasses; after ``wipe()`` every call raises ``RuntimeError``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, image: bool = True) -> None:
         self.fs = capacity.create(bashkit.FileSystem)  # CapacityError past the fd limit
         self._wiped = False
         #: Shared filesystems mounted at guest paths (persistent disks; ``runtime.mounts``).
         self.mounts: dict[str, bashkit.FileSystem] = {}
-        self._install_image()
+        if image:  # without: bashkit's bare filesystem, for a copy to fill (``diskcopy``)
+            self._install_image()
 
     # -- image --------------------------------------------------------------------------------
 

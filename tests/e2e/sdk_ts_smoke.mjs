@@ -14,6 +14,14 @@ const client = new sdk.CreateosSandboxClient({
 });
 const checked = [];
 const check = (name) => checked.push(name);
+const all = async (generator) => {
+  const items = [];
+  for await (const item of generator) items.push(item);
+  return items;
+};
+const rejects = async (call, kind, message) => {
+  await assert.rejects(call, (err) => err instanceof kind && err.message === message);
+};
 
 assert.equal((await client.healthz()).up, true); check("healthz");
 assert.equal((await client.readyz()).ready, true); check("readyz");
@@ -21,14 +29,29 @@ assert.ok((await client.whoami()).user_id.startsWith("usr-")); check("whoami");
 assert.ok((await client.listShapes()).some((s) => s.id === "s-1vcpu-1gb")); check("listShapes");
 assert.equal((await client.listRootfs()).default, "devbox:1"); check("listRootfs");
 assert.equal((await client.listHosts()).length, 2); check("listHosts");
+assert.deepEqual((await all(client.iterateHosts())).map((h) => h.id), ["host-eu-1", "host-us-1"]);
+check("iterateHosts");
 
 const box = await client.createSandbox({ shape: "s-1vcpu-1gb", rootfs: "devbox:1" });
 assert.equal(box.status, "running"); check("createSandbox");
 assert.equal((await client.getSandbox(box.id)).id, box.id); check("getSandbox");
 assert.equal((await client.getSandboxByIP(box.ip)).id, box.id); check("getSandboxByIP");
 assert.ok((await client.listSandboxes()).some((s) => s.id === box.id)); check("listSandboxes");
+assert.deepEqual((await all(client.iterateSandboxes())).map((s) => s.id), [box.id]);
+check("iterateSandboxes");
 await box.refresh(); check("refresh");
 assert.equal(box.data.paused_at, undefined);
+const view = box.toJSON(); check("toJSON");
+assert.equal(view.id, box.id);
+assert.equal(view.status, "running");
+assert.equal(view.bandwidth_quota_bytes, 10 * 1024 ** 3);
+assert.ok(!("paused_at" in view) && !("forked_from" in view));
+assert.equal((await box.sh("echo $0; pwd")).result.stdout, "bash\n/home/sandbox\n"); check("sh");
+await rejects(() => box.sh("echo out; exit 3", { label: "step" }), sdk.CreateosSandboxError,
+  "step: command exited 3 after 0ms\nstdout: out\n");
+await rejects(() => box.waitForPortReady(8080, { timeoutMs: 1000 }), sdk.CreateosSandboxTimeoutError,
+  `Port 8080 did not become ready on sandbox ${box.id} within 1s.`);
+check("waitForPortReady");
 assert.equal((await box.runCommand("echo", ["hi"])).result.stdout, "hi\n"); check("runCommand");
 const events = [];
 for await (const e of box.streamCommand("bash", ["-c", "echo s; exit 2"])) events.push(e);
@@ -61,6 +84,8 @@ try {
   assert.ok(err.message.endsWith("code: not_running, message: sandbox is paused, not running"));
   assert.ok(err.requestId.startsWith("req-"));
 }
-await fork.destroy(); await box.destroy(); check("destroy");
+
+assert.equal((await fork.destroy()).status, "destroying");
+assert.equal((await box.destroy()).status, "destroying"); check("destroy");
 await box.waitUntilDestroyed(); check("waitUntilDestroyed");
 console.log(JSON.stringify({ ok: true, checked }));

@@ -14,7 +14,7 @@ import pytest
 
 from fake_server import FakeCreateOS, TransitionPolicy
 
-__all__ = ["needs_node", "run_ts_script"]
+__all__ = ["HERE", "NODE_PATH", "needs_node", "run_ts_script"]
 
 HERE = Path(__file__).parent
 NODE_PATH = os.environ.get("CREATEOS_TS_SDK_NODE_PATH", "")
