@@ -22,7 +22,10 @@ MAX_DISK_MIB = 1024 * 1024
 MAX_SSH_KEYS = 32
 MAX_EGRESS = 64
 _SSH_KEY = re.compile(r"^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-\S+|sk-\S+) [A-Za-z0-9+/=]+( .*)?$")
-_EGRESS = re.compile(r"^(\*\.)?[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$|^[0-9./]{7,18}(:[0-9]{1,5})?$")
+#: host, *.domain or CIDR, optionally :port; or "*", which allows everything (as no rules do).
+_EGRESS = re.compile(
+    r"^\*$|^(\*\.)?[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$|^[0-9./]{7,18}(:[0-9]{1,5})?$"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +70,7 @@ def check_egress(rules: tuple[str, ...], field: str = "egress") -> None:
         raise BadRequest(f"at most {MAX_EGRESS} rules", field=field)
     for rule in rules:
         if not _EGRESS.match(rule):
-            raise BadRequest("rules must be host, *.domain, CIDR, optionally :port", field=field)
+            raise BadRequest("rules must be *, host, *.domain, CIDR, optionally :port", field=field)
 
 
 class AdminOps(AccountBase):

@@ -35,13 +35,17 @@ class BashkitMachine:
     def __init__(self, commands: CommandRegistry, disk: SandboxDisk | None = None) -> None:
         self._commands = commands
         self._disk = disk if disk is not None else SandboxDisk()
+        self._egress: tuple[str, ...] = ()
 
     @property
     def disk(self) -> SandboxDisk:
         return self._disk
 
     def runner(self, clock: Clock) -> BashkitRunner:
-        return BashkitRunner(self._disk, clock, self._commands)
+        return BashkitRunner(self._disk, clock, self._commands, egress=self._egress_rules)
+
+    def _egress_rules(self) -> tuple[str, ...]:
+        return self._egress
 
     def wait_clock(self, clock: Clock) -> Clock:
         return clock
@@ -63,7 +67,9 @@ class BashkitMachine:
         self._disk.wipe()
 
     def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None:
-        """Bashkit programs make no connections: rules are only recorded by the model."""
+        """The rules ``curl`` and ``wget`` apply from their next connection on (even in a
+        process already running); bashkit moves no data, so the meter is not used."""
+        self._egress = tuple(rules)
 
     def join_network(self, network_id: str, address: str) -> None:
         """Bashkit sandboxes have no interfaces: membership lives in the model only."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import bashkit
 
-from fake_server.runtime import adapters, capacity, endless, vfs
+from fake_server.runtime import adapters, capacity, endless, netclients, vfs
 from fake_server.runtime.disk import HOME, IMAGE_COMMANDS
 from fake_server.runtime.interactive import (
     argv_may_read_stdin,
@@ -78,10 +78,19 @@ class Shell:
     propagates at once). For SIGTERM call ``deliver_sigterm(task)``.
     """
 
-    def __init__(self, disk: SandboxDisk, clock: Clock, commands: CommandRegistry) -> None:
+    def __init__(
+        self,
+        disk: SandboxDisk,
+        clock: Clock,
+        commands: CommandRegistry,
+        *,
+        egress: Callable[[], Sequence[str]] = tuple,
+    ) -> None:
         self._disk = disk
         self._clock = clock
         self._commands = commands
+        #: The sandbox's egress rules now, for ``curl`` and ``wget`` (``runtime.netclients``).
+        self._egress = egress
         self._runs: dict[asyncio.Task[Any], RunState] = {}
         commands.attach(disk)
 
@@ -274,6 +283,8 @@ class Shell:
             "timeout": timeout_command(state, self._spawn),
             "seq": endless.seq_command,
             "yes": endless.yes_command,
+            "curl": netclients.curl_command(self._egress),
+            "wget": netclients.wget_command(self._egress, self._clock),
         }
         for command in self._commands.commands():
             sinks = direct if command.name == leader else None

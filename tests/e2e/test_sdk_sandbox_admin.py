@@ -143,8 +143,23 @@ def test_resize_ssh_keys_egress_and_bandwidth(createos_sdk: Any) -> None:
         "github.com:443",
         "*.example.com",
     ]
-    with pytest.raises(APIError, match="egress: rules must be host"):
+    with pytest.raises(APIError) as refused:
         sandbox.set_egress(["no spaces allowed"])
+    assert str(refused.value).endswith(
+        "HTTP 400: egress: rules must be *, host, *.domain, CIDR, optionally :port"
+    )
+    curl = RunCommandRequest(command="curl", arguments=["-sS", "https://pypi.org/simple/"])
+    blocked = sandbox.run_command(curl).result
+    assert (blocked.exit_code, blocked.standard_error) == (
+        35,
+        "curl: (35) Recv failure: Connection reset by peer\n",
+    )
+    assert sandbox.set_egress(["*"]).egress_rules == ["*"]  # allows all, as no rules do
+    allowed = sandbox.run_command(curl).result
+    assert (allowed.exit_code, allowed.standard_error) == (
+        6,
+        "curl: (6) Could not resolve host: pypi.org\n",
+    )
     sandbox.files.upload("/tmp/in.bin", b"x" * 1000)
     with sandbox.files.download("/tmp/in.bin") as download:
         assert len(download.read()) == 1000

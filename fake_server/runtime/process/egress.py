@@ -9,7 +9,8 @@ connection from the host only when a rule allows the destination:
 
 - ``host`` or ``host:port``: that name, as the program asked for it (case-insensitive);
 - ``*.domain`` (``:port``): any name below ``domain``;
-- ``a.b.c.d/n`` (``:port``): an IP address inside the network, as the program wrote it.
+- ``a.b.c.d/n`` (``:port``): an IP address inside the network, as the program wrote it;
+- ``*``: any destination.
 
 A denied destination gets ``403`` with the reason, an unreachable one ``502``. Loopback
 names and addresses are never proxied: inside the sandbox they mean its own loopback.
@@ -58,6 +59,8 @@ def allows(rules: Sequence[str], host: str, port: int) -> bool:
     address = _ip(host)
     if host in _LOOPBACK_NAMES or (address is not None and address.is_loopback):
         return False
+    if "*" in rules:  # allows everything, as the service documents
+        return True
     for rule in rules:
         target, _, rule_port = rule.lower().rpartition(":") if _has_port(rule) else (rule, "", "")
         target = target or rule.lower()

@@ -1,0 +1,83 @@
+"""A sandbox's egress rules, as the service applies them to a connection.
+
+Rules are ``host``, ``*.domain`` or a CIDR (an IP is a /32), each optionally ``:port``; no rules,
+or ``*``, allow everything. The service filters connections, not names: DNS still resolves a
+host outside the list, and the connection is reset once made (``curl`` exits 35 on HTTPS, as
+the TypeScript SDK's example ``49-egress-locked-agent-worker`` shows). Loopback is never egress.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["Verdict", "allows", "is_ip", "is_loopback", "verdict"]
+
+#: What a connection to a host meets: nothing listening (loopback in a bashkit sandbox, or an
+#: allowed address: the fake has no outside network), a reset (outside the rules), or an
+#: allowed name that does not resolve (no outside network, no DNS).
+Verdict = Literal["refused", "reset", "unresolved"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    host: str
+    port: int | None
+
+
+def _parse(rule: str) -> _Rule:
+    host, sep, port = rule.rpartition(":")
+    if sep and port.isdigit() and host:
+        return _Rule(host.lower().rstrip("."), int(port))
+    return _Rule(rule.lower().rstrip("."), None)
+
+
+def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def _matches(rule: _Rule, host: str, port: int) -> bool:
+    if rule.port is not None and rule.port != port:
+        return False
+    if rule.host.startswith("*."):
+        return host.endswith(rule.host[1:])
+    address = _ip(host)
+    if address is not None and rule.host[:1].isdigit():
+        try:
+            return address in ipaddress.ip_network(rule.host, strict=False)
+        except ValueError:
+            return False
+    return host == rule.host
+
+
+def is_ip(host: str) -> bool:
+    return _ip(host) is not None
+
+
+def is_loopback(host: str) -> bool:
+    address = _ip(host)
+    return host == "localhost" or (address is not None and address.is_loopback)
+
+
+def allows(rules: Sequence[str], host: str, port: int) -> bool:
+    """True when a connection to ``host:port`` leaves the sandbox under ``rules``."""
+    if not rules or "*" in rules:
+        return True
+    name = host.lower().rstrip(".")
+    return any(_matches(_parse(rule), name, port) for rule in rules)
+
+
+def verdict(rules: Sequence[str], host: str, port: int) -> Verdict:
+    """What a connection from a bashkit sandbox to ``host:port`` meets."""
+    if is_loopback(host):
+        return "refused"
+    if not allows(rules, host, port):
+        return "reset"
+    return "refused" if _ip(host) is not None else "unresolved"
