@@ -30,6 +30,7 @@ EXPECTED_GOALS = {
     "bench_startup": ["fake start+stop", "memory per idle sandbox"],
     "bench_process": ["sandbox create", "exec true over bwrap", "pause", "resume"],
     "bench_resources": ["screenshot 1280x800", "copies for 10 sharers"],
+    "bench_sandboxes": ["synchronous creates", "fork of a full sandbox"],
     "bench_provider": [
         "later provider + request",
         "lifecycle fake / canned",

@@ -1,8 +1,8 @@
 """Commands a test adds to the sandbox image (``node``, ``git``, …) as Python callables.
 
 A registered command is a bashkit custom command in every interpreter the fake starts, plus
-``/bin/<name>`` and ``/usr/bin/<name>`` wrapper scripts on every disk, so scripts can call it
-by name, by absolute path, through ``env`` and through ``exec``.
+a ``/usr/bin/<name>`` wrapper script on every disk (``/bin`` links to ``usr/bin``), so scripts
+can call it by name, by absolute path, through ``env`` and through ``exec``.
 """
 
 from __future__ import annotations

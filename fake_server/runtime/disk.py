@@ -1,9 +1,10 @@
 """One sandbox's filesystem: a bashkit ``FileSystem`` preloaded with a small Linux "image".
 
 The disk outlives every interpreter that runs over it (pause/resume keep it; destroy wipes
-it). The image holds ``/bin`` and ``/usr/bin`` wrapper scripts for bashkit's builtins, because
-bashkit only runs an absolute command path such as ``/bin/cat`` when that file exists; a
-``#!/bin/sh`` script that calls the builtin by name does exactly that.
+it). The image holds ``/usr/bin`` wrapper scripts for bashkit's builtins (``/bin`` is a symlink
+to ``usr/bin``, as on Debian 12), because bashkit only runs an absolute command path such as
+``/bin/cat`` when that file exists; a ``#!/bin/sh`` script that calls the builtin by name does
+exactly that.
 """
 
 from __future__ import annotations
@@ -83,7 +84,6 @@ class SandboxDisk:
         if vfs.lstat(self.fs, "/home/user") is not None:  # bashkit's default user home
             self.fs.remove("/home/user", recursive=True)
         for directory, mode in (
-            ("/bin", 0o755),
             ("/usr/bin", 0o755),
             ("/usr/local/bin", 0o755),
             ("/etc", 0o755),
@@ -93,28 +93,26 @@ class SandboxDisk:
         ):
             self.fs.mkdir(directory, recursive=True)
             self.fs.chmod(directory, mode)
+        self.fs.symlink("usr/bin", "/bin")  # merged /usr, as on Debian 12
         for name in IMAGE_COMMANDS:
             self.install_command(name)
         self.fs.write_file("/etc/os-release", _OS_RELEASE)
         self.fs.write_file("/etc/hostname", b"sandbox\n")
 
     def install_command(self, name: str) -> None:
-        """Make ``/bin/<name>`` and ``/usr/bin/<name>`` run the shell command ``name``."""
+        """Make ``/usr/bin/<name>`` (and so ``/bin/<name>``) run the shell command ``name``."""
         self._check()
-        script = wrapper_script(name)
-        for directory in ("/bin", "/usr/bin"):
-            path = f"{directory}/{name}"
-            self.fs.write_file(path, script)
-            self.fs.chmod(path, 0o755)
+        path = f"/usr/bin/{name}"
+        self.fs.write_file(path, wrapper_script(name))
+        self.fs.chmod(path, 0o755)
 
     def uninstall_command(self, name: str) -> None:
-        """Remove the wrappers ``install_command`` wrote (files changed since are kept)."""
+        """Remove the wrapper ``install_command`` wrote (a file changed since is kept)."""
         if self._wiped:
             return
-        for directory in ("/bin", "/usr/bin"):
-            path = f"{directory}/{name}"
-            if self.image_command(path) == name:
-                self.fs.remove(path)
+        path = f"/usr/bin/{name}"
+        if self.image_command(path) == name:
+            self.fs.remove(path)
 
     def image_command(self, path: str) -> str | None:
         """The command name when ``path`` is one of the image's wrapper scripts, else ``None``."""

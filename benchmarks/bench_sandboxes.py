@@ -1,0 +1,125 @@
+"""Benchmark: synchronous creates on the virtual clock, and fork of a sandbox holding 50 MiB.
+
+A test creating 100 sandboxes through the official SDK (``createos-sandbox``, sync) against a
+thread-mode fake as tests use it (``VirtualClock``, ``realistic`` transitions, so every create
+waits its spawn time on the fake clock): goal under 1 s of wall time. The same
+number of ``get_sandbox`` calls through the same client is the request floor, for the ratio;
+the CPU time of the process (client and fake) is reported beside it, as wall time on a shared
+machine mostly measures the load.
+
+Fork of a paused sandbox holding 50 MiB in 50 files of 1 MiB: the ``POST …/fork`` request
+alone (goal under 50 ms); beside it, copying the same files between two bare bashkit
+filesystems (the floor of a copy, for the ratio).
+
+Run: ``python benchmarks/bench_sandboxes.py [--rounds N] [--smoke] [--json PATH]``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING
+
+import bashkit
+from createos import Client, CreateSandboxRequest, ForkSandboxRequest, WaitOptions
+
+from benchmarks._common import Report, finish, interleave, median, parse_args, timer
+from benchmarks._servers import SHAPE
+from fake_server import FakeCreateOS, Step, TransitionPolicy
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from createos.instance import SandboxInstance
+
+__all__ = ["main", "run"]
+
+CREATE_GOAL_S = 1.0
+FORK_GOAL_MS = 50.0
+MIB = 1024 * 1024
+
+
+def _creates(client: Client, count: int) -> tuple[float, float]:
+    start, cpu = timer(), time.process_time()
+    for _ in range(count):
+        client.create_sandbox(CreateSandboxRequest(shape=SHAPE))
+    return timer() - start, time.process_time() - cpu
+
+
+def _gets(client: Client, sandbox: SandboxInstance, count: int) -> tuple[float, float]:
+    start, cpu = timer(), time.process_time()
+    for _ in range(count):
+        client.get_sandbox(sandbox.id)
+    return timer() - start, time.process_time() - cpu
+
+
+def _fork(source: SandboxInstance) -> float:
+    start = timer()
+    child = source.fork(ForkSandboxRequest(start_paused=True))
+    elapsed = timer() - start
+    child.destroy()
+    return elapsed
+
+
+def _bare_copy(files: int) -> float:
+    source, target = bashkit.FileSystem(), bashkit.FileSystem()
+    payload = bytes(range(256)) * (MIB // 256)
+    for index in range(files):
+        source.write_file(f"/f{index}", payload)
+    start = timer()
+    for index in range(files):
+        target.write_file(f"/f{index}", source.read_file(f"/f{index}"))
+    return timer() - start
+
+
+def run(rounds: int, creates: int, files: int) -> Report:
+    report = Report(f"{creates} synchronous creates; fork of {files} MiB", rounds)
+    # Realistic steps, but a pause done by the next request: the SDK polls on the wall clock.
+    policy = TransitionPolicy.realistic().override(pausing=Step())
+    with (
+        FakeCreateOS(transitions=policy) as fake,
+        Client(fake.api_key, base_url=fake.url) as client,
+    ):
+        first = client.create_sandbox(CreateSandboxRequest(shape=SHAPE))
+        payload = bytes(range(256)) * (MIB // 256)
+        for index in range(files):
+            first.files.upload(f"/root/data/f{index}.bin", payload)
+        first.pause().wait_until_paused(WaitOptions(timeout=60))
+        samples = interleave(
+            {
+                "creates": lambda: _creates(client, creates),
+                "gets": lambda: _gets(client, first, creates),
+                "fork": lambda: _fork(first),
+                "bare copy": lambda: _bare_copy(files),
+            },
+            rounds,
+        )
+        fake.reset()
+    create_s = median([wall for wall, _ in samples["creates"]])
+    get_s = median([wall for wall, _ in samples["gets"]])
+    create_cpu = median([cpu for _, cpu in samples["creates"]])
+    get_cpu = median([cpu for _, cpu in samples["gets"]])
+    fork_ms, copy_ms = median(samples["fork"]) * 1e3, median(samples["bare copy"]) * 1e3
+    report.add(f"{creates} creates (sync SDK, realistic transitions)", create_s, "s")
+    report.add(f"{creates} get_sandbox (same client)", get_s, "s")
+    report.add("creates / gets", create_s / get_s, "x")
+    report.add(f"CPU of {creates} creates (client and fake)", create_cpu, "s")
+    report.add("CPU: creates / gets", create_cpu / get_cpu, "x")
+    report.add(f"fork of {files} MiB (the request)", fork_ms, "ms")
+    report.add(f"bare bashkit copy of {files} MiB", copy_ms, "ms")
+    report.add("fork / bare copy", fork_ms / copy_ms, "x")
+    # The goals are stated for 100 creates and 50 MiB (a smoke run's figures mean nothing).
+    report.goal("synchronous creates", create_s, CREATE_GOAL_S, "s", higher_is_better=False)
+    report.goal("fork of a full sandbox", fork_ms, FORK_GOAL_MS, "ms", higher_is_better=False)
+    return report
+
+
+def main(argv: Sequence[str] | None = None, *, quiet: bool = False) -> Report:
+    args = parse_args(argv, __doc__ or "", default_rounds=5)
+    creates = args.scale.pick(full=100, smoke=2)
+    files = args.scale.pick(full=50, smoke=1)
+    return finish(run(args.rounds, creates, files), args, quiet=quiet)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
