@@ -1,4 +1,4 @@
-"""A fault rule: which calls it matches (operation, ids, account, predicate) and its schedule.
+"""A fault rule: which calls it matches (operation, ids, account, body, predicate) and its schedule.
 
 ``Call`` is what the HTTP layer tells the registry about a request; ``Fault`` decides whether
 it looks at that call. When it fires is the registry's business (``rules.FaultRegistry``).
@@ -7,19 +7,23 @@ it looks at that call. When it fires is the registry's business (``rules.FaultRe
 from __future__ import annotations
 
 import difflib
+import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from fake_server.faults.actions import (
     Action,
     OutOfBandAction,
     ResponseAction,
 )
+from fake_server.faults.matchers import predicate_of
 from fake_server.faults.target import Aim
 from fake_server.models.resource_ops import RESOURCE_OPERATIONS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+
+    from fake_server.faults.matchers import Predicate
 
 
 __all__ = ["DEFAULT", "OPERATIONS", "Call", "Fault", "FaultFiring"]
@@ -86,7 +90,7 @@ DEFAULT: Final = _Default()
 
 @dataclass(frozen=True, kw_only=True)
 class Call:
-    """What a request is, as far as faults care (no body: uploads are streamed)."""
+    """What a request is, as far as faults care, its body included (``None``: not read)."""
 
     operation: str
     method: str = "GET"
@@ -101,6 +105,24 @@ class Call:
     account: str | None = None
     #: The ``X-Request-Id`` the reply carries.
     request_id: str | None = None
+    #: The request body as received (never in ``repr``: it is user data).
+    body: bytes | None = field(default=None, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The body as text (undecodable bytes replaced); ``""`` without a body."""
+        return (self.body or b"").decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        """The body as JSON; ``ValueError`` (without the body's text) when it is not JSON."""
+        if not self.body:
+            raise ValueError(f"{self.operation} {self.method} {self.path} has no request body")
+        try:
+            return json.loads(self.body)
+        except (ValueError, RecursionError):
+            raise ValueError(
+                f"the request body of {self.operation} {self.method} {self.path} is not JSON"
+            ) from None
 
     def known(self) -> Aim:
         """What this call names, for an out-of-band action to aim at."""
@@ -149,7 +171,7 @@ class Fault:
         sandbox_id: str | None = None,
         process_id: str | None = None,
         account: str | None = None,
-        when: Callable[[Call], bool] | None = None,
+        when: Callable[[Call], bool] | Mapping[str, Any] | None = None,
         name: str | None = None,
         expected: bool | None = None,
     ) -> None:
@@ -172,6 +194,7 @@ class Fault:
             raise ValueError("times must be an integer >= 1 or None (every call)")
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
             raise ValueError("after must be an integer >= 0")
+        predicate = predicate_of(when)
         if probability is not None and (
             isinstance(probability, bool)
             or not isinstance(probability, int | float)
@@ -186,7 +209,7 @@ class Fault:
         self.sandbox_id = sandbox_id
         self.process_id = process_id
         self.account = account
-        self.when = when
+        self.when: Predicate | None = predicate
         self.name = name
         self.expected = probability is None if expected is None else expected
         self._armed_in: _Firings | None = None

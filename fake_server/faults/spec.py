@@ -38,6 +38,7 @@ from fake_server.faults.actions import (
     TruncatedDownload,
 )
 from fake_server.faults.fault import DEFAULT, Call, Fault
+from fake_server.faults.matchers import AllOf, BodyContains
 from fake_server.faults.resource_actions import DetachDisk, FailTemplateBuild, VanishNetwork
 
 __all__ = [
@@ -87,6 +88,7 @@ _FAULT_FIELDS: Final = frozenset(
         "process_id",
         "account",
         "query",
+        "body",
         "name",
         "expected",
     }
@@ -138,8 +140,16 @@ def fault_from_json(spec: object) -> Fault:
             kwargs[key] = spec[key]
     if "expected" in kwargs and not isinstance(kwargs["expected"], bool):
         raise FaultSpecError("expected", "must be a boolean")
-    if "query" in spec:
-        kwargs["when"] = _query(spec["query"])
+    when = [
+        predicate
+        for predicate in (
+            _query(spec["query"]) if "query" in spec else None,
+            _body(spec["body"]) if "body" in spec else None,
+        )
+        if predicate is not None
+    ]
+    if when:
+        kwargs["when"] = when[0] if len(when) == 1 else AllOf(tuple(when))
     try:
         return Fault(operation, action, **kwargs)
     except (TypeError, ValueError) as exc:
@@ -213,6 +223,12 @@ def _query(value: object) -> QueryEquals:
     ):
         raise FaultSpecError("query", "must be an object of string values")
     return QueryEquals(tuple(sorted(value.items())))
+
+
+def _body(value: object) -> BodyContains:
+    if not isinstance(value, Mapping) or not value:
+        raise FaultSpecError("body", "must be a non-empty object the request's JSON body contains")
+    return BodyContains(dict(value))
 
 
 def _field_of(message: str) -> str:

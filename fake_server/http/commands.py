@@ -35,14 +35,10 @@ async def exec_command(request: web.Request) -> web.StreamResponse:
 
 async def upload_file(request: web.Request) -> web.Response:
     path = request.query.get("path", "")
-    if (request.content_length or 0) > MAX_UPLOAD_BYTES:
-        raise PayloadTooLarge(_TOO_LARGE, field="body")
-    body = bytearray()
-    async for chunk in request.content.iter_chunked(CHUNK):
-        body += chunk
-        if len(body) > MAX_UPLOAD_BYTES:
-            raise PayloadTooLarge(_TOO_LARGE, field="body")
-    target, size = request[BACKEND_KEY].upload_file(sandbox_id(request), path, bytes(body))
+    body = await wire.read_body(
+        request, MAX_UPLOAD_BYTES, too_large=_TOO_LARGE, error=PayloadTooLarge
+    )
+    target, size = request[BACKEND_KEY].upload_file(sandbox_id(request), path, body)
     return ok({"path": target, "bytes": size})
 
 

@@ -15,6 +15,7 @@ from aiohttp import web
 
 from fake_server.clock import EXCHANGE_HEADER
 from fake_server.faults import Call
+from fake_server.http.commands import MAX_UPLOAD_BYTES
 from fake_server.http.connections import request_finished, request_started
 from fake_server.http.errors import error_response
 from fake_server.http.keys import (
@@ -29,7 +30,9 @@ from fake_server.http.keys import (
     STREAM_WRAPPERS_KEY,
     WORLD_KEY,
 )
+from fake_server.http.recorder import read_ahead, request_message, response_message, secrets_of
 from fake_server.http.routes import CONTROL_KEY_HEADER, CONTROL_PREFIX, KEY_HEADERS, is_control
+from fake_server.http.wire import MAX_JSON_BYTES
 from fake_server.models import (
     ApiError,
     BadRequest,
@@ -157,17 +160,30 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
 async def _serve(
     request: web.Request, handler: Handler, clock: Clock, announced: str | None
 ) -> web.StreamResponse:
-    journal = request.app[WORLD_KEY].ctx.journal
+    state = request.app[STATE_KEY]
+    journal = state.world.ctx.journal
     operation = operation_of(request)
     request[OPERATION_KEY] = operation
     request[STREAM_WRAPPERS_KEY] = []
     match = request.match_info
-    request_id = request[REQUEST_ID_KEY] = request.app[WORLD_KEY].next_request_id()
-    call = request[CALL_KEY] = _call_of(request, operation, request_id)
-    journal.record(event_of(call, kind="request", time=clock.now()))
+    request_id = request[REQUEST_ID_KEY] = state.world.next_request_id()
+    messages = journal.messages
+    secrets = secrets_of(state)
     response: web.StreamResponse
     with clock.busy():
         request_started(request)  # no longer partly received: this busy token takes over
+        body: bytes | None = None
+        try:
+            # Read once, here: fault rules match on it and the journal keeps it.
+            body = await read_ahead(request, _body_limit(operation))
+        finally:
+            call = request[CALL_KEY] = _call_of(request, operation, request_id, body)
+            query, headers, text = request_message(request, call, secrets, messages=messages)
+            journal.record(
+                event_of(
+                    call, kind="request", time=clock.now(), query=query, headers=headers, body=text
+                )
+            )
         try:
             # Unmatched routes run the chain too (their handler raises the router's 404/405),
             # so fault injection sees ``not_implemented`` requests like any other.
@@ -185,13 +201,27 @@ async def _serve(
     if announced and not response.prepared:
         clock.response_sent(announced)
     account = request.get(ACCOUNT_KEY)
+    headers, text = response_message(request, response, secrets) if messages else ((), None)
     journal.record(
-        event_of(call, kind="response", time=clock.now(), status=response.status, account=account)
+        event_of(
+            call,
+            kind="response",
+            time=clock.now(),
+            status=response.status,
+            account=account,
+            headers=headers,
+            body=text,
+        )
     )
     return response
 
 
-def _call_of(request: web.Request, operation: str, request_id: str) -> Call:
+def _body_limit(operation: str) -> int:
+    """The most a handler of ``operation`` accepts: a file for uploads, JSON for the rest."""
+    return MAX_UPLOAD_BYTES if operation == "upload_file" else MAX_JSON_BYTES
+
+
+def _call_of(request: web.Request, operation: str, request_id: str, body: bytes | None) -> Call:
     """The one record of what a request is: journal events and fault matching read it."""
     match = request.match_info
     query = {k: v[:200] for k, v in list(request.query.items())[:_MAX_QUERY]}
@@ -206,6 +236,7 @@ def _call_of(request: web.Request, operation: str, request_id: str) -> Call:
         disk_id=match.get("disk_id"),
         template_id=match.get("template_id"),
         request_id=request_id,
+        body=body,
     )
 
 
@@ -217,8 +248,12 @@ def event_of(
     status: int | None = None,
     account: str | None = None,
     detail: str = "",
+    query: str = "",
+    headers: tuple[tuple[str, str], ...] = (),
+    body: str | None = None,
 ) -> Event:
-    """A journal event about ``call`` (its account when given, else the call's)."""
+    """A journal event about ``call`` (its account when given, else the call's); ``query``,
+    ``headers`` and ``body`` as ``recorder`` keeps them."""
     return Event(
         time=time,
         kind=kind,
@@ -230,6 +265,9 @@ def event_of(
         sandbox_id=call.sandbox_id,
         process_id=call.process_id,
         request_id=call.request_id,
+        query=query,
+        headers=headers,
+        body=body,
         detail=detail,
     )
 

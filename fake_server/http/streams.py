@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from aiohttp import web
 
 from fake_server.http.keys import ANNOUNCED_KEY, STREAM_KEY, STREAM_WRAPPERS_KEY, WORLD_KEY
+from fake_server.http.recorder import TALLY_KEY, Tally
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Callable, Mapping
@@ -27,16 +28,23 @@ class _Counted:
     Nothing is announced before a wait: a fault stalls before it calls the inner writer."""
 
     def __init__(
-        self, response: web.StreamResponse, clock: Clock | None = None, exchange: str | None = None
+        self,
+        response: web.StreamResponse,
+        clock: Clock | None = None,
+        exchange: str | None = None,
+        tally: Tally | None = None,
     ) -> None:
         self.response = response
         self._clock = clock
         self._exchange = exchange
+        self._tally = tally
 
     async def _send(self, data: bytes) -> None:
         if self._clock is not None and data:
             self._clock.response_sent(self._exchange, len(data))
         await self.response.write(data)
+        if self._tally is not None:
+            self._tally.add(data)
 
 
 class FrameWriter(_Counted):
@@ -80,7 +88,8 @@ async def open_ndjson(request: web.Request) -> tuple[web.StreamResponse, Any]:
     """Start a 200 NDJSON response; returns it and the (possibly wrapped) frame writer."""
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     await _prepare(request, response)
-    return response, _wrap(request, FrameWriter(response, *_announced(request)))
+    tally = request[TALLY_KEY] = Tally("ndjson")
+    return response, _wrap(request, FrameWriter(response, *_announced(request), tally))
 
 
 async def open_body(request: web.Request, length: int) -> tuple[web.StreamResponse, Any]:
@@ -88,7 +97,8 @@ async def open_body(request: web.Request, length: int) -> tuple[web.StreamRespon
     response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
     response.content_length = length
     await _prepare(request, response)
-    return response, _wrap(request, BodyWriter(response, *_announced(request)))
+    tally = request[TALLY_KEY] = Tally("binary")
+    return response, _wrap(request, BodyWriter(response, *_announced(request), tally))
 
 
 async def stream_ndjson(

@@ -8,7 +8,9 @@ import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from fake_server.http.recorder import BODY_KEY
 from fake_server.models import (
+    ApiError,
     BadRequest,
     ExecError,
     ExecExit,
@@ -67,19 +69,29 @@ def iso(timestamp: float | None) -> str | None:
 # -- request parsing ------------------------------------------------------------------------
 
 
-async def read_body(request: web.Request, limit: int, *, too_large: str) -> bytes:
-    """The whole body, refused (``too_large``, field ``body``) past ``limit`` bytes.
+async def read_body(
+    request: web.Request, limit: int, *, too_large: str, error: type[ApiError] = BadRequest
+) -> bytes:
+    """The whole body, refused (``error(too_large)``, field ``body``) past ``limit`` bytes.
 
-    Read until the end: one ``read(n)`` returns only what has arrived, which is part of a body
-    sent in more than one TCP segment.
+    The core middleware has usually read it already (``recorder.read_ahead``); otherwise read
+    until the end: one ``read(n)`` returns only what has arrived, which is part of a body sent
+    in more than one TCP segment.
     """
     if request.content_length is not None and request.content_length > limit:
-        raise BadRequest(too_large, field="body")
+        raise error(too_large, field="body")
+    ahead = request.get(BODY_KEY)
+    if isinstance(ahead, Exception):
+        raise ahead
+    if isinstance(ahead, bytes):
+        if len(ahead) > limit:
+            raise error(too_large, field="body")
+        return ahead
     raw = bytearray()
     while chunk := await request.content.read(limit + 1 - len(raw)):
         raw += chunk
         if len(raw) > limit:
-            raise BadRequest(too_large, field="body")
+            raise error(too_large, field="body")
     return bytes(raw)
 
 

@@ -1,21 +1,71 @@
 """The journal as calls: one record per request with its reply, and assertions over them.
 
 ``fake.calls`` is what a test asserts on, in the style of respx: filter by operation,
-sandbox, method or status; ``assert_called_once()`` and friends fail with the calls that were
-made, one line each (no URL host, key, query or body: only method, path and status).
+sandbox, method, status or JSON body; ``call.request.json()`` is the body the code sent;
+``assert_called_once()`` and friends fail with the calls that were made, one line each (no URL
+host, key, query or body: only method, path and status; with ``json=``, the bodies of the
+calls it looked at, capped and redacted as the journal keeps them).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, Any, overload
+
+from fake_server.models.recording import BODY_LIMIT
+from fake_server.models.subset import contains
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator, Mapping
 
     from fake_server.models.journal import Event
 
-__all__ = ["ApiCall", "Calls"]
+__all__ = ["ApiCall", "Calls", "Message"]
+
+#: Characters of a body shown per call in a failed ``json=`` assertion.
+_SHOWN_BODY = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A request or reply as the journal kept it: headers (names lower-cased, credentials
+    ``<redacted>``) and body (text capped at ``BODY_LIMIT`` characters, binary and streams
+    summarised, ``None`` if there was none or the journal's ``messages`` were off)."""
+
+    #: ``"request"`` or ``"response"`` of ``call`` (``GET /v1/whoami``), for error messages.
+    side: str
+    call: str
+    headers: tuple[tuple[str, str], ...] = ()
+    body: str | None = None
+
+    def header(self, name: str) -> str | None:
+        """A header's value by case-insensitive name (``None``: not sent)."""
+        wanted = name.lower()
+        return next((value for key, value in self.headers if key == wanted), None)
+
+    @property
+    def text(self) -> str:
+        """The body as kept (``""`` without one)."""
+        return self.body or ""
+
+    def json(self) -> Any:
+        """The body parsed as JSON; ``ValueError`` saying why when it cannot be."""
+        body = self.body
+        where = f"the {self.side} body of {self.call}"
+        if body is None:
+            raise ValueError(f"{where} was not recorded (there was none, or journal messages off)")
+        if body.startswith("<") and body.endswith(">") and " bytes" in body:
+            raise ValueError(f"{where} is not text: {body}")
+        if body.endswith(" more characters)") and len(body) > BODY_LIMIT:
+            raise ValueError(
+                f"{where} was cut to {BODY_LIMIT} characters in the journal; json() needs it "
+                "whole (read .text)"
+            )
+        try:
+            return json.loads(body)
+        except ValueError as exc:
+            raise ValueError(f"{where} is not JSON: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +89,22 @@ class ApiCall:
     response_headers: tuple[tuple[str, str], ...] = ()
     response_body: str | None = None
 
+    @property
+    def request(self) -> Message:
+        """What the code sent: ``call.request.json()["shape"]``, ``call.request.header(...)``."""
+        return Message("request", self._name(), self.request_headers, self.request_body)
+
+    @property
+    def response(self) -> Message:
+        """What the fake answered (streams as a ``<ndjson stream, N lines, M bytes>`` summary)."""
+        return Message("response", self._name(), self.response_headers, self.response_body)
+
     def header(self, name: str, *, response: bool = False) -> str | None:
         """A request (or response) header's value by case-insensitive name."""
-        wanted = name.lower()
-        headers = self.response_headers if response else self.request_headers
-        return next((value for key, value in headers if key == wanted), None)
+        return (self.response if response else self.request).header(name)
+
+    def _name(self) -> str:
+        return f"{self.operation} {self.method} {self.path}"
 
     def format(self, origin: float = 0.0) -> str:
         status = "no reply" if self.status is None else str(self.status)
@@ -140,9 +201,16 @@ class Calls:
         process_id: str | None = None,
         method: str | None = None,
         status: int | None = None,
+        json: Mapping[str, Any] | None = None,
         where: Callable[[ApiCall], bool] | None = None,
     ) -> Calls:
-        """The calls matching every given criterion (``where``: any predicate), in order."""
+        """The calls matching every given criterion, in order. ``json``: a JSON object the
+        request body contains (``json={"shape": "s-1vcpu-1gb"}``; nested objects the same way,
+        lists and values exactly); ``where``: any predicate on an ``ApiCall``."""
+        if json is not None and not isinstance(json, dict):
+            raise TypeError(
+                f"json= takes a dict the request body contains; got {type(json).__name__}"
+            )
         return Calls(
             (
                 call
@@ -152,6 +220,7 @@ class Calls:
                 and (process_id is None or call.process_id == process_id)
                 and (method is None or call.method == method)
                 and (status is None or call.status == status)
+                and (json is None or _body_contains(call, json))
                 and (where is None or where(call))
             ),
             self.origin,
@@ -190,4 +259,29 @@ class Calls:
             ("  * " if id(call) in hits else "    ") + call.format(self.origin)
             for call in self._calls[-30:]
         )
+        if "json" in criteria:
+            lines.extend(self._bodies(operation, criteria))
         return "\n".join(lines)
+
+    def _bodies(self, operation: str | None, criteria: dict[str, object]) -> list[str]:
+        """The request bodies ``json=`` looked at (the calls matching the other criteria)."""
+        others = {k: v for k, v in criteria.items() if k != "json"}
+        looked = self.filter(operation, **others)  # type: ignore[arg-type]
+        if not looked:
+            return []
+        lines = [f"request bodies of the {len(looked)} call(s) matching the rest:"]
+        for call in looked[-5:]:
+            body = call.request_body
+            shown = "(none)" if body is None else body.replace("\n", " ")
+            if len(shown) > _SHOWN_BODY:
+                shown = shown[:_SHOWN_BODY] + "…"
+            lines.append(f"    {call.format(self.origin)}: {shown}")
+        return lines
+
+
+def _body_contains(call: ApiCall, expected: Mapping[str, Any]) -> bool:
+    try:
+        body = call.request.json()
+    except ValueError:
+        return False
+    return contains(body, expected)

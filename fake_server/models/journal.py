@@ -8,17 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterator
 
-__all__ = ["BODY_LIMIT", "REDACTED", "SECRET_HEADERS", "Event", "Journal", "body_text", "redacted"]
-
-#: Characters of a body kept in an event; the rest is counted.
-BODY_LIMIT = 4096
-#: Header names (lower case) whose values never reach the journal.
-SECRET_HEADERS = frozenset(
-    {"x-api-key", "authorization", "cookie", "set-cookie", "proxy-authorization"}
-)
-REDACTED = "<redacted>"
+__all__ = ["Event", "Journal"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,10 +18,11 @@ class Event:
     """One thing that happened, stamped with the fake clock's ``now()``.
 
     ``kind`` is one of ``request``, ``response``, ``transition``, ``fault``, ``process``.
-    ``path`` never carries the query string (it may hold file paths or secrets); ``query``,
-    ``headers`` and ``body`` are for tests to assert on, filled by whoever records the event
-    through ``redacted()`` and ``body_text()`` (secrets masked, bodies capped, binary
-    summarised), and never printed by ``format()`` except the query.
+    ``path`` never carries the query string; ``query``, ``headers`` and ``body`` (requests and
+    responses, while ``Journal.messages`` is on) are for tests to assert on, recorded through
+    ``models.recording`` (credentials redacted, bodies capped at ``BODY_LIMIT`` characters,
+    binary and streamed bodies summarised); ``format()`` prints none of them (a query may name
+    a file, a body holds user data): ``--createos-journal=full`` shows them on lines of their own.
     """
 
     time: float
@@ -54,7 +47,7 @@ class Event:
         if self.operation:
             parts.append(self.operation)
         if self.method and self.path:
-            parts.append(f"{self.method} {self.path}{'?' + self.query if self.query else ''}")
+            parts.append(f"{self.method} {self.path}")
         if self.status is not None:
             parts.append(f"-> {self.status}")
         for label, value in (("sandbox", self.sandbox_id), ("process", self.process_id)):
@@ -65,25 +58,6 @@ class Event:
         return " ".join(parts)
 
 
-def redacted(headers: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-    """Headers for an event: names lower-cased, secret values replaced by ``<redacted>``."""
-    return tuple(
-        (name.lower(), REDACTED if name.lower() in SECRET_HEADERS else value)
-        for name, value in headers
-    )
-
-
-def body_text(data: bytes, limit: int = BODY_LIMIT) -> str:
-    """A body for an event: UTF-8 text capped at ``limit`` characters, binary as a summary."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return f"<binary, {len(data)} bytes>"
-    if len(text) > limit:
-        return f"{text[:limit]}… ({len(text) - limit} more characters)"
-    return text
-
-
 class Journal:
     """Thread-safe list of events in order; tests query it, failing tests print it.
 
@@ -91,6 +65,7 @@ class Journal:
     by two events per request forever); ``dropped`` counts the ones let go. ``origin`` is the
     clock reading ``format()`` counts times from (``rebase()``; events keep the clock's own
     ``now()``), so a test's journal prints the same whatever ran before it on the same clock.
+    ``messages`` (default on) keeps each request's and response's headers and body.
     """
 
     def __init__(self, max_events: int | None = None) -> None:
@@ -101,6 +76,8 @@ class Journal:
         self.max_events = max_events
         self.dropped = 0
         self.origin = 0.0
+        #: Whether request and response events keep headers and bodies (``fake.calls``).
+        self.messages = True
 
     def record(self, event: Event) -> Event:
         with self._lock:

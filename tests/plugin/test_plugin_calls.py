@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fake_server.models.calls import ApiCall, Calls
-from fake_server.models.journal import Event, body_text, redacted
+from fake_server.models.journal import Event
+from fake_server.models.recording import body_text, redacted
 
 CALLS_TESTS = """
 import pytest
@@ -88,7 +89,7 @@ def test_recorded_headers_and_bodies_reach_the_calls_redacted_and_capped() -> No
     and summarise binary; ``where=`` filters on them."""
     headers = redacted([("X-Api-Key", "cos_live_secret"), ("Content-Type", "application/json")])
     assert headers == (("x-api-key", "<redacted>"), ("content-type", "application/json"))
-    assert body_text(b"\xff\x00\x01") == "<binary, 3 bytes>"
+    assert body_text(b"\xff\x00\x01") == "<binary, 3 bytes, sha256 942e1e2a66a4>"
     assert body_text(b"abcdef", limit=4) == "abcd… (2 more characters)"
     events = [
         Event(
@@ -119,5 +120,5 @@ def test_recorded_headers_and_bodies_reach_the_calls_redacted_and_capped() -> No
     assert call.header("X-API-KEY") == "<redacted>"
     assert call.header("content-type", response=True) == "application/json"
     assert call.response_body == '{"id": "sb-1"}'
-    assert events[0].format() == ("     1.000s request    create_sandbox POST /v1/sandboxes?dry=1")
+    assert events[0].format() == "     1.000s request    create_sandbox POST /v1/sandboxes"
     assert "cos_live_secret" not in repr(call)

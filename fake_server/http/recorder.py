@@ -1,0 +1,116 @@
+"""What the journal keeps of each exchange: the request's body read ahead once, and both
+messages' headers and bodies through ``models.recording`` (credentials redacted, capped).
+
+The core middleware reads a request's body before anything else looks at it (up to the
+limit its handler would accept), so fault rules can match on it (``when=``) and the journal
+can keep it; ``wire.read_body`` then answers from that copy. A read that fails is kept and
+raised where the handler reads, so errors surface exactly where they did before.
+Streamed replies (NDJSON, downloads) are never buffered: their writers count lines and bytes
+in a ``Tally`` and the journal keeps that summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from fake_server.models.recording import binary_summary, body_text, query_text, redacted
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from fake_server.faults import Call
+    from fake_server.http.state import AppState
+
+__all__ = [
+    "BODY_KEY",
+    "TALLY_KEY",
+    "Tally",
+    "read_ahead",
+    "request_message",
+    "response_message",
+    "secrets_of",
+]
+
+#: The request body as read ahead (or the exception reading it raised).
+BODY_KEY: web.RequestKey[bytes | Exception] = web.RequestKey("fake_server.body")
+
+
+@dataclass(slots=True)
+class Tally:
+    """What a streamed reply sent: bytes and lines, counted as they are written."""
+
+    kind: str
+    size: int = 0
+    lines: int = 0
+
+    def add(self, data: bytes) -> None:
+        self.size += len(data)
+        self.lines += data.count(b"\n")
+
+    def summary(self) -> str:
+        if self.kind == "ndjson":
+            return f"<ndjson stream, {self.lines} lines, {self.size} bytes>"
+        return binary_summary(self.size)
+
+
+TALLY_KEY: web.RequestKey[Tally] = web.RequestKey("fake_server.tally")
+
+
+async def read_ahead(request: web.Request, limit: int) -> bytes | None:
+    """Read the body (at most ``limit`` + 1 bytes) into ``request[BODY_KEY]``; returns it.
+
+    A body announced larger than ``limit`` is left for the handler to refuse unread.
+    """
+    if not request.body_exists:
+        return None
+    if request.content_length is not None and request.content_length > limit:
+        return None
+    raw = bytearray()
+    try:
+        while chunk := await request.content.read(limit + 1 - len(raw)):
+            raw += chunk
+            if len(raw) > limit:
+                break
+    except Exception as exc:  # raised again where the handler reads the body
+        request[BODY_KEY] = exc
+        return None
+    body = request[BODY_KEY] = bytes(raw)
+    return body
+
+
+def secrets_of(state: AppState) -> tuple[str, ...]:
+    """The fake's own credentials, masked wherever they appear in a recorded text."""
+    return (state.control_key, *tuple(state.world.accounts))
+
+
+def request_message(
+    request: web.Request, call: Call, secrets: Collection[str], *, messages: bool = True
+) -> tuple[str, tuple[tuple[str, str], ...], str | None]:
+    """The request's query, and (with ``messages``) headers and body as the journal keeps them."""
+    query = query_text(call.query, secrets) if call.query else ""
+    if not messages:
+        return query, (), None
+    body = None if call.body is None else body_text(call.body, secrets=secrets)
+    return query, redacted(request.headers.items(), secrets), body
+
+
+def response_message(
+    request: web.Request, response: web.StreamResponse, secrets: Collection[str]
+) -> tuple[tuple[tuple[str, str], ...], str | None]:
+    """The reply's headers and body (a summary if it was streamed) as the journal keeps them."""
+    headers = redacted(response.headers.items(), secrets)
+    tally = request.get(TALLY_KEY)
+    if tally is not None:
+        return headers, tally.summary()
+    if isinstance(response, web.Response):
+        raw = response.body
+        if raw is None:
+            return headers, None
+        if isinstance(raw, bytes | bytearray):
+            return headers, body_text(bytes(raw), secrets=secrets)
+        size = getattr(raw, "size", None)
+        return headers, binary_summary(size if isinstance(size, int) else 0)
+    return headers, None

@@ -1,0 +1,166 @@
+"""What the journal keeps of a message: one redaction table, capped text, summarised binary.
+
+Everything that records or shows a request or a reply (journal events, ``fake.calls``, the
+control API's journal, the failure report) goes through here, so a secret is masked in one
+place: headers and query parameters by name, JSON fields by name (at any depth), and the
+fake's own credentials (account API keys, the control key) wherever they appear in a text.
+Bodies are user data (commands, file contents): kept up to ``BODY_LIMIT`` characters.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable, Mapping
+
+__all__ = [
+    "BODY_LIMIT",
+    "HEADER_LIMIT",
+    "REDACTED",
+    "SECRET_HEADERS",
+    "UNKEPT_HEADERS",
+    "binary_summary",
+    "body_text",
+    "query_text",
+    "redacted",
+    "scrub",
+    "secret_name",
+]
+
+#: Characters of a body kept in an event; the rest is counted, never stored.
+BODY_LIMIT = 4096
+#: Headers kept per message, and characters per header value.
+HEADER_LIMIT = 50
+_VALUE_LIMIT = 1024
+REDACTED = "<redacted>"
+#: Header names (lower case) whose values never reach the journal: every credential the API,
+#: the control API and sandbox access tokens are sent in, and cookies.
+SECRET_HEADERS = frozenset(
+    {
+        "x-api-key",
+        "x-auth-token",
+        "x-access-token",
+        "x-fake-control-key",
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+    }
+)
+#: Transport headers that differ from run to run and say nothing about the call (the port in
+#: ``Host``, the wall-clock ``Date``, the virtual clock's exchange id): not kept, so the same
+#: test gives the same journal.
+UNKEPT_HEADERS = frozenset(
+    {"host", "date", "server", "connection", "keep-alive", "x-fake-clock-exchange"}
+)
+#: Any other header, query parameter or JSON field whose name says it holds a credential
+#: (``token``, ``secret_key``, ``credentials``, ``GITHUB_TOKEN`` in an ``env`` object, ...).
+_SECRET_NAME = re.compile(
+    r"secret|token|passw|api[-_]?key|access[-_]?key|private[-_]?key|control[-_]?key"
+    r"|authori[sz]ation|credential|cookie",
+    re.IGNORECASE,
+)
+#: Cheap pre-check before a JSON body is parsed for redaction (lower-cased substrings that
+#: every match of ``_SECRET_NAME`` contains).
+_SECRET_HINTS = (
+    "secret", "token", "passw", "apikey", "api_key", "api-key", "access_key", "access-key",
+    "accesskey", "private", "control", "authori", "credential", "cookie",
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1024)
+def secret_name(name: str) -> bool:
+    """Whether a header, parameter or field called ``name`` holds a credential."""
+    return name.lower() in SECRET_HEADERS or _SECRET_NAME.search(name) is not None
+
+
+def scrub(text: str, secrets: Collection[str] = ()) -> str:
+    """``text`` with every occurrence of a known secret value replaced by ``<redacted>``."""
+    for secret in secrets:
+        if secret and secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def redacted(
+    headers: Iterable[tuple[str, str]], secrets: Collection[str] = ()
+) -> tuple[tuple[str, str], ...]:
+    """Headers for an event: names lower-cased, credential values ``<redacted>``, transport
+    noise (``UNKEPT_HEADERS``) left out, at most ``HEADER_LIMIT``."""
+    kept: list[tuple[str, str]] = []
+    for name, value in headers:
+        if len(kept) == HEADER_LIMIT:
+            break
+        lower = name.lower()
+        if lower in UNKEPT_HEADERS:
+            continue
+        if secret_name(lower):
+            kept.append((lower, REDACTED))
+        else:
+            kept.append((lower, scrub(value[:_VALUE_LIMIT], secrets)))
+    return tuple(kept)
+
+
+def query_text(query: Mapping[str, str], secrets: Collection[str] = ()) -> str:
+    """A query string for an event, credential parameters ``<redacted>``."""
+    if not query:
+        return ""
+    shown = {k: (REDACTED if secret_name(k) else scrub(v, secrets)) for k, v in query.items()}
+    return urlencode(shown, safe="/<>")
+
+
+def body_text(data: bytes, limit: int = BODY_LIMIT, secrets: Collection[str] = ()) -> str:
+    """A body for an event: UTF-8 text (credentials redacted) capped at ``limit`` characters,
+    anything else as a summary of its size and digest."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return binary_summary(len(data), hashlib.sha256(data).hexdigest())
+    text = scrub(_redact_json(text), secrets)
+    if len(text) > limit:
+        return f"{text[:limit]}… ({len(text) - limit} more characters)"
+    return text
+
+
+def binary_summary(size: int, digest: str | None = None) -> str:
+    """``<binary, 3 bytes, sha256 0123456789ab>``: what stands for a body that is not text."""
+    return f"<binary, {size} bytes{f', sha256 {digest[:12]}' if digest else ''}>"
+
+
+def _redact_json(text: str) -> str:
+    """A JSON object or array with its credential fields masked; any other text unchanged."""
+    head = text.lstrip()[:1]
+    if head not in ("{", "["):
+        return text
+    lowered = text.lower()
+    if not any(hint in lowered for hint in _SECRET_HINTS):
+        return text
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    changed, masked = _mask(value)
+    return json.dumps(masked, ensure_ascii=False) if changed else text
+
+
+def _mask(value: Any) -> tuple[bool, Any]:
+    if isinstance(value, dict):
+        changed, out = False, {}
+        for key, item in value.items():
+            if isinstance(key, str) and secret_name(key) and item not in (None, ""):
+                out[key] = REDACTED
+                changed = True
+                continue
+            inner, out[key] = _mask(item)
+            changed = changed or inner
+        return changed, out
+    if isinstance(value, list):
+        results = [_mask(item) for item in value]
+        return any(c for c, _ in results), [item for _, item in results]
+    return False, value
