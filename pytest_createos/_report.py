@@ -12,12 +12,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
     from types import TracebackType
 
+    from fake_server.models.journal import Event
     from pytest_createos._options import CheckMode, JournalMode, Options
     from pytest_createos._session import Run
 
 import pytest
 
 __all__ = [
+    "FULL_BODY",
     "JOURNAL_LIMIT",
     "LEAKING",
     "SCOPE_HINT",
@@ -38,6 +40,9 @@ LEAKING = frozenset({"creating", "running", "pausing", "paused", "resuming", "er
 JOURNAL_LIMIT = 60
 #: Exchange lines shown for a failing test (``short``).
 SHORT_LIMIT = 20
+#: Characters of a body shown on its own line in the ``full`` journal.
+FULL_BODY = 300
+_INDENT = " " * 23
 
 
 class CreateosWarning(pytest.PytestWarning):
@@ -76,7 +81,19 @@ def journal_text(run: Run, mode: JournalMode = "short", body_start: int | None =
         events = events[-JOURNAL_LIMIT:]
     for event in events:
         lines.append(dataclasses.replace(event, time=event.time - run.started).format())
+        lines.extend(_message_lines(event))
     return "\n".join(lines)
+
+
+def _message_lines(event: Event) -> list[str]:
+    """A request's query and body, a reply's body, each on one line of its own (``full``)."""
+    lines = [f"{_INDENT}query {event.query}"] if event.query and event.kind == "request" else []
+    if event.body:
+        shown = event.body.replace("\r", " ").replace("\n", " ")
+        if len(shown) > FULL_BODY:
+            shown = f"{shown[:FULL_BODY]}… ({len(event.body)} characters kept)"
+        lines.append(f"{_INDENT}body  {shown}")
+    return lines
 
 
 def _leaks(run: Run, owned: Collection[str]) -> str | None:

@@ -73,7 +73,13 @@ def test_full_journal_keeps_every_frame_and_event(inner: pytest.Pytester) -> Non
     result = inner.runpytest("--createos-journal=full")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*pytest_createos/provider/_client.py:*: CreateosApiError"])
-    result.stdout.fnmatch_lines(["*request    resume_sandbox POST /v1/sandboxes/sb-01KD*/resume*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*request    resume_sandbox POST /v1/sandboxes/sb-01KD*/resume*",
+            "*response   resume_sandbox POST /v1/sandboxes/sb-01KD*/resume -> 503*",
+            '*body  {"status": "error", "code": 503, "message": "service unavailable"*',
+        ]
+    )
 
 
 def test_journal_ini_twin_and_bad_value(pytester: pytest.Pytester, make_ini: MakeIni) -> None:

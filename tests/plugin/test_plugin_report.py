@@ -6,7 +6,7 @@ from fake_server import FakeCreateOS, TransitionPolicy
 from fake_server.models.journal import Event
 from pytest_createos._journal_view import short_ids, short_lines
 from pytest_createos._markers import MarkerSettings
-from pytest_createos._report import JOURNAL_LIMIT, journal_text
+from pytest_createos._report import FULL_BODY, JOURNAL_LIMIT, journal_text
 from pytest_createos._session import Run
 
 
@@ -33,6 +33,28 @@ def test_full_journal_keeps_the_last_events_with_times_from_the_test_start() -> 
     assert len(lines) == 2 + JOURNAL_LIMIT
     assert lines[2] == "     5.000s request    get_sandbox GET /v1/sandboxes/sb-5"
     assert lines[-1] == "    64.000s request    get_sandbox GET /v1/sandboxes/sb-64"
+
+
+def test_full_journal_shows_query_and_bodies_on_lines_of_their_own() -> None:
+    """Bodies come one line each, newlines flattened, cut past ``FULL_BODY`` characters."""
+    fake = FakeCreateOS(seed=3)
+    fake.journal.clear()
+    path = "/v1/sandboxes/sb-1/files"
+    fake.journal.record(Event(1.0, "request", "upload_file", "PUT", path, query="path=/a.txt"))
+    fake.journal.record(
+        Event(1.0, "response", "upload_file", "PUT", path, 200, body="a\nb" + "x" * FULL_BODY)
+    )
+    settings = MarkerSettings(3, TransitionPolicy.immediate(), "immediate", False, "s", None)
+    run = Run(fake=fake, faults=fake.faults, settings=settings, started=0.0)
+    assert journal_text(run, "full").splitlines()[1:] == [
+        "     1.000s request    upload_file PUT /v1/sandboxes/sb-1/files",
+        "                       query path=/a.txt",
+        "     1.000s response   upload_file PUT /v1/sandboxes/sb-1/files -> 200",
+        "                       body  a b"
+        + "x" * (FULL_BODY - 3)
+        + f"… ({FULL_BODY + 3} characters kept)",
+    ]
+    assert "query" not in journal_text(run, "short")
 
 
 def _exchange_events() -> list[Event]:
