@@ -102,15 +102,17 @@ def response_message(
 ) -> tuple[tuple[tuple[str, str], ...], str | None]:
     """The reply's headers and body (a summary if it was streamed) as the journal keeps them."""
     headers = redacted(response.headers.items(), secrets)
-    tally = request.get(TALLY_KEY)
-    if tally is not None:
-        return headers, tally.summary()
-    if isinstance(response, web.Response):
-        raw = response.body
-        if raw is None:
-            return headers, None
-        if isinstance(raw, bytes | bytearray):
-            return headers, body_text(bytes(raw), secrets=secrets)
-        size = getattr(raw, "size", None)
-        return headers, binary_summary(size if isinstance(size, int) else 0)
-    return headers, None
+    if response.prepared:  # streamed by its handler; a plain reply is sent after the chain
+        tally = request.get(TALLY_KEY)
+        return headers, None if tally is None else tally.summary()
+    if not isinstance(response, web.Response):
+        return headers, None
+    raw = response.body
+    if raw is None:
+        return headers, None
+    if type(raw) is bytes:
+        return headers, body_text(raw, secrets=secrets)
+    if isinstance(raw, bytearray):
+        return headers, body_text(bytes(raw), secrets=secrets)
+    size = getattr(raw, "size", None)
+    return headers, binary_summary(size if isinstance(size, int) else 0)

@@ -66,11 +66,11 @@ _SECRET_NAME = re.compile(
     r"|authori[sz]ation|credential|cookie",
     re.IGNORECASE,
 )
-#: Cheap pre-check before a JSON body is parsed for redaction (lower-cased substrings that
-#: every match of ``_SECRET_NAME`` contains).
+#: Cheap pre-check before a JSON body is parsed for redaction: lower-cased substrings one of
+#: which every field name ``_SECRET_NAME`` matches contains (``key"`` ends a JSON key such as
+#: ``"api_key"``, and leaves ``"ssh_pubkeys"`` of every sandbox reply alone).
 _SECRET_HINTS = (
-    "secret", "token", "passw", "apikey", "api_key", "api-key", "access_key", "access-key",
-    "accesskey", "private", "control", "authori", "credential", "cookie",
+    "secret", "token", "passw", 'key"', "access", "private", "authori", "credential", "cookie",
 )  # fmt: skip
 
 
@@ -94,17 +94,35 @@ def redacted(
     """Headers for an event: names lower-cased, credential values ``<redacted>``, transport
     noise (``UNKEPT_HEADERS``) left out, at most ``HEADER_LIMIT``."""
     kept: list[tuple[str, str]] = []
+    shortest = min((len(secret) for secret in secrets if secret), default=0)
     for name, value in headers:
+        kind = _HEADER_KINDS.get(name)
+        if kind is None:
+            kind = _header_kind(name)
+        if kind == _SKIP:
+            continue
         if len(kept) == HEADER_LIMIT:
             break
-        lower = name.lower()
-        if lower in UNKEPT_HEADERS:
-            continue
-        if secret_name(lower):
-            kept.append((lower, REDACTED))
+        if kind == _SECRET:
+            kept.append((name.lower(), REDACTED))
+        elif shortest and len(value) >= shortest:
+            kept.append((name.lower(), scrub(value[:_VALUE_LIMIT], secrets)))
         else:
-            kept.append((lower, scrub(value[:_VALUE_LIMIT], secrets)))
+            kept.append((name.lower(), value[:_VALUE_LIMIT]))
     return tuple(kept)
+
+
+_KEEP, _SECRET, _SKIP = 0, 1, 2
+#: Each header name (as sent) classified once: the journal records every request's headers.
+_HEADER_KINDS: dict[str, int] = {}
+
+
+def _header_kind(name: str) -> int:
+    lower = name.lower()
+    kind = _SKIP if lower in UNKEPT_HEADERS else _SECRET if secret_name(lower) else _KEEP
+    if len(_HEADER_KINDS) < 4096:  # names are client-chosen: bounded
+        _HEADER_KINDS[name] = kind
+    return kind
 
 
 def query_text(query: Mapping[str, str], secrets: Collection[str] = ()) -> str:
@@ -139,7 +157,10 @@ def _redact_json(text: str) -> str:
     if head not in ("{", "["):
         return text
     lowered = text.lower()
-    if not any(hint in lowered for hint in _SECRET_HINTS):
+    for hint in _SECRET_HINTS:
+        if hint in lowered:
+            break
+    else:
         return text
     try:
         value = json.loads(text)
