@@ -12,9 +12,13 @@ this machine sets ``PYTHONDONTWRITEBYTECODE=1``, under which pytest rewrites the
 every module of every plugin package (faker's alone, 0.4 s) again in every process, which a
 developer's machine, caching them, does once.
 
-Goals (issue "The pytest plugin"): under 5 ms per test for ``createos_fake``, under 50 ms for a
-test that acquires and destroys a lease, and ``-n 2`` finishing the examples in at most 0.7x
-the serial time.
+A worker's fake ready is timed in a fresh interpreter that has imported the plugin (as an
+xdist worker has): the session's fake started and warmed up by one lease lifecycle, the first
+request's lazy imports (httpcore, and trio where it is installed) included.
+
+Goals: under 5 ms per test for ``createos_fake``, under 10 ms for a test that acquires and
+destroys a lease, a worker's fake ready in under 150 ms, and ``-n 2`` finishing four copies of
+the examples in at most 0.6x the serial time.
 """
 
 from __future__ import annotations
@@ -56,6 +60,18 @@ def pytest_sessionfinish(session):
         json.dump(_durations, out)
 """
 
+_READY = """
+import time
+from pytest_createos._options import Options
+from pytest_createos._session import Session
+
+session = Session(Options())
+started = time.perf_counter()
+session.fake  # started and warmed up
+print(time.perf_counter() - started)
+session.close()
+"""
+
 _VARIANTS = {
     "plain": "def test_{i}():\n    pass\n",
     "fake": "def test_{i}(createos_fake):\n    assert createos_fake.url\n",
@@ -88,6 +104,14 @@ def _per_test(folder: pathlib.Path) -> dict[str, float]:
         values = [v for k, v in durations.items() if k.startswith(f"test_{name}.py::")]
         per[name] = median(values[1:])
     return per
+
+
+def _fake_ready() -> float:
+    """Seconds from a worker's first use of the fake to the fake ready (fresh interpreter)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _READY], cwd=ROOT, check=True, capture_output=True, text=True
+    )
+    return float(done.stdout.strip().splitlines()[-1])
 
 
 def _examples_wall(folder: pathlib.Path, workers: int | None) -> float:
@@ -140,8 +164,11 @@ def run(rounds: int, tests: int, *, examples: bool) -> Report:
     report.add("plain test (floor)", floor * 1000, "ms")
     report.add("createos_fake per test", fake * 1000, "ms", "floor subtracted")
     report.add("createos_lease per test", lease * 1000, "ms", "acquire + destroy")
+    ready = median(interleave({"ready": _fake_ready}, rounds)["ready"])
+    report.add("worker's fake ready", ready * 1000, "ms", "start + warm-up, fresh process")
     report.goal("createos_fake per test", fake * 1000, 5.0, "ms", higher_is_better=False)
-    report.goal("lease test", lease * 1000, 50.0, "ms", higher_is_better=False)
+    report.goal("lease test", lease * 1000, 10.0, "ms", higher_is_better=False)
+    report.goal("worker's fake ready", ready * 1000, 150.0, "ms", higher_is_better=False)
     if examples:
         with tempfile.TemporaryDirectory(prefix="bench-examples-") as tmp:
             bare, copies = pathlib.Path(tmp) / "bare", pathlib.Path(tmp) / "copies"
@@ -153,7 +180,7 @@ def run(rounds: int, tests: int, *, examples: bool) -> Report:
             report.add("examples -n 2 / serial", ratio, "x", "start-up dominates")
             scaled = _ratio(report, f"examples x{EXAMPLE_COPIES}", copies, rounds)
         report.goal(
-            f"examples x{EXAMPLE_COPIES} -n 2 / serial", scaled, 0.7, "x", higher_is_better=False
+            f"examples x{EXAMPLE_COPIES} -n 2 / serial", scaled, 0.6, "x", higher_is_better=False
         )
     return report
 

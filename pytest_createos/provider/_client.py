@@ -30,6 +30,7 @@ import functools
 import importlib
 import json
 import re
+import ssl
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -45,7 +46,6 @@ from pytest_createos.provider._errors import (
 from pytest_createos.provider._signal import deadline_signal
 
 if TYPE_CHECKING:
-    import ssl
     from collections.abc import AsyncIterable, AsyncIterator, Mapping
 
     from pytest_createos.provider._clock import Clock
@@ -93,9 +93,13 @@ def operation_label(path: str) -> str:
 
 
 @functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    # Immutable once built and costly to build: one per process is enough.
-    return httpx.create_ssl_context()
+def _ssl_context(*, tls: bool = True) -> ssl.SSLContext:
+    """One context per process: immutable once built, and loading the CA bundle costs tens of
+    milliseconds. A plain ``http://`` URL (the fake on loopback) never shakes hands, so it gets
+    a context without the bundle (a redirect to ``https`` is not followed)."""
+    if tls:
+        return httpx.create_ssl_context()
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 @functools.cache
@@ -132,7 +136,7 @@ class HttpPool:
         _preload_network_backend()
         client = httpx.AsyncClient(
             transport=self._transport,
-            verify=_ssl_context(),
+            verify=_ssl_context(tls=not api_url.startswith("http://")),
             follow_redirects=False,
             timeout=None,  # deadlines run on the injected clock, not on wall time
             # Proxy settings from the environment must not divert loopback (the fake).

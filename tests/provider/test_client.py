@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import time
 from typing import TYPE_CHECKING
 
@@ -478,6 +479,16 @@ async def test_pool_keeps_one_http_client_per_api_url() -> None:
     assert _ssl_context() is _ssl_context()
     await pool.aclose()
     assert first.is_closed
+
+
+def test_plain_http_skips_the_ca_bundle_and_https_verifies() -> None:
+    """Loading the CA bundle costs tens of milliseconds a process: only TLS needs it."""
+    plain, verified = _ssl_context(tls=False), _ssl_context()
+    assert plain is _ssl_context(tls=False)
+    assert plain.cert_store_stats()["x509_ca"] == 0
+    assert verified.cert_store_stats()["x509_ca"] > 0
+    assert verified.verify_mode == ssl.CERT_REQUIRED
+    assert verified.check_hostname
 
 
 @pytest.mark.asyncio
