@@ -11,16 +11,21 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from fake_server.models.subset import contains
 
-if TYPE_CHECKING:
-    from fake_server.faults.fault import Call
-
 __all__ = ["AllOf", "BodyContains", "Predicate", "check_json", "predicate_of"]
 
-Predicate = Callable[["Call"], bool]
+#: A predicate on a ``faults.Call`` (typed loosely: ``fault`` imports this module).
+Predicate = Callable[[Any], bool]
+
+
+class _WithBody(Protocol):
+    @property
+    def body(self) -> bytes | None: ...
+
+
 _MAX_DEPTH = 32
 
 
@@ -30,7 +35,7 @@ class BodyContains:
 
     expected: Mapping[str, Any]
 
-    def __call__(self, call: Call) -> bool:
+    def __call__(self, call: _WithBody) -> bool:
         body = call.body
         if not body or body.lstrip()[:1] != b"{":
             return False
@@ -50,7 +55,7 @@ class AllOf:
 
     parts: tuple[Predicate, ...]
 
-    def __call__(self, call: Call) -> bool:
+    def __call__(self, call: object) -> bool:
         return all(part(call) for part in self.parts)
 
     def __repr__(self) -> str:

@@ -142,3 +142,23 @@ async def test_over_http_only_the_matching_create_fails_and_the_body_reaches_the
     refused = await client.put(files, params={"path": "/run.sh"}, content=b"#!/bin/sh\n")
     assert refused.status_code == 507
     assert fake.calls.filter("upload_file", status=507).last.request.text == "#!/bin/sh\n"
+
+
+@pytest.mark.asyncio
+async def test_a_predicate_that_raises_is_the_fakes_internal_error_naming_the_call(
+    fake: FakeCreateOS, client: httpx.AsyncClient
+) -> None:
+    """The request gets the 500 envelope, ``fake.errors`` the predicate's traceback (which the
+    plugin reports at teardown); the body's text is in neither."""
+    fake.faults.add(Fault("create_sandbox", HttpError(503), when=lambda c: c.json()["x"]))
+    reply = await client.post("/v1/sandboxes", content=b"secret-not-json")
+    assert reply.status_code == 500
+    assert reply.json()["message"] == "internal error in the fake"
+    [(operation, trace)] = fake.errors
+    assert operation == "create_sandbox"
+    assert trace.rstrip().endswith(
+        "ValueError: the request body of create_sandbox POST /v1/sandboxes is not JSON"
+    )
+    assert "secret-not-json" not in trace
+    assert fake.sandboxes() == []
+    fake.errors.clear()
