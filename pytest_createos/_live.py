@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fake_server.models.recording import REDACTED, secret_name
 from pytest_createos._markers import DEFAULT_SHAPE
 from pytest_createos.provider import Environment
 
@@ -20,7 +21,7 @@ LIVE_ENVIRONMENT = "pytest-createos-live"
 
 
 class RedactedConfig(dict[str, Any]):
-    """A provider config whose repr hides the API key.
+    """A provider config whose repr hides the API key (the journal's redaction table).
 
     pytest prints fixture values in failure tracebacks, and ``Environment``'s repr includes its
     config; this keeps a live key (or any key) out of test reports. It is a plain ``dict``
@@ -28,7 +29,7 @@ class RedactedConfig(dict[str, Any]):
     """
 
     def __repr__(self) -> str:
-        shown = {k: ("***" if k == "apiKey" else v) for k, v in self.items()}
+        shown = {k: (REDACTED if secret_name(k) else v) for k, v in self.items()}
         return repr(shown)
 
 

@@ -7,6 +7,7 @@ import pytest
 from fake_server.models.calls import ApiCall, Calls
 from fake_server.models.journal import Event
 from fake_server.models.recording import body_text, redacted
+from pytest_createos._live import RedactedConfig
 
 CALLS_TESTS = """
 import pytest
@@ -122,3 +123,10 @@ def test_recorded_headers_and_bodies_reach_the_calls_redacted_and_capped() -> No
     assert call.response_body == '{"id": "sb-1"}'
     assert events[0].format() == "     1.000s request    create_sandbox POST /v1/sandboxes"
     assert "cos_live_secret" not in repr(call)
+
+
+def test_a_live_config_hides_its_key_like_the_journal() -> None:
+    """One redaction table: the plugin's config repr masks what the journal masks."""
+    config = RedactedConfig(apiUrl="https://api.test", apiKey="cos_live_secret", shape="s")
+    assert repr(config) == "{'apiUrl': 'https://api.test', 'apiKey': '<redacted>', 'shape': 's'}"
+    assert config == {"apiUrl": "https://api.test", "apiKey": "cos_live_secret", "shape": "s"}
