@@ -67,11 +67,10 @@ _SECRET_NAME = re.compile(
     re.IGNORECASE,
 )
 #: Cheap pre-check before a JSON body is parsed for redaction: lower-cased substrings one of
-#: which every field name ``_SECRET_NAME`` matches contains (``key"`` ends a JSON key such as
-#: ``"api_key"``, and leaves ``"ssh_pubkeys"`` of every sandbox reply alone).
-_SECRET_HINTS = (
-    "secret", "token", "passw", 'key"', "access", "private", "authori", "credential", "cookie",
-)  # fmt: skip
+#: which a credential field name contains (``key"`` ends a JSON key such as ``"api_key"`` or
+#: ``"secret_key"``, and leaves ``"ssh_pubkeys"`` of every sandbox reply alone; a key such as
+#: ``"api_key_id"`` is not looked for).
+_SECRET_HINTS = ("secret", "token", "passw", 'key"', "authori", "credential", "cookie")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -94,35 +93,35 @@ def redacted(
     """Headers for an event: names lower-cased, credential values ``<redacted>``, transport
     noise (``UNKEPT_HEADERS``) left out, at most ``HEADER_LIMIT``."""
     kept: list[tuple[str, str]] = []
-    shortest = min((len(secret) for secret in secrets if secret), default=0)
+    shortest = (min(map(len, secrets)) or 1) if secrets else 0
     for name, value in headers:
-        kind = _HEADER_KINDS.get(name)
-        if kind is None:
-            kind = _header_kind(name)
+        known = _HEADER_KINDS.get(name)
+        kind, lower = known if known is not None else _header_kind(name)
         if kind == _SKIP:
             continue
         if len(kept) == HEADER_LIMIT:
             break
         if kind == _SECRET:
-            kept.append((name.lower(), REDACTED))
+            kept.append((lower, REDACTED))
         elif shortest and len(value) >= shortest:
-            kept.append((name.lower(), scrub(value[:_VALUE_LIMIT], secrets)))
+            kept.append((lower, scrub(value[:_VALUE_LIMIT], secrets)))
         else:
-            kept.append((name.lower(), value[:_VALUE_LIMIT]))
+            kept.append((lower, value[:_VALUE_LIMIT]))
     return tuple(kept)
 
 
 _KEEP, _SECRET, _SKIP = 0, 1, 2
-#: Each header name (as sent) classified once: the journal records every request's headers.
-_HEADER_KINDS: dict[str, int] = {}
+#: Each header name (as sent) classified once, with its lower-case form: the journal records
+#: every request's headers.
+_HEADER_KINDS: dict[str, tuple[int, str]] = {}
 
 
-def _header_kind(name: str) -> int:
-    lower = name.lower()
+def _header_kind(name: str) -> tuple[int, str]:
+    lower = str(name).lower()
     kind = _SKIP if lower in UNKEPT_HEADERS else _SECRET if secret_name(lower) else _KEEP
     if len(_HEADER_KINDS) < 4096:  # names are client-chosen: bounded
-        _HEADER_KINDS[name] = kind
-    return kind
+        _HEADER_KINDS[name] = (kind, lower)
+    return kind, lower
 
 
 def query_text(query: Mapping[str, str], secrets: Collection[str] = ()) -> str:
