@@ -217,8 +217,15 @@ async def _serve(
 
 
 def _body_limit(operation: str) -> int:
-    """The most a handler of ``operation`` accepts: a file for uploads, JSON for the rest."""
+    """The most a handler of ``operation`` accepts: a file for uploads, JSON for the rest, and
+    nothing read ahead for preview traffic, whose body is streamed through to the sandbox."""
+    if operation in _STREAMED_BODIES:
+        return -1
     return MAX_UPLOAD_BYTES if operation == "upload_file" else MAX_JSON_BYTES
+
+
+#: Operations whose handler streams the request body on: it is neither read ahead nor kept.
+_STREAMED_BODIES = frozenset({"ingress"})
 
 
 def _call_of(request: web.Request, operation: str, request_id: str, body: bytes | None) -> Call:

@@ -62,9 +62,10 @@ TALLY_KEY: web.RequestKey[Tally] = web.RequestKey("fake_server.tally")
 async def read_ahead(request: web.Request, limit: int) -> bytes | None:
     """Read the body (at most ``limit`` + 1 bytes) into ``request[BODY_KEY]``; returns it.
 
-    A body announced larger than ``limit`` is left for the handler to refuse unread.
+    A body announced larger than ``limit`` is left for the handler to refuse unread; a
+    negative ``limit`` reads nothing (the handler streams the body on).
     """
-    if not request.body_exists:
+    if limit < 0 or not request.body_exists:
         return None
     if request.content_length is not None and request.content_length > limit:
         return None
