@@ -171,7 +171,8 @@ async def test_big_output_is_chunked_and_old_output_evicted(
     base = f"/v1/sandboxes/{sandbox}/processes/{process_id}"
     finished = (await client.get(base + "/wait")).json()["data"]
     output = finished["output"]
-    assert output["newest_seq"] >= 24  # 1.5 MB in frames of at most 64 KiB
+    # 1.5 MB in frames of at most 64 KiB: at least 23, however the writes were coalesced.
+    assert output["newest_seq"] >= 23
     assert output["bytes"] <= 1024 * 1024
     assert output["oldest_seq"] > 1
     gone = await client.get(base + "/connect", params={"after": 0})
