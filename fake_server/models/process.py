@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from fake_server.models.errors import Conflict, Gone
 from fake_server.models.output import OutputFrame, OutputJournal
 from fake_server.models.waiting import Wakeup, wait_event
+from fake_server.runtime.terminal import Terminal
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Callable
@@ -84,8 +85,8 @@ class Process:
         self.pid = pid
         self.spec = spec
         self.kind = "pty" if spec.pty else "process"
-        #: ``(rows, cols)`` of a PTY, changed by ``…/resize``.
-        self.pty_size = spec.pty
+        #: A PTY's window (``…/resize`` changes it; the runtime passes it on to the program).
+        self.terminal = Terminal(*spec.pty) if spec.pty else None
         self.created_at = created_at
         self.clock = clock
         self.stdin = stdin
@@ -108,6 +109,15 @@ class Process:
         self._shell: Runner | None = None
         #: Held while bulk output waits to be announced to readers (see ``_emit``).
         self._flush: Hold | None = None
+
+    @property
+    def pty_size(self) -> tuple[int, int] | None:
+        """``(rows, cols)`` of a PTY, ``None`` for a plain process."""
+        return None if self.terminal is None else self.terminal.size
+
+    def resize(self, rows: int, cols: int) -> None:
+        if self.terminal is not None:
+            self.terminal.resize(rows, cols)
 
     # -- running ------------------------------------------------------------------------------
 
@@ -146,6 +156,7 @@ class Process:
                 on_stdout=on_stdout,
                 on_stderr=on_stderr,
                 started=bridge.release,
+                terminal=self.terminal,
             )
         except asyncio.CancelledError:
             self._finish(None, self._kill_signal or "SIGKILL")

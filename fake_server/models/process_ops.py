@@ -24,9 +24,15 @@ __all__ = ["MAX_WAIT_MS", "ProcessOps"]
 MAX_WAIT_MS = 600_000
 MAX_GRACE_MS = 600_000
 PTY_UNSUPPORTED = (
-    "the fake's process runtime has no PTY support yet; "
-    "create this sandbox on the bashkit runtime for a PTY"
+    "a PTY on the fake's process runtime needs util-linux setsid in /usr, not found here; "
+    "install util-linux or create this sandbox on the bashkit runtime for a PTY"
 )
+
+
+def _has_setsid() -> bool:
+    from fake_server.runtime.process.pty import SETSID
+
+    return SETSID is not None
 
 
 class ProcessOps(AccountBase):
@@ -36,7 +42,7 @@ class ProcessOps(AccountBase):
         from fake_server.runtime import StdinPipe
 
         sandbox = self._running(sandbox_id)
-        if spec.pty and sandbox.machine.runtime == "process":
+        if spec.pty and sandbox.machine.runtime == "process" and not _has_setsid():
             raise NotImplementedByFake(PTY_UNSUPPORTED, code="not_implemented")
         env = self._env(sandbox, dict(spec.env))
         cwd = self._check_cwd(sandbox, spec.cwd)
@@ -84,7 +90,7 @@ class ProcessOps(AccountBase):
         for name, value in (("rows", rows), ("cols", cols)):
             if not 1 <= value <= 1000:
                 raise BadRequest("must be between 1 and 1000", field=name)
-        process.pty_size = (rows, cols)
+        process.resize(rows, cols)
         return process
 
     def close_process_stdin(self, sandbox_id: str, process_id: str) -> Process:

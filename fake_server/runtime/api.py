@@ -16,7 +16,8 @@ under bubblewrap, on real time; ``fake_server.runtime.process``). The models onl
     ``wait_clock(clock)`` is the clock that timeouts, grace periods and heartbeats of this
     sandbox's processes wait on: the fake's own for bashkit, real time for real processes.
 ``Runner``
-    ``run(argv, cwd=, env=, stdin=, on_stdout=, on_stderr=, started=)`` as ``Shell.run``, and
+    ``run(argv, cwd=, env=, stdin=, on_stdout=, on_stderr=, started=, terminal=)`` as
+    ``Shell.run`` (``terminal``: the PTY's window, for a PTY process), and
     ``signal(task, name, tree=)``: True when the runtime delivered a real signal (the owner then
     waits for the exit), False when the owner emulates it by cancelling the task.
 """
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
     from fake_server.clock import Clock
     from fake_server.runtime.pipes import StdinPipe
+    from fake_server.runtime.terminal import Terminal
 
 __all__ = ["RUNTIMES", "Disk", "Machine", "Meter", "Runner", "Runtime", "RuntimeUnavailable"]
 
@@ -72,6 +74,7 @@ class Runner(Protocol):
         on_stdout: Sink,
         on_stderr: Sink,
         started: Callable[[], None] | None = None,
+        terminal: Terminal | None = None,
     ) -> int: ...
 
     def sigterm_ignored(self, task: asyncio.Task[Any]) -> bool: ...

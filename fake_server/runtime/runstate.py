@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from fake_server.clock import Clock, Hold
     from fake_server.runtime.disk import SandboxDisk
+    from fake_server.runtime.terminal import Terminal
 
 __all__ = ["RunState", "Sink"]
 
@@ -44,6 +45,8 @@ class RunState:
         self._in_flight = 0
         self._drained = asyncio.Event()
         self._drained.set()
+        #: The PTY's window when the process runs on one (``stty`` reads it).
+        self.terminal: Terminal | None = None
 
     @contextlib.contextmanager
     def interpreter(self, stop: Callable[[], None]) -> Iterator[None]:

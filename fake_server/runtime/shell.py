@@ -22,6 +22,7 @@ from fake_server.runtime.pipes import BytesSource, StdinPipe
 from fake_server.runtime.primed import add_commands, primed
 from fake_server.runtime.realpath import realpath_command
 from fake_server.runtime.runstate import RunState
+from fake_server.runtime.stty import stty_command
 from fake_server.runtime.tar import tar_command
 from fake_server.runtime.timeout import timeout_command
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from fake_server.runtime.commands import CommandRegistry
     from fake_server.runtime.disk import SandboxDisk
     from fake_server.runtime.pipes import StdinSource
+    from fake_server.runtime.terminal import Terminal
 
 __all__ = ["BASE_ENV", "Shell"]
 
@@ -104,8 +106,11 @@ class Shell:
         on_stdout: Sink,
         on_stderr: Sink,
         started: Callable[[], None] | None = None,
+        terminal: Terminal | None = None,
     ) -> int:
         """Run ``argv`` to completion, streaming its output; returns the exit status (0..255).
+
+        ``terminal`` is a PTY process's window (``stty size`` prints it).
 
         ``started`` is called once the interpreter holds its busy token (or it never will, on
         an early error), so a caller can hand over its own token without a gap in which a
@@ -118,7 +123,7 @@ class Shell:
         """
         once = _once(started)
         try:
-            return await self._run(argv, cwd, env, stdin, on_stdout, on_stderr, once)
+            return await self._run(argv, cwd, env, stdin, on_stdout, on_stderr, once, terminal)
         finally:
             once()
 
@@ -131,6 +136,7 @@ class Shell:
         on_stdout: Sink,
         on_stderr: Sink,
         started: Callable[[], None],
+        terminal: Terminal | None = None,
     ) -> int:
         args = _check_argv(argv)
         workdir = self._workdir(cwd)
@@ -138,6 +144,7 @@ class Shell:
         environment.update(_check_env(env or {}))
         self._commands.attach(self._disk)
         state = RunState(self._clock, self._disk)
+        state.terminal = terminal
         task = asyncio.current_task()
         if task is not None:
             self._runs[task] = state
@@ -285,6 +292,7 @@ class Shell:
             "yes": endless.yes_command,
             "curl": netclients.curl_command(self._egress),
             "wget": netclients.wget_command(self._egress, self._clock),
+            "stty": stty_command(state.terminal),
         }
         for command in self._commands.commands():
             sinks = direct if command.name == leader else None

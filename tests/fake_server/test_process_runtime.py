@@ -270,18 +270,25 @@ async def test_reset_removes_every_sandbox_directory(
     assert fake.runtime == "process"
 
 
-async def test_a_pty_on_the_process_runtime_is_a_clear_501(
-    client: httpx.AsyncClient, make_sandbox: MakeSandbox
+async def test_a_pty_without_setsid_on_the_host_is_a_clear_501(
+    fake: FakeCreateOS,
+    client: httpx.AsyncClient,
+    make_sandbox: MakeSandbox,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from fake_server.runtime.process import pty
+
     sandbox_id = await make_sandbox()
+    monkeypatch.setattr(pty, "SETSID", None)
     response = await client.post(
         f"/v1/sandboxes/{sandbox_id}/processes", json={"pty": {"rows": 24, "cols": 80}}
     )
     assert response.status_code == 501
     assert response.json()["message"] == (
-        "the fake's process runtime has no PTY support yet; "
-        "create this sandbox on the bashkit runtime for a PTY"
+        "a PTY on the fake's process runtime needs util-linux setsid in /usr, not found here; "
+        "install util-linux or create this sandbox on the bashkit runtime for a PTY"
     )
+    assert fake.sandbox(sandbox_id).processes == {}
 
 
 async def test_disks_on_the_process_runtime_are_a_clear_409_and_leave_nothing(

@@ -6,16 +6,25 @@ and control keys.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
 import pytest
+from createos import Client
+from createos.models import CreateSandboxRequest
 
 from fake_server import FakeCreateOS, TransitionPolicy
+from fake_server.runtime.api import RUNTIMES
+from fake_server.runtime.process import tree
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
+
+    from createos.instance import SandboxInstance
 
 _HERE = Path(__file__).parent
 
@@ -39,3 +48,60 @@ def _http(fake: FakeCreateOS) -> Iterator[httpx.Client]:
     keys = {"X-Api-Key": fake.api_key, "X-Fake-Control-Key": fake.control_key}
     with httpx.Client(base_url=fake.url, headers=keys, timeout=20) as client:
         yield client
+
+
+# -- the runtime parity suite (test_runtime_parity*.py): one fake per runtime ----------------
+
+
+@pytest.fixture(name="runtime_fake", scope="module", params=RUNTIMES)
+def _runtime_fake(request: pytest.FixtureRequest) -> Iterator[FakeCreateOS]:
+    """A threaded fake per runtime; the process one must leave no process or directory."""
+    fake = FakeCreateOS(transitions=TransitionPolicy.immediate(), runtime=request.param).start()
+    yield fake
+    fake.close()
+    assert settled(lambda: not bwrap_children())
+
+
+@pytest.fixture(name="rt_fake")
+def _rt_fake(runtime_fake: FakeCreateOS) -> Iterator[FakeCreateOS]:
+    """The module's fake for this runtime, fresh for this test, with no unexpected error."""
+    runtime_fake.reset()
+    yield runtime_fake
+    assert runtime_fake.errors == []
+
+
+@pytest.fixture(name="sdk")
+def _sdk(rt_fake: FakeCreateOS) -> Iterator[Client]:
+    with Client(rt_fake.api_key, base_url=rt_fake.url) as client:
+        yield client
+
+
+@pytest.fixture(name="box")
+def _box(sdk: Client) -> SandboxInstance:
+    """A running sandbox of the runtime under test."""
+    request = CreateSandboxRequest(shape="s-1vcpu-1gb", environment_variables={"GREETING": "hello"})
+    sandbox = sdk.create_sandbox(request)
+    sandbox.wait_until_running()
+    return sandbox
+
+
+def settled(predicate: Callable[[], bool], bound: float = 10.0) -> bool:
+    """Whether ``predicate()`` holds within ``bound`` real seconds: a real process decides
+    when it is reaped or has printed, so the test polls what it waits for (never a duration)."""
+    end = time.monotonic() + bound
+    while not predicate():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def bwrap_children() -> list[int]:
+    """bwrap processes below this test process (a sandbox's tree that outlived its fake)."""
+    found = []
+    for level in tree.descendants(os.getpid()):
+        for pid in level:
+            with contextlib.suppress(OSError):
+                if b"bwrap" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]:
+                    found.append(pid)
+    return found

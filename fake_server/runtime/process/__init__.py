@@ -14,8 +14,9 @@ Each ``run()`` gets a PID namespace of its own, so the processes of one exec or 
 process are one tree: SIGKILL of its init kills it all, pause SIGSTOPs it, resume SIGCONTs it.
 Processes of the same sandbox do not see each other (a VM would show them all).
 
-Not supported (yet): PTYs, registered Python commands (``fake.commands``), disk quotas.
-Real programs run on real time: see ``docs/howto/process-runtime.md``.
+PTY processes run on a real PTY (``pty.py``). Not supported (yet): registered Python commands
+(``fake.commands``), disk quotas. Real programs run on real time: see
+``docs/howto/process-runtime.md``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.pipes import ProcessSignal, StdinPipe
-from fake_server.runtime.process import tree
+from fake_server.runtime.process import pty, tree
 from fake_server.runtime.shell import BASE_ENV
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from fake_server.runtime.api import Sink
     from fake_server.runtime.process.dirdisk import DirDisk
     from fake_server.runtime.process.netns import NetNamespace
+    from fake_server.runtime.terminal import Terminal
 
 __all__ = ["Run", "Runner", "bwrap_argv"]
 
@@ -127,11 +128,12 @@ class Runner:
         on_stdout: Sink,
         on_stderr: Sink,
         started: Callable[[], None] | None = None,
+        terminal: Terminal | None = None,
     ) -> int:
         """Run ``argv`` in the sandbox; the exit status, or ``ProcessSignal`` when a signal the
         API sent ended it. Raises ``FileNotFoundError`` for a missing working directory."""
         try:
-            return await self._run(argv, cwd, env, stdin, on_stdout, on_stderr)
+            return await self._run(argv, cwd, env, stdin, on_stdout, on_stderr, terminal)
         finally:
             if started is not None:
                 started()
@@ -144,6 +146,7 @@ class Runner:
         stdin: bytes | StdinPipe | None,
         on_stdout: Sink,
         on_stderr: Sink,
+        terminal: Terminal | None = None,
     ) -> int:
         args = _check_argv(argv)
         workdir = posixpath.normpath(cwd) if cwd else HOME
@@ -151,9 +154,13 @@ class Runner:
             code = errno.ENOTDIR if self._disk.exists(workdir) else errno.ENOENT
             raise FileNotFoundError(code, "the working directory does not exist")
         environment = {**BASE_ENV, **await self._extra_env(), **_check_env(env or {})}
-        bwrap = bwrap_argv(self._bwrap, self._root, workdir, environment)
-        command = [*self._net.enter_argv(), *bwrap, *args]
-        proc = await _spawn(command, piped=stdin is not None)
+        prefix = [
+            *self._net.enter_argv(),
+            *bwrap_argv(self._bwrap, self._root, workdir, environment),
+        ]
+        if terminal is not None:
+            return await self._run_on_pty(prefix, args, terminal, stdin, on_stdout)
+        proc = await _spawn([*prefix, *args], piped=stdin is not None)
         run = Run(proc.pid)
         task = asyncio.current_task()
         self._runs[task] = run
@@ -176,6 +183,30 @@ class Runner:
             for pump in pumps:
                 pump.cancel()
         return _status(code, run, missing.seen)
+
+    async def _run_on_pty(
+        self,
+        prefix: list[str],
+        args: list[str],
+        terminal: Terminal,
+        stdin: bytes | StdinPipe | None,
+        sink: Sink,
+    ) -> int:
+        """``args`` as the session leader of a real PTY (``pty.run_on_pty``)."""
+        task = asyncio.current_task()
+
+        def track(pid: int) -> Run:
+            self._runs[task] = run = Run(pid)
+            return run
+
+        if pty.SETSID is None:
+            raise RuntimeError("a PTY on the process runtime needs util-linux setsid in /usr")
+        command = [*prefix, pty.SETSID, "-cw", *args]
+        try:
+            code, run = await pty.run_on_pty(command, terminal, stdin, sink, track)
+        finally:
+            self._runs.pop(task, None)
+        return _status(code, run, False)
 
 
 class _NotFound:

@@ -1,0 +1,188 @@
+"""A process-runtime command on a real PTY.
+
+The command runs as ``setsid -cw CMD…`` inside the sandbox: a new session whose controlling
+terminal is the PTY, made inside the sandbox's PID namespace so job control (``bash -i``
+putting a job in the foreground, Ctrl-C reaching it) sees consistent process groups. The
+kernel's line discipline does the rest: echo, ``\\r\\n`` output, Ctrl-C as SIGINT, and
+``SIGWINCH`` when the window size (set on the master side) changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import shutil
+import signal as signals
+import struct
+import termios
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from fake_server.runtime.pipes import StdinPipe
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from fake_server.runtime.api import Sink
+    from fake_server.runtime.terminal import Terminal
+
+__all__ = ["SETSID", "run_on_pty", "set_size"]
+
+_READ = 64 * 1024
+#: Chunks read ahead of the consumer before reading pauses (back-pressure on the program).
+_AHEAD = 16
+#: util-linux ``setsid``, under the host's ``/usr`` (which every sandbox sees read-only).
+_FOUND = shutil.which("setsid", path="/usr/bin:/usr/sbin")
+SETSID = _FOUND if _FOUND and _FOUND.startswith("/usr/") else None
+
+
+class _Tree(Protocol):
+    def signal(self, signum: int, *, tree_scope: bool) -> None: ...
+
+
+_Run = TypeVar("_Run", bound=_Tree)
+
+#: Real seconds the output may trail the exit (programs of the namespace die with its init).
+_DRAIN_SECONDS = 5.0
+
+
+def set_size(fd: int, rows: int, cols: int) -> None:
+    """Set the PTY's window; the kernel sends SIGWINCH to its foreground process group."""
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
+async def run_on_pty(
+    command: Sequence[str],
+    terminal: Terminal,
+    stdin: bytes | StdinPipe | None,
+    on_output: Sink,
+    track: Callable[[int], _Run],
+) -> tuple[int, _Run]:
+    """Run ``command`` (bwrap's argv, ending in ``setsid -cw …``) with a PTY as its stdio.
+
+    Returns bwrap's exit status and the ``Run`` that ``track`` made for its pid. Output is
+    read until every holder of the PTY closed it.
+    """
+    master, slave = os.openpty()
+    try:
+        set_size(master, *terminal.size)
+        os.set_blocking(master, False)
+        proc = await asyncio.create_subprocess_exec(
+            *command, stdin=slave, stdout=slave, stderr=slave, start_new_session=True, env={}
+        )
+    except BaseException:
+        os.close(master)
+        raise
+    finally:
+        os.close(slave)
+    run = track(proc.pid)
+    stop_listening = terminal.listen(lambda rows, cols: _resize(master, rows, cols))
+    reader = _Reader(master, on_output)
+    feeding = asyncio.ensure_future(_feed(master, stdin))
+    try:
+        code = await proc.wait()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(reader.done(), _DRAIN_SECONDS)
+    except asyncio.CancelledError:
+        run.signal(signals.SIGKILL, tree_scope=True)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(asyncio.shield(proc.wait()), _DRAIN_SECONDS)
+        raise
+    finally:
+        stop_listening()
+        feeding.cancel()
+        reader.close()
+        os.close(master)
+    return code, run
+
+
+def _resize(fd: int, rows: int, cols: int) -> None:
+    with contextlib.suppress(OSError):  # the PTY closed meanwhile
+        set_size(fd, rows, cols)
+
+
+class _Reader:
+    """Reads the master side into ``sink`` in order, pausing while the sink falls behind."""
+
+    def __init__(self, fd: int, sink: Sink) -> None:
+        self._fd = fd
+        self._sink = sink
+        self._loop = asyncio.get_running_loop()
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._reading = False
+        self._pump = asyncio.ensure_future(self._deliver())
+        self._resume()
+
+    def _resume(self) -> None:
+        if not self._reading:
+            self._reading = True
+            self._loop.add_reader(self._fd, self._readable)
+
+    def _pause(self) -> None:
+        if self._reading:
+            self._reading = False
+            self._loop.remove_reader(self._fd)
+
+    def _readable(self) -> None:
+        try:
+            data = os.read(self._fd, _READ)
+        except BlockingIOError:
+            return
+        except OSError:  # EIO: no process holds the PTY any more
+            data = b""
+        if not data:
+            self._pause()
+            self._queue.put_nowait(None)
+            return
+        self._queue.put_nowait(data)
+        if self._queue.qsize() >= _AHEAD:
+            self._pause()
+
+    async def _deliver(self) -> None:
+        while (data := await self._queue.get()) is not None:
+            await self._sink(data)
+            if self._queue.empty() and self._reading is False:
+                self._resume()
+
+    async def done(self) -> None:
+        await asyncio.shield(self._pump)
+
+    def close(self) -> None:
+        self._pause()
+        self._pump.cancel()
+
+
+async def _feed(fd: int, stdin: bytes | StdinPipe | None) -> None:
+    """Type the client's input into the PTY as it arrives."""
+    if isinstance(stdin, StdinPipe):
+        while chunk := await stdin.read_chunk():
+            await _write(fd, chunk)
+    elif stdin:
+        await _write(fd, stdin)
+
+
+async def _write(fd: int, data: bytes) -> None:
+    loop = asyncio.get_running_loop()
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            await _writable(loop, fd)
+        except OSError:
+            return  # the PTY closed: nobody reads the input any more
+
+
+async def _writable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_writer(fd, wake)
+    try:
+        await ready
+    finally:
+        loop.remove_writer(fd)
