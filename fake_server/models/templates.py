@@ -243,6 +243,7 @@ def seed_sandbox(template: Template, sandbox: Sandbox) -> None:
     """Copy the built files and ENV values into a new sandbox's disk."""
     from fake_server.runtime import vfs
     from fake_server.runtime.disk import SandboxDisk
+    from fake_server.runtime.process.dirdisk import DirDisk
 
     image = template.image
     if image is None:
@@ -255,7 +256,8 @@ def seed_sandbox(template: Template, sandbox: Sandbox) -> None:
             if entry.kind == "directory":
                 if isinstance(sandbox.disk, SandboxDisk):
                     vfs.mkdirs(sandbox.disk.fs, path)
-                # Other runtimes' disks make a file's parent directories as they write it.
+                elif isinstance(sandbox.disk, DirDisk):
+                    sandbox.disk.make_dirs(path)
                 stack.append(path)
             elif entry.kind == "file":
                 sandbox.disk.write_file(path, image.read_file(path), mode=entry.mode)

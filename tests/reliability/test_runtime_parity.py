@@ -15,6 +15,7 @@ import pytest
 from conftest import settled
 from createos.errors import APIError
 from createos.models import (
+    CreateSandboxRequest,
     ExecStreamEventType,
     ManagedProcessConnectEventType,
     ManagedProcessCreateRequest,
@@ -22,6 +23,8 @@ from createos.models import (
     ManagedProcessSignal,
     ManagedProcessWaitOptions,
     RunCommandRequest,
+    TemplateCreateRequest,
+    TemplateStatus,
 )
 
 from fake_server.faults import CrashProcess, Fault
@@ -241,3 +244,22 @@ def _stopped(pid: int) -> bool:
     except OSError:
         return True
     return stat[stat.rfind(b")") + 2 :].split()[0] in (b"T", b"t")
+
+
+TEMPLATE = """FROM devbox:1
+ENV APP_HOME=/opt/app GREETING="hello there"
+WORKDIR /opt/app
+RUN echo v1 > version && mkdir -p logs \\
+ && printf '#!/bin/bash\\necho ran in $PWD\\n' > run.sh && chmod 755 run.sh
+"""
+
+
+def test_a_template_is_a_working_rootfs(rt_fake: FakeCreateOS, sdk: Client) -> None:
+    resources = rt_fake.world.ctx.resources
+    resources.template_pending_seconds = resources.template_step_seconds = 0.0
+    template = sdk.templates.create(TemplateCreateRequest(name="app", dockerfile=TEMPLATE))
+    assert settled(lambda: sdk.templates.get(template.id).status is TemplateStatus.READY)
+    box = sdk.create_sandbox(CreateSandboxRequest(shape="s-1vcpu-1gb", rootfs="app"))
+    box.wait_until_running()
+    script = "cat version; echo $GREETING; test -d logs && echo dir; cd /tmp && /opt/app/run.sh"
+    assert bash(box, f"cd /opt/app && {script}") == (0, "v1\nhello there\ndir\nran in /tmp\n", "")

@@ -50,6 +50,11 @@ class DirDisk:
             if mode is not None:
                 os.fchmod(handle.fileno(), mode & 0o7777)
 
+    def make_dirs(self, path: str) -> None:
+        """Create the directory ``path`` and its parents (a template's empty directories)."""
+        with self._parent(posixpath.join(path, "entry"), create=True):
+            pass
+
     def exists(self, path: str) -> bool:
         return self._kind(path) is not None
 
