@@ -4,7 +4,9 @@
 * ``exec true``: the runtime's ``run()`` against starting the same ``bwrap … true`` directly
   with asyncio, interleaved (goal: within 3 ms);
 * pause and resume of a sandbox running 10 processes (goal < 20 ms each);
-* sandboxes alive at once: bytes on disk per sandbox directory;
+* sandboxes alive at once: bytes on disk per sandbox directory, the fake's own memory per
+  idle sandbox, and the memory (PSS) of each sandbox's processes while every one of them runs
+  ``sleep`` (bwrap, the namespace's init and the program).
 * the sandbox's network namespace alone (part of create), and a preview URL's round trip
   (``GET`` through the fake's ``/_ingress/…`` proxy to ``python3 -m http.server`` in the
   sandbox) against the same request on a socket made in the sandbox's namespace directly.
@@ -170,6 +172,59 @@ def _netns_create(count: int) -> float:
     return median(times)
 
 
+def _rss() -> int:
+    """This process's resident set, in bytes."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _pss(pid: int) -> int:
+    """A process's proportional set size in bytes (shared pages split among their users)."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+async def _alive(
+    runtime: ProcessRuntime, clock: VirtualClock, count: int
+) -> tuple[float, float, float]:
+    """Disk and fake memory per idle sandbox, then process memory per sandbox running sleep."""
+    before = _rss()
+    machines = [runtime.new_sandbox(f"alive{index}") for index in range(count)]
+    fake_bytes = max(0, _rss() - before) / count
+    disk = median([_du(m.root) for m in machines])
+    tasks = [
+        asyncio.ensure_future(
+            m.runner(clock).run(["sleep", "300"], on_stdout=_nothing, on_stderr=_nothing)
+        )
+        for m in machines
+    ]
+    try:
+        for machine in machines:
+            await _until_processes(machine, 1)
+        pids = [
+            pid
+            for m in machines
+            for run in m.runs.values()
+            for pid in [run.pid, *(p for level in tree.descendants(run.pid) for p in level)]
+        ]
+        process_bytes = sum(_pss(pid) for pid in pids) / count
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for machine in machines:
+            machine.destroy()
+    return disk, fake_bytes, process_bytes
+
+
 async def run(rounds: int, creates: int, execs: int, alive: int) -> Report:
     report = Report(
         "process runtime: sandbox create, exec true vs bwrap, pause/resume, preview", rounds
@@ -197,8 +252,7 @@ async def run(rounds: int, creates: int, execs: int, alive: int) -> Report:
                 {"runtime": runtime_batch, "bwrap": bwrap_batch}, rounds
             )
             pauses = [await _pause_resume(runtime, clock) for _ in range(rounds)]
-            machines = [runtime.new_sandbox(f"alive{index}") for index in range(alive)]
-            disk = median([_du(m.root) for m in machines])
+            disk, fake_bytes, process_bytes = await _alive(runtime, clock, alive)
             netns_ms = _netns_create(creates) * 1e3
         finally:
             runtime.close()
@@ -218,6 +272,8 @@ async def run(rounds: int, creates: int, execs: int, alive: int) -> Report:
     report.add("resume, 10 processes", resume_ms, "ms")
     report.add("sandboxes alive", alive, "sandboxes")
     report.add("disk per sandbox", disk / 1024, "KiB")
+    report.add("runtime memory per idle sandbox", fake_bytes / 1024, "KiB")
+    report.add("process memory per sandbox running sleep (PSS)", process_bytes / 1024, "KiB")
     report.goal("sandbox create", create_ms, CREATE_GOAL_MS, "ms", higher_is_better=False)
     report.goal(
         "exec true over bwrap",

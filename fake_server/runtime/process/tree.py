@@ -36,8 +36,50 @@ def _children() -> dict[int, list[int]]:
     return children
 
 
+def _children_of(pid: int) -> list[int] | None:
+    """``pid``'s children from ``/proc/PID/task/*/children``; ``None`` where the kernel lacks
+    that file (then the whole of ``/proc`` is scanned instead)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found  # gone meanwhile
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as handle:
+                found.extend(int(child) for child in handle.read().split())
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{task}"):
+                continue  # the thread ended
+            return None
+        except OSError:
+            continue
+    return found
+
+
 def descendants(pid: int) -> list[list[int]]:
-    """Descendants of ``pid`` by depth: ``[children, grandchildren, ...]``."""
+    """Descendants of ``pid`` by depth: ``[children, grandchildren, ...]``.
+
+    Walks the tree through each process's ``children`` file: the cost grows with the tree,
+    not with every process on the host (pause and resume of a sandbox stay fast on a busy
+    machine).
+    """
+    levels: list[list[int]] = []
+    current = [pid]
+    while True:
+        below: list[int] = []
+        for parent in current:
+            children = _children_of(parent)
+            if children is None:
+                return _scan(pid)
+            below.extend(children)
+        if not below:
+            return levels
+        levels.append(below)
+        current = below
+
+
+def _scan(pid: int) -> list[list[int]]:
     children = _children()
     levels: list[list[int]] = []
     current = [pid]
