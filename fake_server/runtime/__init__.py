@@ -75,7 +75,11 @@ Known bashkit limits
 * Still capped without a message (bashkit's devices and expansion, not overridable by a
   command): reading ``/dev/zero`` gives at most 1 MiB and ``/dev/urandom``/``/dev/random`` 8 KiB
   per read, so ``head -c 5M /dev/zero`` yields 1 MiB; ``dd if=/dev/zero bs=1M count=N`` gives
-  all N MiB. A brace range of more than 100,000 items (``{1..200000}``) stays unexpanded.
+  all N MiB.
+* bashkit leaves a brace range of more than 10,000 items unexpanded and stops one word's brace
+  expansions at 50,000; a script (``bash -c``, or a line read by an interactive shell) holding
+  such an unquoted brace expression fails with status 1 and a message before it runs
+  (``braces.py``); one built at run time (``eval``, a nested ``bash -c``) is not caught.
 * A script waits for its background jobs (``sleep 100 &``) before it ends.
 """
 

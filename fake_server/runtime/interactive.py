@@ -9,11 +9,13 @@ its line arrives, like a real shell reading from a pipe or terminal; ``exit``, `
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import bashkit
 
+from fake_server.runtime import braces
 from fake_server.runtime.primed import add_commands
 
 if TYPE_CHECKING:
@@ -214,8 +216,13 @@ async def run_interactive(
             if not eof and _incomplete(bash, pending):
                 continue
             script, pending = pending, ""
+            cut = braces.overflow(script)
+            if cut is not None:  # bashkit would run it on the wrong words: say so, as $? 1
+                script = f"printf '%s' {shlex.quote(cut)} >&2; (exit 1)"
             alive.clear()
-            result = await bash.execute(f"{script}\n{ALIVE_COMMAND} $?", stdout=out, stderr=err)
+            # $? of the previous line carries over, as in a shell reading line by line.
+            chunk_script = f"(exit {status})\n{script}\n{ALIVE_COMMAND} $?"
+            result = await bash.execute(chunk_script, stdout=out, stderr=err)
             status = int(result.exit_code) & 0xFF
             if not alive:
                 return status

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import bashkit
 
-from fake_server.runtime import adapters, capacity, endless, netclients, vfs
+from fake_server.runtime import adapters, braces, capacity, endless, netclients, vfs
 from fake_server.runtime.disk import HOME, IMAGE_COMMANDS
 from fake_server.runtime.interactive import (
     argv_may_read_stdin,
+    command_string,
     reads_commands_from_stdin,
     run_interactive,
 )
@@ -217,6 +218,11 @@ class Shell:
         try:
             if isinstance(stdin, StdinPipe) and interactive:
                 return await run_interactive(bash, state, stdin, stdout, stderr)
+            script = command_string(args[1:]) if program in ("bash", "sh") else None
+            cut = braces.overflow(script) if script else None
+            if cut is not None:
+                await on_stderr(cut.encode())
+                return 1
             line = " ".join(_quote(a) for a in [program, *args[1:]])
             script = f"{adapters.STDIN_COMMAND} | {line}" if stdin is not None else line
             result = await bash.execute(script, stdout=stdout, stderr=stderr)

@@ -72,3 +72,51 @@ async def test_an_expansion_past_bashkits_word_limit_fails_with_a_message(box: B
     assert result.stderr == "bash: word split field limit (100000) exceeded\n"
     fits = await box.sh("set -- $(seq 100000); echo $#")
     assert (fits.code, fits.stdout) == (0, "100000\n")
+
+
+@pytest.mark.parametrize(
+    ("script", "shown", "words", "limit"),
+    [
+        ("echo {1..200000} | wc -w", "{1..200000}", 200000, 10000),
+        ("echo x; echo {1..20001..2}", "{1..20001..2}", 10001, 10000),
+        ("for i in {1..100}{1..1000}; do :; done", "{1..100}{1..1000}", 100000, 50000),
+    ],
+)
+async def test_brace_expansions_bashkit_would_cut_fail_with_a_message(
+    box: Box, script: str, shown: str, words: int, limit: int
+) -> None:
+    """Before: a range past 10,000 items stayed one word and one word's expansions stopped at
+    50,000, both with status 0. Now nothing runs (not even ``echo x``) and bash says why."""
+    result = await box.sh(script)
+    assert (result.code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"bash: {shown}: brace expansion of {words} words is beyond the fake's bashkit runtime "
+        f"(at most {limit}); use seq, or the process runtime\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("script", "output"),
+    [
+        ("echo {1..10000} | wc -w", "10000\n"),
+        ("echo {a..e}{1..10000} | wc -w", "50000\n"),
+        ("echo '{1..20001}' \"{1..20001}\" \\{1..20001}", "{1..20001} {1..20001} {1..20001}\n"),
+        ("# {1..200000}\necho ${#PATH} >/dev/null; echo ok", "ok\n"),
+    ],
+)
+async def test_brace_expansions_within_bashkits_limits_or_quoted_run(
+    box: Box, script: str, output: str
+) -> None:
+    result = await box.sh(script)
+    assert (result.code, result.stdout, result.stderr) == (0, output, "")
+
+
+async def test_an_interactive_shell_refuses_the_line_and_reads_on(box: Box) -> None:
+    from fake_server.runtime import StdinPipe
+
+    stdin = StdinPipe()
+    stdin.write(b"echo {1..20000}\necho next $?\nfalse\necho then $?\n")
+    stdin.close()
+    result = await box.run(["bash"], stdin=stdin)
+    assert (result.code, result.stdout) == (0, "next 1\nthen 1\n")
+    assert result.stderr.startswith("bash: {1..20000}: brace expansion of 20000 words")
