@@ -72,10 +72,10 @@ Known bashkit limits
 * ``kill -9 $$`` inside a script ends it with exit status 137, not a signal.
 * One expansion yields at most 100,000 words (``set -- $(seq 200000)``): the command fails
   with status 1 and ``bash: word split field limit (100000) exceeded`` on stderr.
-* Still capped without a message (bashkit's devices and expansion, not overridable by a
-  command): reading ``/dev/zero`` gives at most 1 MiB and ``/dev/urandom``/``/dev/random`` 8 KiB
-  per read, so ``head -c 5M /dev/zero`` yields 1 MiB; ``dd if=/dev/zero bs=1M count=N`` gives
-  all N MiB.
+* bashkit's devices give at most 1 MiB (``/dev/zero``) or 8 KiB (``/dev/urandom``,
+  ``/dev/random``) per read. ``head`` (``head.py``) and ``dd`` read them in full
+  (``head -c 5M /dev/zero``, ``dd if=/dev/urandom bs=1M count=2``); other commands reading a
+  device directly (``cat /dev/zero | …``, ``tr … </dev/urandom``) still get the capped read.
 * bashkit leaves a brace range of more than 10,000 items unexpanded and stops one word's brace
   expansions at 50,000; a script (``bash -c``, or a line read by an interactive shell) holding
   such an unquoted brace expression fails with status 1 and a message before it runs

@@ -13,6 +13,7 @@ import bashkit
 
 from fake_server.runtime import adapters, braces, capacity, endless, netclients, vfs
 from fake_server.runtime.disk import HOME, IMAGE_COMMANDS
+from fake_server.runtime.head import head_command
 from fake_server.runtime.interactive import (
     argv_may_read_stdin,
     command_string,
@@ -299,6 +300,7 @@ class Shell:
             "curl": netclients.curl_command(self._egress),
             "wget": netclients.wget_command(self._egress, self._clock),
             "stty": stty_command(state.terminal),
+            "head": head_command,
         }
         for command in self._commands.commands():
             sinks = direct if command.name == leader else None
