@@ -128,6 +128,13 @@ def test_a_signal_ends_a_process_with_that_signal(box: SandboxInstance) -> None:
     assert output(box, process_id) == (b"up\n", None, "SIGTERM")
 
 
+def test_a_signal_sent_at_once_after_create_is_not_lost(box: SandboxInstance) -> None:
+    """Sent before the program may have started: it still ends it (never a 300 s sleep)."""
+    process_id = start(box, "sleep 300")
+    box.processes.signal(process_id, ManagedProcessSignal.TERMINATE)
+    assert output(box, process_id) == (b"", None, "SIGTERM")
+
+
 @pytest.fixture(name="trap_honoured")
 def _trap_honoured(rt_fake: FakeCreateOS, request: pytest.FixtureRequest) -> None:
     if rt_fake.runtime == "bashkit":
@@ -175,7 +182,7 @@ def test_pause_keeps_files_and_processes_and_resume_continues(
     if isinstance(machine, ProcessMachine):
         # Difference: the process runtime stops every process while paused (bashkit's keep
         # running; a client polling only after resume sees no difference).
-        assert settled(lambda: all(_stopped(pid) for pid in _tree(machine)))
+        assert settled(lambda: _all_stopped(_tree(machine)))
     box.resume()
     box.wait_until_running()
     box.processes.input(process_id, "after\n")
@@ -236,6 +243,10 @@ def _tree(machine: ProcessMachine) -> list[int]:
 
     levels = [level for run in machine.runs.values() for level in tree.descendants(run.pid)[1:]]
     return [pid for level in levels for pid in level]
+
+
+def _all_stopped(pids: list[int]) -> bool:
+    return bool(pids) and all(_stopped(pid) for pid in pids)
 
 
 def _stopped(pid: int) -> bool:

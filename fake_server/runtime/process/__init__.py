@@ -68,7 +68,15 @@ class ProcessMachine:
         return self._disk
 
     def runner(self, clock: Clock) -> Runner:
-        return Runner(self._owner.bwrap, self.root, self._disk, self.runs, self.net, self._env)
+        return Runner(
+            self._owner.bwrap,
+            self.root,
+            self._disk,
+            self.runs,
+            self.net,
+            self._env,
+            lambda: self.paused,
+        )
 
     def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None:
         self.egress.rules = list(rules)

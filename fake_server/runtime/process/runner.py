@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import os
 import posixpath
 import signal as signals
@@ -32,6 +33,8 @@ _READ = 64 * 1024
 _HOST_ETC = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl",
              "ca-certificates", "localtime", "mime.types")  # fmt: skip
 _NOT_FOUND = b"bwrap: execvp "
+#: A signal sent before bwrap started the command waits for it (real seconds, tries).
+_LEADER_POLL, _LEADER_TRIES = 0.002, 1000
 
 
 def bwrap_argv(bwrap: str, root: Path, cwd: str, env: Mapping[str, str]) -> list[str]:
@@ -64,14 +67,22 @@ class Run:
 
     pid: int
     sent: set[int] = field(default_factory=set)
+    #: Whether the sandbox is paused: a tree that starts meanwhile is stopped once it runs.
+    paused: bool = False
 
-    def signal(self, signum: int, *, tree_scope: bool) -> None:
+    def signal(self, signum: int, *, tree_scope: bool, tries: int = _LEADER_TRIES) -> None:
         levels = tree.descendants(self.pid)
         self.sent.add(signum)
         if signum == signals.SIGKILL:
             tree.send(levels[0] if levels else [], signum)  # init: the whole namespace dies
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signum)
+            return
+        if tries > 0 and not _started(levels) and os.path.exists(f"/proc/{self.pid}"):
+            # bwrap has not started the command yet (no leader, or one not yet past exec, which
+            # bwrap's own handlers would swallow): deliver once it has, not never.
+            retry = functools.partial(self.signal, signum, tree_scope=tree_scope, tries=tries - 1)
+            asyncio.get_running_loop().call_later(_LEADER_POLL, retry)
             return
         pids = (
             [p for level in levels[1:] for p in level]
@@ -82,10 +93,34 @@ class Run:
         )
         tree.send(pids, signum)
 
-    def stop(self, signum: int) -> None:
-        """SIGSTOP/SIGCONT every process of the tree (pause and resume)."""
-        for level in tree.descendants(self.pid)[1:]:
+    def stop(self, signum: int, tries: int = _LEADER_TRIES) -> None:
+        """SIGSTOP/SIGCONT every process of the tree (pause and resume).
+
+        A tree whose command has not started yet is stopped once it has, unless the sandbox
+        was resumed meanwhile.
+        """
+        self.paused = signum == signals.SIGSTOP
+        levels = tree.descendants(self.pid)
+        for level in levels[1:]:
             tree.send(level, signum)
+        if self.paused and tries > 0 and not _started(levels):
+            asyncio.get_running_loop().call_later(_LEADER_POLL, self._stop_later, tries - 1)
+
+    def _stop_later(self, tries: int) -> None:
+        if self.paused and os.path.exists(f"/proc/{self.pid}"):
+            self.stop(signals.SIGSTOP, tries)
+
+
+def _started(levels: list[list[int]]) -> bool:
+    """Whether the leader exists and runs the command (no longer a copy of bwrap)."""
+    if len(levels) < 2:
+        return False
+    try:
+        with open(f"/proc/{levels[1][0]}/cmdline", "rb") as handle:
+            program = handle.read().split(b"\0", 1)[0]
+    except OSError:
+        return True  # gone already: nothing left to wait for
+    return not program.endswith(b"bwrap")
 
 
 class Runner:
@@ -99,6 +134,7 @@ class Runner:
         runs: dict[Any, Run],
         net: NetNamespace,
         extra_env: Callable[[], Awaitable[dict[str, str]]],
+        paused: Callable[[], bool] = lambda: False,
     ) -> None:
         self._bwrap = bwrap
         self._net = net
@@ -106,6 +142,9 @@ class Runner:
         self._root = root
         self._disk = disk
         self._runs = runs
+        self._paused = paused
+        #: Signals sent while bwrap is being started, delivered once it has (never lost).
+        self._early: dict[Any, list[tuple[int, bool]]] = {}
 
     def sigterm_ignored(self, task: asyncio.Task[Any]) -> bool:
         return False
@@ -113,10 +152,22 @@ class Runner:
     def signal(self, task: asyncio.Task[Any], name: str, *, tree: bool) -> bool:
         """Deliver ``name`` to the process in ``task``; False when it has not started yet."""
         run = self._runs.get(task)
-        if run is None:
-            return False
-        run.signal(tree_signal(name), tree_scope=tree)
-        return True
+        if run is not None:
+            run.signal(tree_signal(name), tree_scope=tree)
+            return True
+        if task in self._early:
+            self._early[task].append((tree_signal(name), tree))
+            return True
+        return False
+
+    def _register(self, task: Any, run: Run) -> Run:
+        """``run`` is live: signals sent while it started reach it now."""
+        self._runs[task] = run
+        for signum, tree_scope in self._early.pop(task, []):
+            run.signal(signum, tree_scope=tree_scope)
+        if self._paused():  # paused while bwrap started: stop the tree once it runs
+            run.stop(signals.SIGSTOP)
+        return run
 
     async def run(
         self,
@@ -132,9 +183,11 @@ class Runner:
     ) -> int:
         """Run ``argv`` in the sandbox; the exit status, or ``ProcessSignal`` when a signal the
         API sent ended it. Raises ``FileNotFoundError`` for a missing working directory."""
+        self._early[asyncio.current_task()] = []
         try:
             return await self._run(argv, cwd, env, stdin, on_stdout, on_stderr, terminal)
         finally:
+            self._early.pop(asyncio.current_task(), None)
             if started is not None:
                 started()
 
@@ -161,9 +214,8 @@ class Runner:
         if terminal is not None:
             return await self._run_on_pty(prefix, args, terminal, stdin, on_stdout)
         proc = await _spawn([*prefix, *args], piped=stdin is not None)
-        run = Run(proc.pid)
         task = asyncio.current_task()
-        self._runs[task] = run
+        run = self._register(task, Run(proc.pid))
         missing = _NotFound(args[0], on_stderr)
         pumps = [
             asyncio.ensure_future(_pump(proc.stdout, on_stdout)),
@@ -196,8 +248,7 @@ class Runner:
         task = asyncio.current_task()
 
         def track(pid: int) -> Run:
-            self._runs[task] = run = Run(pid)
-            return run
+            return self._register(task, Run(pid))
 
         if pty.SETSID is None:
             raise RuntimeError("a PTY on the process runtime needs util-linux setsid in /usr")
