@@ -68,9 +68,20 @@ async def run_on_pty(
     try:
         set_size(master, *terminal.size)
         os.set_blocking(master, False)
-        proc = await asyncio.create_subprocess_exec(
-            *command, stdin=slave, stdout=slave, stderr=slave, start_new_session=True, env={}
+        spawn = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
+                *command, stdin=slave, stdout=slave, stderr=slave, start_new_session=True, env={}
+            )
         )
+        try:
+            proc = await asyncio.shield(spawn)
+        except asyncio.CancelledError:  # killed while starting: the whole group, then reaped
+            with contextlib.suppress(BaseException):
+                started = await spawn
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(started.pid, signals.SIGKILL)
+                await asyncio.wait_for(started.wait(), _DRAIN_SECONDS)
+            raise
     except BaseException:
         os.close(master)
         raise
