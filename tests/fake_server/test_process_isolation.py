@@ -6,7 +6,9 @@ import asyncio
 import fcntl
 import functools
 import os
+import signal
 import socket
+import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -244,6 +246,28 @@ async def test_leftovers_of_a_killed_fake_are_removed_at_the_next_start(tmp_path
     finally:
         os.close(fd)
     assert sweep(base) == 1  # the live one, once unlocked
+    assert list(base.iterdir()) == []
+
+
+async def test_processes_still_running_from_a_leftover_are_killed_before_it_is_removed(
+    tmp_path: Path,
+) -> None:
+    """Should a sandbox's process outlive a killed fake (killed before bwrap took
+    ``--die-with-parent``), the next start ends it rather than leaving it running."""
+    base = tmp_path / "sandboxes"
+    sandbox = base / "999999999-dead" / "sb"
+    sandbox.mkdir(parents=True)
+    (sandbox.parent / "lock").write_text("999999999\n")
+    argv = [sys.executable, "-c", "import time; time.sleep(300)", "--bind", str(sandbox), "/"]
+    stray = await asyncio.create_subprocess_exec(*argv)  # with a sandbox's bwrap arguments
+    try:
+        assert sweep(base) == 1
+        # wait_for is a guard against a hang, not a timing check.
+        assert await asyncio.wait_for(stray.wait(), timeout=30) == -signal.SIGKILL
+    finally:
+        if stray.returncode is None:
+            stray.kill()
+            await stray.wait()
     assert list(base.iterdir()) == []
 
 

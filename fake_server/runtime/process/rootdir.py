@@ -3,7 +3,9 @@
 ``<tmp>/createos-fake-process/<pid>-<random>/`` holds a ``lock`` file the owning fake keeps
 ``flock``-ed for its whole life, and one directory per sandbox. A fake that was killed leaves
 its directory behind unlocked; the next fake to start removes every such leftover. Processes
-cannot outlive their fake: bwrap runs them with ``--die-with-parent``.
+do not outlive their fake (bwrap runs them with ``--die-with-parent``), except one killed in
+the instant before bwrap takes that setting: the sweep kills what still runs from a leftover
+directory before removing it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -139,12 +142,35 @@ def sweep(base: Path) -> int:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     continue  # a live fake holds it
+            kill_processes_of(entry)
             remove_tree(entry)
             removed += 1
         finally:
             if fd is not None:
                 os.close(fd)
     return removed
+
+
+def kill_processes_of(directory: Path) -> int:
+    """SIGKILL every process whose command line names a path under ``directory``.
+
+    A sandbox's bwrap (and its namespace's init, bwrap's fork) carry ``--bind <dir>/<id> /``
+    in their arguments; killing the init ends everything in its PID namespace.
+    """
+    needle = os.fsencode(directory) + b"/"
+    killed = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+        if needle in cmdline:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed += 1
+    return killed
 
 
 def _alive(name: str) -> bool:
