@@ -14,14 +14,14 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from fake_server.runtime import vfs
+from fake_server.runtime.devices import open_stream
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import AsyncIterator
 
     import bashkit
 
-__all__ = ["DEVICES", "head_command"]
+__all__ = ["head_command"]
 
 _CHUNK = 64 * 1024
 _SIGPIPE_STATUS = 141
@@ -31,21 +31,6 @@ _SUFFIXES = {
     "TiB": 1024**4,
 }  # fmt: skip
 _NUMBER = re.compile(r"^(-?)(\d+)([A-Za-z]*)$")
-
-
-def _zeros() -> Iterator[bytes]:
-    block = bytes(_CHUNK)
-    while True:
-        yield block
-
-
-def _random() -> Iterator[bytes]:
-    while True:
-        yield os.urandom(_CHUNK)
-
-
-#: Endless devices this ``head`` reads itself.
-DEVICES = {"/dev/zero": _zeros, "/dev/urandom": _random, "/dev/random": _random}
 
 
 class _Usage(Exception):
@@ -112,7 +97,7 @@ async def head_command(ctx: bashkit.CommandContext) -> int:
     try:
         for index, name in enumerate(files):
             try:
-                chunks = _open(ctx, name)
+                chunks = open_stream(ctx, name)
             except OSError as exc:
                 await ctx.stderr.write(_open_error(name, exc))
                 status = 1
@@ -131,40 +116,6 @@ def _open_error(name: str, exc: OSError) -> bytes:
     if exc.errno == errno.EISDIR:
         return f"head: error reading '{name}': {reason}\n".encode()
     return f"head: cannot open '{name}' for reading: {reason}\n".encode()
-
-
-def _open(ctx: bashkit.CommandContext, name: str) -> AsyncIterator[bytes]:
-    if name == "-":
-        return _stdin(ctx)
-    path = vfs.abspath(name, ctx.cwd)
-    if path in DEVICES:
-        return _endless(DEVICES[path]())
-    try:
-        real = vfs.resolve(ctx.fs, path, missing="none")
-        entry = vfs.lstat(ctx.fs, real)
-        if entry is not None and entry.kind == "directory":
-            raise IsADirectoryError(errno.EISDIR, "Is a directory")
-        data = ctx.fs.read_file(real)
-    except OSError:
-        raise
-    except (RuntimeError, ValueError) as exc:
-        raise vfs.os_error(exc, path) from None
-    return _once(data)
-
-
-async def _stdin(ctx: bashkit.CommandContext) -> AsyncIterator[bytes]:
-    while (chunk := await ctx.stdin.read_chunk()) is not None:
-        if chunk:
-            yield chunk
-
-
-async def _endless(blocks: Iterator[bytes]) -> AsyncIterator[bytes]:
-    for block in blocks:
-        yield block
-
-
-async def _once(data: bytes) -> AsyncIterator[bytes]:
-    yield data
 
 
 async def _copy(

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import bashkit
 
-from fake_server.runtime import adapters, braces, capacity, endless, netclients, vfs
+from fake_server.runtime import adapters, braces, capacity, devices, endless, netclients, vfs
+from fake_server.runtime.cat import cat_command
 from fake_server.runtime.disk import HOME, IMAGE_COMMANDS
 from fake_server.runtime.head import head_command
 from fake_server.runtime.interactive import (
@@ -219,12 +220,14 @@ class Shell:
         try:
             if isinstance(stdin, StdinPipe) and interactive:
                 return await run_interactive(bash, state, stdin, stdout, stderr)
+            line = " ".join(_quote(a) for a in [program, *args[1:]])
             script = command_string(args[1:]) if program in ("bash", "sh") else None
-            cut = braces.overflow(script) if script else None
+            cut = (braces.overflow(script) if script else None) or devices.capped_read(
+                bash, script or line
+            )
             if cut is not None:
                 await on_stderr(cut.encode())
                 return 1
-            line = " ".join(_quote(a) for a in [program, *args[1:]])
             script = f"{adapters.STDIN_COMMAND} | {line}" if stdin is not None else line
             result = await bash.execute(script, stdout=stdout, stderr=stderr)
         except asyncio.CancelledError:
@@ -301,6 +304,7 @@ class Shell:
             "wget": netclients.wget_command(self._egress, self._clock),
             "stty": stty_command(state.terminal),
             "head": head_command,
+            "cat": cat_command,
         }
         for command in self._commands.commands():
             sinks = direct if command.name == leader else None
