@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import bashkit
 
-from fake_server.runtime import braces
+from fake_server.runtime import braces, devices
 from fake_server.runtime.primed import add_commands
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ async def run_interactive(
             if not eof and _incomplete(bash, pending):
                 continue
             script, pending = pending, ""
-            cut = braces.overflow(script)
+            cut = braces.overflow(script) or devices.capped_read(bash, script)
             if cut is not None:  # bashkit would run it on the wrong words: say so, as $? 1
                 script = f"printf '%s' {shlex.quote(cut)} >&2; (exit 1)"
             alive.clear()
