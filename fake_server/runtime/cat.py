@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.devices import open_stream
+from fake_server.runtime.devices import open_stream, write_failure
 
 if TYPE_CHECKING:
     import bashkit
@@ -135,4 +135,7 @@ async def cat_command(ctx: bashkit.CommandContext) -> int:
                     await ctx.stdout.write(data)
     except BrokenPipeError:
         return _SIGPIPE_STATUS
+    except RuntimeError as exc:  # bashkit refused the write: the disk or the file is full
+        await ctx.stderr.write(f"cat: write error: {write_failure(exc)}\n".encode())
+        return 1
     return status

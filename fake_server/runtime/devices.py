@@ -23,7 +23,7 @@ from fake_server.runtime import vfs
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
 
-__all__ = ["CAPS", "DEVICES", "capped_read", "open_stream"]
+__all__ = ["CAPS", "DEVICES", "capped_read", "open_stream", "write_failure"]
 
 _CHUNK = 64 * 1024
 
@@ -79,6 +79,12 @@ def open_stream(ctx: bashkit.CommandContext, name: str) -> AsyncIterator[bytes]:
     except (RuntimeError, ValueError) as exc:
         raise vfs.os_error(exc, path) from None
     return _once(data)
+
+
+def write_failure(exc: RuntimeError) -> str:
+    """Why bashkit refused a write to a command's output (a full disk, a file too large)."""
+    code = vfs.os_error(exc).errno or errno.EIO
+    return os.strerror(code)
 
 
 async def _stdin(ctx: bashkit.CommandContext) -> AsyncIterator[bytes]:

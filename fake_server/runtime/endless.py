@@ -11,6 +11,8 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
+from fake_server.runtime.devices import write_failure
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
@@ -37,6 +39,9 @@ async def yes_command(ctx: bashkit.CommandContext) -> int:
             await ctx.stdout.write(block)
     except BrokenPipeError:
         return SIGPIPE_STATUS
+    except RuntimeError as exc:  # bashkit refused the write: the disk or the file is full
+        await ctx.stderr.write(f"yes: standard output: {write_failure(exc)}\n".encode())
+        return 1
 
 
 async def seq_command(ctx: bashkit.CommandContext) -> int:
@@ -62,6 +67,9 @@ async def seq_command(ctx: bashkit.CommandContext) -> int:
             await ctx.stdout.write("".join(pending).encode())
     except BrokenPipeError:
         return SIGPIPE_STATUS
+    except RuntimeError as exc:
+        await ctx.stderr.write(f"seq: write error: {write_failure(exc)}\n".encode())
+        return 1
     return 0
 
 

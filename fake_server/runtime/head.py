@@ -14,7 +14,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.devices import open_stream
+from fake_server.runtime.devices import open_stream, write_failure
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -108,6 +108,9 @@ async def head_command(ctx: bashkit.CommandContext) -> int:
             await _copy(ctx, chunks, options)
     except BrokenPipeError:
         return _SIGPIPE_STATUS
+    except RuntimeError as exc:  # bashkit refused the write: the disk or the file is full
+        await ctx.stderr.write(f"head: write error: {write_failure(exc)}\n".encode())
+        return 1
     return status
 
 

@@ -52,6 +52,7 @@ def os_error(exc: BaseException, path: str = "") -> OSError:
     table = (
         ("too large", errno.EFBIG),
         ("filesystem full", errno.ENOSPC),
+        ("no space left", errno.ENOSPC),
         ("not a directory", errno.ENOTDIR),
         ("is a directory", errno.EISDIR),
         ("not empty", errno.ENOTEMPTY),

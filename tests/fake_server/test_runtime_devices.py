@@ -166,3 +166,20 @@ async def test_an_endless_cat_is_killed_at_once(box: Box) -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert received > 1100000
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ("cat /dev/zero", "cat: write error: File too large\n"),
+        ("head -c 100 /dev/zero", "head: write error: File too large\n"),
+        ("yes", "yes: standard output: File too large\n"),
+        ("seq 100000", "seq: write error: File too large\n"),
+    ],
+)
+async def test_a_refused_write_fails_as_gnu(box: Box, command: str, message: str) -> None:
+    """Before: ``cat: RuntimeError: io error: File too large``, no line end."""
+    box.disk.write_file("/f", bytes(9_999_990))  # 10 bytes short of bashkit's file limit
+    result = await box.sh(f"{command} >> /f; echo $?")
+    assert (result.code, result.stdout, result.stderr) == (0, "1\n", message)
+    assert len(box.disk.fs.read_file("/f")) <= 10_000_000
