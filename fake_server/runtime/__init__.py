@@ -28,7 +28,8 @@ sandbox gets is chosen per fake, per rootfs and per test (``fake_server.runtime.
 GNU overrides of bashkit builtins: ``realpath`` (symlinks resolved; ``-e``/``-m``), ``tar``
 (links kept as links, modes, ``--exclude``, ``-h``, ``-z``), ``sleep`` and ``timeout`` (on the
 fake's clock, interruptible), ``seq`` and ``yes`` (whole output, streamed: bashkit's stop
-silently at 100,000 and 10,000 lines; a writer whose reader went away ends with 141).
+silently at 100,000 and 10,000 lines; a writer whose reader went away ends with 141), ``cat``
+and ``head`` (the endless devices in full).
 
 Killing and signals
 -------------------
@@ -73,9 +74,15 @@ Known bashkit limits
 * One expansion yields at most 100,000 words (``set -- $(seq 200000)``): the command fails
   with status 1 and ``bash: word split field limit (100000) exceeded`` on stderr.
 * bashkit's devices give at most 1 MiB (``/dev/zero``) or 8 KiB (``/dev/urandom``,
-  ``/dev/random``) per read. ``head`` (``head.py``) and ``dd`` read them in full
-  (``head -c 5M /dev/zero``, ``dd if=/dev/urandom bs=1M count=2``); other commands reading a
-  device directly (``cat /dev/zero | …``, ``tr … </dev/urandom``) still get the capped read.
+  ``/dev/random``) per read. ``cat`` (``cat.py``), ``head`` (``head.py``) and ``dd`` read them
+  in full (``cat /dev/zero | head -c 5M``, ``dd if=/dev/urandom bs=1M count=2``). A script
+  reading one where bashkit would cut it -- a redirect (``tr -dc a-z </dev/urandom``, read by
+  bashkit itself) or a device operand of another reader (``od``, ``base64``, ``wc``…) -- fails
+  with status 1 and a message before it runs (``devices.py``); a device path computed at run
+  time (``od $dev``) is not caught.
+* An endless writer (``yes``, ``cat /dev/zero``) into a reader that never stops runs until it is
+  killed; the virtual clock does not move while it works (``timeout 1 yes >/dev/null`` on a
+  ``VirtualClock`` never times out).
 * bashkit leaves a brace range of more than 10,000 items unexpanded and stops one word's brace
   expansions at 50,000; a script (``bash -c``, or a line read by an interactive shell) holding
   such an unquoted brace expression fails with status 1 and a message before it runs

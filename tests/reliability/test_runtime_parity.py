@@ -80,6 +80,23 @@ def test_exec_has_no_terminal(box: SandboxInstance) -> None:
     )
 
 
+def test_devices_read_in_full_or_the_script_fails(
+    rt_fake: FakeCreateOS, box: SandboxInstance
+) -> None:
+    piped = "cat /dev/urandom | tr -dc a-z | head -c 100000 | wc -c"
+    assert bash(box, piped) == (0, "100000\n", "")
+    redirect = bash(box, "tr -dc a-z </dev/urandom | head -c 10000 | wc -c")
+    if rt_fake.runtime == "process":
+        assert redirect == (0, "10000\n", "")
+    else:  # difference: bashkit reads a redirect itself, at most 8 KiB of /dev/urandom
+        assert redirect == (
+            1,
+            "",
+            "bash: /dev/urandom: a redirect reads at most 8 KiB of it in the fake's bashkit "
+            "runtime; use cat /dev/urandom | ..., or the process runtime\n",
+        )
+
+
 def test_streamed_exec_keeps_each_stream_in_order(box: SandboxInstance) -> None:
     script = "for i in 1 2 3; do echo out$i; echo err$i >&2; done; exit 2"
     request = RunCommandRequest(command="/bin/bash", arguments=["-c", script])
