@@ -294,7 +294,7 @@ _WORDS = st.sampled_from(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    command=st.sampled_from(["tar", "realpath", "sleep", "timeout 1 sleep"]),
+    command=st.sampled_from(["tar", "realpath", "sleep", "timeout 1 sleep", "cat", "head"]),
     args=st.lists(_WORDS, max_size=6),
 )
 def test_overridden_commands_never_crash_on_any_arguments(command: str, args: list[str]) -> None:
