@@ -118,8 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "process", "bashkit"),
         default="auto",
         help="what runs in sandboxes: real programs under bubblewrap (process), the in-memory "
-        "bashkit shell, or auto: process where bubblewrap runs here (as root: each sandbox gets "
-        "a network namespace), else bashkit",
+        "bashkit shell, or auto: process where bubblewrap runs here, else bashkit (without "
+        "root, process-runtime sandboxes have no shared network: no preview URLs, egress or "
+        "account networks)",
     )
     serve.add_argument(
         "--allow-host",
@@ -141,18 +142,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _runtime(choice: str) -> tuple[str, str]:
-    """The runtime to serve with and the line that says so."""
+    """The runtime to serve with and the line that says so (with the process runtime's
+    network mode: reduced where sandboxes cannot share a network namespace)."""
+    from fake_server.runtime.process import netmode
     from fake_server.runtime.process.bwrap import require_bwrap
-    from fake_server.runtime.process.netns import require_netns
 
-    if choice != "auto":
-        return choice, f"runtime: {choice}"
-    try:
-        require_bwrap()
-        require_netns()
-    except RuntimeUnavailable as exc:
-        return "bashkit", f"runtime: bashkit ({str(exc).split('. ')[0]})"
-    return "process", "runtime: process"
+    if choice == "bashkit":
+        return choice, "runtime: bashkit"
+    if choice == "auto":
+        try:
+            require_bwrap()
+        except RuntimeUnavailable as exc:
+            return "bashkit", f"runtime: bashkit ({str(exc).split('. ')[0]})"
+    return "process", f"runtime: {netmode.detect().describe()}"
 
 
 def serve_key(api_key: str | None, seed: int | None) -> str | None:

@@ -23,8 +23,9 @@ from aiohttp import web
 
 from fake_server.clockbase import EXCHANGE_HEADER
 from fake_server.http.keys import WORLD_KEY, sandbox_id
-from fake_server.models.errors import ApiError, BadRequest
+from fake_server.models.errors import ApiError, BadGateway, BadRequest
 from fake_server.models.ingress import not_listening, preview
+from fake_server.runtime.api import FeatureUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -57,6 +58,8 @@ async def ingress(request: web.Request) -> web.StreamResponse:
     sandbox, port = preview(request.app[WORLD_KEY], sandbox_id(request), request.match_info["port"])
     try:
         sock = await sandbox.machine.connect(port)
+    except FeatureUnavailable as exc:  # no network shared with its servers (not root)
+        raise BadGateway(str(exc)) from None
     except OSError:
         raise not_listening(port) from None
     reader, writer = await asyncio.open_connection(sock=sock)

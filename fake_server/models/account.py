@@ -73,17 +73,21 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, AccountBase):
         if plan.disks and machine.runtime != "bashkit":
             machine.destroy()
             raise Conflict(DISKS_NEED_BASHKIT, code="runtime_unsupported")
-        sandbox = Sandbox(
-            sandbox_id=sandbox_id,
-            account_id=self.id,
-            spec=spec,
-            shape=shape,
-            name=spec.name or ids.name(),
-            ip=ids.private_ip(),
-            spawn_ms=ids.spawn_ms(),
-            machine=machine,
-            ctx=self.ctx,
-        )
+        try:
+            sandbox = Sandbox(
+                sandbox_id=sandbox_id,
+                account_id=self.id,
+                spec=spec,
+                shape=shape,
+                name=spec.name or ids.name(),
+                ip=ids.private_ip(),
+                spawn_ms=ids.spawn_ms(),
+                machine=machine,
+                ctx=self.ctx,
+            )
+        except ApiError:  # egress rules the runtime cannot honour: nothing left behind
+            machine.destroy()
+            raise
         self.sandboxes[sandbox.id] = sandbox
         try:
             self.resources.apply(plan, sandbox)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from fake_server.models.base import AccountBase
 from fake_server.models.envs import check_envs
-from fake_server.models.errors import BadRequest, Conflict, NotFound
+from fake_server.models.errors import ApiError, BadRequest, Conflict, NotFound
 
 if TYPE_CHECKING:
     from fake_server.models.sandbox import Sandbox
@@ -112,26 +112,31 @@ class AdminOps(AccountBase):
         envs = tuple(source.envs.items()) if spec.envs is None else spec.envs
         check_envs(envs)
         ids = self.ctx.ids
-        child = Sandbox(
-            sandbox_id=ids.sandbox_id(),
-            account_id=self.id,
-            spec=source.spec,
-            shape=source.shape,
-            name=ids.name(),
-            ip=ids.private_ip(),
-            spawn_ms=ids.spawn_ms(),
-            machine=source.machine.fork(),
-            ctx=self.ctx,
-            forked_from=source.id,
-            start_paused=spec.start_paused,
-        )
+        machine = source.machine.fork()
+        try:
+            child = Sandbox(
+                sandbox_id=ids.sandbox_id(),
+                account_id=self.id,
+                spec=source.spec,
+                shape=source.shape,
+                name=ids.name(),
+                ip=ids.private_ip(),
+                spawn_ms=ids.spawn_ms(),
+                machine=machine,
+                ctx=self.ctx,
+                forked_from=source.id,
+                start_paused=spec.start_paused,
+                egress=list(source.egress if spec.egress is None else spec.egress),
+            )
+        except ApiError:  # egress rules the runtime cannot honour: no copy left behind
+            machine.destroy()
+            raise
         child.envs = dict(envs)
         child.disk_mib = source.disk_mib
         child.auto_pause_after_seconds = source.auto_pause_after_seconds
         child.ingress_enabled = (
             source.ingress_enabled if spec.ingress_enabled is None else spec.ingress_enabled
         )
-        child.egress = list(source.egress if spec.egress is None else spec.egress)
         child.ssh_pubkeys = list(
             source.ssh_pubkeys if spec.ssh_pubkeys is None else spec.ssh_pubkeys
         )

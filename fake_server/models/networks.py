@@ -148,9 +148,13 @@ class Networks:
     def join(self, network: Network, sandbox: Sandbox) -> Network:
         if sandbox.id in network.members:
             raise Conflict("sandbox is already attached to this network", code="already_attached")
+        from fake_server.runtime.api import FeatureUnavailable
+
         member = Member(sandbox, network.next_ip())
         try:  # the process runtime wires a real interface; bashkit records only
             sandbox.machine.join_network(network.id, f"{member.ip}/{network.cidr.prefixlen}")
+        except FeatureUnavailable as exc:
+            raise Conflict(str(exc), code="runtime_unsupported") from None
         except OSError as exc:
             raise Conflict(
                 f"this host cannot connect the sandbox to the network ({exc}); "

@@ -96,7 +96,10 @@ class Sandbox:
         ctx: Context,
         forked_from: str | None = None,
         start_paused: bool = False,
+        egress: list[str] | None = None,
     ) -> None:
+        """``egress``: the rules (default: the spec's); a runtime that cannot honour them
+        raises ``Conflict`` here, before the sandbox is recorded anywhere."""
         self.id = sandbox_id
         self.account_id = account_id
         self.spec = spec
@@ -114,7 +117,7 @@ class Sandbox:
         extras = spec.extras
         self.ingress_enabled = spec.ingress_enabled
         self._egress: list[str] = []
-        self.egress = list(extras.get("egress") or [])
+        self.egress = list(extras.get("egress") or []) if egress is None else egress
         self.ssh_pubkeys: list[str] = list(extras.get("ssh_pubkeys") or [])
         self.auto_pause_after_seconds: int | None = extras.get("auto_pause_after_seconds") or None
         self.disk_mib: int = extras.get("disk_mib") or shape.default_disk_mib
@@ -146,8 +149,13 @@ class Sandbox:
 
     @egress.setter
     def egress(self, rules: list[str]) -> None:
+        from fake_server.runtime.api import FeatureUnavailable
+
+        try:
+            self.machine.set_egress(list(rules), lambda: self.bandwidth)
+        except FeatureUnavailable as exc:  # the rules stay as they were
+            raise Conflict(str(exc), code="runtime_unsupported") from None
         self._egress = list(rules)
-        self.machine.set_egress(self._egress, lambda: self.bandwidth)
 
     # -- the state machine --------------------------------------------------------------------
 

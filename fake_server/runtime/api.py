@@ -13,6 +13,8 @@ under bubblewrap, on real time; ``fake_server.runtime.process``). The models onl
     server inside (preview URLs), ``ConnectionRefusedError`` when none listens;
     ``set_egress(rules, meter)`` is told the sandbox's egress rules whenever they change;
     ``join_network(id, "ip/prefix")`` / ``leave_network(id)`` follow its account networks.
+    ``connect``, ``set_egress`` and ``join_network`` raise ``FeatureUnavailable`` where the
+    runtime cannot do it here (nothing changed).
     ``wait_clock(clock)`` is the clock that timeouts, grace periods and heartbeats of this
     sandbox's processes wait on: the fake's own for bashkit, real time for real processes.
 ``Runner``
@@ -35,7 +37,16 @@ if TYPE_CHECKING:
     from fake_server.runtime.pipes import StdinPipe
     from fake_server.runtime.terminal import Terminal
 
-__all__ = ["RUNTIMES", "Disk", "Machine", "Meter", "Runner", "Runtime", "RuntimeUnavailable"]
+__all__ = [
+    "RUNTIMES",
+    "Disk",
+    "FeatureUnavailable",
+    "Machine",
+    "Meter",
+    "Runner",
+    "Runtime",
+    "RuntimeUnavailable",
+]
 
 #: Runtime names a fake, a rootfs or a test may ask for.
 RUNTIMES = ("bashkit", "process")
@@ -45,6 +56,13 @@ Sink = Callable[[bytes], Awaitable[None]]
 
 class RuntimeUnavailable(RuntimeError):
     """The runtime asked for cannot run on this machine; the message says why and what to do."""
+
+
+class FeatureUnavailable(Exception):
+    """A sandbox's runtime cannot do what was asked on this machine; the message says why.
+
+    The models answer it as the API documents for the feature (409 ``runtime_unsupported``,
+    or 502 for a preview URL), never as a crash."""
 
 
 class Disk(Protocol):

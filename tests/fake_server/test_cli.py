@@ -208,22 +208,16 @@ def test_serve_auto_falls_back_to_bashkit_and_says_why(monkeypatch: pytest.Monke
     assert _runtime("bashkit") == ("bashkit", "runtime: bashkit")
 
 
-def test_serve_auto_falls_back_to_bashkit_without_network_namespaces(
+def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_missing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Not root: bubblewrap runs, but sandboxes cannot get their network namespaces."""
-    import functools
-
+    """Not root: bubblewrap runs, so ``auto`` serves it, with a network per process."""
     from fake_server.__main__ import _runtime
-    from fake_server.runtime.process import netns
+    from fake_server.runtime.process import netmode
 
-    def refused(*_args: int) -> int:
-        raise PermissionError(1, "Operation not permitted")
-
-    monkeypatch.setattr(netns, "_unshare", refused)
-    monkeypatch.setattr(netns, "_probe", functools.cache(netns._probe.__wrapped__))
-    assert _runtime("auto") == (
-        "bashkit",
-        "runtime: bashkit (the process runtime cannot run here: a network namespace cannot be "
-        "created (Operation not permitted))",
-    )
+    monkeypatch.setattr(netmode, "detect", lambda: netmode.NetworkMode("not root"))
+    line = "runtime: process (no shared sandbox network: not root)"
+    assert _runtime("auto") == ("process", line)
+    assert _runtime("process") == ("process", line)
+    monkeypatch.setattr(netmode, "detect", lambda: netmode.SHARED)
+    assert _runtime("auto") == ("process", "runtime: process")

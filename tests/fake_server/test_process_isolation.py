@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import functools
 import os
 import signal
 import socket
@@ -18,7 +17,14 @@ from _process_runtime import host_bytes, netns_holders, no_bwrap_left, until
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.runtime.api import RuntimeUnavailable
 from fake_server.runtime.pipes import StdinPipe
-from fake_server.runtime.process import ProcessMachine, ProcessRuntime, bwrap, egress, netns
+from fake_server.runtime.process import (
+    ProcessMachine,
+    ProcessRuntime,
+    bwrap,
+    egress,
+    netmode,
+    netns,
+)
 from fake_server.runtime.process.rootdir import sweep
 
 if TYPE_CHECKING:
@@ -161,29 +167,33 @@ async def test_a_sandboxs_processes_share_one_network_namespace_released_at_dest
         first.net.socket()
 
 
-async def test_without_root_the_runtime_says_why_and_what_to_do(
+def refused(*_args: int) -> int:
+    raise PermissionError(1, "Operation not permitted")
+
+
+async def test_without_root_sandboxes_get_a_network_per_process(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def refused(*_args: int) -> int:
-        raise PermissionError(1, "Operation not permitted")
-
     monkeypatch.setattr(netns, "_unshare", refused)
-    monkeypatch.setattr(netns, "_probe", functools.cache(netns._probe.__wrapped__))
-    with pytest.raises(RuntimeUnavailable) as info:
-        ProcessRuntime()
-    assert str(info.value) == (
-        "the process runtime cannot run here: a network namespace cannot be created "
-        "(Operation not permitted). " + netns.NET_HELP
+    monkeypatch.setattr(netmode.os, "geteuid", lambda: 1000)
+    assert netmode.detect.__wrapped__() == netmode.NetworkMode("not root")
+    monkeypatch.setattr(netmode.os, "geteuid", lambda: 0)  # root, yet refused (a seccomp jail)
+    assert netmode.detect.__wrapped__() == netmode.NetworkMode(
+        "a network namespace cannot be created: Operation not permitted"
     )
+    assert netmode.detect() == netmode.SHARED  # decided once: the real probe, as root here
 
 
-async def test_without_nsenter_the_runtime_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_without_nsenter_sandboxes_get_a_network_per_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(netns.shutil, "which", lambda *_a, **_k: None)
+    assert netmode.detect.__wrapped__() == netmode.NetworkMode("nsenter is missing")
     with pytest.raises(RuntimeUnavailable) as info:
-        ProcessRuntime()
+        netns.nsenter_path()
     assert str(info.value) == (
-        "the process runtime needs nsenter (util-linux) to run a sandbox's processes in its "
-        "network namespace, and it is not installed (apt-get install util-linux). " + netns.NET_HELP
+        "a sandbox's processes need nsenter (util-linux) to share its network namespace, and "
+        "it is not installed (apt-get install util-linux)"
     )
 
 

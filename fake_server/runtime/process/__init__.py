@@ -8,7 +8,9 @@ and UTS namespaces (hostname ``sandbox``, no host process visible) and in its sa
 network namespace (``netns``): loopback only, shared by every process of the sandbox, so a
 server one exec starts is reached by the next exec and by the preview URL (``connect()``).
 Egress rules open an HTTP(S) proxy inside it (``egress``); account networks plug it into a
-per-network bridge (``bridges``).
+per-network bridge (``bridges``). Where that namespace cannot be made (not root), each
+process gets a network of its own and those features answer ``FeatureUnavailable``
+(``netmode``).
 
 Each ``run()`` gets a PID namespace of its own, so the processes of one exec or managed
 process are one tree: SIGKILL of its init kills it all, pause SIGSTOPs it, resume SIGCONTs it.
@@ -27,11 +29,12 @@ import signal as signals
 import socket
 from typing import TYPE_CHECKING, Any
 
+from fake_server.runtime.process import netmode
 from fake_server.runtime.process.bridges import Hub
 from fake_server.runtime.process.bwrap import require_bwrap
 from fake_server.runtime.process.dirdisk import DirDisk
 from fake_server.runtime.process.egress import EgressProxy, proxy_env
-from fake_server.runtime.process.netns import NetNamespace, require_netns
+from fake_server.runtime.process.netns import NetNamespace
 from fake_server.runtime.process.realwait import RealWaits
 from fake_server.runtime.process.rootdir import FakeRoot, copy_tree, make_layout, remove_tree
 from fake_server.runtime.process.runner import Run, Runner
@@ -57,8 +60,10 @@ class ProcessMachine:
         self._disk = DirDisk(root)
         self.runs: dict[Any, Run] = {}
         self.paused = False
-        self.net = NetNamespace()
-        self.egress = EgressProxy(self.net)
+        self.network = owner.network
+        #: The sandbox's shared network namespace; ``None`` when each process has its own.
+        self.net = NetNamespace() if self.network.shared else None
+        self.egress = EgressProxy(self.net) if self.net is not None else None
         #: Account networks joined: network id -> the hub's end of this sandbox's veth pair.
         self.networks: dict[str, str] = {}
         self._interfaces = 0
@@ -79,11 +84,17 @@ class ProcessMachine:
         )
 
     def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None:
+        if self.egress is None:
+            if rules:
+                raise self.network.unsupported("egress rules")
+            return
         self.egress.rules = list(rules)
         self.egress.meter = meter
 
     def join_network(self, network_id: str, address: str) -> None:
         """Plug into the network's bridge with ``address`` (``ip/prefix``) on ``ethN``."""
+        if self.net is None:
+            raise self.network.unsupported("account networks")
         if network_id in self.networks:
             return
         self._interfaces += 1
@@ -101,7 +112,7 @@ class ProcessMachine:
 
     async def _env(self) -> dict[str, str]:
         """What a new process's environment gains: the egress proxy, when rules exist."""
-        if not self.egress.rules:
+        if self.egress is None or not self.egress.rules:
             return {}
         try:
             await self.egress.start()
@@ -112,7 +123,10 @@ class ProcessMachine:
     async def connect(self, port: int) -> socket.socket:
         """A TCP connection to ``port`` on the sandbox's loopback (IPv4, then IPv6).
 
-        Raises ``ConnectionRefusedError`` when nothing listens there."""
+        Raises ``ConnectionRefusedError`` when nothing listens there, ``FeatureUnavailable``
+        when each process has a network of its own (no server is reachable from outside)."""
+        if self.net is None:
+            raise self.network.unsupported("preview URLs to servers in the sandbox")
         loop = asyncio.get_running_loop()
         refused: OSError | None = None
         for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
@@ -149,10 +163,12 @@ class ProcessMachine:
         self._disk.wipe()
         for run in list(self.runs.values()):
             run.signal(signals.SIGKILL, tree_scope=True)
-        self.egress.close()
+        if self.egress is not None:
+            self.egress.close()
         for network_id in list(self.networks):
             self.leave_network(network_id)
-        self.net.close()
+        if self.net is not None:
+            self.net.close()
         remove_tree(self.root)
         self._owner.machines.pop(self.root.name, None)
 
@@ -161,14 +177,17 @@ class ProcessRuntime:
     """The process runtime of one fake: its ``FakeRoot`` and every machine in it.
 
     Construction checks that bubblewrap runs here (``RuntimeUnavailable`` otherwise) and
-    removes what fakes that died left behind.
+    decides the ``network`` mode of every sandbox (``netmode.detect()`` unless given); the
+    first sandbox removes what fakes that died left behind.
     """
 
     name = "process"
 
-    def __init__(self, base: Path | None = None) -> None:
+    def __init__(
+        self, base: Path | None = None, *, network: netmode.NetworkMode | None = None
+    ) -> None:
         self.bwrap = require_bwrap()
-        require_netns()
+        self.network = netmode.detect() if network is None else network
         self.base = base
         self._root: FakeRoot | None = None
         self.machines: dict[str, ProcessMachine] = {}

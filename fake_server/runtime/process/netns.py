@@ -20,7 +20,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
-import functools
 import os
 import shutil
 import socket
@@ -33,17 +32,11 @@ from fake_server.runtime.api import RuntimeUnavailable
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["NET_HELP", "NetNamespace", "nsenter_path", "require_netns"]
+__all__ = ["NetNamespace", "nsenter_path"]
 
 CLONE_NEWNET = 0x40000000
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _IFREQ = "16sH14x"
-
-#: What to do when sandboxes cannot get a network namespace.
-NET_HELP = (
-    "Run the fake as root (as CI does), where each process-runtime sandbox gets a network "
-    "namespace of its own, or use the bashkit runtime (runtime='bashkit', the default)."
-)
 
 _T = TypeVar("_T")
 
@@ -163,24 +156,7 @@ def nsenter_path() -> str:
     path = shutil.which("nsenter") or shutil.which("nsenter", path="/usr/bin:/bin:/usr/sbin")
     if path is None:
         raise RuntimeUnavailable(
-            "the process runtime needs nsenter (util-linux) to run a sandbox's processes in its "
-            f"network namespace, and it is not installed (apt-get install util-linux). {NET_HELP}"
+            "a sandbox's processes need nsenter (util-linux) to share its network namespace, "
+            "and it is not installed (apt-get install util-linux)"
         )
     return path
-
-
-@functools.cache
-def _probe() -> str | None:
-    try:
-        NetNamespace().close()
-    except OSError as exc:
-        return f"a network namespace cannot be created ({exc.strerror or type(exc).__name__})"
-    return None
-
-
-def require_netns() -> None:
-    """Check once that sandboxes can get network namespaces; ``RuntimeUnavailable`` if not."""
-    nsenter_path()
-    reason = _probe()
-    if reason is not None:
-        raise RuntimeUnavailable(f"the process runtime cannot run here: {reason}. {NET_HELP}")

@@ -37,14 +37,18 @@ _NOT_FOUND = b"bwrap: execvp "
 _LEADER_POLL, _LEADER_TRIES = 0.002, 1000
 
 
-def bwrap_argv(bwrap: str, root: Path, cwd: str, env: Mapping[str, str]) -> list[str]:
+def bwrap_argv(
+    bwrap: str, root: Path, cwd: str, env: Mapping[str, str], *, own_net: bool = False
+) -> list[str]:
     """bwrap's options for one process of the sandbox whose directory is ``root``.
 
-    No ``--unshare-net``: the process runs in its sandbox's network namespace (``netns``)."""
+    Without ``own_net`` the process runs in its sandbox's network namespace (``netns``); with
+    it, in one of its own (``--unshare-net``: loopback only, shared with nothing)."""
     argv = [
         bwrap,
         "--unshare-user", "--uid", "1000", "--gid", "1000",
         "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+        *(["--unshare-net"] if own_net else []),
         "--hostname", "sandbox",
         "--die-with-parent",
         "--bind", str(root), "/",
@@ -124,7 +128,9 @@ def _started(levels: list[list[int]]) -> bool:
 
 
 class Runner:
-    """Runs processes of one sandbox; ``runs`` is shared with its machine (pause, destroy)."""
+    """Runs processes of one sandbox; ``runs`` is shared with its machine (pause, destroy).
+
+    ``net`` is the sandbox's network namespace, ``None`` when each process gets its own."""
 
     def __init__(
         self,
@@ -132,7 +138,7 @@ class Runner:
         root: Path,
         disk: DirDisk,
         runs: dict[Any, Run],
-        net: NetNamespace,
+        net: NetNamespace | None,
         extra_env: Callable[[], Awaitable[dict[str, str]]],
         paused: Callable[[], bool] = lambda: False,
     ) -> None:
@@ -207,10 +213,13 @@ class Runner:
             code = errno.ENOTDIR if self._disk.exists(workdir) else errno.ENOENT
             raise FileNotFoundError(code, "the working directory does not exist")
         environment = {**BASE_ENV, **await self._extra_env(), **_check_env(env or {})}
-        prefix = [
-            *self._net.enter_argv(),
-            *bwrap_argv(self._bwrap, self._root, workdir, environment),
-        ]
+        if self._net is None:  # no shared namespace: a network of its own
+            prefix = bwrap_argv(self._bwrap, self._root, workdir, environment, own_net=True)
+        else:
+            prefix = [
+                *self._net.enter_argv(),
+                *bwrap_argv(self._bwrap, self._root, workdir, environment),
+            ]
         if terminal is not None:
             return await self._run_on_pty(prefix, args, terminal, stdin, on_stdout)
         proc = await _spawn([*prefix, *args], piped=stdin is not None)

@@ -1,0 +1,70 @@
+"""How a fake's process-runtime sandboxes get their network, decided once by one probe.
+
+As root (with util-linux ``nsenter``) each sandbox gets one network namespace shared by all
+its processes (``netns``): a server one exec starts is reached by the next exec and by the
+preview URL, egress rules open a proxy inside it, account networks plug into it.
+
+Elsewhere (not root, or no ``nsenter``) bubblewrap still isolates processes through
+unprivileged user namespaces, so the runtime runs in a reduced mode instead of refusing: each
+process gets bubblewrap's own ``--unshare-net`` (loopback only, not shared with the other
+processes of its sandbox), and the features that need the shared namespace (preview URLs to
+servers inside, egress rules, account networks) raise ``FeatureUnavailable`` saying why.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+from fake_server.runtime.api import FeatureUnavailable, RuntimeUnavailable
+from fake_server.runtime.process.netns import NetNamespace, nsenter_path
+
+__all__ = ["SHARED", "NetworkMode", "detect"]
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkMode:
+    """Whether a sandbox's processes share one network namespace, and if not, why not."""
+
+    #: Why they do not (``"not root"``, ``"nsenter is missing"``…); ``None`` when they do.
+    missing: str | None = None
+
+    @property
+    def shared(self) -> bool:
+        return self.missing is None
+
+    def describe(self) -> str:
+        """The runtime as ``serve`` names it: ``process``, or with what is missing."""
+        if self.missing is None:
+            return "process"
+        return f"process (no shared sandbox network: {self.missing})"
+
+    def unsupported(self, feature: str) -> FeatureUnavailable:
+        """The error for ``feature`` (a plural noun phrase) in the reduced mode."""
+        return FeatureUnavailable(
+            f"{feature} need the fake to run as root on the process runtime, where a sandbox's "
+            f"processes share one network; here each process has a network of its own "
+            f"({self.missing})"
+        )
+
+
+#: One network namespace per sandbox (root, with nsenter).
+SHARED = NetworkMode()
+
+
+@functools.cache
+def detect() -> NetworkMode:
+    """The mode this host allows: ``SHARED`` when a network namespace can be made here."""
+    try:
+        nsenter_path()
+    except RuntimeUnavailable:
+        return NetworkMode("nsenter is missing")
+    try:
+        NetNamespace().close()
+    except OSError as exc:
+        if os.geteuid() != 0:
+            return NetworkMode("not root")
+        reason = exc.strerror or type(exc).__name__
+        return NetworkMode(f"a network namespace cannot be created: {reason}")
+    return SHARED

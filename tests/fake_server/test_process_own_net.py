@@ -1,0 +1,145 @@
+"""The process runtime without a shared sandbox network (not root): a network per process.
+
+The machine runs as root, so these force the reduced mode by injection: ``ProcessRuntime``'s
+``network`` parameter, or the one probe (``netmode.detect``) for a whole fake. Processes,
+pause, fork and destroy in this mode: ``tests/reliability/test_process_own_net_programs.py``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import pytest_asyncio
+from _process_runtime import no_bwrap_left
+
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server.runtime.process import ProcessMachine, ProcessRuntime, netmode
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    import httpx
+
+pytestmark = pytest.mark.asyncio
+
+NOT_ROOT = netmode.NetworkMode("not root")
+WHY = (
+    "need the fake to run as root on the process runtime, where a sandbox's processes share "
+    "one network; here each process has a network of its own (not root)"
+)
+
+
+@pytest_asyncio.fixture(name="fake")
+async def _fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeCreateOS]:
+    monkeypatch.setattr(netmode, "detect", lambda: NOT_ROOT)
+    fake = FakeCreateOS(
+        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
+    )
+    async with fake:
+        yield fake
+        assert fake.errors == []
+    assert await no_bwrap_left()
+
+
+async def sh(machine: ProcessMachine, script: str) -> tuple[int, str]:
+    output: list[bytes] = []
+
+    async def sink(data: bytes) -> None:
+        output.append(data)
+
+    code = await machine.runner(VirtualClock()).run(
+        ["sh", "-c", script], on_stdout=sink, on_stderr=sink
+    )
+    return code, b"".join(output).decode()
+
+
+async def test_each_process_has_a_network_of_its_own_with_nothing_beyond_loopback(
+    tmp_path: Path,
+) -> None:
+    runtime = ProcessRuntime(base=tmp_path, network=NOT_ROOT)
+    try:
+        machine = runtime.new_sandbox("sb")
+        assert machine.net is None
+        script = (
+            "readlink /proc/self/ns/net; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; "
+            "bash -c 'echo > /dev/tcp/1.1.1.1/80' 2>&1 | sed 's/.*: //' | uniq"
+        )
+        (code, first), (_, second) = await sh(machine, script), await sh(machine, script)
+        assert code == 0
+        first_ns, devices, reached = first.splitlines()
+        assert (devices, reached) == ("lo", "Network is unreachable")
+        assert len({first_ns, second.splitlines()[0], os.readlink("/proc/self/ns/net")}) == 3
+    finally:
+        runtime.close()
+
+
+async def new_sandbox(client: httpx.AsyncClient, **body: Any) -> str:
+    created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", **body})
+    assert created.status_code == 200, created.text
+    sandbox_id: str = created.json()["data"]["id"]
+    return sandbox_id
+
+
+async def test_a_preview_url_answers_502_saying_it_needs_root(
+    fake: FakeCreateOS, client: httpx.AsyncClient
+) -> None:
+    sandbox_id = await new_sandbox(client, ingress_enabled=True)
+    answer = await client.get(f"/_ingress/{sandbox_id}/8080/")
+    assert (answer.status_code, answer.json()) == (
+        502,
+        {
+            "status": "error",
+            "code": 502,
+            "message": f"preview URLs to servers in the sandbox {WHY}",
+            "data": {"code": "bad_gateway"},
+        },
+    )
+
+
+async def test_egress_rules_are_409_runtime_unsupported_and_change_nothing(
+    fake: FakeCreateOS, client: httpx.AsyncClient
+) -> None:
+    refusal = {"code": "runtime_unsupported", "message": f"egress rules {WHY}"}
+    sandbox_id = await new_sandbox(client)
+    egress = f"/v1/sandboxes/{sandbox_id}/egress"
+    refused = await client.put(egress, json={"egress": ["pypi.org"]})
+    assert (refused.status_code, refused.json()["data"]) == (409, refusal)
+    assert (await client.get(egress)).json()["data"]["egress"] == []
+    assert (await client.put(egress, json={"egress": []})).status_code == 200
+    runtime = fake.runtimes.get("process")
+    assert isinstance(runtime, ProcessRuntime)
+
+    at_create = await client.post(
+        "/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "egress": ["pypi.org"]}
+    )
+    assert (at_create.status_code, at_create.json()["data"]) == (409, refusal)
+    assert [s.id for s in fake.sandboxes()] == [sandbox_id]
+    assert sorted(runtime.machines) == [sandbox_id]
+
+    assert (await client.post(f"/v1/sandboxes/{sandbox_id}/pause")).status_code in (200, 202)
+    at_fork = await client.post(f"/v1/sandboxes/{sandbox_id}/fork", json={"egress": ["x.org"]})
+    assert (at_fork.status_code, at_fork.json()["data"]) == (409, refusal)
+    assert [s.id for s in fake.sandboxes()] == [sandbox_id]
+    assert sorted(runtime.machines) == [sandbox_id]
+    assert sorted(p.name for p in runtime.fake_root.path.iterdir()) == ["lock", sandbox_id]
+
+
+async def test_account_networks_are_409_runtime_unsupported_and_keep_nothing(
+    fake: FakeCreateOS, client: httpx.AsyncClient
+) -> None:
+    refusal = {"code": "runtime_unsupported", "message": f"account networks {WHY}"}
+    network_id = (await client.post("/v1/networks", json={"name": "n"})).json()["data"]["id"]
+    sandbox_id = await new_sandbox(client)
+    attached = await client.post(f"/v1/sandboxes/{sandbox_id}/networks", json={"id": network_id})
+    assert (attached.status_code, attached.json()["data"]) == (409, refusal)
+    at_create = await client.post(
+        "/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "networks": [{"id": network_id}]}
+    )
+    assert (at_create.status_code, at_create.json()["data"]) == (409, refusal)
+    assert (await client.get(f"/v1/networks/{network_id}")).json()["data"]["members"] == []
+    runtime = fake.runtimes.get("process")
+    assert isinstance(runtime, ProcessRuntime)
+    assert (sorted(runtime.machines), runtime.hubs) == ([sandbox_id], {})

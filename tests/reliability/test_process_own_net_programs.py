@@ -1,0 +1,147 @@
+"""Real programs on the process runtime without a shared sandbox network (not root).
+
+Forced by replacing the one probe (``netmode.detect``), since the machine runs as root. Each
+process has a network of its own: managed processes, pause, fork and destroy work as in the
+shared mode; a server one process starts is reached neither by the next exec nor through the
+preview URL. Real programs take real time, hence the reliability step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
+from fake_server.runtime.process import ProcessMachine, netmode, tree
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest_asyncio.fixture(name="fake")
+async def _fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeCreateOS]:
+    monkeypatch.setattr(netmode, "detect", lambda: netmode.NetworkMode("not root"))
+    fake = FakeCreateOS(
+        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
+    )
+    async with fake:
+        yield fake
+        assert fake.errors == []
+
+
+@pytest_asyncio.fixture(name="client")
+async def _client(fake: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(
+        base_url=fake.url,
+        headers={"X-Api-Key": fake.api_key},
+        timeout=30,
+        transport=clock_transport(fake.clock),
+    ) as client:
+        yield client
+
+
+async def until(check: Callable[[], Awaitable[bool]], bound: float = 20.0) -> None:
+    """Wait (real time, bounded) until ``check()`` holds: a real program decides when."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + bound
+    while not await check():
+        if loop.time() > end:
+            raise AssertionError("condition not reached within the bound")
+        await asyncio.sleep(0.01)
+
+
+async def new_sandbox(client: httpx.AsyncClient, **fields: Any) -> str:
+    created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", **fields})
+    assert created.status_code == 200, created.text
+    sandbox_id: str = created.json()["data"]["id"]
+    return sandbox_id
+
+
+async def start(client: httpx.AsyncClient, sandbox_id: str, script: str) -> str:
+    started = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/processes", json={"cmd": "/bin/bash", "args": ["-c", script]}
+    )
+    assert started.status_code == 201, started.text
+    process_id: str = started.json()["data"]["process_id"]
+    return process_id
+
+
+async def sh(client: httpx.AsyncClient, sandbox_id: str, script: str) -> dict[str, Any]:
+    done = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "/bin/bash", "args": ["-c", script]}
+    )
+    assert done.status_code == 200, done.text
+    result: dict[str, Any] = done.json()["data"]["result"]
+    return result
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        data = handle.read()
+    return data[data.rfind(b")") + 2 :].split()[0].decode()
+
+
+async def test_processes_pause_fork_and_destroy_work_with_a_network_per_process(
+    fake: FakeCreateOS, client: httpx.AsyncClient
+) -> None:
+    sandbox_id = await new_sandbox(client)
+    base = f"/v1/sandboxes/{sandbox_id}"
+    found = fake.sandbox(sandbox_id).machine
+    assert isinstance(found, ProcessMachine)
+    assert (await sh(client, sandbox_id, "echo kept > f"))["exit_code"] == 0
+    await start(client, sandbox_id, "sleep 300 & touch up; wait")
+
+    async def up() -> bool:
+        return found.disk.exists("/home/sandbox/up")
+
+    await until(up)
+    [bwrap] = [run.pid for run in found.runs.values()]
+    pids = [p for level in tree.descendants(bwrap)[1:] for p in level]
+
+    async def states(wanted: Callable[[set[str]], bool]) -> bool:
+        return wanted({_state(pid) for pid in pids})
+
+    assert (await client.post(f"{base}/pause")).status_code in (200, 202)
+    await until(lambda: states(lambda seen: seen == {"T"}))
+    forked = await client.post(f"{base}/fork", json={})
+    assert forked.status_code in (200, 201, 202), forked.text
+    child = fake.sandbox(forked.json()["data"]["id"]).machine
+    assert child.disk.read_file("/home/sandbox/f") == b"kept\n"
+    assert (await client.post(f"{base}/resume")).status_code in (200, 202)
+    await until(lambda: states(lambda seen: "T" not in seen))
+
+    assert (await client.delete(base)).status_code in (200, 202)
+    assert not found.root.exists()
+    assert tree.descendants(bwrap) == []
+
+
+async def test_a_server_is_reached_neither_by_the_next_exec_nor_by_the_preview_url(
+    client: httpx.AsyncClient,
+) -> None:
+    sandbox_id = await new_sandbox(client, ingress_enabled=True)
+    server = (
+        b"from http.server import BaseHTTPRequestHandler, HTTPServer\nimport pathlib\n"
+        b"server = HTTPServer(('127.0.0.1', 8080), BaseHTTPRequestHandler)\n"
+        b"pathlib.Path('up').touch()\nserver.serve_forever()\n"
+    )
+    put = await client.put(
+        f"/v1/sandboxes/{sandbox_id}/files",
+        params={"path": "/home/sandbox/server.py"},
+        content=server,
+    )
+    assert put.status_code in (200, 201), put.text
+    await start(client, sandbox_id, "exec python3 server.py")
+    own = await sh(
+        client, sandbox_id, "until [ -e up ]; do sleep 0.01; done; echo > /dev/tcp/127.0.0.1/8080"
+    )
+    assert own["exit_code"] == 1
+    assert own["stderr"].endswith("Connection refused\n")
+    preview = await client.get(f"/_ingress/{sandbox_id}/8080/")
+    assert preview.status_code == 502
+    assert preview.json()["message"].startswith("preview URLs to servers in the sandbox need")
