@@ -1,7 +1,7 @@
 """The process runtime without a shared sandbox network (not root): a network per process.
 
 The machine runs as root, so these force the reduced mode by injection: ``ProcessRuntime``'s
-``network`` parameter, or the one probe (``netmode.detect``) for a whole fake. Processes,
+``network_mode`` parameter, or the one probe (``netmode.detect``) for a whole fake. Processes,
 pause, fork and destroy in this mode: ``tests/reliability/test_process_own_net_programs.py``.
 """
 
@@ -59,7 +59,7 @@ async def sh(machine: ProcessMachine, script: str) -> tuple[int, str]:
 async def test_each_process_has_a_network_of_its_own_with_nothing_beyond_loopback(
     tmp_path: Path,
 ) -> None:
-    runtime = ProcessRuntime(base=tmp_path, network=NOT_ROOT)
+    runtime = ProcessRuntime(base=tmp_path, network_mode=NOT_ROOT)
     try:
         machine = runtime.new_sandbox("sb")
         assert machine.net is None

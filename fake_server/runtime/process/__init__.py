@@ -60,9 +60,9 @@ class ProcessMachine:
         self._disk = DirDisk(root)
         self.runs: dict[Any, Run] = {}
         self.paused = False
-        self.network = owner.network
+        self.network_mode = owner.network_mode
         #: The sandbox's shared network namespace; ``None`` when each process has its own.
-        self.net = NetNamespace() if self.network.shared else None
+        self.net = NetNamespace() if self.network_mode.shared else None
         self.egress = EgressProxy(self.net) if self.net is not None else None
         #: Account networks joined: network id -> the hub's end of this sandbox's veth pair.
         self.networks: dict[str, str] = {}
@@ -86,7 +86,7 @@ class ProcessMachine:
     def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None:
         if self.egress is None:
             if rules:
-                raise self.network.unsupported("egress rules")
+                raise self.network_mode.unsupported("egress rules")
             return
         self.egress.rules = list(rules)
         self.egress.meter = meter
@@ -94,7 +94,7 @@ class ProcessMachine:
     def join_network(self, network_id: str, address: str) -> None:
         """Plug into the network's bridge with ``address`` (``ip/prefix``) on ``ethN``."""
         if self.net is None:
-            raise self.network.unsupported("account networks")
+            raise self.network_mode.unsupported("account networks")
         if network_id in self.networks:
             return
         self._interfaces += 1
@@ -126,7 +126,7 @@ class ProcessMachine:
         Raises ``ConnectionRefusedError`` when nothing listens there, ``FeatureUnavailable``
         when each process has a network of its own (no server is reachable from outside)."""
         if self.net is None:
-            raise self.network.unsupported("preview URLs to servers in the sandbox")
+            raise self.network_mode.unsupported("preview URLs to servers in the sandbox")
         loop = asyncio.get_running_loop()
         refused: OSError | None = None
         for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
@@ -177,17 +177,17 @@ class ProcessRuntime:
     """The process runtime of one fake: its ``FakeRoot`` and every machine in it.
 
     Construction checks that bubblewrap runs here (``RuntimeUnavailable`` otherwise) and
-    decides the ``network`` mode of every sandbox (``netmode.detect()`` unless given); the
+    decides the ``network_mode`` of every sandbox (``netmode.detect()`` unless given); the
     first sandbox removes what fakes that died left behind.
     """
 
     name = "process"
 
     def __init__(
-        self, base: Path | None = None, *, network: netmode.NetworkMode | None = None
+        self, base: Path | None = None, *, network_mode: netmode.NetworkMode | None = None
     ) -> None:
         self.bwrap = require_bwrap()
-        self.network = netmode.detect() if network is None else network
+        self.network_mode = netmode.detect() if network_mode is None else network_mode
         self.base = base
         self._root: FakeRoot | None = None
         self.machines: dict[str, ProcessMachine] = {}
