@@ -174,6 +174,7 @@ def refused(*_args: int) -> int:
 async def test_without_root_sandboxes_get_a_network_per_process(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    assert netmode.detect() == netmode.SHARED  # the real probe, as root here
     monkeypatch.setattr(netns, "_unshare", refused)
     monkeypatch.setattr(netmode.os, "geteuid", lambda: 1000)
     assert netmode.detect.__wrapped__() == netmode.NetworkMode("not root")
@@ -181,7 +182,7 @@ async def test_without_root_sandboxes_get_a_network_per_process(
     assert netmode.detect.__wrapped__() == netmode.NetworkMode(
         "a network namespace cannot be created: Operation not permitted"
     )
-    assert netmode.detect() == netmode.SHARED  # decided once: the real probe, as root here
+    assert netmode.detect() == netmode.SHARED  # decided once: not probed again
 
 
 async def test_without_nsenter_sandboxes_get_a_network_per_process(
