@@ -189,7 +189,6 @@ class VirtualClock:
                         sleeper.woken = False
                         self._busy -= 1
                     self._touch()
-                    self._wake_watcher()
 
     def advance(self, seconds: float) -> None:
         """Move time forward by hand, waking every sleeper whose deadline passes, in order."""
@@ -202,7 +201,6 @@ class VirtualClock:
             self._now = target
             self._jumps += 1
             self._touch()
-            self._wake_watcher()
 
     def next_deadline(self) -> float | None:
         """The earliest pending deadline, or ``None`` when nothing waits on this clock."""
@@ -230,7 +228,6 @@ class VirtualClock:
                 else:
                     self._held.pop(task, None)
                 self._touch()
-                self._wake_watcher()
 
     @contextlib.contextmanager
     def idle(self) -> Iterator[None]:
@@ -239,7 +236,6 @@ class VirtualClock:
             held = self._held.pop(task, 0)
             self._busy -= held
             self._touch()
-            self._wake_watcher()
         try:
             yield
         finally:
@@ -258,7 +254,6 @@ class VirtualClock:
             with self._cond:
                 self._busy -= 1
                 self._touch()
-                self._wake_watcher()
 
         return Hold(release)
 
@@ -281,7 +276,6 @@ class VirtualClock:
         """
         with self._cond:
             self._touch()
-            self._wake_watcher()
             return self._exchanges.arrived(exchange)
 
     def response_sent(self, exchange: str | None = None, size: int = 0) -> None:
@@ -295,14 +289,12 @@ class VirtualClock:
         with self._cond:
             self._exchanges.received(exchange, size)
             self._touch()
-            self._wake_watcher()
 
     def exchange_closed(self, exchange: str | None = None) -> None:
         """The client is done with the exchange (body read, error or abandon); idempotent."""
         with self._cond:
             self._exchanges.close(exchange)
             self._touch()
-            self._wake_watcher()
 
     def close(self) -> None:
         """Stop the autojump thread; sleepers still pending are left for ``advance()``."""
@@ -358,11 +350,12 @@ class VirtualClock:
         self._busy += 1
 
     def _wake_watcher(self) -> None:
-        """Wake the watcher, but only out of its wait with nothing to jump to.
+        """Wake the watcher out of its wait with nothing to jump to (a deadline arrived).
 
-        Otherwise it needs no wake-up: every caller has just restarted the quiet period, so
-        no jump can come before ``threshold`` from now, when its own timeout checks again.
-        Waking it on every report cost each request several thread switches.
+        The reports (busy, idle, holds, exchanges) never wake it: each restarts the quiet
+        period, so no jump can come before ``threshold`` from then, and the watcher's own
+        timeout checks again by that time. Waking it on each report cost every request
+        several thread switches.
         """
         if self._watcher_parked:
             self._cond.notify_all()
