@@ -110,6 +110,8 @@ class VirtualClock:
         self._loops: dict[asyncio.AbstractEventLoop, LoopProbe] = {}
         self._closed = False
         self._watcher: threading.Thread | None = None
+        #: The watcher waits with nothing to jump to (no sleeper, or autojump off).
+        self._watcher_parked = False
         # Created inside a running loop (a test's): watch that loop from the start, so that its
         # code running between two requests of a client that does not report is never skipped.
         self._touch()
@@ -174,7 +176,7 @@ class VirtualClock:
             else:
                 heapq.heappush(self._heap, sleeper)
                 self._ensure_watcher()
-                self._cond.notify_all()
+                self._wake_watcher()
         with self.idle():
             try:
                 await future
@@ -187,7 +189,6 @@ class VirtualClock:
                         sleeper.woken = False
                         self._busy -= 1
                     self._touch()
-                    self._cond.notify_all()
 
     def advance(self, seconds: float) -> None:
         """Move time forward by hand, waking every sleeper whose deadline passes, in order."""
@@ -200,7 +201,6 @@ class VirtualClock:
             self._now = target
             self._jumps += 1
             self._touch()
-            self._cond.notify_all()
 
     def next_deadline(self) -> float | None:
         """The earliest pending deadline, or ``None`` when nothing waits on this clock."""
@@ -228,7 +228,6 @@ class VirtualClock:
                 else:
                     self._held.pop(task, None)
                 self._touch()
-                self._cond.notify_all()
 
     @contextlib.contextmanager
     def idle(self) -> Iterator[None]:
@@ -237,7 +236,6 @@ class VirtualClock:
             held = self._held.pop(task, 0)
             self._busy -= held
             self._touch()
-            self._cond.notify_all()
         try:
             yield
         finally:
@@ -256,7 +254,6 @@ class VirtualClock:
             with self._cond:
                 self._busy -= 1
                 self._touch()
-                self._cond.notify_all()
 
         return Hold(release)
 
@@ -279,7 +276,6 @@ class VirtualClock:
         """
         with self._cond:
             self._touch()
-            self._cond.notify_all()
             return self._exchanges.arrived(exchange)
 
     def response_sent(self, exchange: str | None = None, size: int = 0) -> None:
@@ -293,14 +289,12 @@ class VirtualClock:
         with self._cond:
             self._exchanges.received(exchange, size)
             self._touch()
-            self._cond.notify_all()
 
     def exchange_closed(self, exchange: str | None = None) -> None:
         """The client is done with the exchange (body read, error or abandon); idempotent."""
         with self._cond:
             self._exchanges.close(exchange)
             self._touch()
-            self._cond.notify_all()
 
     def close(self) -> None:
         """Stop the autojump thread; sleepers still pending are left for ``advance()``."""
@@ -355,6 +349,17 @@ class VirtualClock:
         sleeper.woken = True
         self._busy += 1
 
+    def _wake_watcher(self) -> None:
+        """Wake the watcher out of its wait with nothing to jump to (a deadline arrived).
+
+        The reports (busy, idle, holds, exchanges) never wake it: each restarts the quiet
+        period, so no jump can come before ``threshold`` from then, and the watcher's own
+        timeout checks again by that time. Waking it on each report cost every request
+        several thread switches.
+        """
+        if self._watcher_parked:
+            self._cond.notify_all()
+
     def _in_transit(self) -> bool:
         return self._exchanges.in_flight() > 0
 
@@ -370,7 +375,9 @@ class VirtualClock:
             while not self._closed:
                 self._drop_cancelled()
                 if not self._autojump or not self._heap:
+                    self._watcher_parked = True
                     self._cond.wait(0.05)
+                    self._watcher_parked = False
                     continue
                 real_now = time.perf_counter()
                 quiet_for = real_now - self._last_activity

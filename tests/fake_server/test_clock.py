@@ -197,6 +197,25 @@ async def test_a_busy_task_that_sleeps_lets_time_jump(auto: VirtualClock) -> Non
 
 
 @pytest.mark.asyncio
+async def test_reports_never_wake_the_watcher(auto: VirtualClock) -> None:
+    """Each report restarts the quiet period, so a wake-up for it could never bring a jump
+    sooner: it only cost a thread switch, several per request. Time still jumps after them."""
+    wakes = []
+    notify_all = auto._cond.notify_all
+    auto._cond.notify_all = lambda: (wakes.append(1), notify_all())  # type: ignore[method-assign]
+    exchange = auto.request_sent()
+    with auto.busy(), auto.idle():
+        auto.hold().release()
+        auto.request_arrived(exchange)
+        auto.response_sent(exchange)
+        auto.response_received(exchange)
+        auto.exchange_closed(exchange)
+    assert wakes == []
+    await auto.sleep(3)
+    assert auto.now() == 3.0
+
+
+@pytest.mark.asyncio
 async def test_an_exchange_blocks_a_jump_while_any_part_of_it_is_on_the_wire(
     eager: VirtualClock,
 ) -> None:
