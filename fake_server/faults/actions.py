@@ -112,6 +112,13 @@ class OutOfBandAction(Action):
 
     needs: ClassVar[tuple[str, ...]] = ("sandbox_id",)
 
+    def __post_init__(self) -> None:
+        """Ids the action names itself are checked here: ``aim()`` trusts them."""
+        for name in AIM_IDS:
+            value = getattr(self, name, None)
+            if value is not None and (not isinstance(value, str) or not value or len(value) > 200):
+                raise ValueError(f"{name} must be a non-empty string of at most 200 characters")
+
     def aim(self, known: Aim) -> Aim | None:
         """The ids this action hits given what the call names (its own fields win), or None."""
         ids = {name: getattr(self, name, None) or getattr(known, name) for name in AIM_IDS}
@@ -338,6 +345,7 @@ class SetStatus(OutOfBandAction):
     sandbox_id: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.status not in SANDBOX_STATUSES:
             raise ValueError("status must be one of: " + ", ".join(sorted(SANDBOX_STATUSES)))
 
@@ -366,6 +374,7 @@ class TamperFile(OutOfBandAction):
     sandbox_id: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         _text(self.path, "path")
         if not self.path.startswith("/"):
             raise ValueError("path must be absolute")
@@ -387,6 +396,7 @@ class EvictOutput(OutOfBandAction):
     process_id: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.up_to_seq is not None:
             _non_negative_int(self.up_to_seq, "up_to_seq")
 
@@ -405,6 +415,7 @@ class CrashProcess(OutOfBandAction):
     process_id: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         _text(self.signal, "signal")
         name = self.signal
         if not (name.startswith("SIG") and len(name) > 3 and name[3:].isalnum()):

@@ -23,11 +23,6 @@ __all__ = ["DetachDisk", "FailTemplateBuild", "VanishNetwork"]
 MAX_REASON = 200
 
 
-def _optional_id(value: object, name: str) -> None:
-    if value is not None and (not isinstance(value, str) or not value or len(value) > 200):
-        raise ValueError(f"{name} must be a non-empty string of at most 200 characters")
-
-
 @dataclass(frozen=True)
 class VanishNetwork(OutOfBandAction):
     """The network disappears behind the API's back: its members are detached at once, every
@@ -38,7 +33,7 @@ class VanishNetwork(OutOfBandAction):
     network_id: str | None = None
 
     def __post_init__(self) -> None:
-        _optional_id(self.network_id, "network_id")
+        super().__post_init__()
 
     def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
         target.vanish_network(aim.id("network_id"), aim.account)
@@ -60,8 +55,7 @@ class DetachDisk(OutOfBandAction):
     mount_path: str | None = None
 
     def __post_init__(self) -> None:
-        _optional_id(self.disk_id, "disk_id")
-        _optional_id(self.sandbox_id, "sandbox_id")
+        super().__post_init__()
         if self.mount_path is not None and (
             not isinstance(self.mount_path, str) or not self.mount_path.startswith("/")
         ):
@@ -82,7 +76,7 @@ class FailTemplateBuild(OutOfBandAction):
     reason: str = "injected build failure"
 
     def __post_init__(self) -> None:
-        _optional_id(self.template_id, "template_id")
+        super().__post_init__()
         if (
             not isinstance(self.reason, str)
             or not self.reason.strip()

@@ -106,6 +106,16 @@ NOW_CASES = {
         400,
         {"action.signal": "signal must be a string"},
     ),
+    "non-string sandbox id in the action": (
+        _now({"type": "forget", "sandbox_id": 5}),
+        400,
+        {"action.sandbox_id": "sandbox_id must be a non-empty string of at most 200 characters"},
+    ),
+    "empty process id in the action": (
+        _now({"type": "crash_process", "process_id": ""}, process_id=PROCESS),
+        400,
+        {"action.process_id": "process_id must be a non-empty string of at most 200 characters"},
+    ),
     "lone surrogate in a path": (
         _now({"type": "tamper_file", "path": "/a\ud800"}),
         400,
