@@ -11,14 +11,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.devices import open_stream, write_failure
+from fake_server.runtime.devices import open_stream, written
 
 if TYPE_CHECKING:
     import bashkit
 
 __all__ = ["cat_command"]
 
-_SIGPIPE_STATUS = 141
 _TRY = "Try 'cat --help' for more information.\n"
 _SHORT = {
     "A": "vET", "b": "b", "e": "vE", "E": "E", "n": "n", "s": "s", "t": "vT", "T": "T",
@@ -119,23 +118,21 @@ async def cat_command(ctx: bashkit.CommandContext) -> int:
         await ctx.stderr.write(f"cat: {exc}\n{_TRY}".encode())
         return 1
     lines = _Lines(flags) if flags else None
+    return await written(ctx, "cat: write error", _copy(ctx, files or ["-"], lines))
+
+
+async def _copy(ctx: bashkit.CommandContext, files: list[str], lines: _Lines | None) -> int:
     status = 0
-    try:
-        for name in files or ["-"]:
-            try:
-                chunks = open_stream(ctx, name)
-            except OSError as exc:
-                reason = os.strerror(exc.errno) if exc.errno else "Input/output error"
-                await ctx.stderr.write(f"cat: {name}: {reason}\n".encode())
-                status = 1
-                continue
-            async for chunk in chunks:
-                data = lines.feed(chunk) if lines is not None else chunk
-                if data:
-                    await ctx.stdout.write(data)
-    except BrokenPipeError:
-        return _SIGPIPE_STATUS
-    except RuntimeError as exc:  # bashkit refused the write: the disk or the file is full
-        await ctx.stderr.write(f"cat: write error: {write_failure(exc)}\n".encode())
-        return 1
+    for name in files:
+        try:
+            chunks = open_stream(ctx, name)
+        except OSError as exc:
+            reason = os.strerror(exc.errno) if exc.errno else "Input/output error"
+            await ctx.stderr.write(f"cat: {name}: {reason}\n".encode())
+            status = 1
+            continue
+        async for chunk in chunks:
+            data = lines.feed(chunk) if lines is not None else chunk
+            if data:
+                await ctx.stdout.write(data)
     return status

@@ -21,9 +21,17 @@ import bashkit
 from fake_server.runtime import vfs
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import AsyncIterator, Awaitable, Iterator
 
-__all__ = ["CAPS", "DEVICES", "capped_read", "open_stream", "write_failure"]
+__all__ = [
+    "CAPS",
+    "DEVICES",
+    "SIGPIPE_STATUS",
+    "capped_read",
+    "open_stream",
+    "write_failure",
+    "written",
+]
 
 _CHUNK = 64 * 1024
 
@@ -81,10 +89,26 @@ def open_stream(ctx: bashkit.CommandContext, name: str) -> AsyncIterator[bytes]:
     return _once(data)
 
 
+#: Status of a writer whose reader went away (128 + SIGPIPE).
+SIGPIPE_STATUS = 141
+
+
 def write_failure(exc: RuntimeError) -> str:
     """Why bashkit refused a write to a command's output (a full disk, a file too large)."""
     code = vfs.os_error(exc).errno or errno.EIO
     return os.strerror(code)
+
+
+async def written(ctx: bashkit.CommandContext, prefix: str, output: Awaitable[int]) -> int:
+    """``output``'s status, or how a GNU tool ends when its writes fail: 141 once the reader
+    has gone, 1 and ``prefix: reason`` when bashkit refused a write (the disk or file is full)."""
+    try:
+        return await output
+    except BrokenPipeError:
+        return SIGPIPE_STATUS
+    except RuntimeError as exc:
+        await ctx.stderr.write(f"{prefix}: {write_failure(exc)}\n".encode())
+        return 1
 
 
 async def _stdin(ctx: bashkit.CommandContext) -> AsyncIterator[bytes]:

@@ -11,7 +11,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.devices import write_failure
+from fake_server.runtime.devices import written
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -20,8 +20,6 @@ if TYPE_CHECKING:
 
 __all__ = ["seq_command", "yes_command"]
 
-#: Status of a writer whose reader went away (128 + SIGPIPE).
-SIGPIPE_STATUS = 141
 _CHUNK = 64 * 1024
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 _FORMAT = re.compile(r"^([^%]|%%)*%[-+ #0']*\d*(\.\d+)?[aAeEfFgG]([^%]|%%)*$")
@@ -34,14 +32,12 @@ async def yes_command(ctx: bashkit.CommandContext) -> int:
         words = words[1:]
     line = (" ".join(words) if words else "y").encode() + b"\n"
     block = line * max(1, _CHUNK // len(line))
-    try:
-        while True:
-            await ctx.stdout.write(block)
-    except BrokenPipeError:
-        return SIGPIPE_STATUS
-    except RuntimeError as exc:  # bashkit refused the write: the disk or the file is full
-        await ctx.stderr.write(f"yes: standard output: {write_failure(exc)}\n".encode())
-        return 1
+    return await written(ctx, "yes: standard output", _repeat(ctx, block))
+
+
+async def _repeat(ctx: bashkit.CommandContext, block: bytes) -> int:
+    while True:
+        await ctx.stdout.write(block)
 
 
 async def seq_command(ctx: bashkit.CommandContext) -> int:
@@ -51,25 +47,24 @@ async def seq_command(ctx: bashkit.CommandContext) -> int:
     except _Usage as exc:
         await ctx.stderr.write(f"seq: {exc}\nTry 'seq --help' for more information.\n".encode())
         return 1
-    try:
-        pending: list[str] = []
-        size = 0
-        for index, text in enumerate(numbers.lines()):
-            piece = text if index == 0 else numbers.separator + text
-            pending.append(piece)
-            size += len(piece)
-            if size >= _CHUNK:
-                await ctx.stdout.write("".join(pending).encode())
-                pending, size = [], 0
-        if numbers.wrote_any:
-            pending.append("\n")
-        if pending:
+    return await written(ctx, "seq: write error", _write_lines(ctx, numbers))
+
+
+async def _write_lines(ctx: bashkit.CommandContext, numbers: _Seq) -> int:
+    """The numbers in 64 KiB writes (one per line would cost a hop through bashkit each)."""
+    pending: list[str] = []
+    size = 0
+    for index, text in enumerate(numbers.lines()):
+        piece = text if index == 0 else numbers.separator + text
+        pending.append(piece)
+        size += len(piece)
+        if size >= _CHUNK:
             await ctx.stdout.write("".join(pending).encode())
-    except BrokenPipeError:
-        return SIGPIPE_STATUS
-    except RuntimeError as exc:
-        await ctx.stderr.write(f"seq: write error: {write_failure(exc)}\n".encode())
-        return 1
+            pending, size = [], 0
+    if numbers.wrote_any:
+        pending.append("\n")
+    if pending:
+        await ctx.stdout.write("".join(pending).encode())
     return 0
 
 

@@ -14,7 +14,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.devices import open_stream, write_failure
+from fake_server.runtime.devices import open_stream, written
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["head_command"]
 
 _CHUNK = 64 * 1024
-_SIGPIPE_STATUS = 141
 _SUFFIXES = {
     "": 1, "b": 512, "kB": 1000, "K": 1024, "KiB": 1024, "k": 1024, "MB": 1000**2, "M": 1024**2,
     "MiB": 1024**2, "GB": 1000**3, "G": 1024**3, "GiB": 1024**3, "TB": 1000**4, "T": 1024**4,
@@ -92,25 +91,23 @@ async def head_command(ctx: bashkit.CommandContext) -> int:
         await ctx.stderr.write(f"head: {exc}\n{hint}".encode())
         return 1
     files = options.files or ["-"]
+    return await written(ctx, "head: write error", _heads(ctx, files, options))
+
+
+async def _heads(ctx: bashkit.CommandContext, files: list[str], options: _Options) -> int:
     headers = options.headers if options.headers is not None else len(files) > 1
     status = 0
-    try:
-        for index, name in enumerate(files):
-            try:
-                chunks = open_stream(ctx, name)
-            except OSError as exc:
-                await ctx.stderr.write(_open_error(name, exc))
-                status = 1
-                continue
-            if headers:
-                title = "standard input" if name == "-" else name
-                await ctx.stdout.write(f"{chr(10) if index else ''}==> {title} <==\n".encode())
-            await _copy(ctx, chunks, options)
-    except BrokenPipeError:
-        return _SIGPIPE_STATUS
-    except RuntimeError as exc:  # bashkit refused the write: the disk or the file is full
-        await ctx.stderr.write(f"head: write error: {write_failure(exc)}\n".encode())
-        return 1
+    for index, name in enumerate(files):
+        try:
+            chunks = open_stream(ctx, name)
+        except OSError as exc:
+            await ctx.stderr.write(_open_error(name, exc))
+            status = 1
+            continue
+        if headers:
+            title = "standard input" if name == "-" else name
+            await ctx.stdout.write(f"{chr(10) if index else ''}==> {title} <==\n".encode())
+        await _copy(ctx, chunks, options)
     return status
 
 
