@@ -49,7 +49,7 @@ def _matches(rule: _Rule, host: str, port: int) -> bool:
     if rule.host.startswith("*."):
         return host.endswith(rule.host[1:])
     address = _ip(host)
-    if address is not None and rule.host[:1].isdigit():
+    if address is not None and ("/" in rule.host or rule.host[:1].isdigit()):
         try:
             return address in ipaddress.ip_network(rule.host, strict=False)
         except ValueError:

@@ -67,6 +67,7 @@ def test_rule_forms() -> None:
     assert not allows(rules, "10.1.2.3", 80)
     assert not allows(rules, "10.2.0.1", 8080)
     assert not allows(rules, "evil.com", 443)
+    assert allows(["fd00::/8"], "fd00::1", 443)  # an IPv6 network, as on the process runtime
     assert allows([], "evil.com", 443)
     assert allows(["*"], "evil.com", 443)
     assert verdict(["pypi.org"], "localhost", 8080) == "refused"  # loopback is never egress

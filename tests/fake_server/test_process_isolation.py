@@ -212,6 +212,8 @@ async def test_without_nsenter_sandboxes_get_a_network_per_process(
         (["10.0.0.0/8:22"], "10.1.2.3", 80, False),
         (["10.0.0.0/8"], "11.0.0.1", 80, False),
         (["10.0.0.0/8"], "ten.example", 80, False),
+        (["fd00::/8"], "fd00::1", 443, True),
+        (["fd00::/8"], "[fd00::1]", 443, True),
         (["127.0.0.0/8", "localhost"], "127.0.0.1", 80, False),
         (["localhost"], "localhost", 80, False),
         (["0.0.0.0/0"], "::1", 80, False),

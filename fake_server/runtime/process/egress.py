@@ -27,6 +27,8 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from fake_server.runtime import egress as egress_rules
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
@@ -54,39 +56,16 @@ def proxy_env() -> dict[str, str]:
 
 
 def allows(rules: Sequence[str], host: str, port: int) -> bool:
-    """Whether a rule lets the sandbox reach ``host:port`` (never a loopback destination)."""
+    """Whether a rule lets the sandbox reach ``host:port``: never a loopback destination (it
+    means the sandbox's own), nothing without a rule; the rules match as on every runtime."""
     host = host.strip("[]").rstrip(".").lower()
-    address = _ip(host)
-    if host in _LOOPBACK_NAMES or (address is not None and address.is_loopback):
+    if not rules or host in _LOOPBACK_NAMES or egress_rules.is_loopback(host):
         return False
-    if "*" in rules:  # allows everything, as the service documents
-        return True
-    for rule in rules:
-        target, _, rule_port = rule.lower().rpartition(":") if _has_port(rule) else (rule, "", "")
-        target = target or rule.lower()
-        if rule_port and int(rule_port) != port:
-            continue
-        if "/" in target:
-            with contextlib.suppress(ValueError):
-                if address is not None and address in ipaddress.ip_network(target, strict=False):
-                    return True
-        elif target.startswith("*."):
-            if host.endswith(target[1:]):
-                return True
-        elif host == target:
-            return True
-    return False
+    return egress_rules.allows(rules, host, port)
 
 
 def _has_port(rule: str) -> bool:
     return ":" in rule and rule.rsplit(":", 1)[1].isdigit()
-
-
-def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        return None
 
 
 async def resolve(host: str, port: int) -> list[tuple[str, int]]:
