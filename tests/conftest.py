@@ -3,29 +3,15 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
-from fake_server.runtime.process.rootdir import BASE_NAME
-
-
-def _strays() -> list[int]:
-    """Processes still running from a process-runtime directory this process created."""
-    needle = f"/{BASE_NAME}/{os.getpid()}-".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if needle in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
+from fake_server.runtime.process.rootdir import BASE_NAME, processes_naming
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    strays = _strays()
+    # Processes still running from a process-runtime directory this process created.
+    strays = processes_naming(f"/{BASE_NAME}/{os.getpid()}-".encode())
     if strays:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["BASE_NAME", "FakeRoot", "make_layout"]
+__all__ = ["BASE_NAME", "FakeRoot", "kill_processes_of", "make_layout", "processes_naming"]
 
 BASE_NAME = "createos-fake-process"
 
@@ -151,14 +151,9 @@ def sweep(base: Path) -> int:
     return removed
 
 
-def kill_processes_of(directory: Path) -> int:
-    """SIGKILL every process whose command line names a path under ``directory``.
-
-    A sandbox's bwrap (and its namespace's init, bwrap's fork) carry ``--bind <dir>/<id> /``
-    in their arguments; killing the init ends everything in its PID namespace.
-    """
-    needle = os.fsencode(directory) + b"/"
-    killed = 0
+def processes_naming(needle: bytes) -> list[int]:
+    """Every other process whose command line contains ``needle`` (a path, or its start)."""
+    found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
@@ -167,9 +162,21 @@ def kill_processes_of(directory: Path) -> int:
         except OSError:
             continue  # gone meanwhile, or not ours to read
         if needle in cmdline:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed += 1
+            found.append(int(entry.name))
+    return found
+
+
+def kill_processes_of(directory: Path) -> int:
+    """SIGKILL every process whose command line names a path under ``directory``.
+
+    A sandbox's bwrap (and its namespace's init, bwrap's fork) carry ``--bind <dir>/<id> /``
+    in their arguments; killing the init ends everything in its PID namespace.
+    """
+    killed = 0
+    for pid in processes_naming(os.fsencode(directory) + b"/"):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
     return killed
 
 
