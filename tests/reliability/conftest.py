@@ -6,23 +6,25 @@ and control keys.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+import pytest_asyncio
 from createos import Client
 from createos.models import CreateSandboxRequest
 
-from fake_server import FakeCreateOS, TransitionPolicy
+from fake_server import FakeCreateOS, TransitionPolicy, clock_transport
 from fake_server.runtime.api import RUNTIMES
 from fake_server.runtime.process import tree
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
     from createos.instance import SandboxInstance
 
@@ -41,6 +43,19 @@ def _fake() -> Iterator[FakeCreateOS]:
     fake = FakeCreateOS(transitions=TransitionPolicy.immediate()).start()
     yield fake
     fake.close()
+
+
+@pytest_asyncio.fixture(name="client")
+async def _client(fake: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
+    """An httpx client of the test's fake on its clock (for modules whose ``fake`` runs in the
+    test's loop)."""
+    async with httpx.AsyncClient(
+        base_url=fake.url,
+        headers={"X-Api-Key": fake.api_key},
+        timeout=30,
+        transport=clock_transport(fake.clock),
+    ) as client:
+        yield client
 
 
 @pytest.fixture(name="http", scope="module")
@@ -83,6 +98,26 @@ def _box(sdk: Client) -> SandboxInstance:
     sandbox = sdk.create_sandbox(request)
     sandbox.wait_until_running()
     return sandbox
+
+
+async def until(check: Callable[[], Awaitable[bool]], bound: float = 20.0) -> None:
+    """Wait (real time, bounded) until ``check()`` holds: a real program decides when."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + bound
+    while not await check():
+        if loop.time() > end:
+            raise AssertionError("condition not reached within the bound")
+        await asyncio.sleep(0.01)
+
+
+async def sh(client: httpx.AsyncClient, sandbox_id: str, script: str) -> dict[str, Any]:
+    """``bash -c script`` in the sandbox through the API; its result."""
+    done = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "/bin/bash", "args": ["-c", script]}
+    )
+    assert done.status_code == 200, done.text
+    result: dict[str, Any] = done.json()["data"]["result"]
+    return result
 
 
 def settled(predicate: Callable[[], bool], bound: float = 10.0) -> bool:

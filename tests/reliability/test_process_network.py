@@ -19,19 +19,19 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 import pytest_asyncio
+from conftest import sh, until
 
 from fake_server import (
     FakeCreateOS,
     TransitionPolicy,
     VirtualClock,
-    clock_transport,
     tls_context,
 )
 from fake_server.http import ingress
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime, egress
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable
+    from collections.abc import AsyncIterator
 
 pytestmark = pytest.mark.asyncio
 
@@ -88,17 +88,6 @@ async def _fake() -> AsyncIterator[FakeCreateOS]:
         assert fake.errors == []
 
 
-@pytest_asyncio.fixture(name="client")
-async def _client(fake: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(
-        base_url=fake.url,
-        headers={"X-Api-Key": fake.api_key},
-        timeout=30,
-        transport=clock_transport(fake.clock),
-    ) as client:
-        yield client
-
-
 async def new_sandbox(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
     created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", **fields})
     assert created.status_code == 200, created.text
@@ -115,16 +104,6 @@ async def start(client: httpx.AsyncClient, sandbox_id: str, *argv: str) -> None:
         f"/v1/sandboxes/{sandbox_id}/processes", json={"cmd": argv[0], "args": list(argv[1:])}
     )
     assert started.status_code == 201, started.text
-
-
-async def until(check: Callable[[], Awaitable[bool]], bound: float = 20.0) -> None:
-    """Wait (real time, bounded) until ``check()`` holds: a real program decides when."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + bound
-    while not await check():
-        if loop.time() > end:
-            raise AssertionError("condition not reached within the bound")
-        await asyncio.sleep(0.01)
 
 
 async def listening(client: httpx.AsyncClient, url: str) -> None:
@@ -157,15 +136,6 @@ def _cmdline(holder: str) -> str:
     except OSError:
         return "?"
     return f"{cmd} (parent {ppid}, test {os.getpid()})"
-
-
-async def sh(client: httpx.AsyncClient, sandbox_id: str, script: str) -> dict[str, Any]:
-    done = await client.post(
-        f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "/bin/bash", "args": ["-c", script]}
-    )
-    assert done.status_code == 200, done.text
-    result: dict[str, Any] = done.json()["data"]["result"]
-    return result
 
 
 async def bandwidth(client: httpx.AsyncClient, sandbox_id: str) -> tuple[int, int]:

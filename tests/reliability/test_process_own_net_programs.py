@@ -8,18 +8,19 @@ preview URL. Real programs take real time, hence the reliability step.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import pytest
 import pytest_asyncio
+from conftest import sh, until
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.runtime.process import ProcessMachine, netmode, tree
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable
+    from collections.abc import AsyncIterator, Callable
+
+    import httpx
 
 pytestmark = pytest.mark.asyncio
 
@@ -33,27 +34,6 @@ async def _fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeCreateOS]:
     async with fake:
         yield fake
         assert fake.errors == []
-
-
-@pytest_asyncio.fixture(name="client")
-async def _client(fake: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(
-        base_url=fake.url,
-        headers={"X-Api-Key": fake.api_key},
-        timeout=30,
-        transport=clock_transport(fake.clock),
-    ) as client:
-        yield client
-
-
-async def until(check: Callable[[], Awaitable[bool]], bound: float = 20.0) -> None:
-    """Wait (real time, bounded) until ``check()`` holds: a real program decides when."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + bound
-    while not await check():
-        if loop.time() > end:
-            raise AssertionError("condition not reached within the bound")
-        await asyncio.sleep(0.01)
 
 
 async def new_sandbox(client: httpx.AsyncClient, **fields: Any) -> str:
@@ -70,15 +50,6 @@ async def start(client: httpx.AsyncClient, sandbox_id: str, script: str) -> str:
     assert started.status_code == 201, started.text
     process_id: str = started.json()["data"]["process_id"]
     return process_id
-
-
-async def sh(client: httpx.AsyncClient, sandbox_id: str, script: str) -> dict[str, Any]:
-    done = await client.post(
-        f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "/bin/bash", "args": ["-c", script]}
-    )
-    assert done.status_code == 200, done.text
-    result: dict[str, Any] = done.json()["data"]["result"]
-    return result
 
 
 def _state(pid: int) -> str:
