@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from pytest_createos._bridge import BackgroundLoop
 from pytest_createos._markers import DEFAULT_SHAPE
+from pytest_createos._transport import lease_transport
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
 if TYPE_CHECKING:
@@ -111,7 +112,12 @@ class Session:
             if live:
                 provider = CreateosProvider()
             else:
-                provider = CreateosProvider(clock=self.clock, pacer=Pacer.disabled(), environ={})
+                provider = CreateosProvider(
+                    clock=self.clock,
+                    pacer=Pacer.disabled(),
+                    environ={},
+                    transport=lease_transport(),
+                )
             self._lease_providers[live] = provider
         return provider
 

@@ -18,7 +18,8 @@ bodies, URLs, paths or keys: non-2xx → ``CreateosApiError(status, label)``; 3x
 failures → "CreateOS connection failed."; an aborted signal re-raises its reason.
 
 ``HttpPool`` keeps one ``httpx.AsyncClient`` per API URL for the provider's lifetime, all
-sharing one ``ssl.SSLContext`` built once per process (building one costs ~30 ms).
+sharing one ``ssl.SSLContext`` built once per process (building one costs ~30 ms). The clients
+keep no cookies, as ``fetch`` in the TypeScript provider keeps none.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ class HttpPool:
         if entry is not None and entry[0] is loop and not entry[1].is_closed:
             return entry[1]
         _preload_network_backend()
-        client = httpx.AsyncClient(
+        client = _CookielessClient(
             transport=self._transport,
             verify=_ssl_context(tls=not api_url.startswith("http://")),
             follow_redirects=False,
@@ -152,6 +153,29 @@ class HttpPool:
             if owner is loop:
                 with contextlib.suppress(Exception):
                     await client.aclose()
+
+
+class _NoCookies(httpx.Cookies):
+    """A jar that stays empty: ``Set-Cookie`` answers are not kept."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+
+class _CookielessClient(httpx.AsyncClient):
+    """An ``httpx.AsyncClient`` that neither keeps nor sends cookies, like ``fetch`` in Node.
+
+    Besides parity, reading each reply's ``Set-Cookie`` into a jar is about a third of httpx's
+    own cost per request.
+    """
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return _NoCookies()
+
+    @cookies.setter
+    def cookies(self, cookies: Any) -> None:
+        return None
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -117,6 +117,23 @@ async def test_json_request_sends_key_and_body_and_returns_data(
 
 
 @pytest.mark.asyncio
+async def test_cookies_set_by_the_api_are_not_sent_back(
+    scripted: ScriptedApi, client: CreateosClient
+) -> None:
+    """A ``Set-Cookie`` answer is not kept: ``fetch`` in the TypeScript provider keeps none."""
+
+    async def handler(request: web.Request) -> web.Response:
+        response = success({"id": "sb-1"})
+        response.set_cookie("session", "s1", path="/")
+        return response
+
+    scripted.handler = handler
+    await client.request_json("GET", "/sandboxes/sb-1")
+    await client.request_json("GET", "/sandboxes/sb-1")
+    assert [call.headers.get("Cookie") for call in scripted.calls] == [None, None]
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize(
     ("path", "status", "message"),
     [
