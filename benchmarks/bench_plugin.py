@@ -17,6 +17,12 @@ xdist worker has): the session's fake started and warmed up by one lease lifecyc
 request's lazy imports (anyio's backend) included. httpcore, and trio where it is installed,
 load with ``fake_server`` itself, so before this window.
 
+Beside the examples, the same ratio for a reference suite that no createos fixture touches:
+as many tests as the four copies, each spinning on the CPU for the examples' serial time per
+test, in a project with the same pytest plugins. Its ratio is the floor pytest-xdist reaches on
+this machine for that much serial work (two workers' start-up, collection and exit, and the
+controller's); the examples' ratio over it is what the plugin adds.
+
 Goals: under 5 ms per test for ``createos_fake``, under 10 ms for a test that acquires and
 destroys a lease, a worker's fake ready in under 150 ms, and ``-n 2`` finishing four copies of
 the examples in at most 0.6x the serial time.
@@ -141,6 +147,44 @@ def _copy_examples(folder: pathlib.Path, copies: int) -> None:
         shutil.copytree(ROOT / "examples", folder / f"copy{index}")
 
 
+_SPIN = """import time
+
+
+def spin():
+    end = time.process_time() + {seconds!r}
+    while time.process_time() < end:
+        pass
+"""
+
+
+def _reference_suite(folder: pathlib.Path, tests: int, seconds: float) -> None:
+    """``tests`` tests spinning ``seconds`` of CPU each, spread over modules like the examples."""
+    (folder / "pytest.ini").write_text(
+        "[pytest]\npython_files = *_example.py\nasyncio_mode = strict\n"
+        "addopts = --import-mode=importlib -p no:cacheprovider\n"
+    )
+    per_module = 5
+    for module in range(-(-tests // per_module)):
+        count = min(per_module, tests - module * per_module)
+        body = _SPIN.format(seconds=seconds) + "".join(
+            f"\n\ndef test_{i}():\n    spin()\n" for i in range(count)
+        )
+        (folder / f"m{module}_example.py").write_text(body)
+
+
+def _collected(folder: pathlib.Path) -> tuple[int, float]:
+    """How many tests ``folder`` holds, and the seconds a serial run takes to collect them."""
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", str(folder), "-q", "--collect-only",
+         "-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:benchmark"],
+        cwd=folder, check=True, capture_output=True, text=True, env=environment,
+    )  # fmt: skip
+    elapsed = time.perf_counter() - started
+    return sum(1 for line in done.stdout.splitlines() if "::" in line), elapsed
+
+
 def _ratio(report: Report, label: str, folder: pathlib.Path, rounds: int) -> float:
     _examples_wall(folder, 2)  # warm-up: writes the bytecode caches
     walls = interleave(
@@ -180,6 +224,15 @@ def run(rounds: int, tests: int, *, examples: bool) -> Report:
             ratio = _ratio(report, "examples", bare, rounds)
             report.add("examples -n 2 / serial", ratio, "x", "start-up dominates")
             scaled = _ratio(report, f"examples x{EXAMPLE_COPIES}", copies, rounds)
+            serial = report.figures[-2].value
+            tests, collecting = _collected(copies)
+            reference = pathlib.Path(tmp) / "reference"
+            reference.mkdir()
+            _reference_suite(reference, tests, max(serial - collecting, 0.0) / tests)
+            floor = _ratio(report, f"reference, {tests} CPU-bound tests", reference, rounds)
+            report.add("xdist floor: reference -n 2 / serial", floor, "x", "no createos fixture")
+            share = f"examples x{EXAMPLE_COPIES} ratio / floor"
+            report.add(share, scaled / floor, "x", "the plugin's part")
         report.goal(
             f"examples x{EXAMPLE_COPIES} -n 2 / serial", scaled, 0.6, "x", higher_is_better=False
         )

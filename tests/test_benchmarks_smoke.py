@@ -139,3 +139,16 @@ def test_sleep_spy_counts_real_sleeps_and_provider_timers(
     assert (spy.sleeps, spy.provider_timers) == (2, 1)
     assert asyncio.sleep is no_async_sleep
     assert time.sleep is no_sleep
+
+
+def test_plugin_reference_suite_has_the_tests_it_was_asked_for(tmp_path: Any) -> None:
+    """The xdist floor's reference suite: ``tests`` tests over modules of five, each spinning."""
+    from benchmarks.bench_plugin import _reference_suite
+
+    _reference_suite(tmp_path, 12, 0.001)
+    modules = sorted(tmp_path.glob("*_example.py"))
+    sources = [module.read_text() for module in modules]
+    for module, source in zip(modules, sources, strict=True):
+        compile(source, str(module), "exec")
+    assert [source.count("\ndef test_") for source in sources] == [5, 5, 2]
+    assert all(source.count("    spin()\n") == source.count("\ndef test_") for source in sources)
