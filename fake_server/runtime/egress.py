@@ -1,7 +1,8 @@
 """A sandbox's egress rules, as the service applies them to a connection.
 
-Rules are ``host``, ``*.domain`` or a CIDR (an IP is a /32), each optionally ``:port``; no rules,
-or ``*``, allow everything. The service filters connections, not names: DNS still resolves a
+Rules are ``host``, ``*.domain`` or a CIDR (an IP is a /32, an IPv6 address a /128), each
+optionally ``:port`` (``[2001:db8::1]:443`` for an IPv6 address with a port); no rules, or
+``*``, allow everything. The service filters connections, not names: DNS still resolves a
 host outside the list, and the connection is reset once made (``curl`` exits 35 on HTTPS, as
 the TypeScript SDK's example ``49-egress-locked-agent-worker`` shows). Loopback is never egress.
 """
@@ -23,17 +24,41 @@ __all__ = ["Verdict", "allows", "is_ip", "is_loopback", "verdict"]
 Verdict = Literal["refused", "reset", "unresolved"]
 
 
+_Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
 @dataclass(frozen=True, slots=True)
 class _Rule:
     host: str
     port: int | None
+    #: The addresses of an IP or CIDR rule; ``None`` for a name or ``*.domain``.
+    network: _Network | None = None
 
 
 def _parse(rule: str) -> _Rule:
-    host, sep, port = rule.rpartition(":")
-    if sep and port.isdigit() and host:
-        return _Rule(host.lower().rstrip("."), int(port))
-    return _Rule(rule.lower().rstrip("."), None)
+    """``host``, ``host:port``, an IP or CIDR (IPv6 bare, ``fd00::/8``, or bracketed with a
+    port: ``[2001:db8::1]:443``)."""
+    text = rule.strip().lower()
+    port: int | None = None
+    if text.startswith("["):
+        inside, _, rest = text[1:].partition("]")
+        if rest.startswith(":") and rest[1:].isdigit():
+            port = int(rest[1:])
+        text = inside
+    elif _network(text) is None:
+        host, sep, digits = text.rpartition(":")
+        if sep and digits.isdigit() and host:
+            text, port = host, int(digits)
+    return _Rule(text.rstrip("."), port, _network(text))
+
+
+def _network(text: str) -> _Network | None:
+    if not text[:1].isdigit() and ":" not in text:
+        return None  # a name: ip_network would only refuse it, more slowly
+    try:
+        return ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return None
 
 
 def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -48,12 +73,9 @@ def _matches(rule: _Rule, host: str, port: int) -> bool:
         return False
     if rule.host.startswith("*."):
         return host.endswith(rule.host[1:])
-    address = _ip(host)
-    if address is not None and ("/" in rule.host or rule.host[:1].isdigit()):
-        try:
-            return address in ipaddress.ip_network(rule.host, strict=False)
-        except ValueError:
-            return False
+    if rule.network is not None:
+        address = _ip(host)
+        return address is not None and address in rule.network
     return host == rule.host
 
 

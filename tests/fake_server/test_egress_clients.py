@@ -68,6 +68,32 @@ def test_rule_forms() -> None:
     assert not allows(rules, "10.2.0.1", 8080)
     assert not allows(rules, "evil.com", 443)
     assert allows(["fd00::/8"], "fd00::1", 443)  # an IPv6 network, as on the process runtime
+    assert allows(["fd00::/8:443"], "fd00::1", 443)
+    assert not allows(["fd00::/8:443"], "fd00::1", 80)
+
+
+@pytest.mark.parametrize(
+    ("rule", "host", "port", "allowed"),
+    [
+        ("2001:db8::1", "2001:db8::1", 443, True),  # a bare IPv6 address is not host:port
+        ("2001:db8::1", "2001:0db8:0::1", 80, True),  # compared as addresses, not as text
+        ("2001:db8::1", "2001:db8::2", 443, False),
+        ("[2001:db8::1]:443", "2001:db8::1", 443, True),
+        ("[2001:db8::1]:443", "[2001:db8::1]", 443, True),
+        ("[2001:db8::1]:443", "2001:db8::1", 80, False),
+        ("[2001:db8::1]", "2001:db8::1", 80, True),
+        ("1password.com:443", "1password.com", 443, True),  # a name may start with a digit
+        ("1password.com:443", "1password.com", 80, False),
+    ],
+)
+def test_ipv6_rules_and_names_starting_with_digits(
+    rule: str, host: str, port: int, allowed: bool
+) -> None:
+    assert allows([rule], host, port) is allowed
+    assert process_egress.allows([rule], host, port) is allowed
+
+
+def test_no_rule_or_star_allows_everything_and_loopback_is_never_egress() -> None:
     assert allows([], "evil.com", 443)
     assert allows(["*"], "evil.com", 443)
     assert verdict(["pypi.org"], "localhost", 8080) == "refused"  # loopback is never egress
