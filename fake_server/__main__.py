@@ -23,7 +23,7 @@ from fake_server.server import FakeCreateOS
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["IDLE_TIMEOUT", "JOURNAL_LIMIT", "connection_help", "main", "serve_key"]
+__all__ = ["IDLE_TIMEOUT", "JOURNAL_LIMIT", "connection_help", "main", "serve_fake", "serve_key"]
 
 #: Journal events ``serve`` keeps by default: two per request, so the last 50,000 requests.
 JOURNAL_LIMIT = 100_000
@@ -114,6 +114,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep the newest N journal events (a server may run for days), or 'off'",
     )
     serve.add_argument(
+        "--journal-messages",
+        choices=("on", "off"),
+        default="on",
+        help="keep each request's and reply's headers and body (up to 4096 characters each) "
+        "in the journal, or 'off': method, path, status and ids only",
+    )
+    serve.add_argument(
         "--runtime",
         choices=("auto", "process", "bashkit"),
         default="auto",
@@ -194,25 +201,32 @@ def connection_help(fake: FakeCreateOS, runtime_line: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def _serve(args: argparse.Namespace) -> int:
+def serve_fake(args: argparse.Namespace, runtime: str) -> FakeCreateOS:
+    """The fake ``serve`` runs, configured from its flags (not started)."""
     policy = (
         TransitionPolicy.immediate()
         if args.transitions == "immediate"
         else TransitionPolicy.realistic()
     )
+    fake = FakeCreateOS(
+        seed=args.seed if args.seed is not None else 0,
+        clock=RealClock(),
+        transitions=policy,
+        api_key=serve_key(args.api_key, args.seed),
+        rate_limit=args.rate_limit,
+        journal_limit=args.journal_limit,
+        host=args.host,
+        port=args.port,
+        runtime=runtime,
+    )
+    fake.journal.messages = args.journal_messages == "on"
+    return fake
+
+
+async def _serve(args: argparse.Namespace) -> int:
     runtime, runtime_line = _runtime(args.runtime)
     try:
-        fake = FakeCreateOS(
-            seed=args.seed if args.seed is not None else 0,
-            clock=RealClock(),
-            transitions=policy,
-            api_key=serve_key(args.api_key, args.seed),
-            rate_limit=args.rate_limit,
-            journal_limit=args.journal_limit,
-            host=args.host,
-            port=args.port,
-            runtime=runtime,
-        )
+        fake = serve_fake(args, runtime)
     except RuntimeUnavailable as exc:
         print(f"createos-fake: {exc}", file=sys.stderr)
         return 1

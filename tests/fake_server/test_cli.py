@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from fake_server import tls_context
-from fake_server.__main__ import main
+from fake_server.__main__ import build_parser, main, serve_fake
 from fake_server.server import FakeCreateOS
 
 
@@ -221,3 +221,33 @@ def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_miss
     assert _runtime("process") == ("process", line)
     monkeypatch.setattr(netmode, "detect", lambda: netmode.SHARED)
     assert _runtime("auto") == ("process", "runtime: process")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("flag", "kept"), [([], True), (["--journal-messages", "off"], False)])
+async def test_journal_messages_flag_keeps_or_drops_headers_and_bodies(
+    flag: list[str], kept: bool
+) -> None:
+    """A server running for days with ``off`` keeps method, path and status, no bodies."""
+    args = build_parser().parse_args(["serve", "--port", "0", "--runtime", "bashkit", *flag])
+    fake = serve_fake(args, "bashkit")
+    async with fake:
+        async with httpx.AsyncClient(base_url=fake.url, verify=tls_context()) as client:
+            reply = await client.post(
+                "/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}, headers={"X-Api-Key": fake.api_key}
+            )
+        assert reply.status_code == 200
+    call = fake.calls.filter(operation="create_sandbox").last
+    assert call.status == 200
+    if kept:
+        assert call.request.json() == {"shape": "s-1vcpu-1gb"}
+        assert call.response.header("content-type") == "application/json; charset=utf-8"
+    else:
+        assert (call.request.body, call.response.body, call.request.headers) == (None, None, ())
+
+
+def test_bad_journal_messages_value_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["serve", "--journal-messages", "maybe"])
+    assert exit_info.value.code == 2
+    assert "argument --journal-messages: invalid choice: 'maybe'" in capsys.readouterr().err
