@@ -33,19 +33,8 @@ JOURNAL_LIMIT = 100_000
 IDLE_TIMEOUT = 15.0
 
 
-def _rate_limit(text: str) -> int | None:
-    if text == "off":
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("must be a positive integer or 'off'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be a positive integer or 'off'")
-    return value
-
-
-def _journal_limit(text: str) -> int | None:
+def _positive_or_off(text: str) -> int | None:
+    """``--rate-limit`` and ``--journal-limit``: a count, or ``off`` (``None``: no limit)."""
     if text == "off":
         return None
     try:
@@ -104,12 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed", type=int, default=None, help="seeds ids and, without --api-key, the key"
     )
     serve.add_argument(
-        "--rate-limit", type=_rate_limit, default=300, help="requests/minute per key, or 'off'"
+        "--rate-limit", type=_positive_or_off, default=300, help="requests/minute per key, or 'off'"
     )
     serve.add_argument("--transitions", choices=("realistic", "immediate"), default="realistic")
     serve.add_argument(
         "--journal-limit",
-        type=_journal_limit,
+        type=_positive_or_off,
         default=JOURNAL_LIMIT,
         help="keep the newest N journal events (a server may run for days), or 'off'",
     )
