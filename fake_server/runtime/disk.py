@@ -12,11 +12,11 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
-import re
 
 import bashkit
 
 from fake_server.runtime import capacity, vfs
+from fake_server.runtime.argv import utf8
 
 __all__ = [
     "DISK_LIMIT",
@@ -54,7 +54,6 @@ ID=debian
 VERSION_ID="12"
 """
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _WRAPPER_PREFIX = b"#!/bin/sh\n# createos-fake image command\n"
 
 
@@ -268,4 +267,4 @@ def _wiped_fs() -> bashkit.FileSystem:
 def _absolute(path: str) -> str:
     if not isinstance(path, str) or not path.startswith("/") or "\0" in path:
         raise ValueError("sandbox paths must be absolute and contain no NUL")
-    return _SURROGATE.sub("\ufffd", path)  # undecodable bytes in a query string
+    return utf8(path)  # undecodable bytes in a query string

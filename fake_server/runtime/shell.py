@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import bashkit
 
 from fake_server.runtime import adapters, braces, capacity, devices, endless, netclients, vfs
+from fake_server.runtime.argv import check_argv, check_env, utf8
 from fake_server.runtime.cat import cat_command
 from fake_server.runtime.disk import HOME, IMAGE_COMMANDS
 from fake_server.runtime.head import head_command
@@ -60,7 +61,6 @@ _DISK_ERRORS = (
         b"No space left on device",
     ),
 )
-_SURROGATE = re.compile("[\ud800-\udfff]")
 #: The prefix of bashkit's fixed-limit errors, which it reports only in the result.
 _LIMIT_ERROR = re.compile(
     r"^(resource limit exceeded: |execution error: )+(memory limit exceeded: )?"
@@ -141,10 +141,10 @@ class Shell:
         started: Callable[[], None],
         terminal: Terminal | None = None,
     ) -> int:
-        args = _check_argv(argv)
+        args = check_argv(argv)
         workdir = self._workdir(cwd)
         environment = dict(BASE_ENV)
-        environment.update(_check_env(env or {}))
+        environment.update(check_env(env or {}))
         self._commands.attach(self._disk)
         state = RunState(self._clock, self._disk)
         state.terminal = terminal
@@ -278,7 +278,7 @@ class Shell:
         workdir = HOME if cwd is None or cwd == "" else cwd
         if "\0" in workdir:
             raise ValueError("cwd must not contain NUL")
-        workdir = vfs.abspath(_utf8(workdir), HOME)
+        workdir = vfs.abspath(utf8(workdir), HOME)
         if self._disk.is_dir(workdir):
             return workdir
         if self._disk.exists(workdir):
@@ -337,43 +337,9 @@ class Shell:
         return program
 
 
-def _utf8(text: str) -> str:
-    """Lone surrogates (from JSON ``\\udcxx`` escapes) become U+FFFD, as Go's JSON decoder does."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-    return text
-
-
 def _quote(word: str) -> str:
     """Single-quote ``word`` for bash (quoted command names are never keywords)."""
     return "'" + word.replace("'", "'\"'\"'") + "'"
-
-
-def _check_argv(argv: Sequence[str]) -> list[str]:
-    if isinstance(argv, str | bytes):
-        raise TypeError("argv must be a sequence of strings, not a string")
-    args = list(argv)
-    if not args or not args[0]:
-        raise ValueError("argv must name a command")
-    for arg in args:
-        if not isinstance(arg, str):
-            raise TypeError("argv items must be strings")
-        if "\0" in arg:
-            raise ValueError("argv must not contain NUL")
-    return [_utf8(arg) for arg in args]
-
-
-def _check_env(env: Mapping[str, str]) -> dict[str, str]:
-    checked: dict[str, str] = {}
-    for key, value in env.items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError("environment keys and values must be strings")
-        if not key or "=" in key or "\0" in key or "\0" in value:
-            raise ValueError("environment keys must be non-empty without '=' or NUL")
-        checked[_utf8(key)] = _utf8(value)
-    return checked
 
 
 def _nothing() -> None:

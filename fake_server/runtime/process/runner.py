@@ -1,4 +1,5 @@
-"""Running one command of a process-runtime sandbox: bwrap, pipes, signals, exit status."""
+"""Running one command of a process-runtime sandbox: its bwrap command line, signals and exit
+status (``spawn`` starts bwrap and moves the bytes through its pipes)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import signal as signals
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fake_server.runtime.argv import check_argv, check_env
 from fake_server.runtime.pipes import ProcessSignal, StdinPipe
 from fake_server.runtime.process import pty, tree
+from fake_server.runtime.process.spawn import feed, pump, reap, spawn
 from fake_server.runtime.shell import BASE_ENV
 
 if TYPE_CHECKING:
@@ -28,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["Run", "Runner", "bwrap_argv"]
 
 HOME = "/home/sandbox"
-_READ = 64 * 1024
 #: Host files the sandbox sees read-only, when the host has them (libraries, certificates).
 _HOST_ETC = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl",
              "ca-certificates", "localtime", "mime.types")  # fmt: skip
@@ -207,12 +209,12 @@ class Runner:
         on_stderr: Sink,
         terminal: Terminal | None = None,
     ) -> int:
-        args = _check_argv(argv)
+        args = check_argv(argv)
         workdir = posixpath.normpath(cwd) if cwd else HOME
         if not self._disk.is_dir(workdir):
             code = errno.ENOTDIR if self._disk.exists(workdir) else errno.ENOENT
             raise FileNotFoundError(code, "the working directory does not exist")
-        environment = {**BASE_ENV, **await self._extra_env(), **_check_env(env or {})}
+        environment = {**BASE_ENV, **await self._extra_env(), **check_env(env or {})}
         if self._net is None:  # no shared namespace: a network of its own
             prefix = bwrap_argv(self._bwrap, self._root, workdir, environment, own_net=True)
         else:
@@ -222,27 +224,27 @@ class Runner:
             ]
         if terminal is not None:
             return await self._run_on_pty(prefix, args, terminal, stdin, on_stdout)
-        proc = await _spawn([*prefix, *args], piped=stdin is not None)
+        proc = await spawn([*prefix, *args], piped=stdin is not None)
         task = asyncio.current_task()
         run = self._register(task, Run(proc.pid))
         missing = _NotFound(args[0], on_stderr)
         pumps = [
-            asyncio.ensure_future(_pump(proc.stdout, on_stdout)),
-            asyncio.ensure_future(_pump(proc.stderr, missing, missing.flush)),
+            asyncio.ensure_future(pump(proc.stdout, on_stdout)),
+            asyncio.ensure_future(pump(proc.stderr, missing, missing.flush)),
         ]
         if proc.stdin is not None:
-            pumps.append(asyncio.ensure_future(_feed(proc.stdin, stdin)))
+            pumps.append(asyncio.ensure_future(feed(proc.stdin, stdin)))
         try:
             code = await proc.wait()
             await asyncio.gather(*pumps[:2])
         except asyncio.CancelledError:
             run.signal(signals.SIGKILL, tree_scope=True)
-            await _reap(proc, pumps)
+            await reap(proc, pumps)
             raise
         finally:
             self._runs.pop(task, None)
-            for pump in pumps:
-                pump.cancel()
+            for piping in pumps:
+                piping.cancel()
         return _status(code, run, missing.seen)
 
     async def _run_on_pty(
@@ -322,98 +324,3 @@ def _status(code: int, run: Run, missing: bool) -> int:
     if missing and code == 1:
         return 127
     return code & 0xFF
-
-
-async def _pump(
-    stream: asyncio.StreamReader | None,
-    sink: Sink,
-    at_end: Callable[[], Awaitable[None]] | None = None,
-) -> None:
-    if stream is None:
-        return
-    while True:
-        data = await stream.read(_READ)
-        if not data:
-            break
-        await sink(data)
-    if at_end is not None:
-        await at_end()
-
-
-async def _feed(writer: asyncio.StreamWriter, stdin: bytes | StdinPipe | None) -> None:
-    """Copy stdin into the process; a process that stopped reading ends the copy (EPIPE)."""
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        if isinstance(stdin, StdinPipe):
-            while chunk := await stdin.read_chunk():
-                writer.write(chunk)
-                await writer.drain()
-        elif stdin:
-            writer.write(stdin)
-            await writer.drain()
-    writer.close()
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        await writer.wait_closed()
-
-
-async def _spawn(command: Sequence[str], *, piped: bool) -> asyncio.subprocess.Process:
-    """Start bwrap; cancelled meanwhile, it is killed with its whole process group.
-
-    asyncio would kill only bwrap itself, which can leave the sandbox's init (forked before
-    it took ``--die-with-parent``) running with its namespaces."""
-    spawn = asyncio.ensure_future(
-        asyncio.create_subprocess_exec(
-            *command,
-            stdin=asyncio.subprocess.PIPE if piped else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            env={},
-        )
-    )
-    try:
-        return await asyncio.shield(spawn)
-    except asyncio.CancelledError:
-        with contextlib.suppress(BaseException):
-            proc = await spawn
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signals.SIGKILL)
-            await _reap(proc, [])
-        raise
-
-
-async def _reap(proc: asyncio.subprocess.Process, pumps: Sequence[asyncio.Future[None]]) -> None:
-    """After SIGKILL: wait for bwrap and its pipes, even if cancelled again meanwhile."""
-    waiting = asyncio.ensure_future(asyncio.gather(proc.wait(), *pumps[:2]))
-    for _ in range(3):
-        try:
-            await asyncio.wait_for(asyncio.shield(waiting), timeout=5.0)
-            return
-        except asyncio.CancelledError:
-            continue
-        except (TimeoutError, OSError):
-            return
-
-
-def _check_argv(argv: Sequence[str]) -> list[str]:
-    if isinstance(argv, str | bytes):
-        raise TypeError("argv must be a sequence of strings, not a string")
-    args = list(argv)
-    if not args or not args[0]:
-        raise ValueError("argv must name a command")
-    for arg in args:
-        if not isinstance(arg, str):
-            raise TypeError("argv items must be strings")
-        if "\0" in arg:
-            raise ValueError("argv must not contain NUL")
-    return [a.encode("utf-8", "replace").decode() for a in args]
-
-
-def _check_env(env: Mapping[str, str]) -> dict[str, str]:
-    checked: dict[str, str] = {}
-    for key, value in env.items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError("environment keys and values must be strings")
-        if not key or "=" in key or "\0" in key or "\0" in value:
-            raise ValueError("environment keys must be non-empty without '=' or NUL")
-        checked[key] = value
-    return checked
