@@ -7,8 +7,6 @@ and control keys.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +19,7 @@ from createos.models import CreateSandboxRequest
 
 from fake_server import FakeCreateOS, TransitionPolicy, clock_transport
 from fake_server.runtime.api import RUNTIMES
-from fake_server.runtime.process import tree
+from tests.fake_server._process_runtime import bwrap_descendants
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -74,7 +72,7 @@ def _runtime_fake(request: pytest.FixtureRequest) -> Iterator[FakeCreateOS]:
     fake = FakeCreateOS(transitions=TransitionPolicy.immediate(), runtime=request.param).start()
     yield fake
     fake.close()
-    assert settled(lambda: not bwrap_children())
+    assert settled(lambda: not bwrap_descendants())
 
 
 @pytest.fixture(name="rt_fake")
@@ -129,14 +127,3 @@ def settled(predicate: Callable[[], bool], bound: float = 10.0) -> bool:
             return False
         time.sleep(0.005)
     return True
-
-
-def bwrap_children() -> list[int]:
-    """bwrap processes below this test process (a sandbox's tree that outlived its fake)."""
-    found = []
-    for level in tree.descendants(os.getpid()):
-        for pid in level:
-            with contextlib.suppress(OSError):
-                if b"bwrap" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]:
-                    found.append(pid)
-    return found
