@@ -6,9 +6,13 @@ they got back and where the fake misbehaved on purpose. Each exchange becomes on
 
     +2.25s POST /v1/sandboxes/sb-…7T/resume → 503 (fault #1 HttpError 503)
 
-and a run of identical calls (a status poll) becomes one line with the states it saw::
+a run of identical calls (a status poll) becomes one line with the states it saw::
 
     +0.50s GET /v1/sandboxes/sb-…7T ×10 → 200 (pausing → paused)
+
+and a change a test applied out of band (``fake.faults.vanish_network(...)``) one of its own::
+
+    +1.00s applied now VanishNetwork net_…k3
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Exchange", "exchanges", "short_ids", "short_lines"]
 
-_ID = re.compile(r"\b(sb|proc|acct|pr)-[0-9A-Za-z]{8,}")
+_ID = re.compile(r"\b(sb|proc|acct|pr)-[0-9A-Za-z]{8,}|\bnet_[0-9a-z]{8,}")
 _FAULT = re.compile(r"fault#(\d+) (\w+)\((.*)\)$")
+_APPLIED = re.compile(r"applied now (\w+)\((.*)\)$")
 
 
 @dataclass(slots=True)
@@ -71,6 +76,22 @@ def _fault_text(detail: str) -> str:
     return " ".join([f"fault #{number}", name, *shown])
 
 
+def _applied_text(detail: str) -> str:
+    """``applied now VanishNetwork(network_id='net_…')`` → ``applied now VanishNetwork net_…``."""
+    match = _APPLIED.match(detail)
+    if match is None:
+        return detail
+    name, args = match.groups()
+    shown = [name]
+    for part in args.split(", ") if args else []:
+        key, _, value = part.partition("=")
+        value = value.strip("'")
+        if value in ("None", "False", "()", ""):
+            continue
+        shown.append(value if key.endswith("_id") else f"{key}={value}")
+    return "applied now " + " ".join(shown)
+
+
 def _transition(detail: str) -> tuple[str | None, str]:
     old, _, new = detail.partition(" -> ")
     return (None if old in ("-", "") else old), new
@@ -92,6 +113,10 @@ def exchanges(events: Iterable[Event]) -> list[Exchange]:
                 _add_state(exchange, old, new)
             open_calls.setdefault((event.method, event.path), []).append(exchange)
             out.append(exchange)
+        elif event.kind == "fault" and not event.method:  # applied now, outside any request
+            applied = Exchange(event.time, "", "")
+            applied.faults.append(_applied_text(event.detail))
+            out.append(applied)
         elif event.kind in ("response", "fault") and event.method and event.path:
             waiting = open_calls.get((event.method, event.path))
             if not waiting:
@@ -148,13 +173,20 @@ def collapse(items: Sequence[Exchange]) -> list[Exchange]:
 
 
 def short_ids(texts: Iterable[str]) -> dict[str, str]:
-    """``sb-01KDVDNA00FHJR5RQ6CBVJHD7T`` → ``sb-…7T``, longer tails where two would clash."""
+    """``sb-01KDVDNA00FHJR5RQ6CBVJHD7T`` → ``sb-…7T`` (``net_…`` alike), longer tails where two
+    would clash."""
     ids = sorted({m.group(0) for text in texts for m in _ID.finditer(text)})
     for tail in range(2, 27):
-        names = {i: f"{i.split('-', 1)[0]}-…{i[-tail:]}" for i in ids}
+        names = {i: f"{_prefix(i)}…{i[-tail:]}" for i in ids}
         if len(set(names.values())) == len(ids):
             return names
     return {i: i for i in ids}  # pragma: no cover -- distinct ids differ in their last 26
+
+
+def _prefix(identifier: str) -> str:
+    """``sb-`` of ``sb-01K…``, ``net_`` of ``net_01k…``."""
+    cut = min(i for i in (identifier.find("-"), identifier.find("_")) if i >= 0)
+    return identifier[: cut + 1]
 
 
 def _line(exchange: Exchange, origin: float) -> str:
@@ -165,8 +197,8 @@ def _line(exchange: Exchange, origin: float) -> str:
             parts.append(f"×{exchange.count}")
         status = "no reply" if exchange.status is None else str(exchange.status)
         parts.append(f"→ {status}")
-    else:
-        parts.append(exchange.sandbox_id or "")
+    elif exchange.sandbox_id:
+        parts.append(exchange.sandbox_id)
     notes = []
     if exchange.states:
         states = " → ".join(exchange.states)

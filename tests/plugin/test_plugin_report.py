@@ -124,3 +124,30 @@ def test_short_ids_grow_until_distinct() -> None:
         "sb-AAAAAAAAAAAAAAAAAAAAAAA1XY": "sb-…1XY",
         "sb-AAAAAAAAAAAAAAAAAAAAAAA2XY": "sb-…2XY",
     }
+
+
+def test_short_journal_shows_changes_applied_out_of_band() -> None:
+    """A change applied now (no request) gets a line of its own, ids short, ``None`` left out."""
+    sb, net = "sb-01KDVDNA00FHJR5RQ6CBVJHD7T", "net_01kdvdna00fhjr5rq6cbvjhd7t"
+    events = [
+        Event(10.0, "request", "get_sandbox", "GET", f"/v1/sandboxes/{sb}", sandbox_id=sb),
+        Event(10.0, "response", "get_sandbox", "GET", f"/v1/sandboxes/{sb}", 200, sandbox_id=sb),
+        Event(
+            11.0,
+            "fault",
+            sandbox_id=sb,
+            detail=f"applied now SetStatus(status='error', sandbox_id='{sb}')",
+        ),
+        Event(12.5, "fault", detail=f"applied now VanishNetwork(network_id='{net}')"),
+        Event(
+            13.0,
+            "fault",
+            detail="applied now DetachDisk(disk_id='dsk_x', sandbox_id=None, mount_path='/mnt/d')",
+        ),
+    ]
+    assert short_lines(events, 10.0, 20) == [
+        "+0.00s GET /v1/sandboxes/sb-…7T → 200",
+        "+1.00s applied now SetStatus status=error sb-…7T",
+        "+2.50s applied now VanishNetwork net_…7t",
+        "+3.00s applied now DetachDisk dsk_x mount_path=/mnt/d",
+    ]
