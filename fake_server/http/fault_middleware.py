@@ -114,6 +114,9 @@ def applied_listener(journal: Journal, clock: Clock) -> Callable[[OutOfBandActio
                 account_id=aim.account,
                 sandbox_id=aim.sandbox_id,
                 process_id=aim.process_id,
+                network_id=aim.network_id,
+                disk_id=aim.disk_id,
+                template_id=aim.template_id,
                 detail=f"applied now {action!r}",
             )
         )

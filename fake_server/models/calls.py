@@ -80,6 +80,9 @@ class ApiCall:
     sandbox_id: str | None = None
     process_id: str | None = None
     account_id: str | None = None
+    network_id: str | None = None
+    disk_id: str | None = None
+    template_id: str | None = None
     #: The injected faults that fired on this call, as the journal describes them.
     faults: tuple[str, ...] = ()
     #: What the recorder kept (empty when it keeps none): secrets redacted, bodies capped.
@@ -130,6 +133,9 @@ def _pair(events: Iterable[Event]) -> list[ApiCall]:
                 "path": event.path,
                 "sandbox_id": event.sandbox_id,
                 "process_id": event.process_id,
+                "network_id": event.network_id,
+                "disk_id": event.disk_id,
+                "template_id": event.template_id,
                 "faults": (),
                 "query": event.query,
                 "request_headers": event.headers,
@@ -199,6 +205,9 @@ class Calls:
         *,
         sandbox_id: str | None = None,
         process_id: str | None = None,
+        network_id: str | None = None,
+        disk_id: str | None = None,
+        template_id: str | None = None,
         method: str | None = None,
         status: int | None = None,
         json: Mapping[str, Any] | None = None,
@@ -218,6 +227,9 @@ class Calls:
                 if (operation is None or call.operation == operation)
                 and (sandbox_id is None or call.sandbox_id == sandbox_id)
                 and (process_id is None or call.process_id == process_id)
+                and (network_id is None or call.network_id == network_id)
+                and (disk_id is None or call.disk_id == disk_id)
+                and (template_id is None or call.template_id == template_id)
                 and (method is None or call.method == method)
                 and (status is None or call.status == status)
                 and (json is None or _body_contains(call, json))

@@ -36,6 +36,11 @@ class Event:
     process_id: str | None = None
     #: The ``X-Request-Id`` the fake answered with (requests and responses only).
     request_id: str | None = None
+    #: The account resource a request names in its path (``/v1/networks/{id}``, a sandbox's
+    #: ``/disks/{id}``, ...) or an out-of-band change is applied to.
+    network_id: str | None = None
+    disk_id: str | None = None
+    template_id: str | None = None
     query: str = ""
     headers: tuple[tuple[str, str], ...] = ()
     body: str | None = None
@@ -50,7 +55,13 @@ class Event:
             parts.append(f"{self.method} {self.path}")
         if self.status is not None:
             parts.append(f"-> {self.status}")
-        for label, value in (("sandbox", self.sandbox_id), ("process", self.process_id)):
+        for label, value in (
+            ("sandbox", self.sandbox_id),
+            ("process", self.process_id),
+            ("network", self.network_id),
+            ("disk", self.disk_id),
+            ("template", self.template_id),
+        ):
             if value:
                 parts.append(f"{label}={value}")
         if self.detail:

@@ -189,3 +189,28 @@ async def test_a_failed_json_match_shows_the_bodies_it_looked_at(
     assert str(bad.value) == "json= takes a dict the request body contains; got str"
     event = fake.journal.events[0]
     assert dataclasses.replace(event, headers=()).body == '{"shape": "s-1vcpu-1gb"}'
+
+
+@pytest.mark.asyncio
+async def test_calls_and_events_name_the_network_they_touch(
+    fake: FakeCreateOS, client: httpx.AsyncClient
+) -> None:
+    """Requests on a network, and a change applied to it now, carry its id: ``fake.calls``
+    filters by it and the journal prints it."""
+    network = (await client.post("/v1/networks", json={"name": "n"})).json()["data"]["id"]
+    other = (await client.post("/v1/networks", json={"name": "m"})).json()["data"]["id"]
+    assert (await client.get(f"/v1/networks/{network}")).status_code == 200
+    assert (await client.get(f"/v1/networks/{other}")).status_code == 200
+    fake.faults.vanish_network(network)
+    assert (await client.get(f"/v1/networks/{network}")).status_code == 404
+    touched = fake.calls.filter(network_id=network)
+    assert [(c.operation, c.status) for c in touched] == [
+        ("get_network", 200),
+        ("get_network", 404),
+    ]
+    assert fake.calls.filter(network_id=other).call_count == 1
+    applied = [e for e in fake.journal.events if e.kind == "fault"]
+    assert [(e.network_id, e.detail) for e in applied] == [
+        (network, f"applied now VanishNetwork(network_id='{network}')")
+    ]
+    assert f"network={network}" in applied[0].format()
