@@ -324,10 +324,12 @@ def test_direct_changes_from_a_sync_test_reach_a_threaded_fake() -> None:
             sandbox_id = api.post("/sandboxes", json={"shape": "s-1vcpu-1gb"}).json()["data"]["id"]
             api.get(f"/sandboxes/{sandbox_id}")
             body = {"cmd": "/bin/bash", "args": ["-c", "sleep 1000"]}
-            process_id = api.post(f"/sandboxes/{sandbox_id}/processes", json=body).json()["data"][
-                "process_id"
-            ]
-            fake.faults.crash_process(sandbox_id, process_id, "SIGKILL")
+            # A sync client's gaps are invisible to the clock: hold it, or `sleep 1000` may end
+            # (fake time jumping) before the crash reaches it on a loaded machine.
+            with fake.clock.hold():
+                created = api.post(f"/sandboxes/{sandbox_id}/processes", json=body)
+                process_id = created.json()["data"]["process_id"]
+                fake.faults.crash_process(sandbox_id, process_id, "SIGKILL")
             process = api.get(f"/sandboxes/{sandbox_id}/processes/{process_id}").json()["data"]
             assert (process["tree_exited"], process["signal"]) == (True, "SIGKILL")
             fake.faults.set_status(sandbox_id, "failed")

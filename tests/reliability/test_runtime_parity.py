@@ -137,18 +137,24 @@ def test_managed_process_reads_live_stdin_before_it_is_closed(box: SandboxInstan
     assert output(box, process_id) == (b"got:first\n", 5, None)
 
 
-def test_a_signal_ends_a_process_with_that_signal(box: SandboxInstance) -> None:
-    process_id = start(box, "echo up; sleep 300")
-    with box.processes.connect(process_id) as frames:
-        assert next(f.data for f in frames if f.data) == b"up\n"
-    box.processes.signal(process_id, ManagedProcessSignal.TERMINATE)
+def test_a_signal_ends_a_process_with_that_signal(
+    rt_fake: FakeCreateOS, box: SandboxInstance
+) -> None:
+    with rt_fake.clock.hold():  # the SDK's gaps must not let a bashkit `sleep 300` end
+        process_id = start(box, "echo up; sleep 300")
+        with box.processes.connect(process_id) as frames:
+            assert next(f.data for f in frames if f.data) == b"up\n"
+        box.processes.signal(process_id, ManagedProcessSignal.TERMINATE)
     assert output(box, process_id) == (b"up\n", None, "SIGTERM")
 
 
-def test_a_signal_sent_at_once_after_create_is_not_lost(box: SandboxInstance) -> None:
+def test_a_signal_sent_at_once_after_create_is_not_lost(
+    rt_fake: FakeCreateOS, box: SandboxInstance
+) -> None:
     """Sent before the program may have started: it still ends it (never a 300 s sleep)."""
-    process_id = start(box, "sleep 300")
-    box.processes.signal(process_id, ManagedProcessSignal.TERMINATE)
+    with rt_fake.clock.hold():  # the SDK's gaps must not let a bashkit `sleep 300` end
+        process_id = start(box, "sleep 300")
+        box.processes.signal(process_id, ManagedProcessSignal.TERMINATE)
     assert output(box, process_id) == (b"", None, "SIGTERM")
 
 
@@ -243,11 +249,12 @@ def test_destroy_ends_every_process_and_removes_the_files(
 def test_a_crashed_process_reports_the_signal_and_its_tree_is_gone(
     rt_fake: FakeCreateOS, box: SandboxInstance
 ) -> None:
-    process_id = start(box, "echo up; sleep 300 & wait")
-    with box.processes.connect(process_id) as frames:
-        assert next(f.data for f in frames if f.data) == b"up\n"
-    rt_fake.faults.add(Fault("get_process", CrashProcess(signal="SIGKILL")))
-    crashed = box.processes.get(process_id)
+    with rt_fake.clock.hold():  # the SDK's gaps must not let a bashkit `sleep 300` end
+        process_id = start(box, "echo up; sleep 300 & wait")
+        with box.processes.connect(process_id) as frames:
+            assert next(f.data for f in frames if f.data) == b"up\n"
+        rt_fake.faults.add(Fault("get_process", CrashProcess(signal="SIGKILL")))
+        crashed = box.processes.get(process_id)
     assert (crashed.tree_exited, crashed.signal) == (True, "SIGKILL")
     machine = rt_fake.sandbox(box.id).machine
     if isinstance(machine, ProcessMachine):
