@@ -8,6 +8,7 @@ prompt; bashkit's PTY does none of these. The tests compare the lines a program 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -18,6 +19,8 @@ from createos.models import (
     ManagedProcessCreateRequest,
     PTYSize,
 )
+
+from fake_server.runtime.process import ProcessMachine, tree
 
 if TYPE_CHECKING:
     from createos.instance import SandboxInstance
@@ -95,8 +98,31 @@ def test_ctrl_c_interrupts_the_foreground_program(
     pty = Pty(rt_fake, box, 24, 80)
     pty.type("echo ready; sleep 300\n")
     pty.until("ready")
+    machine = rt_fake.sandbox(box.id).machine
+    if isinstance(machine, ProcessMachine):
+        # As a person would, press Ctrl-C once `sleep` holds the terminal: pressed while bash
+        # is still handing it over (a wide window on a loaded machine), it reaches bash, not
+        # `sleep`.
+        assert settled(lambda: _leads_the_terminal(machine, "sleep")), pty.screen()
     pty.type("\x03")
     pty.type("echo status-$?\n")
     assert settled(lambda: "status-130" in pty.lines(), bound=5.0), pty.screen()
     pty.type("exit 0\n")
     assert pty.finish() == 0
+
+
+def _leads_the_terminal(machine: ProcessMachine, name: str) -> bool:
+    """A process named ``name`` in the sandbox is in its terminal's foreground process group
+    (``/proc/PID/stat``: its process group equals the terminal's ``tpgid``)."""
+    for run in list(machine.runs.values()):
+        for level in tree.descendants(run.pid):
+            for pid in level:
+                try:
+                    stat = Path(f"/proc/{pid}/stat").read_text()
+                except OSError:
+                    continue
+                command = stat[stat.index("(") + 1 : stat.rindex(")")]
+                fields = stat[stat.rindex(")") + 2 :].split()
+                if command == name and fields[2] == fields[5]:  # pgrp == tpgid
+                    return True
+    return False
