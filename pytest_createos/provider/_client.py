@@ -169,9 +169,13 @@ class _CookielessClient(httpx.AsyncClient):
     own cost per request.
     """
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._empty_jar = _NoCookies()  # one per client: it is read twice per request
+
     @property
     def cookies(self) -> httpx.Cookies:
-        return _NoCookies()
+        return self._empty_jar
 
     @cookies.setter
     def cookies(self, cookies: Any) -> None:
