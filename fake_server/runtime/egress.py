@@ -45,7 +45,10 @@ def _parse(rule: str) -> _Rule:
         if rest.startswith(":") and rest[1:].isdigit():
             port = int(rest[1:])
         text = inside
-    elif _network(text) is None:
+    else:
+        whole = _network(text)
+        if whole is not None:  # an address or network, colons and all: no port
+            return _Rule(text, None, whole)
         host, sep, digits = text.rpartition(":")
         if sep and digits.isdigit() and host:
             text, port = host, int(digits)
