@@ -121,28 +121,37 @@ def _fake_ready() -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
-def _examples_wall(folder: pathlib.Path, workers: int | None) -> float:
-    # As a downstream project would run them: without this project's own test-only plugins.
-    # hypothesis's plugin alone costs every xdist worker about 2 s of start-up here.
+#: The ``pytest.ini`` of a downstream project holding copies of examples/ (or the reference).
+_DOWNSTREAM_INI = (
+    "[pytest]\npython_files = *_example.py\nasyncio_mode = strict\n"
+    "addopts = --import-mode=importlib -p no:cacheprovider\n"
+)
+
+
+def _downstream_pytest(folder: pathlib.Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """pytest in ``folder`` as a downstream project runs it: without this project's own
+    test-only plugins (hypothesis's alone costs every xdist worker about 2 s of start-up here)
+    and with bytecode caching on."""
     command = [
         sys.executable, "-m", "pytest", str(folder), "-q",
-        "-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:benchmark",
+        "-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:benchmark", *flags,
     ]  # fmt: skip
-    if workers:
-        command += ["-n", str(workers)]
     environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return subprocess.run(
+        command, cwd=folder, check=True, capture_output=True, text=True, env=environment
+    )
+
+
+def _examples_wall(folder: pathlib.Path, workers: int | None) -> float:
     started = time.perf_counter()
-    subprocess.run(command, cwd=folder, check=True, capture_output=True, env=environment)
+    _downstream_pytest(folder, *(["-n", str(workers)] if workers else []))
     return time.perf_counter() - started
 
 
 def _copy_examples(folder: pathlib.Path, copies: int) -> None:
     """``copies`` copies of examples/ as one downstream project (so test work, not process
     start-up, dominates)."""
-    (folder / "pytest.ini").write_text(
-        "[pytest]\npython_files = *_example.py\nasyncio_mode = strict\n"
-        "addopts = --import-mode=importlib -p no:cacheprovider\n"
-    )
+    (folder / "pytest.ini").write_text(_DOWNSTREAM_INI)
     for index in range(copies):
         shutil.copytree(ROOT / "examples", folder / f"copy{index}")
 
@@ -159,10 +168,7 @@ def spin():
 
 def _reference_suite(folder: pathlib.Path, tests: int, seconds: float) -> None:
     """``tests`` tests spinning ``seconds`` of CPU each, spread over modules like the examples."""
-    (folder / "pytest.ini").write_text(
-        "[pytest]\npython_files = *_example.py\nasyncio_mode = strict\n"
-        "addopts = --import-mode=importlib -p no:cacheprovider\n"
-    )
+    (folder / "pytest.ini").write_text(_DOWNSTREAM_INI)
     per_module = 5
     for module in range(-(-tests // per_module)):
         count = min(per_module, tests - module * per_module)
@@ -174,18 +180,14 @@ def _reference_suite(folder: pathlib.Path, tests: int, seconds: float) -> None:
 
 def _collected(folder: pathlib.Path) -> tuple[int, float]:
     """How many tests ``folder`` holds, and the seconds a serial run takes to collect them."""
-    environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", str(folder), "-q", "--collect-only",
-         "-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:benchmark"],
-        cwd=folder, check=True, capture_output=True, text=True, env=environment,
-    )  # fmt: skip
+    done = _downstream_pytest(folder, "--collect-only")
     elapsed = time.perf_counter() - started
     return sum(1 for line in done.stdout.splitlines() if "::" in line), elapsed
 
 
-def _ratio(report: Report, label: str, folder: pathlib.Path, rounds: int) -> float:
+def _ratio(report: Report, label: str, folder: pathlib.Path, rounds: int) -> tuple[float, float]:
+    """``-n 2`` over serial wall time, and the serial seconds (medians of ``rounds``)."""
     _examples_wall(folder, 2)  # warm-up: writes the bytecode caches
     walls = interleave(
         {"serial": lambda: _examples_wall(folder, None), "n2": lambda: _examples_wall(folder, 2)},
@@ -194,7 +196,7 @@ def _ratio(report: Report, label: str, folder: pathlib.Path, rounds: int) -> flo
     serial, parallel = median(walls["serial"]), median(walls["n2"])
     report.add(f"{label} serial", serial, "s")
     report.add(f"{label} -n 2", parallel, "s")
-    return parallel / serial
+    return parallel / serial, serial
 
 
 def run(rounds: int, tests: int, *, examples: bool) -> Report:
@@ -221,15 +223,14 @@ def run(rounds: int, tests: int, *, examples: bool) -> Report:
             copies.mkdir()
             _copy_examples(bare, 1)
             _copy_examples(copies, EXAMPLE_COPIES)
-            ratio = _ratio(report, "examples", bare, rounds)
+            ratio, _ = _ratio(report, "examples", bare, rounds)
             report.add("examples -n 2 / serial", ratio, "x", "start-up dominates")
-            scaled = _ratio(report, f"examples x{EXAMPLE_COPIES}", copies, rounds)
-            serial = report.figures[-2].value
+            scaled, serial = _ratio(report, f"examples x{EXAMPLE_COPIES}", copies, rounds)
             tests, collecting = _collected(copies)
             reference = pathlib.Path(tmp) / "reference"
             reference.mkdir()
             _reference_suite(reference, tests, max(serial - collecting, 0.0) / tests)
-            floor = _ratio(report, f"reference, {tests} CPU-bound tests", reference, rounds)
+            floor, _ = _ratio(report, f"reference, {tests} CPU-bound tests", reference, rounds)
             report.add("xdist floor: reference -n 2 / serial", floor, "x", "no createos fixture")
             share = f"examples x{EXAMPLE_COPIES} ratio / floor"
             report.add(share, scaled / floor, "x", "the plugin's part")
