@@ -67,12 +67,7 @@ def _fault_text(detail: str) -> str:
     if match is None:
         return detail
     number, name, args = match.groups()
-    shown = []
-    for part in args.split(", ") if args else []:
-        key, _, value = part.partition("=")
-        if value in ("None", "False", "()", ""):
-            continue
-        shown.append(value if key == "status" else f"{key}={value}")
+    shown = [v if k == "status" else f"{k}={v}" for k, v in _arguments(args, unquote=False)]
     return " ".join([f"fault #{number}", name, *shown])
 
 
@@ -82,14 +77,20 @@ def _applied_text(detail: str) -> str:
     if match is None:
         return detail
     name, args = match.groups()
-    shown = [name]
+    shown = [v if k.endswith("_id") else f"{k}={v}" for k, v in _arguments(args, unquote=True)]
+    return " ".join(["applied now", name, *shown])
+
+
+def _arguments(args: str, *, unquote: bool) -> list[tuple[str, str]]:
+    """The ``key=value`` arguments of an action's repr that say something (not ``None``,
+    ``False``, ``()`` or empty); ``unquote`` drops the quotes around strings first."""
+    pairs = []
     for part in args.split(", ") if args else []:
         key, _, value = part.partition("=")
-        value = value.strip("'")
-        if value in ("None", "False", "()", ""):
-            continue
-        shown.append(value if key.endswith("_id") else f"{key}={value}")
-    return "applied now " + " ".join(shown)
+        value = value.strip("'") if unquote else value
+        if value not in ("None", "False", "()", ""):
+            pairs.append((key, value))
+    return pairs
 
 
 def _transition(detail: str) -> tuple[str | None, str]:
