@@ -7,6 +7,7 @@ and control keys.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -127,3 +128,14 @@ def settled(predicate: Callable[[], bool], bound: float = 10.0) -> bool:
             return False
         time.sleep(0.005)
     return True
+
+
+def open_fds() -> int:
+    """Descriptors this process holds now (Linux: ``/proc/self/fd``)."""
+    return len(os.listdir("/proc/self/fd"))
+
+
+def bashkit_differs(rt_fake: FakeCreateOS, request: pytest.FixtureRequest, reason: str) -> None:
+    """Mark the test a strict xfail on the bashkit runtime: a documented runtime difference."""
+    if rt_fake.runtime == "bashkit":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"difference: {reason}"))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 import pytest_asyncio
+from conftest import open_fds
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, httpx_event_hooks, tls_context
 
@@ -33,10 +34,6 @@ EXECS_PER_LIFECYCLE = 4
 #: Python) creates its thread state. A leaked sandbox keeps thousands of blocks (its
 #: interpreter state, disk, journal); this is slack for caches and interned strings.
 BLOCKS_BOUND = 2_000
-
-
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 async def lifecycle(client: httpx.AsyncClient, index: int) -> None:

@@ -8,6 +8,7 @@ import os
 import warnings
 
 import pytest
+from conftest import open_fds
 
 from pytest_createos._markers import DEFAULT_SHAPE
 from pytest_createos._options import Options
@@ -17,10 +18,6 @@ from pytest_createos.provider import Environment
 pytestmark = pytest.mark.skipif(
     not os.path.isdir("/proc/self/fd"), reason="counts open files through /proc (Linux)"
 )
-
-
-def _open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 def _lifecycles(count: int) -> None:
@@ -50,10 +47,10 @@ def test_lease_provider_leaves_no_socket_or_session_open_after_close() -> None:
     is raised. (The first session leaves bashkit's process-wide runtimes open, once.)"""
     _lifecycles(1)
     gc.collect()
-    before = _open_fds()
+    before = open_fds()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _lifecycles(3)
         gc.collect()
     assert [str(w.message) for w in caught] == []
-    assert _open_fds() <= before  # earlier tests' leftovers may close meanwhile, never more
+    assert open_fds() <= before  # earlier tests' leftovers may close meanwhile, never more

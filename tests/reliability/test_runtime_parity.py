@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import settled
+from conftest import bashkit_differs, settled
 from createos.errors import APIError
 from createos.models import (
     CreateSandboxRequest,
@@ -120,9 +120,9 @@ def test_managed_process_reads_stdin_and_exits(box: SandboxInstance) -> None:
 
 @pytest.fixture(name="live_stdin")
 def _live_stdin(rt_fake: FakeCreateOS, request: pytest.FixtureRequest) -> None:
-    if rt_fake.runtime == "bashkit":
-        reason = "difference: bashkit hands stdin to a bash -c script only once it is closed"
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+    bashkit_differs(
+        rt_fake, request, "bashkit hands stdin to a bash -c script only once it is closed"
+    )
 
 
 @pytest.mark.usefixtures("live_stdin")
@@ -160,9 +160,9 @@ def test_a_signal_sent_at_once_after_create_is_not_lost(
 
 @pytest.fixture(name="trap_honoured")
 def _trap_honoured(rt_fake: FakeCreateOS, request: pytest.FixtureRequest) -> None:
-    if rt_fake.runtime == "bashkit":
-        reason = "difference: bashkit ignores trap '' TERM (SIGTERM ends the process at once)"
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+    bashkit_differs(
+        rt_fake, request, "bashkit ignores trap '' TERM (SIGTERM ends the process at once)"
+    )
 
 
 @pytest.mark.usefixtures("trap_honoured")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import settled
+from conftest import bashkit_differs, settled
 from createos.models import (
     ManagedProcessConnectEventType,
     ManagedProcessConnectOptions,
@@ -76,9 +76,9 @@ def test_stty_size_shows_the_window_from_create_and_after_resize(
 
 @pytest.fixture(name="line_discipline")
 def _line_discipline(rt_fake: FakeCreateOS, request: pytest.FixtureRequest) -> None:
-    if rt_fake.runtime == "bashkit":
-        reason = "difference: bashkit's PTY has no line discipline (no echo, Ctrl-C is a byte)"
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+    bashkit_differs(
+        rt_fake, request, "bashkit's PTY has no line discipline (no echo, Ctrl-C is a byte)"
+    )
 
 
 @pytest.mark.usefixtures("line_discipline")
