@@ -8,11 +8,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.runtime.process import tree
 from fake_server.runtime.process.rootdir import BASE_NAME
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import AsyncIterator, Callable
 
 
 def bwrap_descendants() -> list[int]:
@@ -79,3 +80,16 @@ def netns_holders(inode: str) -> list[str]:
                 if os.readlink(f"/proc/{link}") == inode:
                     holders.append(link.removesuffix("/ns/net"))
     return holders
+
+
+@contextlib.asynccontextmanager
+async def process_fake() -> AsyncIterator[FakeCreateOS]:
+    """A fake whose sandboxes run real programs, in this loop; nothing may be left once it
+    closes (no error recorded, no bwrap process)."""
+    fake = FakeCreateOS(
+        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
+    )
+    async with fake:
+        yield fake
+        assert fake.errors == []
+    assert await no_bwrap_left()

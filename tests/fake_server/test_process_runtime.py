@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
-from _process_runtime import no_bwrap_left, until
+from _process_runtime import no_bwrap_left, process_fake, until
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime, bridges, tree
 
 if TYPE_CHECKING:
     import httpx
+
+    from fake_server import FakeCreateOS
 
 pytestmark = pytest.mark.asyncio
 
@@ -25,14 +26,8 @@ MakeSandbox = Callable[..., Awaitable[str]]
 
 @pytest_asyncio.fixture(name="fake")
 async def _fake() -> AsyncIterator[FakeCreateOS]:
-    """A fake whose sandboxes run real programs; nothing may be left once it closes."""
-    fake = FakeCreateOS(
-        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
-    )
-    async with fake:
+    async with process_fake() as fake:
         yield fake
-        assert fake.errors == []
-    assert await no_bwrap_left()
 
 
 async def run(client: httpx.AsyncClient, sandbox_id: str, **body: Any) -> dict[str, Any]:

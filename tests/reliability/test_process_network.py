@@ -29,6 +29,7 @@ from fake_server import (
 )
 from fake_server.http import ingress
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime, egress
+from tests.fake_server._process_runtime import process_fake
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -80,12 +81,8 @@ ECHO_SERVER = textwrap.dedent(
 
 @pytest_asyncio.fixture(name="fake")
 async def _fake() -> AsyncIterator[FakeCreateOS]:
-    fake = FakeCreateOS(
-        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
-    )
-    async with fake:
+    async with process_fake() as fake:
         yield fake
-        assert fake.errors == []
 
 
 async def new_sandbox(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
