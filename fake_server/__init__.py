@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from fake_server.clock import Clock, RealClock, VirtualClock
 from fake_server.faults import Fault, Faults
-from fake_server.hooks import clock_transport, httpx_event_hooks, tls_context
+from fake_server.hooks import (
+    clock_transport,
+    httpx_event_hooks,
+    sync_clock_transport,
+    tls_context,
+)
 from fake_server.models import Event, Journal, Step, TransitionPolicy
 from fake_server.server import FakeCreateOS
 
@@ -27,5 +32,6 @@ __all__ = [
     "VirtualClock",
     "clock_transport",
     "httpx_event_hooks",
+    "sync_clock_transport",
     "tls_context",
 ]

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 from fake_server.clockbase import EXCHANGE_HEADER, Clock, Hold, RealClock
 from fake_server.exchanges import ExchangeLedger
 from fake_server.loopwatch import LoopProbe
+from fake_server.threadwatch import ThreadProbe
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -108,6 +109,9 @@ class VirtualClock:
         self._last_activity = time.perf_counter()
         self._jumps = 0
         self._loops: dict[asyncio.AbstractEventLoop, LoopProbe] = {}
+        self._threads: dict[int, ThreadProbe] = {}
+        #: The thread each watched loop runs on: an attending thread running one is watched there.
+        self._loop_threads: dict[asyncio.AbstractEventLoop, int] = {}
         self._closed = False
         self._watcher: threading.Thread | None = None
         #: The watcher waits with nothing to jump to (no sleeper, or autojump off).
@@ -257,6 +261,50 @@ class VirtualClock:
 
         return Hold(release)
 
+    @contextlib.contextmanager
+    def attend(self) -> Iterator[None]:
+        """The calling thread's own code counts as work: time moves only while it ``waiting()``.
+
+        For a thread with no event loop to watch, such as a synchronous test's: between two
+        calls to the fake its code runs unseen, and time must not jump then. Nests.
+        """
+        ident = threading.get_ident()
+        with self._cond:
+            probe = self._threads.get(ident)
+            if probe is None:
+                probe = self._threads[ident] = ThreadProbe(ident, time.perf_counter())
+            probe.attending += 1
+            self._touch()
+        try:
+            yield
+        finally:
+            with self._cond:
+                probe.attending -= 1
+                if not probe.attending:
+                    del self._threads[ident]
+                self._touch()
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """An attending thread waits on the fake (a request, a stream, a relayed coroutine).
+
+        Time may move meanwhile; on the way out the thread counts as working again before
+        anything it waited for is claimed. A no-op on a thread that does not attend.
+        """
+        with self._cond:
+            probe = self._threads.get(threading.get_ident())
+            if probe is not None:
+                probe.waiting += 1
+            self._touch()
+        try:
+            yield
+        finally:
+            with self._cond:
+                if probe is not None:
+                    probe.waiting -= 1
+                    probe.moved(time.perf_counter())
+                self._touch()
+
     def request_sent(self) -> str:
         """Open an exchange for a request about to be sent; returns its id.
 
@@ -301,6 +349,7 @@ class VirtualClock:
         with self._cond:
             self._closed = True
             loops, self._loops = self._loops, {}
+            self._loop_threads.clear()
             self._cond.notify_all()
         for loop, probe in loops.items():
             LoopProbe.uninstall(loop, probe)
@@ -318,12 +367,14 @@ class VirtualClock:
             return
         if loop not in self._loops and not self._closed:
             self._loops[loop] = LoopProbe.install(loop)
+            self._loop_threads[loop] = threading.get_ident()
 
     def _loops_parked(self, real_now: float) -> bool:
         """Every watched loop waits in ``select()`` (or is closed, or stuck elsewhere)."""
         for loop, probe in list(self._loops.items()):
             if loop.is_closed():
                 del self._loops[loop]
+                self._loop_threads.pop(loop, None)
             elif not loop.is_running():
                 continue  # between run_until_complete() calls: nothing can run there
             elif probe.parked:
@@ -332,6 +383,15 @@ class VirtualClock:
             elif real_now - probe.since < _STUCK_LOOP:
                 return False
         return True
+
+    def _threads_quiet(self, real_now: float) -> bool:
+        """Every attending thread waits on the fake (or is blocked in a call it did not say)."""
+        if not self._threads:
+            return True
+        in_loops = {ident for loop, ident in self._loop_threads.items() if loop.is_running()}
+        return all(
+            probe.ident in in_loops or probe.quiet(real_now) for probe in self._threads.values()
+        )
 
     def _drop_cancelled(self) -> None:
         while self._heap and (self._heap[0].cancelled or self._heap[0].future.done()):
@@ -386,6 +446,7 @@ class VirtualClock:
                     or self._in_transit()
                     or quiet_for < self._threshold
                     or not self._loops_parked(real_now)
+                    or not self._threads_quiet(real_now)
                 ):
                     self._cond.wait(max(self._threshold - quiet_for, self._threshold / 4, 1e-4))
                     continue

@@ -21,11 +21,18 @@ from fake_server.clock import EXCHANGE_HEADER
 
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Iterator
 
-    from fake_server.clock import Clock
+    from fake_server.clock import Clock, VirtualClock
 
-__all__ = ["ClockTransport", "clock_transport", "httpx_event_hooks", "tls_context"]
+__all__ = [
+    "ClockTransport",
+    "SyncClockTransport",
+    "clock_transport",
+    "httpx_event_hooks",
+    "sync_clock_transport",
+    "tls_context",
+]
 
 Hook = Callable[[Any], Awaitable[None]]
 
@@ -92,6 +99,76 @@ class _ClaimedStream(httpx.AsyncByteStream):
             await self._inner.aclose()
         finally:
             self._clock.exchange_closed(self._exchange)
+
+
+class SyncClockTransport(httpx.BaseTransport):
+    """``ClockTransport`` for ``httpx.Client``: also marks the calling thread as waiting.
+
+    A synchronous test attends the clock (``VirtualClock.attend()``): its own code holds time
+    still, and only while it is blocked in this transport -- sending, waiting for the reply
+    head, reading body bytes -- may time move. It stops waiting before it claims what arrived,
+    so there is no moment when neither the thread nor the wire holds the clock.
+    """
+
+    def __init__(self, clock: VirtualClock, transport: httpx.BaseTransport | None = None) -> None:
+        self._clock = clock
+        if transport is None:
+            transport = httpx.HTTPTransport(verify=tls_context())
+        self._inner = transport
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        clock = self._clock
+        exchange = clock.request_sent()
+        if exchange:
+            request.headers[EXCHANGE_HEADER] = exchange
+        try:
+            with clock.waiting():
+                response = self._inner.handle_request(request)
+        except BaseException:
+            clock.exchange_closed(exchange)
+            raise
+        if not exchange:
+            return response
+        clock.response_received(exchange)  # the head
+        stream = response.stream
+        assert isinstance(stream, httpx.SyncByteStream)
+        response.stream = _ClaimedSyncStream(stream, clock, exchange)
+        return response
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _ClaimedSyncStream(httpx.SyncByteStream):
+    """A response body read while waiting, each chunk claimed once the thread runs again."""
+
+    def __init__(self, inner: httpx.SyncByteStream, clock: VirtualClock, exchange: str) -> None:
+        self._inner = inner
+        self._clock = clock
+        self._exchange = exchange
+
+    def __iter__(self) -> Iterator[bytes]:
+        chunks = iter(self._inner)
+        while True:
+            with self._clock.waiting():
+                chunk = next(chunks, None)
+            if chunk is None:
+                return
+            self._clock.response_received(self._exchange, len(chunk))
+            yield chunk
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._clock.exchange_closed(self._exchange)
+
+
+def sync_clock_transport(
+    clock: VirtualClock, transport: httpx.BaseTransport | None = None
+) -> SyncClockTransport:
+    """``transport=`` for an ``httpx.Client`` on ``clock`` (wraps ``transport`` if given)."""
+    return SyncClockTransport(clock, transport)
 
 
 def clock_transport(

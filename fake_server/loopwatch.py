@@ -6,11 +6,16 @@ between two callbacks can. The probe rides on the selector of an asyncio selecto
 
 from __future__ import annotations
 
+import functools
+import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from fake_server.threadwatch import ThreadProbe
 
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Callable
 
 __all__ = ["LoopProbe"]
 
@@ -40,7 +45,7 @@ class LoopProbe:
         if not self.parked:
             return False
         selector = self._selector
-        return selector is None or not selector.ready()
+        return selector is None or (selector.offloads_quiet() and not selector.ready())
 
     @classmethod
     def install(cls, loop: asyncio.AbstractEventLoop) -> LoopProbe:
@@ -51,6 +56,7 @@ class LoopProbe:
             # One proxy per loop, however many clocks watch it: select() stays one call deep.
             selector = _ProbedSelector(selector)
             loop._selector = selector  # type: ignore[attr-defined]
+            _count_offloads(loop, selector)
         probe = cls(watched=True, selector=selector)
         selector.probes += (probe,)
         return probe
@@ -65,10 +71,12 @@ class LoopProbe:
 class _ProbedSelector:
     """A selector proxy that records, for every probe, when its loop waits and runs again."""
 
-    __slots__ = ("_selector", "probes")
+    __slots__ = ("_selector", "offloads", "probes")
 
     def __init__(self, selector: object) -> None:
         self._selector = selector
+        #: Calls the loop handed to an executor (``asyncio.to_thread``) that have not finished.
+        self.offloads: set[ThreadProbe] = set()
         # Replaced whole, never mutated: another thread may attach or detach a probe.
         self.probes: tuple[LoopProbe, ...] = ()
 
@@ -86,6 +94,11 @@ class _ProbedSelector:
                 probe.parked = False
                 probe.since = now
 
+    def offloads_quiet(self) -> bool:
+        """No executor call of the loop is running Python code right now."""
+        now = time.perf_counter()
+        return all(probe.quiet(now) for probe in list(self.offloads))
+
     def ready(self) -> bool:
         """Whether some registered file is ready now; callable from another thread.
 
@@ -99,3 +112,31 @@ class _ProbedSelector:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._selector, name)
+
+
+def _count_offloads(loop: asyncio.AbstractEventLoop, selector: _ProbedSelector) -> None:
+    """Watch the loop's executor calls: a loop waiting for its own thread's work is not idle.
+
+    ``asyncio.to_thread`` (a provider packing an archive, say) leaves the loop in ``select()``
+    while a worker thread computes for it; that is work, not waiting on the fake. A worker
+    blocked in one call (``thread.join``, a lock) stops counting after ``threadwatch.STUCK``
+    like any attending thread, so a loop waiting on a waiter never freezes time.
+    """
+    run_in_executor = loop.run_in_executor
+
+    def counted(executor: Any, func: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        probe = ThreadProbe(0, time.perf_counter())  # busy from now, not from its first step
+        probe.attending = 1
+        selector.offloads.add(probe)
+        future = run_in_executor(executor, functools.partial(_offloaded, probe, func), *args)
+        # Dropped on the loop's thread once the result is there, not when the worker returns:
+        # between the two the loop may still sit in select() before the wake-up reaches it.
+        future.add_done_callback(lambda _: selector.offloads.discard(probe))
+        return future
+
+    loop.run_in_executor = counted  # type: ignore[method-assign,assignment]
+
+
+def _offloaded(probe: ThreadProbe, func: Callable[..., Any], *args: Any) -> Any:
+    probe.ident = threading.get_ident()
+    return func(*args)

@@ -135,7 +135,8 @@ class BackgroundLoop:
         handoff = _Handoff(self.clock)
         future = asyncio.run_coroutine_threadsafe(handoff.run(awaitable), self.loop)
         try:
-            return future.result(timeout)
+            with _waiting(self.clock):  # a sync test's thread blocks on the fake's work here
+                return future.result(timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise TimeoutError(
@@ -173,6 +174,12 @@ class BackgroundLoop:
             return
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
+
+
+def _waiting(clock: object | None) -> contextlib.AbstractContextManager[object]:
+    """The clock's ``waiting()`` for the calling thread, or nothing for a clock without one."""
+    waiting = getattr(clock, "waiting", None)
+    return waiting() if callable(waiting) else contextlib.nullcontext()
 
 
 async def _as_asyncio(coroutine: Coroutine[Any, Any, _T]) -> _T:

@@ -6,7 +6,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 from pytest_createos._bridge import BackgroundLoop
 from pytest_createos._markers import DEFAULT_SHAPE
 from pytest_createos._transport import lease_transport
@@ -116,7 +116,8 @@ class Session:
                     clock=self.clock,
                     pacer=Pacer.disabled(),
                     environ={},
-                    transport=lease_transport(),
+                    # The clock learns of each exchange on the wire from this transport.
+                    transport=clock_transport(self.clock, lease_transport()),
                 )
             self._lease_providers[live] = provider
         return provider

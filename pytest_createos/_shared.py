@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 from pytest_createos._bridge import BridgedProvider
 from pytest_createos._leases import LeaseFactory
 from pytest_createos._live import RedactedConfig
@@ -56,7 +56,11 @@ class SharedCreateOS:
             ),
         )
         self.provider = BridgedProvider(
-            bridge, clock=self.clock, pacer=Pacer.disabled(), environ={}
+            bridge,
+            clock=self.clock,
+            pacer=Pacer.disabled(),
+            environ={},
+            transport=clock_transport(self.clock),
         )
 
     @property

@@ -6,6 +6,8 @@ private modules here hold options, markers, the background loop, per-test state 
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -170,6 +172,12 @@ def _is_live(request: pytest.FixtureRequest) -> bool:
     return _options(request).live and request.node.get_closest_marker("createos_live") is not None
 
 
+def _is_sync(request: pytest.FixtureRequest) -> bool:
+    """The test function is plain ``def``: it runs on the main thread with no loop to watch."""
+    function = getattr(request.node, "obj", None)
+    return callable(function) and not inspect.iscoroutinefunction(function)
+
+
 def _settings(request: pytest.FixtureRequest) -> MarkerSettings:
     try:
         return _settings_for(request.node, _options(request).seed)
@@ -213,7 +221,10 @@ def createos_fake(
     run = _createos_session.begin(_settings(request), faults_for(request.node))
     request.node.stash[_RUN_KEY] = run
     request.node.stash[_OWNED_KEY] = set()
-    yield run.fake
+    # A sync test's own code between two calls is invisible to the clock's loop watch: its
+    # thread attends, so time moves only while it waits on the fake (docs/time.md, rule 5).
+    with _createos_session.clock.attend() if _is_sync(request) else contextlib.nullcontext():
+        yield run.fake
     options = _createos_session.options
     folded = request.node.stash.get(_FOLDED_KEY, False)
     failures, notes = problems(
@@ -283,6 +294,7 @@ def createos_provider(
     its methods in async tests; in sync tests wrap them: ``createos_run(provider.x(...))``.
     Under --createos-live: real clock, 300 ms pacing, ``os.environ``.
     """
+    from fake_server import clock_transport
     from pytest_createos._bridge import BridgedProvider
     from pytest_createos.provider import Pacer
 
@@ -291,7 +303,11 @@ def createos_provider(
         provider = BridgedProvider(session.bridge)
     else:
         provider = BridgedProvider(
-            session.bridge, clock=session.clock, pacer=Pacer.disabled(), environ={}
+            session.bridge,
+            clock=session.clock,
+            pacer=Pacer.disabled(),
+            environ={},
+            transport=clock_transport(session.clock),
         )
     yield provider
     provider.shutdown_blocking()
@@ -392,10 +408,16 @@ def createos_sdk(request: pytest.FixtureRequest, createos_env: Environment) -> I
     retry = None if _is_live(request) else createos.RetryOptions(max_retries=0)
     import httpx
 
-    from fake_server import tls_context
+    from fake_server import sync_clock_transport, tls_context
 
     # The SDK builds an httpx client (and loads the CA bundle, ~25 ms) per Client unless given one.
-    with httpx.Client(verify=tls_context()) as http:
+    # On the fake, its transport tells the clock when the test's thread waits on a request.
+    transport = None
+    if not _is_live(request):
+        request.getfixturevalue("createos_fake")
+        session: Session = request.getfixturevalue("_createos_session")
+        transport = sync_clock_transport(session.clock)
+    with httpx.Client(verify=tls_context(), transport=transport) as http:
         client = createos.Client(
             api_key=config["apiKey"], base_url=config["apiUrl"], retry=retry, http_client=http
         )

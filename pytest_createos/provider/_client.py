@@ -37,7 +37,6 @@ from urllib.parse import quote
 
 import httpx
 
-from pytest_createos.provider._clock import EXCHANGE_HEADER, idle, notify, open_exchange
 from pytest_createos.provider._errors import (
     CONNECTION_FAILED,
     ConnectionFailedError,
@@ -231,80 +230,66 @@ class CreateosClient:
         signal: AbortSignal | None,
         content: bytes | AsyncIterable[bytes] | None = None,
         content_type: str | None = None,
-    ) -> AsyncIterator[tuple[httpx.Response, AbortSignal, _Claim]]:
-        """Send one paced request; yield the 2xx response (body unread), the live signal and
-        the claim that reports body bytes read to a virtual clock.
+    ) -> AsyncIterator[tuple[httpx.Response, AbortSignal]]:
+        """Send one paced request; yield the 2xx response (body unread) and the live signal.
 
-        The exchange is announced right before the request goes out and closed in all cases
-        when the caller is done (body read, error, abandon): in between, a virtual clock counts
-        the request, the reply head and unread body bytes as on the wire.
+        The response is closed in all cases when the caller is done (body read, error,
+        abandon).
         """
         own = None
         if signal is None:
             own = signal = deadline_signal(self._clock, self._timeout_ms / 1000)
-        exchange: str | None = None
         try:
             await self._pacer.wait(self._api_url, clock=self._clock, signal=signal)
             headers = {"Content-Type": content_type} if content_type else {}
-            exchange = open_exchange(self._clock)
-            if exchange is not None:
-                headers[EXCHANGE_HEADER] = exchange
             headers["X-Api-Key"] = self._api_key  # last, so nothing can override it
             request = self._http.build_request(
                 method, f"{self._api_url}/v1{path}", content=content, headers=headers
             )
             response = await self._send(request, signal)
-            notify(self._clock, "response_received", exchange)  # the head is here
             try:
                 status = response.status_code
                 if 300 <= status < 400:
                     raise ConnectionFailedError()
                 if not 200 <= status < 300:
                     raise CreateosApiError(status, operation_label(path))
-                yield response, signal, _Claim(self._clock, exchange, response)
+                yield response, signal
             finally:
                 with contextlib.suppress(Exception):
                     await response.aclose()
         finally:
-            if exchange is not None:
-                notify(self._clock, "exchange_closed", exchange)
             if own is not None:
                 own.close()
 
     async def _send(self, request: httpx.Request, signal: AbortSignal) -> httpx.Response:
         try:
-            with idle(self._clock), signal.scope():
+            with signal.scope():
                 return await self._http.send(request, stream=True)
         except Exception as exc:
             if signal.aborted and exc is signal.reason:
                 raise
             raise ConnectionFailedError() from None
 
-    async def _read_all(
-        self, response: httpx.Response, signal: AbortSignal, claim: _Claim
-    ) -> bytes:
+    async def _read_all(self, response: httpx.Response, signal: AbortSignal) -> bytes:
         parts: list[bytes] = []
         iterator = response.aiter_bytes()
         try:
             while True:
-                with idle(self._clock), signal.scope():
+                with signal.scope():
                     try:
                         parts.append(await anext(iterator))
                     except StopAsyncIteration:
                         return b"".join(parts)
-                claim()
         except Exception as exc:
             if signal.aborted and exc is signal.reason:
                 raise
             raise ConnectionFailedError() from None
 
-    async def _chunks(
-        self, response: httpx.Response, signal: AbortSignal, claim: _Claim
-    ) -> AsyncIterator[bytes]:
+    async def _chunks(self, response: httpx.Response, signal: AbortSignal) -> AsyncIterator[bytes]:
         iterator = response.aiter_bytes()
         while True:
             try:
-                with idle(self._clock), signal.scope():
+                with signal.scope():
                     chunk = await anext(iterator)
             except StopAsyncIteration:
                 return
@@ -312,8 +297,6 @@ class CreateosClient:
                 if signal.aborted:
                     signal.raise_if_aborted()
                 raise StreamReadError() from None
-            # Busy again (out of ``idle``): the bytes are ours now, not on the wire.
-            claim()
             if chunk:
                 yield chunk
 
@@ -330,8 +313,8 @@ class CreateosClient:
         content_type = None if body is None else "application/json"
         async with self._exchange(
             method, path, signal=signal, content=content, content_type=content_type
-        ) as (response, live, claim):
-            raw = await self._read_all(response, live, claim)
+        ) as (response, live):
+            raw = await self._read_all(response, live)
         return _envelope_data(raw)
 
     async def upload(
@@ -349,33 +332,30 @@ class CreateosClient:
             signal=signal,
             content=content,
             content_type="application/octet-stream",
-        ) as (response, live, claim):
+        ) as (response, live):
             # The answer is not used, but reading its few bytes keeps the connection reusable.
-            await self._read_all(response, live, claim)
+            await self._read_all(response, live)
 
     @contextlib.asynccontextmanager
     async def download(
         self, sandbox_id: str, path: str, *, signal: AbortSignal | None = None
     ) -> AsyncIterator[AsyncIterator[bytes]]:
         """Stream the bytes of ``path`` inside the sandbox (GET /files)."""
-        async with self._exchange("GET", _files_path(sandbox_id, path), signal=signal) as (
-            response,
-            live,
-            claim,
-        ):
+        files_path = _files_path(sandbox_id, path)
+        async with self._exchange("GET", files_path, signal=signal) as (response, live):
             if response.status_code in (204, 205):
                 raise CreateosError("CreateOS file download has no body.")
-            yield self._chunks(response, live, claim)
+            yield self._chunks(response, live)
 
     @contextlib.asynccontextmanager
     async def stream(
         self, method: str, path: str, *, signal: AbortSignal | None = None
     ) -> AsyncIterator[AsyncIterator[str]]:
         """Open a streaming response and yield its body as UTF-8 text chunks."""
-        async with self._exchange(method, path, signal=signal) as (response, live, claim):
+        async with self._exchange(method, path, signal=signal) as (response, live):
             if response.status_code in (204, 205):
                 raise CreateosError(EMPTY_STREAM)
-            yield _decoded(self._chunks(response, live, claim))
+            yield _decoded(self._chunks(response, live))
 
     # -- conveniences -------------------------------------------------------------------------
 
@@ -436,26 +416,6 @@ class CreateosClient:
         if not isinstance(result, dict):
             raise CreateosError("CreateOS returned an invalid response.")
         return result
-
-
-class _Claim:
-    """Reports the body bytes read so far (raw, as the server wrote them) to a virtual clock."""
-
-    __slots__ = ("_claimed", "_clock", "_exchange", "_response")
-
-    def __init__(self, clock: Clock, exchange: str | None, response: httpx.Response) -> None:
-        self._clock = clock
-        self._exchange = exchange
-        self._response = response
-        self._claimed = 0
-
-    def __call__(self) -> None:
-        if self._exchange is None:
-            return
-        read = self._response.num_bytes_downloaded
-        if read > self._claimed:
-            notify(self._clock, "response_received", self._exchange, read - self._claimed)
-            self._claimed = read
 
 
 def _files_path(sandbox_id: str, path: str) -> str:

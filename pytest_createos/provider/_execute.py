@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._client import StreamReadError, identifier
-from ._clock import busy
 from ._errors import (
     ConnectionFailedError,
     CreateosApiError,
@@ -135,21 +134,20 @@ async def execute_command(
         client, sandbox_id, params, script, stdin_path, signal, clock, output, progress
     )
     try:
-        with busy(clock):
-            try:
-                with signal.scope():
-                    exit_frame = await _run(command)
-                    await output.flush()
-                return _result(output, progress, exit_frame)
-            except Exception:
-                if progress.creation_ambiguous and progress.process_id is None:
-                    raise CreateosCleanupError(CREATION_UNCONFIRMED) from None
-                if signal.aborted and isinstance(signal.reason, OperationTimeout):
-                    await output.flush()
-                    return _result(output, progress, None)
-                if signal.aborted:
-                    raise CreateosError(CANCELLED) from None
-                raise
+        try:
+            with signal.scope():
+                exit_frame = await _run(command)
+                await output.flush()
+            return _result(output, progress, exit_frame)
+        except Exception:
+            if progress.creation_ambiguous and progress.process_id is None:
+                raise CreateosCleanupError(CREATION_UNCONFIRMED) from None
+            if signal.aborted and isinstance(signal.reason, OperationTimeout):
+                await output.flush()
+                return _result(output, progress, None)
+            if signal.aborted:
+                raise CreateosError(CANCELLED) from None
+            raise
     finally:
         cleanup_ms = timeout_ms_cleanup if timeout_ms_cleanup is not None else client.timeout_ms
         await _cleanup(command, cleanup_ms)
@@ -303,29 +301,28 @@ async def _cleanup(command: _Command, timeout_ms: int) -> None:
     if not kill and not progress.staged:
         return
     failure: CreateosCleanupError | None = None
-    with busy(clock):
-        async with deadline_signal(clock, timeout_ms / 1000) as fresh:
-            if kill:
-                path = f"/sandboxes/{sandbox_id}/processes/{progress.process_id}"
-                try:
-                    data = await client.request_json(
-                        "DELETE", f"{path}?grace_ms={KILL_GRACE_MS}", signal=fresh
-                    )
-                    confirmed = data.get("tree_exited") is True
-                except CreateosApiError as error:
-                    confirmed = error.status == 404  # already gone
-                except Exception:
-                    confirmed = False
-                if not confirmed:
-                    failure = CreateosCleanupError(CLEANUP_FAILED)
-            if progress.staged and stdin_path is not None:
-                # /files has no delete verb; a leftover file is harmless, so failures are ignored.
-                with contextlib.suppress(Exception):
-                    await client.request_json(
-                        "POST",
-                        f"/sandboxes/{sandbox_id}/exec",
-                        body={"cmd": "/bin/rm", "args": ["-f", "--", stdin_path]},
-                        signal=fresh,
-                    )
+    async with deadline_signal(clock, timeout_ms / 1000) as fresh:
+        if kill:
+            path = f"/sandboxes/{sandbox_id}/processes/{progress.process_id}"
+            try:
+                data = await client.request_json(
+                    "DELETE", f"{path}?grace_ms={KILL_GRACE_MS}", signal=fresh
+                )
+                confirmed = data.get("tree_exited") is True
+            except CreateosApiError as error:
+                confirmed = error.status == 404  # already gone
+            except Exception:
+                confirmed = False
+            if not confirmed:
+                failure = CreateosCleanupError(CLEANUP_FAILED)
+        if progress.staged and stdin_path is not None:
+            # /files has no delete verb; a leftover file is harmless, so failures are ignored.
+            with contextlib.suppress(Exception):
+                await client.request_json(
+                    "POST",
+                    f"/sandboxes/{sandbox_id}/exec",
+                    body={"cmd": "/bin/rm", "args": ["-f", "--", stdin_path]},
+                    signal=fresh,
+                )
     if failure is not None:
         raise failure

@@ -2,9 +2,8 @@
 
 All in-memory state hangs off the provider (one per worker process): the HTTP clients, the
 pacer and, per lease scope (company, environment, API URL, key digest, lease id), the active
-tracked calls and the *closing* and *unconfirmed cleanup* flags. Every public method runs while
-holding the clock busy (so a virtual clock does not jump while the provider computes); every wait
-on the network or on other tasks gives it back.
+tracked calls and the *closing* and *unconfirmed cleanup* flags. Time (polling, pacing,
+deadlines) runs on the injected clock; the provider knows nothing of a fake's clock.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_createos.provider._client import CreateosClient, HttpPool
-from pytest_createos.provider._clock import Clock, SystemClock, busy, idle
+from pytest_createos.provider._clock import Clock, SystemClock
 from pytest_createos.provider._config import (
     MARKER_PATH,
     WORKSPACE,
@@ -119,7 +118,7 @@ class CreateosProvider:
             )
         config = parse_config(env.config)
         client = self._client(config)
-        with busy(self._clock), self._deadline(config) as signal:
+        with self._deadline(config) as signal:
             sandbox_id = await client.create_sandbox(
                 shape=config.shape, rootfs=config.rootfs, region=config.region, signal=signal
             )
@@ -153,7 +152,7 @@ class CreateosProvider:
         marker = resumable_marker(lease_metadata, config)
         if marker is None:
             return _expired()
-        with busy(self._clock), self._deadline(config) as signal:
+        with self._deadline(config) as signal:
             try:
                 sandbox = await client.get_sandbox(provider_lease_id, signal=signal)
                 if sandbox["status"] in ("destroyed", "failed"):
@@ -253,7 +252,7 @@ class CreateosProvider:
             client = self._client(config)
             assert lease.provider_lease_id is not None
             params = ExecuteParams(command="/bin/echo", args=(_PROBE_TOKEN,), cwd=WORKSPACE)
-            with busy(self._clock), self._deadline(config) as signal:
+            with self._deadline(config) as signal:
                 result = await execute_command(
                     client,
                     lease.provider_lease_id,
@@ -272,18 +271,15 @@ class CreateosProvider:
             return ProbeResult(ok=False, summary=summary or "CreateOS probe failed.")
         finally:
             if lease is not None and lease.provider_lease_id and client is not None:
-                with busy(self._clock):
-                    await client.delete_sandbox(lease.provider_lease_id)
+                await client.delete_sandbox(lease.provider_lease_id)
 
     async def shutdown(self) -> None:
         """Refuse new commands, cancel and await active ones, and close HTTP connections.
 
         Sandboxes are neither paused nor deleted: the host owns durable leases.
         """
-        with busy(self._clock):
-            await self._scopes.shutdown()
-            with idle(self._clock):
-                await self._http.aclose()
+        await self._scopes.shutdown()
+        await self._http.aclose()
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -345,23 +341,21 @@ class CreateosProvider:
             raise CreateosError("CreateOS lease does not belong to this environment.")
         client = self._client(config)
         key = self._scope_key(env, config, lease_id)
-        with busy(self._clock):
-            async with self._scopes.closing(key) as scope:
-                if destroy or not config.reuse_lease:
-                    await client.delete_sandbox(lease_id)
-                    scope.unconfirmed = False
-                    return
-                if scope.unconfirmed:
-                    raise CreateosError(
-                        "CreateOS process cleanup is unconfirmed; "
-                        "destroy this lease before reusing it."
-                    )
-                with self._deadline(config) as signal:
-                    try:
-                        await transition(client, lease_id, "paused", signal)
-                    except CreateosApiError as error:
-                        if error.status != 404:
-                            raise
+        async with self._scopes.closing(key) as scope:
+            if destroy or not config.reuse_lease:
+                await client.delete_sandbox(lease_id)
+                scope.unconfirmed = False
+                return
+            if scope.unconfirmed:
+                raise CreateosError(
+                    "CreateOS process cleanup is unconfirmed; destroy this lease before reusing it."
+                )
+            with self._deadline(config) as signal:
+                try:
+                    await transition(client, lease_id, "paused", signal)
+                except CreateosApiError as error:
+                    if error.status != 404:
+                        raise
 
     def _open_scope(
         self, env: Environment, lease: Lease

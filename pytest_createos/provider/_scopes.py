@@ -15,7 +15,6 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
-from pytest_createos.provider._clock import busy, idle
 from pytest_createos.provider._errors import CreateosCleanupError, CreateosError
 from pytest_createos.provider._signal import (
     AbortController,
@@ -85,7 +84,6 @@ class ScopeRegistry:
         scope.active.add(tracked)
         try:
             with (
-                busy(self._clock),
                 deadline_signal(self._clock, timeout_ms / 1000) as deadline,
                 any_signal(tracked.controller.signal, deadline) as signal,
             ):
@@ -122,9 +120,8 @@ class ScopeRegistry:
         calls = list(scope.active)
         for call in calls:
             call.controller.abort(OperationCancelled())
-        with idle(self._clock):
-            for call in calls:
-                await call.done.wait()
+        for call in calls:
+            await call.done.wait()
 
     def _forget_if_idle(self, key: str) -> None:
         scope = self._scopes.get(key)

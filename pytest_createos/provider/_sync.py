@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Literal
 
 from ._archive import build_archive, extract_into, validate_archive
 from ._client import identifier
-from ._clock import busy
 from ._errors import CreateosError
 from ._execute import execute_command
 from ._script import NUL_IN_VALUE, quote
@@ -403,14 +402,13 @@ async def sync_files(
     clock = clock if clock is not None else client.clock
     run = _Sync(client, sandbox_id, signal, clock, execute or execute_command)
     results: list[SyncOperationResult] = []
-    with busy(clock):
-        for operation in operations:
-            files = sent = 0
-            for mapping in operation.mappings:
-                more_files, more_bytes = await run.mapping(mapping, direction)
-                files += more_files
-                sent += more_bytes
-            for command in operation.post_upload_commands:
-                await run.post_upload(command)
-            results.append(SyncOperationResult(operation.operation_id, files, sent))
+    for operation in operations:
+        files = sent = 0
+        for mapping in operation.mappings:
+            more_files, more_bytes = await run.mapping(mapping, direction)
+            files += more_files
+            sent += more_bytes
+        for command in operation.post_upload_commands:
+            await run.post_upload(command)
+        results.append(SyncOperationResult(operation.operation_id, files, sent))
     return SyncResult(operations=results)

@@ -1,8 +1,9 @@
 """Real-time delays on the wire never fire a fake deadline: time jumps only on proof.
 
 A loaded machine or a slow first connection can hold a request for hundreds of milliseconds
-of real time. The provider's exchange stays in flight until it closes it, so a virtual clock
-never takes the delay for quiet and jumps to the provider's own deadline.
+of real time. The clock transport the test installs keeps the exchange in flight until the
+provider is done with the reply, so a virtual clock never takes the delay for quiet and jumps
+to the provider's own deadline. The provider itself knows nothing of the fake's clock.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ async def test_a_delayed_request_never_fires_a_fake_deadline(
     assert isinstance(clock, VirtualClock)
     transport = DelayingTransport(delayed)
     provider = CreateosProvider(
-        clock=clock, pacer=Pacer.disabled(), environ={}, transport=transport
+        clock=clock, pacer=Pacer.disabled(), environ={}, transport=clock_transport(clock, transport)
     )
     env = Environment(
         company_id="c",
@@ -90,9 +91,21 @@ async def test_a_delayed_request_never_fires_a_fake_deadline(
     assert (clock.in_transit, clock.open_exchanges, clock.busy_tokens) == (0, 0, 0)
 
 
-def test_the_provider_names_the_exchange_header_as_the_fake_reads_it() -> None:
-    """The provider never imports the fake, so the header name is written twice."""
-    from fake_server.clock import EXCHANGE_HEADER as FAKE
-    from pytest_createos.provider._clock import EXCHANGE_HEADER as PROVIDER
+def test_the_provider_a_project_ships_has_no_fake_clock_code() -> None:
+    """Busy/idle reports and exchange ids live in the fake and the plugin's transports."""
+    import pathlib
+    import re
 
-    assert PROVIDER == FAKE == "X-Fake-Clock-Exchange"
+    import pytest_createos.provider as provider
+
+    root = pathlib.Path(provider.__file__).parent
+    hooks = re.compile(
+        r"X-Fake-Clock|request_sent|response_received|exchange_closed|\b(busy|idle|hold)\(\)"
+        r"|\b(busy|idle)\((self\._)?clock\)"
+    )
+    found = [
+        f"{path.name}: {match.group()}"
+        for path in sorted(root.glob("*.py"))
+        for match in hooks.finditer(path.read_text())
+    ]
+    assert found == []

@@ -1,0 +1,139 @@
+"""Threads without a loop attend the clock; a loop's executor work keeps it busy.
+
+A synchronous test's thread runs its own code between two calls where no loop watch can see
+it. Attending (``VirtualClock.attend()``), it holds time still except inside ``waiting()``; a
+thread blocked in a call nobody announced stops counting after ``threadwatch.STUCK`` real
+seconds, so time is never frozen for good.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+
+from fake_server import VirtualClock
+
+if TYPE_CHECKING:
+    import concurrent.futures
+    from collections.abc import Iterator
+
+
+def _spin(seconds: float) -> None:
+    """Python code running, not blocked: a test's own work."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        sum(range(50))
+
+
+class _Sleeper:
+    """``clock.sleep(seconds)`` on a loop of its own thread; the fake time it woke at."""
+
+    def __init__(self, clock: VirtualClock, seconds: float) -> None:
+        self.woke = threading.Event()
+        registered = threading.Event()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+        async def sleep() -> float:
+            waiter = asyncio.ensure_future(clock.sleep(seconds))
+            await asyncio.sleep(0)  # its first step put the deadline on the clock
+            registered.set()
+            await waiter
+            self.woke.set()
+            return clock.now()
+
+        self.result: concurrent.futures.Future[float] = asyncio.run_coroutine_threadsafe(
+            sleep(), self.loop
+        )
+        assert registered.wait(timeout=30)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        self.loop.close()
+
+
+@pytest.fixture(name="clock")
+def _clock() -> Iterator[VirtualClock]:
+    clock = VirtualClock()
+    yield clock
+    clock.close()
+
+
+def test_an_attending_threads_own_code_holds_time_until_it_waits(clock: VirtualClock) -> None:
+    with clock.attend():
+        sleeper = _Sleeper(clock, 300)
+        try:
+            _spin(0.05)
+            assert (clock.now(), sleeper.woke.is_set()) == (0.0, False)
+            with clock.waiting():
+                woke_at = sleeper.result.result(timeout=30)
+            assert woke_at == 300.0
+        finally:
+            sleeper.close()
+
+
+def test_a_thread_that_does_not_attend_is_not_waited_for(clock: VirtualClock) -> None:
+    """The old hazard, kept as a contrast: unseen code of a plain thread lets time jump."""
+    sleeper = _Sleeper(clock, 300)
+    try:
+        assert sleeper.result.result(timeout=30) == 300.0  # no waiting() needed
+    finally:
+        sleeper.close()
+
+
+def test_a_thread_blocked_in_a_call_nobody_announced_stops_counting(clock: VirtualClock) -> None:
+    """Blocked for ``STUCK`` real seconds (here on an event the sleeper sets), it lets time
+    move: an unknown wait on the fake never freezes it for good."""
+    with clock.attend():
+        sleeper = _Sleeper(clock, 300)
+        try:
+            assert sleeper.woke.wait(timeout=30)
+            assert clock.now() == 300.0
+        finally:
+            sleeper.close()
+
+
+def test_attending_nests_and_ends_with_the_outermost(clock: VirtualClock) -> None:
+    with clock.attend():
+        with clock.attend():
+            pass
+        sleeper = _Sleeper(clock, 300)
+        try:
+            _spin(0.03)
+            assert clock.now() == 0.0  # still attending
+        finally:
+            with clock.waiting():
+                sleeper.result.result(timeout=30)
+            sleeper.close()
+    assert clock.now() == 300.0
+
+
+def test_waiting_outside_attend_changes_nothing(clock: VirtualClock) -> None:
+    with clock.waiting():
+        assert clock.busy_tokens == 0
+    sleeper = _Sleeper(clock, 5)
+    try:
+        assert sleeper.result.result(timeout=30) == 5.0
+    finally:
+        sleeper.close()
+
+
+@pytest.mark.asyncio
+async def test_a_loop_waiting_for_its_executor_is_not_idle() -> None:
+    """``asyncio.to_thread`` work (a provider packing an archive) is the loop's own work."""
+    clock = VirtualClock()
+    try:
+        sleeper = asyncio.ensure_future(clock.sleep(300))
+        await asyncio.sleep(0)
+        await asyncio.to_thread(_spin, 0.05)
+        assert (clock.now(), sleeper.done()) == (0.0, False)
+        await sleeper
+        assert clock.now() == 300.0
+    finally:
+        clock.close()
