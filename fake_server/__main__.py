@@ -72,6 +72,26 @@ def _timeout(text: str) -> float:
     return value
 
 
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be an integer >= 0") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be an integer >= 0")
+    return value
+
+
+def _listen_host(text: str) -> str:
+    """An empty host would make aiohttp listen on every interface (and print ``http://:PORT``);
+    all interfaces are spelled ``0.0.0.0`` or ``::``."""
+    if not text.strip() or not text.isprintable() or any(c in text for c in " /@?#"):
+        raise argparse.ArgumentTypeError(
+            "must be a host name or an address (0.0.0.0 or :: for every interface)"
+        )
+    return text
+
+
 def _host_name(text: str) -> str:
     if not text or not text.isprintable() or any(c in text for c in " /@?#"):
         raise argparse.ArgumentTypeError("must be a host name, an address or '*'")
@@ -84,13 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve the fake API until Ctrl-C or SIGTERM")
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--host", type=_listen_host, default="127.0.0.1")
     serve.add_argument("--port", type=_port, default=8080, help="0 picks a free port")
     serve.add_argument(
         "--api-key", type=_api_key, default=None, help="the key (default: random per start)"
     )
     serve.add_argument(
-        "--seed", type=int, default=None, help="seeds ids and, without --api-key, the key"
+        "--seed", type=_seed, default=None, help="seeds ids and, without --api-key, the key"
     )
     serve.add_argument(
         "--rate-limit", type=_positive_or_off, default=300, help="requests/minute per key, or 'off'"

@@ -27,6 +27,7 @@ from fake_server.models import (
     World,
 )
 from fake_server.models.calls import Calls
+from fake_server.models.ids import check_seed
 from fake_server.runtime import CommandRegistry
 from fake_server.runtime.choice import Runtimes
 
@@ -82,7 +83,7 @@ class FakeCreateOS:
         runtime: str = "bashkit",
         rootfs_runtime: Mapping[str, str] | None = None,
     ) -> None:
-        self.seed = seed
+        self.seed = check_seed(seed)
         self.clock: Clock = clock if clock is not None else VirtualClock()
         self._limiter = RateLimiter(None, clock=self.clock)
         self.rate_limit = rate_limit
@@ -353,7 +354,7 @@ class FakeCreateOS:
         journal dump whatever ran before on this fake's clock.
         """
         if seed is not None:
-            self.seed = seed
+            self.seed = check_seed(seed)
 
         def clear() -> None:
             self.world.clear()

@@ -14,6 +14,7 @@ import contextlib
 import functools
 import importlib
 import inspect
+import math
 import threading
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -126,6 +127,7 @@ class BackgroundLoop:
 
     def run(self, awaitable: Awaitable[_T], /, *, timeout: float | None = None) -> _T:
         """Run ``awaitable`` here and block the calling thread until it is done."""
+        _check_run_arguments(awaitable, timeout)
         if threading.current_thread() is self._thread:
             if inspect.iscoroutine(awaitable):
                 awaitable.close()  # it will never run; do not warn that it was never awaited
@@ -239,3 +241,26 @@ class BridgedProvider(CreateosProvider):
 
 for _name in BRIDGED_METHODS:
     setattr(BridgedProvider, _name, _relayed(_name))
+
+
+def _check_run_arguments(awaitable: object, timeout: object) -> None:
+    """Misuse is refused where it happens, naming the parameter."""
+    if not inspect.isawaitable(awaitable):
+        raise TypeError(
+            "createos_run(awaitable) takes a coroutine, e.g. "
+            f"createos_run(createos_provider.probe(createos_env)); got {type(awaitable).__name__}"
+        )
+    if timeout is None:
+        return
+    positive = (
+        isinstance(timeout, int | float)
+        and not isinstance(timeout, bool)
+        and 0 < timeout < math.inf
+    )
+    if not positive:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()  # it will never run; do not warn that it was never awaited
+        raise ValueError(
+            "createos_run(timeout=...) must be a positive number of real seconds or None; "
+            f"got {timeout!r}"
+        )

@@ -38,7 +38,7 @@ class LeaseFactory:
 
     async def acquire(self, env: Environment | None = None) -> Lease:
         """A new running lease (awaitable from any asyncio test loop)."""
-        env = env or self._env
+        env = self._environment(env, "acquire")
         lease = await self._bridge.relay(
             self._provider.acquire_lease(env, run_id=f"pytest-{uuid.uuid4().hex[:12]}")
         )
@@ -46,11 +46,24 @@ class LeaseFactory:
 
     def acquire_sync(self, env: Environment | None = None) -> Lease:
         """A new running lease, from a sync test."""
-        env = env or self._env
+        env = self._environment(env, "acquire_sync")
         lease = self._bridge.run(
             self._provider.acquire_lease(env, run_id=f"pytest-{uuid.uuid4().hex[:12]}")
         )
         return self._keep(env, lease)
+
+    def _environment(self, env: object, method: str) -> Environment:
+        """The test's ``env`` argument checked here, not deep inside the provider."""
+        from pytest_createos.provider import Environment
+
+        if env is None:
+            return self._env
+        if not isinstance(env, Environment):
+            raise TypeError(
+                f"createos_leases.{method}(env=...) takes an Environment such as createos_env; "
+                f"got {type(env).__name__}"
+            )
+        return env
 
     def __len__(self) -> int:
         return len(self.acquired)

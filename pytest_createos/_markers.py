@@ -109,8 +109,8 @@ def settings_for(item: pytest.Item, default_seed: int) -> MarkerSettings:
             f"allowed: {', '.join(_SETTINGS)}"
         )
     seed = kwargs.get("seed", default_seed)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise MarkerError("createos(seed=...) must be an integer")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise MarkerError(f"createos(seed=...) must be an integer >= 0; got {seed!r}")
     policy, name = _policy(kwargs.get("transitions", "immediate"))
     reuse = kwargs.get("reuse_lease", False)
     if not isinstance(reuse, bool):

@@ -107,11 +107,14 @@ def _mode(config: pytest.Config, name: str) -> CheckMode:
 def _seed(config: pytest.Config) -> int:
     text = _value(config, "createos_seed")
     try:
-        return int(text)
+        seed = int(text)
     except ValueError:
+        seed = -1
+    if seed < 0:
         raise pytest.UsageError(
-            f"--createos-seed (ini createos_seed) must be an integer; got {text!r}"
-        ) from None
+            f"--createos-seed (ini createos_seed) must be an integer >= 0; got {text!r}"
+        )
+    return seed
 
 
 def _journal(config: pytest.Config) -> JournalMode:

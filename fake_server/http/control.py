@@ -97,10 +97,27 @@ def _number(value: object, field: str, *, integer: bool = False) -> float:
     return number
 
 
+_POLICY_FIELDS = frozenset(
+    {
+        "preset",
+        "after_reads",
+        "after",
+        "creating",
+        "pausing",
+        "resuming",
+        "destroying",
+        "destroyed_visible_for",
+    }
+)
+
+
 def parse_policy(body: Mapping[str, Any], current: TransitionPolicy) -> TransitionPolicy:
     """``{"preset": "realistic"|"immediate", "after_reads": n, "after": s,
     "creating"|"pausing"|"resuming"|"destroying": {"seconds": s, "reads": n},
     "destroyed_visible_for": s}``; unspecified parts keep their current value."""
+    for key in body:
+        if key not in _POLICY_FIELDS:
+            raise BadRequest("unknown field", field=str(key)[:64])
     policy = current
     preset = body.get("preset")
     if preset is not None:

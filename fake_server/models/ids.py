@@ -11,11 +11,21 @@ from faker.providers.lorem.en_US import Provider as _Lorem
 if TYPE_CHECKING:
     from fake_server.clock import Clock
 
-__all__ = ["IdGenerator"]
+__all__ = ["IdGenerator", "check_seed"]
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 # Short, lowercase, letters-only words make names such as "river-orange-4f2a".
 _WORDS = tuple(w for w in _Lorem.word_list if w.isalpha() and 3 <= len(w) <= 8)
+
+
+def check_seed(seed: object) -> int:
+    """A seed is an integer >= 0: ``random`` seeds ``-n`` like ``n``, so a negative seed would
+    silently repeat its positive twin's ids and API key."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an integer >= 0; got {type(seed).__name__}")
+    if seed < 0:
+        raise ValueError(f"seed must be an integer >= 0; got {seed}")
+    return seed
 
 
 class IdGenerator:

@@ -1,13 +1,15 @@
 """Environment config parsing (spec §6.1), API key resolution, lease metadata and ownership.
 
 Parsing is pure and checks fields in the spec's order (apiUrl → URL rules → shape → timeoutMs →
-reuseLease → apiKey → rootfs → region), raising ``CreateosError`` with the exact message. The
+reuseLease → apiKey → rootfs → region), then refuses unknown keys, raising ``CreateosError``
+with the exact message. The
 API key is resolved separately, only when a client or scope key is needed, because
 ``validate_config`` must not look at the host environment.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
@@ -49,6 +51,10 @@ _HOST = re.compile(r"[a-z0-9.-]+|\[[0-9a-f:.]+\]")
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 _MARKER = re.compile(r"[0-9a-f-]{36}")
 _MISSING = object()
+_KEYS = ("apiUrl", "apiKey", "shape", "timeoutMs", "reuseLease", "rootfs", "region")
+#: The key travels in an HTTP header, which carries printable ASCII only; the message never
+#: shows the key itself.
+_KEY_CHARS = "CreateOS API key must contain printable ASCII characters only."
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +98,11 @@ def parse_config(raw: object) -> CreateosConfig:
     if reuse is not None and not isinstance(reuse, bool):
         raise CreateosError("reuseLease must be a boolean.")
     api_key = _optional_string(raw, "apiKey")
+    if api_key is not None and not _header_safe(api_key):
+        raise CreateosError(_KEY_CHARS)
     rootfs = _optional_string(raw, "rootfs")
     region = _optional_string(raw, "region")
+    _refuse_unknown_keys(raw)
     return CreateosConfig(
         api_url=origin,
         api_key=api_key,
@@ -119,6 +128,8 @@ def resolve_api_key(config: CreateosConfig, environ: Mapping[str, str] | None = 
         raise CreateosError(
             "CreateOS requires an API key in the environment config or CREATEOS_API_KEY."
         )
+    if not _header_safe(key):
+        raise CreateosError(_KEY_CHARS)
     return key
 
 
@@ -196,6 +207,21 @@ def _optional_string(raw: Mapping[str, Any], key: str) -> str | None:
     if not isinstance(value, str) or not value.strip() or "\0" in value:
         raise CreateosError(f"{key} must be a non-empty string.")
     return value.strip()
+
+
+def _header_safe(key: str) -> bool:
+    return key.isascii() and key.isprintable()
+
+
+def _refuse_unknown_keys(raw: Mapping[Any, Any]) -> None:
+    """A misspelled key (``reuselease``, ``timeout_ms``) would otherwise be ignored silently."""
+    for key in raw:
+        if key in _KEYS:
+            continue
+        name = str(key)[:64]
+        close = difflib.get_close_matches(name, _KEYS, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(_KEYS)}"
+        raise CreateosError(f"Unknown CreateOS config key {name!r} ({hint}).")
 
 
 def _timeout_ms(value: object) -> int:

@@ -112,6 +112,7 @@ class CreateosProvider:
         self, env: Environment, *, run_id: str | None = None, requested_expires_at: object = None
     ) -> Lease:
         """Create a sandbox, wait for ``running``, prepare the workspace and mark the lease."""
+        self._refuse_after_shutdown()
         if requested_expires_at:
             raise CreateosError(
                 "CreateOS does not yet support leases with a guaranteed expiration deadline."
@@ -142,6 +143,7 @@ class CreateosProvider:
         self, env: Environment, provider_lease_id: str, lease_metadata: Mapping[str, Any] | None
     ) -> Lease:
         """Bring a stored lease back to ``running``, or report it expired (never deletes)."""
+        self._refuse_after_shutdown()
         config = self._owned(env, lease_metadata)
         if config is None or lease_metadata is None:
             raise CreateosError("CreateOS lease does not belong to this environment.")
@@ -283,6 +285,11 @@ class CreateosProvider:
 
     # -- internals ------------------------------------------------------------------------------
 
+    def _refuse_after_shutdown(self) -> None:
+        """After ``shutdown()`` nothing may start a sandbox nobody would stop."""
+        if self._scopes.shutting_down:
+            raise CreateosError(_SHUT_DOWN)
+
     def _owned(self, env: Environment, metadata: object) -> CreateosConfig | None:
         config = parse_config(env.config)
         matches = metadata_matches(
@@ -394,6 +401,7 @@ class CreateosProvider:
 
 
 _PROBE_OK = "CreateOS sandbox creation and command execution succeeded."
+_SHUT_DOWN = "CreateOS provider is shut down; create a new provider for new leases."
 
 
 def _expired() -> Lease:

@@ -140,6 +140,13 @@ def test_idle_and_half_sent_connections_are_closed_after_the_idle_timeout() -> N
         (["--api-key", ""], "argument --api-key: must be 1-512 printable characters"),
         (["--transitions", "slow"], "argument --transitions: invalid choice: 'slow'"),
         (["--bogus"], "unrecognized arguments: --bogus"),
+        (
+            ["--host", ""],
+            "argument --host: must be a host name or an address "
+            "(0.0.0.0 or :: for every interface)",
+        ),
+        (["--seed", "-3"], "argument --seed: must be an integer >= 0"),
+        (["--seed", "x"], "argument --seed: must be an integer >= 0"),
     ],
 )
 def test_bad_flags_are_usage_errors(

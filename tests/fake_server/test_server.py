@@ -159,6 +159,11 @@ async def test_control_api_state_journal_clock_transitions_reset() -> None:
             assert fake.api_key not in str(state)
             advanced = await c.post("/_fake/clock/advance", json={"seconds": 12.5})
             assert advanced.json()["data"] == {"now": 12.5}
+            unknown = await c.put("/_fake/transitions", json={"preset": "immediate", "pausng": {}})
+            assert (unknown.status_code, unknown.json()) == (
+                400,
+                {"status": "fail", "data": {"pausng": "unknown field"}},
+            )
             bad = await c.post("/_fake/clock/advance", json={"seconds": -1})
             assert bad.json() == {
                 "status": "fail",
@@ -170,6 +175,7 @@ async def test_control_api_state_journal_clock_transitions_reset() -> None:
                 "create_sandbox",
                 "fake_state",
                 "fake_clock_advance",
+                "fake_transitions",
                 "fake_clock_advance",
                 "fake_journal",
             ]
@@ -248,3 +254,16 @@ def test_public_names_are_sorted_and_importable() -> None:
     for name in fake_server.__all__:
         assert getattr(fake_server, name) is not None
     assert FakeCreateOS.__test__ is False  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("seed", [-1, -7])
+def test_a_negative_seed_is_refused(seed: int) -> None:
+    """``random`` seeds ``-n`` like ``n``: a negative seed would repeat its twin's ids and key."""
+    with pytest.raises(ValueError) as caught:
+        FakeCreateOS(seed=seed)
+    assert str(caught.value) == f"seed must be an integer >= 0; got {seed}"
+    fake = FakeCreateOS(seed=1)
+    with pytest.raises(ValueError) as caught:
+        fake.reset(seed=seed)
+    assert str(caught.value) == f"seed must be an integer >= 0; got {seed}"
+    assert fake.seed == 1

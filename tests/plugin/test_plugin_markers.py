@@ -184,6 +184,10 @@ def test_marker_mistakes_are_one_usage_error(inner: pytest.Pytester) -> None:
         def test_values():
             pass
 
+        @pytest.mark.createos(seed=-5)
+        def test_negative_seed():
+            pass
+
         @pytest.mark.createos_fault("nope", HttpError(503))
         def test_fault():
             pass
@@ -204,7 +208,9 @@ def test_marker_mistakes_are_one_usage_error(inner: pytest.Pytester) -> None:
             "test_marker_mistakes_are_one_usage_error.py::test_positional: "
             "@pytest.mark.createos takes keyword arguments only",
             "test_marker_mistakes_are_one_usage_error.py::test_values: "
-            "createos(seed=...) must be an integer",
+            "createos(seed=...) must be an integer >= 0; got '1'",
+            "test_marker_mistakes_are_one_usage_error.py::test_negative_seed: "
+            "createos(seed=...) must be an integer >= 0; got -5",
             "test_marker_mistakes_are_one_usage_error.py::test_fault: "
             "@pytest.mark.createos_fault: unknown operation 'nope'; known: * create_process *",
             "test_marker_mistakes_are_one_usage_error.py::test_fault_kwarg: "

@@ -112,3 +112,36 @@ def test_every_fault_action_is_importable_from_pytest_createos() -> None:
     for name in concrete | {"Fault", "FaultFiring"}:
         assert getattr(pytest_createos, name) is getattr(faults, name)
         assert name in pytest_createos.__all__
+
+
+def test_wrong_arguments_to_the_sync_helpers_are_named(inner: pytest.Pytester) -> None:
+    """``acquire_sync(env=...)`` with no Environment, ``createos_run`` with no coroutine or a
+    timeout that is not positive: each is refused at the call, naming the parameter."""
+    inner.makepyfile(
+        """
+        import pytest
+
+        def test_misuse(createos_leases, createos_run, createos_provider, createos_env):
+            with pytest.raises(TypeError) as caught:
+                createos_leases.acquire_sync(env="notanenv")
+            assert str(caught.value) == (
+                "createos_leases.acquire_sync(env=...) takes an Environment such as "
+                "createos_env; got str"
+            )
+            with pytest.raises(TypeError) as caught:
+                createos_run(42)
+            assert str(caught.value) == (
+                "createos_run(awaitable) takes a coroutine, e.g. "
+                "createos_run(createos_provider.probe(createos_env)); got int"
+            )
+            for timeout in (-1, 0, float("nan"), True):
+                with pytest.raises(ValueError) as caught:
+                    createos_run(createos_provider.probe(createos_env), timeout=timeout)
+                assert str(caught.value) == (
+                    "createos_run(timeout=...) must be a positive number of real seconds or "
+                    f"None; got {timeout!r}"
+                )
+            assert len(createos_leases) == 0
+        """
+    )
+    inner.runpytest().assert_outcomes(passed=1)

@@ -58,7 +58,10 @@ def test_bad_option_values_are_usage_errors(inner: pytest.Pytester) -> None:
     """Each bad value names the option, its ini twin and what it accepts."""
     inner.makepyfile("def test_nothing():\n    pass\n")
     cases = {
-        "--createos-seed=abc": "--createos-seed (ini createos_seed) must be an integer; got 'abc'",
+        "--createos-seed=abc": "--createos-seed (ini createos_seed) must be an integer >= 0; "
+        "got 'abc'",
+        "--createos-seed=-2": "--createos-seed (ini createos_seed) must be an integer >= 0; "
+        "got '-2'",
         "--createos-leak-check=loud": "--createos-leak-check (ini createos_leak_check) must be "
         "one of fail, warn, off; got 'loud'",
         "--createos-unfired-faults=maybe": "--createos-unfired-faults (ini "

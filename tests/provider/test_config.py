@@ -18,6 +18,7 @@ URL_RULES = (
     "CreateOS API URL must be an HTTPS origin (optionally ending in /v1); "
     "HTTP is allowed on loopback only."
 )
+KEY_CHARS = "CreateOS API key must contain printable ASCII characters only."
 TIMEOUT_RULE = "timeoutMs must be an integer between 1 and 86400000."
 NEEDS_KEY = "CreateOS requires an API key in the environment config or CREATEOS_API_KEY."
 CUSTOM_NEEDS_KEY = (
@@ -244,15 +245,48 @@ async def test_public_endpoint_needs_a_usable_key(key: str | None) -> None:
 
 
 @pytest.mark.asyncio
-async def test_configured_key_with_a_line_break_is_refused(scripted: ScriptedApi) -> None:
-    """A pasted key with a newline would split headers; it is refused before any request."""
+@pytest.mark.parametrize("key", ["abc\ndef", "abc\rdef", "clé-secrète", "abc\tdef"])
+async def test_configured_key_outside_printable_ascii_is_refused(
+    scripted: ScriptedApi, key: str
+) -> None:
+    """A key an HTTP header cannot carry is refused by validation already, before any request,
+    and the message never shows the key."""
     provider = CreateosProvider(pacer=Pacer.disabled())
-    config = {"apiUrl": scripted.url, "shape": "s", "apiKey": "abc\ndef"}
+    config = {"apiUrl": scripted.url, "shape": "s", "apiKey": key}
+    assert provider.validate_config(config).errors == [KEY_CHARS]
     with pytest.raises(CreateosError) as caught:
         await provider.acquire_lease(env_with(config), run_id="r1")
-    assert str(caught.value) == NEEDS_KEY
+    assert str(caught.value) == KEY_CHARS
     assert scripted.calls == []
     await provider.shutdown()
+
+
+@pytest.mark.asyncio
+async def test_host_variable_outside_printable_ascii_is_refused() -> None:
+    """CREATEOS_API_KEY with a non-ASCII character: a CreateosError, not a UnicodeEncodeError."""
+    provider = CreateosProvider(pacer=Pacer.disabled(), environ={"CREATEOS_API_KEY": "clé"})
+    config = {"apiUrl": "https://api.sb.createos.sh", "shape": "s"}
+    with pytest.raises(CreateosError) as caught:
+        await provider.acquire_lease(env_with(config), run_id="r1")
+    assert str(caught.value) == KEY_CHARS
+    await provider.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("reuselease", "Unknown CreateOS config key 'reuselease' (did you mean 'reuseLease'?)."),
+        ("timeout_ms", "Unknown CreateOS config key 'timeout_ms' (did you mean 'timeoutMs'?)."),
+        (
+            "image",
+            "Unknown CreateOS config key 'image' (known keys: apiUrl, apiKey, shape, "
+            "timeoutMs, reuseLease, rootfs, region).",
+        ),
+    ],
+)
+def test_unknown_config_keys_are_refused(key: str, message: str) -> None:
+    """A misspelled key is an error, not a setting silently ignored."""
+    assert error_of({"apiUrl": "https://api.test", "shape": "s", key: True}) == message
 
 
 @pytest.mark.asyncio

@@ -281,3 +281,24 @@ async def test_no_work_after_shutdown(
         await provider.sync_in(env, lease, [])
     assert str(caught.value) == message
     assert operations(fake) == []
+
+
+@pytest.mark.asyncio
+async def test_no_new_lease_after_shutdown(
+    fake: FakeCreateOS, provider: CreateosProvider, env: Environment
+) -> None:
+    """``shutdown()`` refuses new work for good: acquire, resume and probe create nothing."""
+    lease = await provider.acquire_lease(env, run_id="r1")
+    assert lease.provider_lease_id is not None
+    await provider.shutdown()
+    shut = "CreateOS provider is shut down; create a new provider for new leases."
+    with pytest.raises(CreateosError) as caught:
+        await provider.acquire_lease(env, run_id="r2")
+    assert str(caught.value) == shut
+    with pytest.raises(CreateosError) as caught:
+        await provider.resume_lease(env, lease.provider_lease_id, lease.metadata)
+    assert str(caught.value) == shut
+    probe = await provider.probe(env)
+    assert (probe.ok, probe.summary) == (False, shut)
+    assert [s.id for s in fake.sandboxes()] == [lease.provider_lease_id]
+    await provider.destroy_lease(env, lease.provider_lease_id, lease.metadata)
