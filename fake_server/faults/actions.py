@@ -53,7 +53,7 @@ STREAM_OPERATIONS = frozenset({"connect_process", "exec_stream", "download_file"
 #: Operations whose body is NDJSON frames (frame-level corruption makes sense only there).
 FRAME_OPERATIONS = frozenset({"connect_process", "exec_stream"})
 
-#: Sandbox statuses an out-of-band ``SetStatus`` may force (spec §2.1).
+#: Sandbox statuses an out-of-band ``SetStatus`` may force (docs/fake-server.md#state-machine).
 SANDBOX_STATUSES = frozenset(STATUSES)
 
 

@@ -1,4 +1,7 @@
-"""The shape and rootfs catalogs (spec §8) and the regions the fake accepts."""
+"""The shape and rootfs catalogs and the regions the fake accepts.
+
+Documented in docs/fake-server.md#create-body.
+"""
 
 from __future__ import annotations
 

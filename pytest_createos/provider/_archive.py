@@ -1,4 +1,6 @@
-"""Host-side tar archives for directory sync (spec §4.2), with Python's ``tarfile``.
+"""Host-side tar archives for directory sync, with Python's ``tarfile``.
+
+The rules are in docs/provider-execution.md#the-four-transfers.
 
 * ``build_archive`` packs a host directory as entries under ``.``, storing symlinks as links
   (never dereferenced) and skipping excluded names and special files.

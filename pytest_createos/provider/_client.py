@@ -1,6 +1,6 @@
 """The CreateOS HTTP client: JSend envelopes, fixed error labels, redaction, pacing, deadlines.
 
-Interface used by the rest of the provider (spec §1.1):
+Interface used by the rest of the provider (docs/reference/provider.md#api-answers):
 
 * ``CreateosClient.request_json(method, path, *, body=None, signal=None) -> dict`` — ``path``
   like ``"/sandboxes/sb-1/pause"`` (the client adds ``/v1``); returns the validated ``data``.
@@ -76,7 +76,8 @@ def identifier(value: object) -> str:
 
 
 def operation_label(path: str) -> str:
-    """The fixed label naming an operation in errors; first matching rule wins (spec §1.1)."""
+    """The fixed label naming an operation in errors; first matching rule wins
+    (docs/reference/provider.md#api-answers)."""
     if "/files?" in path:
         return "file transfer"
     if "/stdin/close" in path:

@@ -1,4 +1,6 @@
-"""Environment config parsing (spec §6.1), API key resolution, lease metadata and ownership.
+"""Environment config parsing, API key resolution, lease metadata and ownership.
+
+The keys are in docs/reference/provider.md#configuration-environmentconfig.
 
 Parsing is pure and checks fields in the spec's order (apiUrl → URL rules → shape → timeoutMs →
 reuseLease → apiKey → rootfs → region), then refuses unknown keys, raising ``CreateosError``

@@ -1,4 +1,6 @@
-"""Run one command as a CreateOS managed process and follow its output (spec §3.2-3.5).
+"""Run one command as a CreateOS managed process and follow its output.
+
+The behaviour is described in docs/provider-execution.md#running-a-command.
 
 ``execute_command`` is what the facade calls inside its tracked-call machinery:
 

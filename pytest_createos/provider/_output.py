@@ -1,4 +1,6 @@
-"""The ``/connect`` NDJSON frames and the captured output of a managed process (spec §3.3-3.4).
+"""The ``/connect`` NDJSON frames and the captured output of a managed process.
+
+The behaviour is described in docs/provider-execution.md#the-output-follower.
 
 Three small pieces, all pure:
 

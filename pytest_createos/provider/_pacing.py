@@ -1,7 +1,8 @@
 """Request pacing: one FIFO of request starts per API URL, 300 ms apart on the injected clock.
 
 The public API allows 300 requests per minute per caller IP, so every request of this worker
-(leases, commands, sync, cleanup) first takes a turn here (spec §6.10). Turns are reservations:
+(leases, commands, sync, cleanup) first takes a turn here (docs/provider.md#pacing). Turns are
+reservations:
 a caller reserves the start time ``max(now, previous start + interval)`` and sleeps until then.
 A caller whose signal aborts while it waits raises at once, but its reservation stays, so later
 turns remain spaced and in arrival order. Queues are keyed by the SHA-256 of the normalized URL

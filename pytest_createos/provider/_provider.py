@@ -1,4 +1,4 @@
-"""``CreateosProvider``: the facade hosts call (spec §6): leases, guards, tracking, probe.
+"""``CreateosProvider``: the facade hosts call (docs/provider.md): leases, guards, tracking, probe.
 
 All in-memory state hangs off the provider (one per worker process): the HTTP clients, the
 pacer and, per lease scope (company, environment, API URL, key digest, lease id), the active
@@ -207,7 +207,10 @@ class CreateosProvider:
         timeout_ms: int | None = None,
         log: LogSink | None = None,
     ) -> ExecuteResult:
-        """Run a command in the lease's sandbox as a managed process (spec §3)."""
+        """Run a command in the lease's sandbox as a managed process.
+
+        See docs/provider-execution.md#running-a-command.
+        """
         config, client, key, lease_id = self._open_scope(env, lease)
         timeout = config.timeout_ms if timeout_ms is None else timeout_ms
         if not valid_timeout_ms(timeout):
@@ -230,13 +233,13 @@ class CreateosProvider:
     async def sync_in(
         self, env: Environment, lease: Lease, operations: Sequence[SyncOperation]
     ) -> SyncResult:
-        """Copy host files into the sandbox workspace (spec §4)."""
+        """Copy host files into the sandbox workspace (docs/provider-execution.md#file-sync)."""
         return await self._sync(env, lease, operations, "in")
 
     async def sync_out(
         self, env: Environment, lease: Lease, operations: Sequence[SyncOperation]
     ) -> SyncResult:
-        """Copy sandbox workspace files to the host (spec §4)."""
+        """Copy sandbox workspace files to the host (docs/provider-execution.md#file-sync)."""
         return await self._sync(env, lease, operations, "out")
 
     # -- probe and shutdown ---------------------------------------------------------------------

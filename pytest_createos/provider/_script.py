@@ -1,4 +1,6 @@
-"""Shell quoting and the wrapper script every managed-process command runs in (spec §3.2).
+"""Shell quoting and the wrapper script every managed-process command runs in.
+
+The behaviour is described in docs/provider-execution.md#running-a-command.
 
 The command, its arguments, the working directory and the environment are turned into *data*
 for ``/bin/bash -lc`` before any request is made, so hostile values (``a'; touch /bad``,

@@ -1,4 +1,6 @@
-"""File sync between the host and ``/paperclip-workspace`` in the sandbox (spec §4).
+"""File sync between the host and ``/paperclip-workspace`` in the sandbox.
+
+The behaviour is described in docs/provider-execution.md#file-sync.
 
 ``sync_files`` validates the *whole* batch before any side effect, then runs operations and
 their mappings in order:

@@ -1,4 +1,6 @@
-"""Bound an archive download while it streams (spec §4.2's 10 GiB extraction limit).
+"""Bound an archive download while it streams: the 10 GiB extraction limit.
+
+The limit is documented in docs/provider-execution.md#the-four-transfers.
 
 ``validate_archive`` reads the whole archive after the download; without a bound on the
 download itself a sandbox could send any number of bytes first (gigabytes after a 3-byte

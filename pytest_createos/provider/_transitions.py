@@ -1,4 +1,4 @@
-"""Drive a sandbox to ``running`` or ``paused`` by polling (spec §2.3).
+"""Drive a sandbox to ``running`` or ``paused`` by polling (docs/fake-server.md#state-machine).
 
 The loop has no bound of its own: it shares the caller's deadline (acquire, resume, release).
 A state change is requested at most once successfully; a 409 means someone else moved the

@@ -35,7 +35,8 @@ StreamName = Literal["stdout", "stderr"]
 LogSink = Callable[[StreamName, str], object]
 #: What a ``FileMapping`` transfers (anything else is refused before any transfer).
 MappingKind = Literal["file", "directory"]
-#: The sandbox states the API reports (spec §2.3); an unknown one fails a transition fast.
+#: The sandbox states the API reports (docs/fake-server.md#state-machine); an unknown one
+#: fails a transition fast.
 SandboxStatus = Literal[
     "creating",
     "running",
@@ -109,7 +110,10 @@ class ExecuteParams:
 
 @dataclass(frozen=True, slots=True)
 class FileMapping:
-    """One file or directory to transfer (spec §4); paths are validated before any transfer."""
+    """One file or directory to transfer; paths are validated before any transfer.
+
+    See docs/provider-execution.md#file-sync.
+    """
 
     kind: MappingKind
     source: str

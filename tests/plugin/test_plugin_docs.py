@@ -75,3 +75,10 @@ def test_the_readme_map_is_the_index_and_lists_every_page() -> None:
     pages = sorted(str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md"))
     assert _linked_pages(section, "docs/")[1:] == index  # [0] is docs/index.md itself
     assert sorted(index) == [page for page in pages if page != "index.md"]
+
+
+def test_code_and_docs_cite_only_what_this_repository_holds() -> None:
+    """References point at pages of these docs, never at a specification a reader lacks."""
+    sources = [*ROOT.glob("pytest_createos/**/*.py"), *ROOT.glob("fake_server/**/*.py"), *DOCS]
+    citing = [str(path.relative_to(ROOT)) for path in sources if "spec §" in path.read_text()]
+    assert citing == []
