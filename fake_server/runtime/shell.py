@@ -239,8 +239,8 @@ class Shell:
         finally:
             state.stop()
         if result.error and result.exit_code and _LIMIT_ERROR.search(result.error):
-            # bashkit stops at a fixed limit (100,000 words from one expansion, a brace range
-            # of 100,000 items) with status 1 and the reason only in the result: say it.
+            # bashkit stops at its fixed expansion limits (measured in ``braces``) with
+            # status 1 and the reason only in the result: say it.
             await on_stderr(f"bash: {_LIMIT_ERROR.sub('', result.error)}\n".encode())
         return int(result.exit_code) & 0xFF
 
