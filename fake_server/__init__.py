@@ -17,6 +17,7 @@ from fake_server.hooks import (
     tls_context,
 )
 from fake_server.models import Event, Journal, Step, TransitionPolicy
+from fake_server.runtime.netoptions import NetworkOptions
 from fake_server.server import FakeCreateOS
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "Fault",
     "Faults",
     "Journal",
+    "NetworkOptions",
     "RealClock",
     "Step",
     "TransitionPolicy",

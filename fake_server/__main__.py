@@ -18,6 +18,7 @@ from fake_server.http.routes import CONTROL_KEY_HEADER
 from fake_server.http.serve_guards import allowed_hosts, host_guard, request_log
 from fake_server.models import TransitionPolicy
 from fake_server.runtime.api import RuntimeUnavailable
+from fake_server.runtime.netoptions import NetworkOptions
 from fake_server.server import FakeCreateOS
 
 if TYPE_CHECKING:
@@ -139,6 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
         "account networks)",
     )
     serve.add_argument(
+        "--egress-private",
+        choices=("block", "allow"),
+        default="block",
+        help="whether process-runtime sandboxes may reach private ranges (10/8, 172.16/12, "
+        "192.168/16, 100.64/10: the host's LAN); the host's own addresses stay out of reach",
+    )
+    serve.add_argument(
         "--allow-host",
         type=_host_name,
         action="append",
@@ -227,6 +235,7 @@ def serve_fake(args: argparse.Namespace, runtime: str) -> FakeCreateOS:
         host=args.host,
         port=args.port,
         runtime=runtime,
+        network=NetworkOptions(private=args.egress_private == "allow"),
     )
     fake.journal.messages = args.journal_messages == "on"
     return fake

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from aiohttp.typedefs import Middleware
 
     from fake_server.clock import Clock
+    from fake_server.runtime.netoptions import NetworkOptions
 
 __all__ = ["FakeCreateOS"]
 
@@ -64,6 +65,8 @@ class FakeCreateOS:
             fake's clock) or ``"process"`` (real programs under bubblewrap, on real time;
             ``RuntimeUnavailable`` where bubblewrap cannot run). Settable later.
         rootfs_runtime: a runtime per rootfs name, over ``runtime``.
+        network: how sandboxes meet the network (``NetworkOptions``: private ranges, the
+            resolver sandboxes' DNS is relayed to); the service's behaviour by default.
     """
 
     __test__ = False
@@ -82,6 +85,7 @@ class FakeCreateOS:
         port: int = 0,
         runtime: str = "bashkit",
         rootfs_runtime: Mapping[str, str] | None = None,
+        network: NetworkOptions | None = None,
     ) -> None:
         self.seed = check_seed(seed)
         self.clock: Clock = clock if clock is not None else VirtualClock()
@@ -105,7 +109,7 @@ class FakeCreateOS:
         self._policy = transitions if transitions is not None else TransitionPolicy.realistic()
         self._ids = IdGenerator(seed, self.clock)
         self._fixed_key = api_key
-        self.runtimes = Runtimes(self.commands, runtime, rootfs_runtime)
+        self.runtimes = Runtimes(self.commands, runtime, rootfs_runtime, network)
         self._initial_runtime = runtime
         self.world = World(
             Context(

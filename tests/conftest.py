@@ -1,15 +1,32 @@
 """Suite-wide guard: no sandbox process of this test process may outlive the run (checked by
-the serial run CI makes; an xdist worker's own exit status does not reach the controller)."""
+the serial run CI makes; an xdist worker's own exit status does not reach the controller).
+
+Sandboxes' DNS stays on the machine: process-runtime fakes of the suite relay no query to the
+host's resolver (each is answered REFUSED at once) unless a test names a resolver of its own
+(``NetworkOptions(dns_upstream=…)``)."""
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import pytest
 
 from fake_server.runtime.process.rootdir import BASE_NAME, processes_naming
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 _STRAYS = pytest.StashKey[list[int]]()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_host_resolver() -> Iterator[None]:
+    from fake_server.runtime.process import network
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(network, "host_resolver", lambda: None)
+        yield
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

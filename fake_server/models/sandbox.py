@@ -109,6 +109,7 @@ class Sandbox:
         self.spawn_ms = spawn_ms
         #: The runtime's side of this sandbox: files, processes, pause, destroy.
         self.machine = machine
+        machine.set_address(ip)
         self.disk = machine.disk
         self.ctx = ctx
         self.clock = ctx.clock

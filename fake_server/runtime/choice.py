@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from fake_server.runtime.api import RUNTIMES
 from fake_server.runtime.bashkit_runtime import BashkitRuntime
+from fake_server.runtime.netoptions import NetworkOptions
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -34,8 +35,10 @@ class Runtimes:
         commands: CommandRegistry,
         default: str = "bashkit",
         by_rootfs: Mapping[str, str] | None = None,
+        network: NetworkOptions | None = None,
     ) -> None:
         self._commands = commands
+        self.network = network or NetworkOptions()
         self._made: dict[str, Runtime] = {}
         self._default = "bashkit"
         self.by_rootfs: dict[str, str] = {}
@@ -66,7 +69,7 @@ class Runtimes:
             if name == "process":
                 from fake_server.runtime.process import ProcessRuntime
 
-                runtime = ProcessRuntime()
+                runtime = ProcessRuntime(network=self.network)
             else:
                 runtime = BashkitRuntime(self._commands)
             self._made[name] = runtime

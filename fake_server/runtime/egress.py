@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["Verdict", "allows", "is_ip", "is_loopback", "verdict"]
+__all__ = ["AddressRule", "Verdict", "address_rules", "allows", "is_ip", "is_loopback", "verdict"]
 
 #: What a connection to a host meets: nothing listening (loopback in a bashkit sandbox, or an
 #: allowed address: the fake has no outside network), a reset (outside the rules), or an
@@ -80,6 +80,24 @@ def _matches(rule: _Rule, host: str, port: int) -> bool:
         address = _ip(host)
         return address is not None and address in rule.network
     return host == rule.host
+
+
+@dataclass(frozen=True, slots=True)
+class AddressRule:
+    """An IP or CIDR rule: the network and, when given, the one port it opens."""
+
+    network: _Network
+    port: int | None
+
+
+def address_rules(rules: Sequence[str]) -> list[AddressRule] | None:
+    """The address rules of ``rules``; ``None`` when the rules allow everything (none given,
+    ``*``, or only host names while host names are not enforced)."""
+    if not rules or "*" in rules:
+        return None
+    found = [_parse(rule) for rule in rules]
+    addresses = [AddressRule(r.network, r.port) for r in found if r.network is not None]
+    return addresses or None
 
 
 def is_ip(host: str) -> bool:

@@ -53,7 +53,8 @@ def _exercise(process: subprocess.Popen[str]) -> None:
     control_key = lines[-1].removeprefix("control key: ")
     assert re.fullmatch(r"cos_fake_[0-9a-f]{32}", control_key)
     assert lines[1:] == [
-        "runtime: process",  # --runtime auto: bubblewrap runs here
+        # --runtime auto: bubblewrap runs here, as root with nftables
+        "runtime: process (sandboxes: eth0, DNS, NAT to the host's uplink)",
         "",
         "# the official SDKs (they add /v1 themselves):",
         f"export CREATEOS_SANDBOX_BASE_URL={origin}",
@@ -227,7 +228,28 @@ def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_miss
     assert _runtime("auto") == ("process", line)
     assert _runtime("process") == ("process", line)
     monkeypatch.setattr(netmode, "detect", lambda: netmode.SHARED)
-    assert _runtime("auto") == ("process", "runtime: process")
+    assert _runtime("auto") == (
+        "process",
+        "runtime: process (sandboxes: eth0, DNS, NAT to the host's uplink)",
+    )
+
+
+def test_serve_says_sandboxes_have_no_way_out_without_nft(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fake_server.__main__ import _runtime
+    from fake_server.runtime.process import netmode, nft
+
+    monkeypatch.setattr(nft, "nft_path", lambda: None)
+    mode = netmode.detect.__wrapped__()
+    assert mode == netmode.NetworkMode(uplink_missing=netmode.NFT_MISSING)
+    monkeypatch.setattr(netmode, "detect", lambda: mode)
+    assert _runtime("process") == (
+        "process",
+        "runtime: process (sandboxes reach nothing past the fake: no NAT and no egress rules, "
+        "since nftables' nft is not installed (apt-get install nftables); eth0, preview URLs "
+        "and account networks work)",
+    )
 
 
 @pytest.mark.asyncio

@@ -13,7 +13,6 @@ from fake_server.clock import VirtualClock
 from fake_server.runtime import CommandRegistry
 from fake_server.runtime.bashkit_runtime import BashkitMachine
 from fake_server.runtime.egress import allows, verdict
-from fake_server.runtime.process import egress as process_egress
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -90,7 +89,6 @@ def test_ipv6_rules_and_names_starting_with_digits(
     rule: str, host: str, port: int, allowed: bool
 ) -> None:
     assert allows([rule], host, port) is allowed
-    assert process_egress.allows([rule], host, port) is allowed
 
 
 def test_no_rule_or_star_allows_everything_and_loopback_is_never_egress() -> None:
@@ -100,13 +98,6 @@ def test_no_rule_or_star_allows_everything_and_loopback_is_never_egress() -> Non
     assert verdict(["pypi.org"], "::1", 80) == "refused"
     assert verdict(["10.0.0.0/8"], "10.0.0.1", 80) == "refused"  # allowed: nothing answers
     assert verdict(["pypi.org"], "pypi.org", 443) == "unresolved"  # the fake has no internet
-
-
-def test_star_allows_everything_but_loopback_on_the_process_runtime_proxy() -> None:
-    assert process_egress.allows(["*"], "example.com", 443)
-    assert process_egress.allows(["*"], "10.1.2.3", 80)
-    assert not process_egress.allows(["*"], "localhost", 8080)
-    assert not process_egress.allows(["pypi.org"], "example.com", 443)
 
 
 @pytest.mark.asyncio

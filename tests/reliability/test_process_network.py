@@ -28,7 +28,7 @@ from fake_server import (
     tls_context,
 )
 from fake_server.http import ingress
-from fake_server.runtime.process import ProcessMachine, ProcessRuntime, egress
+from fake_server.runtime.process import ProcessMachine, ProcessRuntime
 from tests.fake_server._process_runtime import process_fake
 
 if TYPE_CHECKING:
@@ -341,57 +341,6 @@ def holders(inode: str) -> list[str]:
     return found
 
 
-async def test_egress_rules_open_allowed_destinations_through_the_proxy_only(
-    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``upstream.test`` resolves (for the proxy) to a server of this test on the host's
-    loopback, which a sandbox could never reach by itself."""
-
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        body = b"upstream saw " + head.split(b"\r\n", 1)[0]
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    names = {"upstream.test": [("127.0.0.1", port)]}
-
-    async def resolve(host: str, _port: int) -> list[tuple[str, int]]:
-        return names.get(host, [])
-
-    monkeypatch.setattr(egress, "resolve", resolve)
-    try:
-        sid = (await new_sandbox(client))["id"]
-        assert (await sh(client, sid, f"curl -s http://upstream.test:{port}/a"))["exit_code"] != 0
-        rules = {"egress": [f"upstream.test:{port}", "other.test"]}
-        assert (await client.put(f"/v1/sandboxes/{sid}/egress", json=rules)).status_code == 200
-        before = await bandwidth(client, sid)
-
-        plain = await sh(client, sid, f"curl -s http://upstream.test:{port}/a?b=c")
-        assert plain["stdout"] == "upstream saw GET /a?b=c HTTP/1.1"
-        tunnel = await sh(client, sid, f"curl -s -p http://upstream.test:{port}/t")
-        assert tunnel["stdout"] == "upstream saw GET /t HTTP/1.1"
-        denied = await sh(
-            client, sid, f"curl -s -w ' %{{http_code}}' http://elsewhere.test:{port}/"
-        )
-        assert denied["stdout"] == (
-            f"egress to elsewhere.test:{port} is not allowed by the sandbox's egress rules\n 403"
-        )
-        unknown = await sh(client, sid, "curl -s -w ' %{http_code}' http://other.test/")
-        assert unknown["stdout"] == "other.test has no reachable address\n 502"
-        direct = await sh(client, sid, f"curl -s --noproxy '*' http://127.0.0.1:{port}/; echo $?")
-        assert direct["stdout"] == "7\n"  # the host's loopback stays out of reach
-
-        used, received = await bandwidth(client, sid)
-        assert used > before[0]
-        assert received > before[1]
-    finally:
-        server.close()
-        await server.wait_closed()
-
-
 async def test_sandboxes_on_one_network_reach_each_other_by_member_ip_and_no_other(
     fake: FakeCreateOS, client: httpx.AsyncClient
 ) -> None:
@@ -430,17 +379,3 @@ async def test_sandboxes_on_one_network_reach_each_other_by_member_ip_and_no_oth
     assert (await client.delete(f"/v1/networks/{network_id}")).status_code == 200
     assert runtime.hubs == {}
     await released(hub_inode)
-
-
-async def test_a_program_holding_the_proxy_port_leaves_execs_working_without_a_way_out(
-    client: httpx.AsyncClient,
-) -> None:
-    sid = (await new_sandbox(client, ingress_enabled=True))["id"]
-    await start(client, sid, "python3", "-m", "http.server", "3128", "--bind", "127.0.0.1")
-    url = f"/_ingress/{sid}/3128/"
-    await listening(client, url)
-    rules = {"egress": ["pypi.org"]}
-    assert (await client.put(f"/v1/sandboxes/{sid}/egress", json=rules)).status_code == 200
-    result = await sh(client, sid, "env | grep -ci proxy; echo ran")
-    assert (result["exit_code"], result["stdout"]) == (0, "0\nran\n")
-    assert (await client.get(url)).status_code == 200  # the program still owns its port

@@ -5,10 +5,11 @@ A sandbox's directory is its whole writable filesystem, bound as ``/`` (``/root`
 files programs need to load: ``ld.so.cache``, ``alternatives``, certificates) are bound
 read-only over it. Every process runs as uid 1000 (``sandbox``) in its own user, PID, IPC
 and UTS namespaces (hostname ``sandbox``, no host process visible) and in its sandbox's
-network namespace (``netns``): loopback only, shared by every process of the sandbox, so a
-server one exec starts is reached by the next exec and by the preview URL (``connect()``).
-Egress rules open an HTTP(S) proxy inside it (``egress``); account networks plug it into a
-per-network bridge (``bridges``). Where that namespace cannot be made (not root), each
+network namespace (``netns``), shared by every process of the sandbox, so a server one exec
+starts is reached by the next exec. Once the API gives the sandbox its address, the
+namespace gets ``eth0`` on the fake's router (``network``: default route, DNS, NAT, egress
+rules in nftables), where preview URLs connect (``connect()``); account networks plug it into
+a per-network bridge (``bridges``). Where that namespace cannot be made (not root), each
 process gets a network of its own and those features answer ``FeatureUnavailable``
 (``netmode``).
 
@@ -23,23 +24,24 @@ PTY processes run on a real PTY (``pty.py``). Not supported (yet): registered Py
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import signal as signals
-import socket
 from typing import TYPE_CHECKING, Any
 
+from fake_server.runtime.api import FeatureUnavailable
+from fake_server.runtime.netoptions import NetworkOptions
 from fake_server.runtime.process import netmode
 from fake_server.runtime.process.bridges import Hub
 from fake_server.runtime.process.bwrap import require_bwrap
 from fake_server.runtime.process.dirdisk import DirDisk
-from fake_server.runtime.process.egress import EgressProxy, proxy_env
 from fake_server.runtime.process.netns import NetNamespace
+from fake_server.runtime.process.network import Link, Network
 from fake_server.runtime.process.realwait import RealWaits
 from fake_server.runtime.process.rootdir import FakeRoot, copy_tree, make_layout, remove_tree
 from fake_server.runtime.process.runner import Run, Runner
 
 if TYPE_CHECKING:
+    import socket
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
@@ -63,7 +65,9 @@ class ProcessMachine:
         self.network_mode = owner.network_mode
         #: The sandbox's shared network namespace; ``None`` when each process has its own.
         self.net = NetNamespace() if self.network_mode.shared else None
-        self.egress = EgressProxy(self.net) if self.net is not None else None
+        #: Its ``eth0`` on the fake's network, once the API gave it an address.
+        self.link: Link | None = None
+        self._rules: list[str] = []
         #: Account networks joined: network id -> the hub's end of this sandbox's veth pair.
         self.networks: dict[str, str] = {}
         self._interfaces = 0
@@ -83,13 +87,25 @@ class ProcessMachine:
             lambda: self.paused,
         )
 
+    def set_address(self, address: str) -> None:
+        """Plug ``eth0`` with the address the API reports (once; idempotent)."""
+        if self.net is None or self.link is not None:
+            return
+        self.link = self._owner.network().plug(self.net, self.root.name, address)
+        if self._rules:
+            self._owner.network().set_rules(self.link, self._rules)
+
     def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None:
-        if self.egress is None:
+        if self.net is None:
             if rules:
                 raise self.network_mode.unsupported("egress rules")
             return
-        self.egress.rules = list(rules)
-        self.egress.meter = meter
+        if self.link is not None:
+            try:
+                self._owner.network().set_rules(self.link, rules)
+            except OSError as exc:
+                raise FeatureUnavailable(f"the egress rules cannot be applied: {exc}") from None
+        self._rules = list(rules)
 
     def join_network(self, network_id: str, address: str) -> None:
         """Plug into the network's bridge with ``address`` (``ip/prefix``) on ``ethN``."""
@@ -111,34 +127,20 @@ class ProcessMachine:
             self._owner.release_hub(network_id)
 
     async def _env(self) -> dict[str, str]:
-        """What a new process's environment gains: the egress proxy, when rules exist."""
-        if self.egress is None or not self.egress.rules:
-            return {}
-        try:
-            await self.egress.start()
-        except OSError:  # a program of the sandbox holds the proxy's port: no way out
-            return {}
-        return proxy_env()
+        """What a new process's environment gains: nothing (the network needs no proxy)."""
+        return {}
 
     async def connect(self, port: int) -> socket.socket:
-        """A TCP connection to ``port`` on the sandbox's loopback (IPv4, then IPv6).
+        """A TCP connection to ``port`` on the sandbox's ``eth0`` address, from the router.
 
-        Raises ``ConnectionRefusedError`` when nothing listens there, ``FeatureUnavailable``
-        when each process has a network of its own (no server is reachable from outside)."""
+        Raises ``ConnectionRefusedError`` when nothing listens there (a server bound to
+        ``127.0.0.1`` included, as on the service), ``FeatureUnavailable`` when each process
+        has a network of its own (no server is reachable from outside)."""
         if self.net is None:
             raise self.network_mode.unsupported("preview URLs to servers in the sandbox")
-        loop = asyncio.get_running_loop()
-        refused: OSError | None = None
-        for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
-            sock = self.net.socket(family)
-            try:
-                await loop.sock_connect(sock, (host, port))
-            except OSError as exc:
-                sock.close()
-                refused = exc
-                continue
-            return sock
-        raise ConnectionRefusedError(errno.ECONNREFUSED, "nothing listens") from refused
+        if self.link is None:
+            raise ConnectionRefusedError(errno.ECONNREFUSED, "the sandbox has no address yet")
+        return await self._owner.network().connect(self.link, port)
 
     def wait_clock(self, clock: Clock) -> Clock:
         return RealWaits(clock)
@@ -163,8 +165,9 @@ class ProcessMachine:
         self._disk.wipe()
         for run in list(self.runs.values()):
             run.signal(signals.SIGKILL, tree_scope=True)
-        if self.egress is not None:
-            self.egress.close()
+        link, self.link = self.link, None
+        if link is not None:
+            self._owner.network().unplug(link)
         for network_id in list(self.networks):
             self.leave_network(network_id)
         if self.net is not None:
@@ -184,10 +187,16 @@ class ProcessRuntime:
     name = "process"
 
     def __init__(
-        self, base: Path | None = None, *, network_mode: netmode.NetworkMode | None = None
+        self,
+        base: Path | None = None,
+        *,
+        network_mode: netmode.NetworkMode | None = None,
+        network: NetworkOptions | None = None,
     ) -> None:
         self.bwrap = require_bwrap()
         self.network_mode = netmode.detect() if network_mode is None else network_mode
+        self.network_options = network or NetworkOptions()
+        self._network: Network | None = None
         self.base = base
         self._root: FakeRoot | None = None
         self.machines: dict[str, ProcessMachine] = {}
@@ -215,6 +224,12 @@ class ProcessRuntime:
         self.machines[sandbox_id] = machine
         return machine
 
+    def network(self) -> Network:
+        """The sandboxes' network (router, resolver, egress), made on first use."""
+        if self._network is None:
+            self._network = Network(self.network_options)
+        return self._network
+
     def hub(self, network_id: str) -> Hub:
         """The bridge of an account network, made on first use."""
         hub = self.hubs.get(network_id)
@@ -236,6 +251,9 @@ class ProcessRuntime:
         for hub in self.hubs.values():
             hub.close()
         self.hubs.clear()
+        network, self._network = self._network, None
+        if network is not None:
+            network.close()
         root, self._root = self._root, None
         if root is not None:
             root.close()

@@ -1,8 +1,10 @@
 """How a fake's process-runtime sandboxes get their network, decided once by one probe.
 
 As root (with util-linux ``nsenter``) each sandbox gets one network namespace shared by all
-its processes (``netns``): a server one exec starts is reached by the next exec and by the
-preview URL, egress rules open a proxy inside it, account networks plug into it.
+its processes (``netns``) with an ``eth0`` on the fake's router (``network``): a server one
+exec starts is reached by the next exec and by the preview URL, egress rules are enforced
+by nftables, account networks plug into it. Without nftables' ``nft`` the router has no
+uplink: sandboxes reach nothing past it (``serve`` says so at start-up).
 
 Elsewhere (not root, or no ``nsenter``) bubblewrap still isolates processes through
 unprivileged user namespaces, so the runtime runs in a reduced mode instead of refusing: each
@@ -18,6 +20,7 @@ import os
 from dataclasses import dataclass
 
 from fake_server.runtime.api import FeatureUnavailable, RuntimeUnavailable
+from fake_server.runtime.process import nft
 from fake_server.runtime.process.netns import NetNamespace, nsenter_path
 
 __all__ = ["SHARED", "NetworkMode", "detect"]
@@ -29,6 +32,8 @@ class NetworkMode:
 
     #: Why they do not (``"not root"``, ``"nsenter is missing"``…); ``None`` when they do.
     missing: str | None = None
+    #: Why sandboxes have no way out although they share a network (no ``nft``).
+    uplink_missing: str | None = None
 
     @property
     def shared(self) -> bool:
@@ -36,8 +41,13 @@ class NetworkMode:
 
     def describe(self) -> str:
         """The runtime as ``serve`` names it: ``process``, or with what is missing."""
+        if self.missing is None and self.uplink_missing is None:
+            return "process (sandboxes: eth0, DNS, NAT to the host's uplink)"
         if self.missing is None:
-            return "process"
+            return (
+                "process (sandboxes reach nothing past the fake: no NAT and no egress rules, "
+                f"since {self.uplink_missing}; eth0, preview URLs and account networks work)"
+            )
         return f"process (no shared sandbox network: {self.missing})"
 
     def unsupported(self, feature: str) -> FeatureUnavailable:
@@ -51,6 +61,7 @@ class NetworkMode:
 
 #: One network namespace per sandbox (root, with nsenter).
 SHARED = NetworkMode()
+NFT_MISSING = "nftables' nft is not installed (apt-get install nftables)"
 
 
 @functools.cache
@@ -67,4 +78,6 @@ def detect() -> NetworkMode:
             return NetworkMode("not root")
         reason = exc.strerror or type(exc).__name__
         return NetworkMode(f"a network namespace cannot be created: {reason}")
+    if nft.nft_path() is None:
+        return NetworkMode(uplink_missing=NFT_MISSING)
     return SHARED

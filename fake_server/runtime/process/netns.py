@@ -32,7 +32,7 @@ from fake_server.runtime.api import RuntimeUnavailable
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["NetNamespace", "nsenter_path"]
+__all__ = ["NetNamespace", "in_namespace", "nsenter_path"]
 
 CLONE_NEWNET = 0x40000000
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
@@ -78,6 +78,18 @@ def _in_thread(body: Callable[[], _T]) -> _T:
     if failure:
         raise failure[0]
     return result[0]
+
+
+def in_namespace(fd: int | None, body: Callable[[], _T]) -> _T:
+    """Run ``body`` in a fresh thread inside the network namespace ``fd`` (``None``: the
+    fake's own); sockets it opens stay in that namespace."""
+
+    def run() -> _T:
+        if fd is not None:
+            _setns(fd, CLONE_NEWNET)
+        return body()
+
+    return _in_thread(run)
 
 
 def _loopback_up() -> None:
@@ -127,13 +139,17 @@ class NetNamespace:
         """The argv prefix that runs a command inside (``nsenter``, then the command)."""
         return [nsenter_path(), f"--net={self.path}", "--"]
 
-    def socket(self, family: socket.AddressFamily = socket.AF_INET) -> socket.socket:
-        """A non-blocking TCP socket that lives in this namespace (connect it as usual)."""
+    def socket(
+        self,
+        family: socket.AddressFamily = socket.AF_INET,
+        kind: socket.SocketKind = socket.SOCK_STREAM,
+    ) -> socket.socket:
+        """A non-blocking socket (TCP unless ``kind`` says) that lives in this namespace."""
         fd = self._live()
 
         def make() -> socket.socket:
             _setns(fd, CLONE_NEWNET)
-            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock = socket.socket(family, kind)
             sock.setblocking(False)
             return sock
 

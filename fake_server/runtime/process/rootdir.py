@@ -49,7 +49,9 @@ _ETC = {
     "sandbox:x:1000:1000:sandbox:/home/sandbox:/bin/bash\n"
     "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
     "group": "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n",
-    "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+    "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files dns\n",
+    #: The router's resolver (``router.GATEWAY``; relayed to the host's).
+    "resolv.conf": "nameserver 169.254.0.1\n",
 }
 
 

@@ -1,0 +1,128 @@
+"""One fake's sandbox network, as a VM sees it: ``eth0``, a default route, DNS, egress rules.
+
+``Network`` puts together the router (``router``: a namespace per fake, NAT to the host's
+uplink), the resolver and the metadata endpoint the router's addresses answer on
+(``resolver``, ``metadata``; served by the fake's loop from the first sandbox on) and each
+sandbox's egress policy (``policy``: nftables in the router). A sandbox joins with its
+address (``plug``); preview URLs connect to that address from the router (``connect``), as
+the service's ingress reaches ``eth0``, never loopback: a server bound to ``127.0.0.1`` in the
+sandbox is not reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from fake_server.runtime.netoptions import NetworkOptions
+from fake_server.runtime.process import nft, policy
+from fake_server.runtime.process.metadata import Metadata
+from fake_server.runtime.process.resolver import Resolver, host_resolver
+from fake_server.runtime.process.router import GATEWAY, METADATA, Router
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from fake_server.runtime.process.netns import NetNamespace
+
+__all__ = ["Link", "Network", "NetworkOptions"]
+
+
+@dataclass(slots=True)
+class Link:
+    """A sandbox's place on the network: its address and the router's end of its ``eth0``."""
+
+    sandbox_id: str
+    address: str
+    device: str
+    enforced: bool = False
+
+
+class Network:
+    """The network of one fake's process-runtime sandboxes; closed with the runtime."""
+
+    def __init__(self, options: NetworkOptions | None = None) -> None:
+        self.options = options or NetworkOptions()
+        self.router = Router(private=self.options.private)
+        upstream = self.options.dns_upstream or host_resolver()
+        self.resolver = Resolver(self.router.net, GATEWAY, upstream)
+        self.metadata = Metadata(self.router.net, METADATA, self._describe)
+        self.links: dict[str, Link] = {}
+        self._serving: asyncio.Task[None] | None = None
+        #: Why the resolver and metadata endpoint do not answer (``None``: they do).
+        self.failure: str | None = None
+
+    @property
+    def uplink_missing(self) -> str | None:
+        return self.router.uplink_missing
+
+    def plug(self, sandbox: NetNamespace, sandbox_id: str, address: str) -> Link:
+        """Give the sandbox its ``eth0`` with ``address`` (the address the API reports)."""
+        self._serve()
+        link = Link(sandbox_id, address, self.router.plug(sandbox, address))
+        self.links[address] = link
+        return link
+
+    def unplug(self, link: Link) -> None:
+        if self.links.get(link.address) is link:
+            del self.links[link.address]
+        if link.enforced:
+            with contextlib.suppress(OSError):
+                self._nft(policy.forget(link.device, enforced=True))
+        self.router.unplug(link.device)
+
+    def set_rules(self, link: Link, rules: Sequence[str]) -> None:
+        """Enforce ``rules`` on the link's traffic out (``OSError`` when nft refuses)."""
+        if self.router.uplink_missing is not None:
+            return  # no way out at all: every rule set is already stricter than that
+        batch, enforced = policy.commands(link.device, rules, enforced_before=link.enforced)
+        if batch:
+            self._nft(batch)
+        link.enforced = enforced
+
+    async def connect(self, link: Link, port: int) -> socket.socket:
+        """A TCP connection from the router to ``port`` on the sandbox's ``eth0`` address."""
+        sock = self.router.net.socket(socket.AF_INET)
+        try:
+            await asyncio.get_running_loop().sock_connect(sock, (link.address, port))
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    def close(self) -> None:
+        """Stop serving and remove the router (every link with it); idempotent."""
+        serving, self._serving = self._serving, None
+        if serving is not None:
+            serving.cancel()
+        self.resolver.close()
+        self.metadata.close()
+        self.links.clear()
+        self.router.close()
+
+    def _nft(self, batch: list[str]) -> None:
+        nft.run(batch, enter=self.router.net.enter_argv())
+
+    def _describe(self, address: str) -> dict[str, str] | None:
+        link = self.links.get(address)
+        return None if link is None else {"sandbox_id": link.sandbox_id, "ip": link.address}
+
+    def _serve(self) -> None:
+        """Start the resolver and metadata endpoint on the fake's loop (once, when it runs)."""
+        if self._serving is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._serving = loop.create_task(self._start())
+
+    async def _start(self) -> None:
+        try:
+            await self.resolver.serve()
+            await self.metadata.serve()
+        except OSError as exc:  # the router is the fake's own: only a broken host gets here
+            self.failure = f"the sandboxes' resolver cannot listen: {exc.strerror or exc}"

@@ -1,0 +1,62 @@
+"""Running nftables' ``nft`` on a batch of commands, in the fake's or another namespace."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["nft_path", "run"]
+
+_TIMEOUT = 10.0
+
+
+@functools.cache
+def nft_path() -> str | None:
+    """nftables' ``nft``, or ``None`` when it is not installed."""
+    return shutil.which("nft") or shutil.which("nft", path="/usr/sbin:/sbin:/usr/bin:/bin")
+
+
+def run(commands: Sequence[str], *, enter: Sequence[str] = ()) -> str:
+    """Apply ``commands`` as one atomic batch (``nft -f -``), inside the namespace that
+    ``enter`` (an ``nsenter`` prefix) names; ``OSError`` with nft's first complaint."""
+    path = nft_path()
+    if path is None:
+        raise FileNotFoundError("nftables' nft is not installed (apt-get install nftables)")
+    try:
+        done = subprocess.run(
+            [*enter, path, "-f", "-"],
+            input="\n".join(commands) + "\n",
+            capture_output=True,
+            text=True,
+            timeout=_TIMEOUT,
+            check=False,
+            env={},
+        )
+    except subprocess.TimeoutExpired:
+        raise OSError("nft did not finish in time") from None
+    if done.returncode != 0:
+        errors = [line.split("Error:", 1)[1].strip() for line in done.stderr.splitlines()
+                  if "Error:" in line]  # fmt: skip
+        raise OSError(f"nft failed: {(errors or [str(done.returncode)])[0][:200]}")
+    return done.stdout
+
+
+def list_tables(*, enter: Sequence[str] = ()) -> list[str]:
+    """The names of the tables in a namespace (``family name`` each)."""
+    path = nft_path()
+    if path is None:
+        return []
+    done = subprocess.run(
+        [*enter, path, "list", "tables"],
+        capture_output=True,
+        text=True,
+        timeout=_TIMEOUT,
+        check=False,
+        env={},
+    )
+    return [line.removeprefix("table ").strip() for line in done.stdout.splitlines()]

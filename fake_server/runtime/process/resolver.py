@@ -1,0 +1,187 @@
+"""The sandboxes' resolver: ``169.254.0.1:53`` in the router, relayed to the host's resolver.
+
+Every sandbox's ``/etc/resolv.conf`` names the router's address. The fake listens there (UDP
+and TCP sockets made in the router's namespace, served by the fake's loop) and relays each
+query unchanged to the host's first resolver (``/etc/resolv.conf`` of the host, or
+```upstream`` when given) from the host's own namespace, so a host resolver on loopback
+(systemd-resolved's ``127.0.0.53``) serves sandboxes too. Without a resolver to relay to,
+each query is answered ``REFUSED`` at once. ``watch`` sees every UDP answer
+before the sandbox does (the strict hostname mode learns addresses from it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from fake_server.runtime.process.netns import NetNamespace
+
+__all__ = ["Resolver", "host_resolver"]
+
+PORT = 53
+#: Real seconds an upstream resolver has to answer one query.
+UPSTREAM_TIMEOUT = 5.0
+_MAX_UDP = 65535
+
+
+def host_resolver(path: str = "/etc/resolv.conf") -> tuple[str, int] | None:
+    """The host's first ``nameserver`` (IPv4), or ``None``."""
+    with contextlib.suppress(OSError):
+        with open(path) as file:
+            for line in file:
+                fields = line.split()
+                if len(fields) >= 2 and fields[0] == "nameserver" and "." in fields[1]:
+                    return fields[1], PORT
+    return None
+
+
+def refused(query: bytes) -> bytes:
+    """The answer ``REFUSED`` to ``query`` (its header turned into a reply's): a sandbox
+    whose fake has no resolver to relay to learns so at once instead of timing out."""
+    flags = ((query[2] | 0x80) & 0xF9, 0x80 | 5)  # QR set, AA/TC clear; RA, rcode 5
+    return query[:2] + bytes(flags) + query[4:]
+
+
+class _Relay(asyncio.DatagramProtocol):
+    """One query's socket on the host side: the first answer goes back to the sandbox."""
+
+    def __init__(self) -> None:
+        self.answer: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+    def datagram_received(self, data: bytes, addr: tuple[str | object, int]) -> None:
+        if not self.answer.done():
+            self.answer.set_result(data)
+
+    def error_received(self, exc: Exception) -> None:
+        if not self.answer.done():
+            self.answer.set_exception(exc)
+
+
+class _Listener(asyncio.DatagramProtocol):
+    def __init__(self, owner: Resolver) -> None:
+        self._owner = owner
+        self.transport: asyncio.DatagramTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast("asyncio.DatagramTransport", transport)
+
+    def datagram_received(self, data: bytes, addr: tuple[str | object, int]) -> None:
+        self._owner.spawn(self._owner.relay(self, data, addr))
+
+
+class Resolver:
+    """The relay of one router; ``serve()`` starts it, ``close()`` stops it."""
+
+    def __init__(self, net: NetNamespace, address: str, upstream: tuple[str, int] | None) -> None:
+        self._net = net
+        self._address = address
+        #: Where queries go (``None``: the host has no resolver; sandboxes get no answer).
+        self.upstream = upstream
+        #: Called with ``(sandbox address, answer)`` before each UDP answer is relayed.
+        self.watch: Callable[[str, bytes], None] | None = None
+        self._udp: asyncio.DatagramTransport | None = None
+        self._tcp: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        udp = self._net.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        tcp = self._net.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            udp.bind((self._address, PORT))
+            tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            tcp.bind((self._address, PORT))
+            tcp.listen(64)
+        except OSError:
+            udp.close()
+            tcp.close()
+            raise
+        try:
+            transport, _ = await loop.create_datagram_endpoint(lambda: _Listener(self), sock=udp)
+        except BaseException:
+            udp.close()
+            tcp.close()
+            raise
+        self._udp = transport
+        try:
+            self._tcp = await asyncio.start_server(self._stream, sock=tcp)
+        except BaseException:
+            tcp.close()
+            raise
+
+    def spawn(self, coro: asyncio.Future[None] | object) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def relay(
+        self, listener: _Listener, query: bytes, client: tuple[str | object, int]
+    ) -> None:
+        if self.upstream is None:
+            if listener.transport is not None and len(query) >= 12:
+                listener.transport.sendto(refused(query), client)
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            transport, relay = await loop.create_datagram_endpoint(
+                _Relay, remote_addr=self.upstream
+            )
+        except OSError:
+            return
+        try:
+            transport.sendto(query)
+            async with asyncio.timeout(UPSTREAM_TIMEOUT):
+                answer = await relay.answer
+        except (OSError, TimeoutError):
+            return
+        finally:
+            transport.close()
+        if self.watch is not None:
+            self.watch(str(client[0]), answer)
+        if listener.transport is not None:
+            listener.transport.sendto(answer, client)
+
+    async def _stream(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """DNS over TCP (answers too large for UDP): the bytes go both ways unchanged."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            if self.upstream is None:
+                return
+            async with asyncio.timeout(UPSTREAM_TIMEOUT):
+                up_reader, up_writer = await asyncio.open_connection(*self.upstream)
+            try:
+                await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+            finally:
+                up_writer.close()
+        except (OSError, TimeoutError):
+            pass
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+
+    def close(self) -> None:
+        """Stop listening and drop every query in flight; idempotent."""
+        udp, self._udp = self._udp, None
+        if udp is not None:
+            udp.close()
+        tcp, self._tcp = self._tcp, None
+        if tcp is not None:
+            tcp.close()
+        for task in list(self._tasks):
+            task.cancel()
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(OSError):
+        while data := await reader.read(_MAX_UDP):
+            writer.write(data)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
