@@ -1,133 +1,320 @@
-"""Soak: file descriptors and memory stay flat over thousands of runs and lifecycles.
+"""Soak: ``createos-fake serve`` returns to its baseline after every wave of VM-style work.
 
-Not part of CI (``tests/reliability/test_leaks.py`` is its cheap version). First 2,000 command
-executions in one sandbox and 500 sandbox lifecycles with ``reset()`` between them, each
-checked against the starting fd count and the interpreter's allocated memory blocks; then
-lifecycles until ``--minutes`` (default 10) have passed, printing RSS and open fds every
-``--interval`` seconds. Exits 1 when fds or memory grew past the bounds.
+Starts ``serve`` (process runtime by default) as a subprocess and drives it over HTTP in
+waves. Each wave creates sandboxes and uses them as the service's devboxes are used: execs,
+a daemon started with ``nohup setsid ... &``, a managed process left running, files up and
+down, pause and resume, a fork, an account network, a disk where the runtime mounts them, and
+an armed fault that must fire; then destroys everything. After each wave it waits (bounded,
+in real time) for the server to settle and compares what the server holds with the baseline
+taken after a warm-up wave: open fds, processes under it, mounts, network namespaces,
+network links and the runtime's sandbox directories must be back exactly; RSS may grow by
+``RSS_BOUND``. Exits 1 on the first wave that does not return, naming what grew.
 
-    python -m benchmarks.soak [--minutes 10] [--interval 30]
+    python -m benchmarks.soak [--waves 20] [--sandboxes 8] [--runtime process|bashkit]
+
+``tests/reliability/test_soak.py`` runs a short version in CI, under ``ulimit -n 1024``.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import gc
 import os
+import re
+import subprocess
 import sys
+import tempfile
 import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
 
 import httpx
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, httpx_event_hooks
-
-#: Growth allowed after the warm-up: fds none, 10,000 interpreter memory blocks (caches,
-#: interned strings), RSS 32 MiB (the allocator keeps freed arenas).
-FD_BOUND = 0
-BLOCKS_BOUND = 10_000
+#: RSS growth allowed after the warm-up wave (allocator arenas, caches).
 RSS_BOUND = 32 << 20
+#: Real seconds a wave's leftovers may take to go (processes reaped, namespaces released).
+SETTLE = 20.0
+KEY = "cos_soak_0123456789abcdef"
+DAEMON = "nohup setsid sleep 1000 >/dev/null 2>&1 &"
 
 
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+@dataclass(frozen=True)
+class Holdings:
+    """What the server holds; every field but ``rss`` must come back exactly."""
+
+    fds: int
+    processes: int
+    mounts: int
+    netns: int
+    links: int
+    dirs: int
+    rss: int
+
+    def grown(self, baseline: Holdings) -> list[str]:
+        grew = [
+            f"{f.name} {getattr(baseline, f.name)} -> {getattr(self, f.name)}"
+            for f in fields(self)
+            if f.name != "rss" and getattr(self, f.name) != getattr(baseline, f.name)
+        ]
+        if self.rss - baseline.rss > RSS_BOUND:
+            grew.append(f"rss +{(self.rss - baseline.rss) >> 20} MiB")
+        return grew
 
 
-def rss() -> int:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rpartition(")")[2].split()[1])
+        tree.setdefault(parent, []).append(int(entry))
+    return tree
 
 
-async def create(client: httpx.AsyncClient) -> str:
-    reply = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
-    reply.raise_for_status()
-    return f"/v1/sandboxes/{reply.json()['data']['id']}"
+def _descendants(pid: int) -> list[int]:
+    tree, found, todo = _children(), [], [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
-async def execute(client: httpx.AsyncClient, sandbox: str, index: int) -> None:
-    script = f"echo {index} >/tmp/f; cat /tmp/f; sleep 1"
-    reply = await client.post(sandbox + "/exec", json={"cmd": "bash", "args": ["-c", script]})
-    reply.raise_for_status()
-    assert reply.json()["data"]["result"]["stdout"] == f"{index}\n"
+def _links(path: str) -> list[str]:
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        try:
+            found.append(os.readlink(f"{path}/{name}"))
+        except OSError:
+            continue
+    return found
 
 
-async def lifecycle(fake: FakeCreateOS, client: httpx.AsyncClient, index: int) -> None:
-    """Create, two execs, a managed process left running, destroy (odd) or reset (even)."""
-    sandbox = await create(client)
-    for step in range(2):
-        await execute(client, sandbox, index * 2 + step)
-    (await client.post(sandbox + "/processes", json={"cmd": "cat"})).raise_for_status()
-    if index % 2:
-        (await client.delete(sandbox)).raise_for_status()
-    fake.reset()
-    client.headers["X-Api-Key"] = fake.api_key
-
-
-def line(label: str, start: float, fds0: int, rss0: int) -> str:
-    return (
-        f"{time.monotonic() - start:7.1f}s {label:<22} fds {open_fds():5d} ({open_fds() - fds0:+d})"
-        f"  rss {rss() / 2**20:7.1f} MiB ({(rss() - rss0) / 2**20:+.1f})"
+def holdings(pid: int, root: Path | None) -> Holdings:
+    """Read what process ``pid`` and its descendants hold, from ``/proc`` and ``/sys``;
+    ``dirs`` counts the entries of the runtime's directory (one per fake) under ``root``."""
+    descendants = _descendants(pid)
+    netns = {link for link in _links(f"/proc/{pid}/fd") if link.startswith("net:")}
+    for child in descendants:
+        try:
+            netns.add(os.readlink(f"/proc/{child}/ns/net"))
+        except OSError:
+            continue
+    with open(f"/proc/{pid}/statm") as statm:
+        rss = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    with open(f"/proc/{pid}/mountinfo") as mountinfo:
+        mounts = sum(1 for _ in mountinfo)
+    dirs = sum(len(os.listdir(top)) for top in root.glob("*/")) if root is not None else 0
+    return Holdings(
+        fds=len(os.listdir(f"/proc/{pid}/fd")),
+        processes=len(descendants),
+        mounts=mounts,
+        netns=len(netns),
+        links=len(os.listdir("/sys/class/net")),
+        dirs=dirs,
+        rss=rss,
     )
 
 
-async def soak(minutes: float, interval: float, executions: int, lifecycles: int) -> bool:
-    fake = FakeCreateOS(clock=VirtualClock(), transitions=TransitionPolicy.immediate())
-    async with (
-        fake,
-        httpx.AsyncClient(
-            base_url=fake.url,
-            headers={"X-Api-Key": fake.api_key},
-            timeout=30,
-            event_hooks=httpx_event_hooks(fake.clock),
-        ) as client,
-    ):
-        for index in range(5):  # warm-up: imports, caches, the connection
-            await lifecycle(fake, client, index)
-        gc.collect()
-        start, fds0, rss0 = time.monotonic(), open_fds(), rss()
-        print(line("start", start, fds0, rss0), flush=True)
-        # Not tracemalloc: on CPython 3.11 it crashes when a foreign thread (bashkit's workers
-        # calling back into Python) creates its thread state while tracing.
-        blocks0 = sys.getallocatedblocks()
-        sandbox = await create(client)
-        for index in range(executions):
-            await execute(client, sandbox, index)
-        fake.reset()
-        client.headers["X-Api-Key"] = fake.api_key
-        gc.collect()
-        print(line(f"{executions} executions", start, fds0, rss0), flush=True)
-        ok = open_fds() - fds0 <= FD_BOUND
-        for index in range(lifecycles):
-            await lifecycle(fake, client, index)
-        gc.collect()
-        blocks = sys.getallocatedblocks() - blocks0
-        print(line(f"{lifecycles} lifecycles", start, fds0, rss0), flush=True)
-        print(f"allocated blocks kept: {blocks}", flush=True)
-        ok = ok and open_fds() - fds0 <= FD_BOUND and blocks <= BLOCKS_BOUND
-        deadline = start + minutes * 60
-        next_report, count = time.monotonic() + interval, 0
-        while time.monotonic() < deadline:
-            await lifecycle(fake, client, count)
-            count += 1
-            if time.monotonic() >= next_report:
-                gc.collect()
-                print(line(f"{count} more lifecycles", start, fds0, rss0), flush=True)
-                next_report += interval
-        gc.collect()
-        print(line(f"end ({count} more)", start, fds0, rss0), flush=True)
-        return ok and open_fds() - fds0 <= FD_BOUND and rss() - rss0 <= RSS_BOUND
+def start_serve(runtime: str, tmp: str) -> tuple[subprocess.Popen[str], str, str]:
+    """``serve`` on a free port; its URL and control key, read from its start-up lines."""
+    env = dict(os.environ, TMPDIR=tmp)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fake_server",
+            "serve",
+            "--port",
+            "0",
+            "--quiet",
+            "--transitions",
+            "immediate",
+            "--rate-limit",
+            "off",
+            "--runtime",
+            runtime,
+            "--api-key",
+            KEY,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert server.stdout is not None
+    url = control = ""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (url and control):
+        line = server.stdout.readline()
+        if not line:
+            break
+        if match := re.search(r"serving (http://\S+)", line):
+            url = match.group(1)
+        if match := re.search(r"control key: (\S+)", line):
+            control = match.group(1)
+        if line.startswith("runtime:"):
+            print(line.rstrip(), flush=True)
+    if not (url and control):
+        server.kill()
+        raise SystemExit("soak: serve did not print its URL and control key")
+    return server, url, control
+
+
+def _ok(reply: httpx.Response, *expected: int) -> dict[str, Any]:
+    if reply.status_code not in (expected or (200, 201, 202)):
+        raise SystemExit(
+            f"soak: {reply.request.method} {reply.request.url.path} answered {reply.status_code}"
+        )
+    body: dict[str, Any] = reply.json() if reply.content else {}
+    return body.get("data", body) if isinstance(body, dict) else {}
+
+
+def _running(client: httpx.Client, sandbox: str) -> None:
+    for _ in range(200):
+        if _ok(client.get(sandbox))["status"] == "running":
+            return
+        time.sleep(0.05)
+    raise SystemExit(f"soak: {sandbox} never came back to running")
+
+
+def wave(
+    client: httpx.Client, control: httpx.Client, count: int, index: int, peak: Any
+) -> list[str]:
+    """One wave; returns notes on what the runtime does not offer (unsupported, not failed).
+
+    ``peak()`` is called once everything of the wave exists, before it is destroyed.
+    """
+    notes: list[str] = []
+    sandboxes = []
+    for _ in range(count):
+        created = _ok(client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}))
+        sandboxes.append(f"/v1/sandboxes/{created['id']}")
+    network = _ok(client.post("/v1/networks", json={"name": f"soak-{index}"}))["id"]
+    for number, sandbox in enumerate(sandboxes):
+        result = _ok(
+            client.post(sandbox + "/exec", json={"cmd": "sh", "args": ["-c", f"echo {number}"]})
+        )
+        if result["result"]["stdout"] != f"{number}\n":
+            raise SystemExit(f"soak: exec in {sandbox} printed {result['result']['stdout']!r}")
+        _ok(client.post(sandbox + "/exec", json={"cmd": "sh", "args": ["-c", DAEMON]}))
+        _ok(client.post(sandbox + "/processes", json={"cmd": "sleep", "args": ["1000"]}), 201)
+        payload = os.urandom(4096)
+        _ok(client.put(sandbox + "/files", params={"path": "/tmp/blob"}, content=payload))
+        if client.get(sandbox + "/files", params={"path": "/tmp/blob"}).content != payload:
+            raise SystemExit(f"soak: a file of {sandbox} came back changed")
+        _ok(client.post(sandbox + "/pause"))
+        _ok(client.post(sandbox + "/resume"))
+        _running(client, sandbox)
+    member = sandboxes[-1]
+    joined = client.post(member + "/networks", json={"id": network})
+    if joined.status_code == 409:
+        notes.append("account networks unsupported on this runtime")
+    else:
+        _ok(joined)
+    _ok(client.post(sandboxes[0] + "/pause"))  # only a paused sandbox forks
+    child = _ok(client.post(sandboxes[0] + "/fork", json={}))["id"]
+    _running(client, f"/v1/sandboxes/{child}")
+    sandboxes.append(f"/v1/sandboxes/{child}")
+    _ok(
+        control.post(
+            "/_fake/faults",
+            json={
+                "operation": "exec",
+                "action": {"type": "http_error", "status": 503},
+                "times": 1,
+            },
+        )
+    )
+    failed = client.post(sandboxes[-1] + "/exec", json={"cmd": "true"})
+    if failed.status_code != 503:
+        raise SystemExit(f"soak: the armed fault did not fire ({failed.status_code})")
+    peak()
+    if joined.status_code != 409:
+        _ok(client.delete(f"{member}/networks/{network}"))
+    for sandbox in sandboxes:
+        _ok(client.delete(sandbox))
+    _ok(client.delete(f"/v1/networks/{network}"))
+    return notes
+
+
+def settle(pid: int, root: Path | None, baseline: Holdings) -> list[str]:
+    """Wait (bounded) for the server to hold no more than at the baseline; what still grew."""
+    deadline = time.monotonic() + SETTLE
+    last: list[str] = []
+    while True:
+        grown = holdings(pid, root).grown(baseline)
+        if grown != last and os.environ.get("SOAK_VERBOSE"):
+            print(f"  settling: {', '.join(grown) or 'done'}", flush=True)
+        last = grown
+        if not grown or time.monotonic() > deadline:
+            return grown
+        time.sleep(0.1)
+
+
+def soak(waves: int, count: int, runtime: str) -> int:
+    with tempfile.TemporaryDirectory(prefix="createos-soak-") as tmp:
+        server, url, control_key = start_serve(runtime, tmp)
+        try:
+            headers = {"X-Api-Key": KEY}
+            with (
+                httpx.Client(base_url=url, headers=headers, timeout=60) as client,
+                httpx.Client(
+                    base_url=url, headers={"X-Fake-Control-Key": control_key}, timeout=60
+                ) as control,
+            ):
+                root = Path(tmp, "createos-fake-process")
+                peaks: list[Holdings] = []
+
+                def peak() -> None:
+                    peaks.append(holdings(server.pid, root))
+
+                notes = wave(client, control, count, 0, peak)  # warm-up: imports, caches
+                time.sleep(0.5)
+                baseline = holdings(server.pid, root)
+                print(f"baseline after warm-up: {baseline}", flush=True)
+                for note in sorted(set(notes)):
+                    print(f"note: {note}", flush=True)
+                for index in range(1, waves + 1):
+                    started = time.monotonic()
+                    wave(client, control, count, index, peak)
+                    grown = settle(server.pid, root, baseline)
+                    top = peaks[-1]
+                    print(
+                        f"wave {index:3d}: {time.monotonic() - started:5.1f}s; at its peak "
+                        f"{top.processes} processes, {top.netns} netns, {top.mounts} mounts, "
+                        f"{top.links} links, {top.dirs} dirs, {top.fds} fds, "
+                        f"rss {top.rss >> 20} MiB; then back to baseline",
+                        flush=True,
+                    )
+                    if grown:
+                        print(f"GREW after wave {index}: {', '.join(grown)}", flush=True)
+                        return 1
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+    print("flat")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=10.0)
-    parser.add_argument("--interval", type=float, default=30.0)
-    parser.add_argument("--executions", type=int, default=2000)
-    parser.add_argument("--lifecycles", type=int, default=500)
+    parser.add_argument("--waves", type=int, default=20)
+    parser.add_argument("--sandboxes", type=int, default=8)
+    parser.add_argument("--runtime", choices=("process", "bashkit"), default="process")
     args = parser.parse_args(argv)
-    ok = asyncio.run(soak(args.minutes, args.interval, args.executions, args.lifecycles))
-    print("flat" if ok else "GREW: fds or memory past the bounds")
-    return 0 if ok else 1
+    return soak(args.waves, args.sandboxes, args.runtime)
 
 
 if __name__ == "__main__":
