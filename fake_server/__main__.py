@@ -9,7 +9,6 @@ import errno
 import json
 import secrets
 import shlex
-import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -20,6 +19,7 @@ from fake_server.models import TransitionPolicy
 from fake_server.runtime.api import RuntimeUnavailable
 from fake_server.runtime.netoptions import NetworkOptions
 from fake_server.server import FakeCreateOS
+from fake_server.stopping import StopSignals
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -32,6 +32,9 @@ JOURNAL_LIMIT = 100_000
 #: Above the idle expiry of common client pools (httpx 5 s, Node's fetch 4 s), so a client
 #: never reuses a connection the server is closing.
 IDLE_TIMEOUT = 15.0
+#: Real seconds a request in flight at stop gets to finish its reply (its sandbox's processes
+#: are already killed), so clients see a complete reply and a closed connection.
+STOP_GRACE = 1.0
 
 
 def _positive_or_off(text: str) -> int | None:
@@ -252,22 +255,20 @@ async def _serve(args: argparse.Namespace) -> int:
     if not args.quiet:
         outer.insert(0, request_log(fake.faults, lambda line: print(line, flush=True)))
     try:
-        await fake.start_async(outer_middlewares=outer, idle_timeout=args.idle_timeout)
+        await fake.start_async(
+            outer_middlewares=outer, idle_timeout=args.idle_timeout, shutdown_grace=STOP_GRACE
+        )
     except OSError as exc:
         reason = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror
         print(f"createos-fake: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
         return 1
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    print(connection_help(fake, runtime_line), flush=True)
-    try:
-        await stop.wait()
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-        await fake.aclose()
+    with StopSignals(lambda line: print(line, flush=True)) as signals:
+        print(connection_help(fake, runtime_line), flush=True)
+        try:
+            await signals.stopping.wait()
+        finally:
+            await fake.aclose()
+    print("createos-fake: stopped", flush=True)
     return 0
 
 

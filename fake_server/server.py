@@ -201,14 +201,19 @@ class FakeCreateOS:
         await self.aclose()
 
     async def start_async(
-        self, *, outer_middlewares: Sequence[Middleware] = (), idle_timeout: float | None = None
+        self,
+        *,
+        outer_middlewares: Sequence[Middleware] = (),
+        idle_timeout: float | None = None,
+        shutdown_grace: float = 0.0,
     ) -> Self:
         """Serve in the running loop.
 
         ``outer_middlewares`` run before all others (``createos-fake serve``'s Host check and
         request log); ``idle_timeout`` closes a connection that has no complete request after
         that many real seconds, from its opening and between requests (aiohttp's keepalive
-        timer; its default is an hour).
+        timer; its default is an hour). ``shutdown_grace``: real seconds ``aclose()`` lets a
+        request in flight finish its reply (its processes are killed first) before cutting it.
         """
         if self._runner is not None:
             raise RuntimeError("this fake is already serving")
@@ -236,7 +241,7 @@ class FakeCreateOS:
             handler_kwargs={"access_log": None, **timeouts},
             handle_signals=False,
             handler_cancellation=True,
-            shutdown_timeout=0.0,
+            shutdown_timeout=shutdown_grace,
         )
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)
@@ -255,9 +260,14 @@ class FakeCreateOS:
         return self
 
     async def aclose(self) -> None:
-        """Stop serving and kill every process; idempotent."""
+        """Stop serving and kill every process; idempotent.
+
+        Processes die before the server stops, so a request waiting on one (an exec of
+        ``sleep 40``) ends with a reply instead of holding the close.
+        """
         runner, self._runner = self._runner, None
         tasks = self._kill_processes()
+        self.runtimes.close()
         if runner is not None:
             await runner.cleanup()
         if tasks:

@@ -16,6 +16,11 @@ from fake_server import tls_context
 from fake_server.__main__ import build_parser, main, serve_fake
 from fake_server.server import FakeCreateOS
 
+STOPPED = (
+    "createos-fake: {signal}: stopping (killing the sandboxes' processes; a second signal exits "
+    "at once)\ncreateos-fake: stopped\n"
+)
+
 
 def test_serve_prints_what_to_paste_logs_requests_and_stops_on_sigint() -> None:
     command = [sys.executable, "-m", "fake_server", "serve", "--port", "0"]
@@ -104,7 +109,7 @@ def _exercise(process: subprocess.Popen[str]) -> None:
     ]
     for expected, line in zip(pattern, log, strict=True):
         assert re.fullmatch(expected, line.rstrip("\n")), line
-    assert process.stdout.read() == ""
+    assert process.stdout.read() == STOPPED.format(signal="SIGINT")
 
 
 def test_idle_and_half_sent_connections_are_closed_after_the_idle_timeout() -> None:
@@ -130,7 +135,8 @@ def test_idle_and_half_sent_connections_are_closed_after_the_idle_timeout() -> N
                 process.kill()
                 process.wait()
         assert process.stdout is not None
-        assert process.stdout.read() == "\n"  # the help's last line; --quiet: no request lines
+        # The help's last line; --quiet: no request lines.
+        assert process.stdout.read() == "\n" + STOPPED.format(signal="SIGINT")
 
 
 @pytest.mark.parametrize(
