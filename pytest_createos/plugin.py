@@ -218,7 +218,18 @@ def createos_fake(
     """
     if _is_live(request):
         pytest.skip("createos: this test needs the fake and is skipped under --createos-live")
-    run = _createos_session.begin(_settings(request), faults_for(request.node))
+    from fake_server.runtime.api import RuntimeUnavailable
+
+    settings = _settings(request)
+    try:
+        run = _createos_session.begin(settings, faults_for(request.node))
+    except RuntimeUnavailable as exc:
+        unavailable = f"@pytest.mark.createos(runtime={settings.runtime!r}): {exc}"
+    else:
+        unavailable = ""
+    if unavailable:
+        # Where bubblewrap cannot run: the reason and what to do, not the plugin's frames.
+        pytest.fail(unavailable, pytrace=False)
     request.node.stash[_RUN_KEY] = run
     request.node.stash[_OWNED_KEY] = set()
     # A sync test's own code between two calls is invisible to the clock's loop watch: its

@@ -165,6 +165,33 @@ def test_runtime_marker_runs_real_programs_for_one_test(inner: pytest.Pytester) 
     bad.stderr.fnmatch_lines(["*::test_bad: createos(runtime=...) must be 'bashkit' or 'process'"])
 
 
+def test_process_runtime_where_bubblewrap_cannot_run_is_one_short_failure(
+    inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reason and what to do, as the whole report: none of the plugin's frames."""
+    from fake_server.runtime.process import bwrap
+
+    monkeypatch.setattr(bwrap, "bwrap_path", lambda: "/nonexistent/bwrap")
+    inner.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.createos(runtime="process")
+        def test_real(createos_lease):
+            pass
+        """
+    )
+    result = inner.runpytest()
+    result.assert_outcomes(errors=1)
+    report = result.stdout.str()
+    errors = report[report.index("= ERRORS =") : report.index("short test summary info")]
+    assert errors.splitlines()[1:-1] == [
+        "_________________________ ERROR at setup of test_real __________________________",
+        "@pytest.mark.createos(runtime='process'): the process runtime cannot run here: bwrap "
+        f"cannot start: No such file or directory. {bwrap.HELP}",
+    ]
+
+
 def test_marker_mistakes_are_one_usage_error(inner: pytest.Pytester) -> None:
     """Unknown arguments and bad values stop the run before any test, each one named."""
     inner.makepyfile(
