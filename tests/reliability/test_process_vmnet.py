@@ -160,9 +160,13 @@ async def test_the_preview_url_reaches_eth0_never_loopback(client: httpx.AsyncCl
     async def up() -> bool:
         return (await client.get(template.replace("<port>", "8081"))).status_code == 200
 
+    async def up_inside() -> bool:  # the other server runs, on the sandbox's loopback
+        probe = "curl -s -o /dev/null -w '%{http_code}' 127.0.0.1:8080"
+        return await run(client, sid, probe) == (0, "200")
+
+    # Two servers start at their own pace: wait for each (one answering says nothing of the other).
     await until(up)
-    inside = await run(client, sid, "curl -s -o /dev/null -w '%{http_code}' 127.0.0.1:8080")
-    assert inside == (0, "200")  # the server runs, on the sandbox's loopback
+    await until(up_inside)
     loopback = await client.get(template.replace("<port>", "8080"))
     nothing = await client.get(template.replace("<port>", "8082"))
     assert loopback.status_code == nothing.status_code == 502
