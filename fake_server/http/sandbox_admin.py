@@ -80,7 +80,7 @@ async def fork_sandbox(request: web.Request) -> web.Response:
     child = request[BACKEND_KEY].fork_sandbox(sandbox_id(request), spec)
     data = wire.sandbox_json(child, origin(request))
     if child.status == "forking":
-        return ok(data, 202, headers={"X-Poll-After": POLL_AFTER})
+        return ok(data, headers={"X-Poll-After": POLL_AFTER})  # 200, like pause and resume
     return ok(data)
 
 

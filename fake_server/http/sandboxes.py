@@ -21,7 +21,8 @@ __all__ = [
     "resume_sandbox",
 ]
 
-#: Seconds a client should wait before polling a transition, as the docs' header suggests.
+#: Seconds a client should wait before polling a transition. No official client reads it; it is
+#: kept on the 200 reply of a transition that started, where it costs nothing (docs/fidelity.md).
 POLL_AFTER = "1"
 
 
@@ -67,6 +68,11 @@ async def resume_sandbox(request: web.Request) -> web.Response:
 
 
 def _transition(data: dict[str, object], started: bool) -> web.Response:
+    """200 with the projection in its transitional status, as real clients read it.
+
+    langflow-sandbox-createos accepts only 200 and documents that resume "returns while it is
+    still resuming" (docs/fidelity.md, lifecycle replies).
+    """
     if not started:
         return ok(data)
-    return ok(data, status=202, headers={"X-Poll-After": POLL_AFTER})
+    return ok(data, headers={"X-Poll-After": POLL_AFTER})

@@ -242,7 +242,7 @@ async def test_pause_and_resume_follow_the_state_machine(
         "running",
     )
     paused = await client.post(base + "/pause")
-    assert paused.status_code == 202
+    assert paused.status_code == 200
     assert paused.headers["X-Poll-After"] == "1"
     assert paused.json()["data"]["status"] == "pausing"
     assert paused.json()["data"]["id"] == sandbox_id
@@ -250,7 +250,8 @@ async def test_pause_and_resume_follow_the_state_machine(
     again = await client.post(base + "/pause")
     assert (again.status_code, again.json()["data"]["status"]) == (200, "paused")
     resumed = await client.post(base + "/resume")
-    assert (resumed.status_code, resumed.json()["data"]["status"]) == (202, "resuming")
+    assert (resumed.status_code, resumed.json()["data"]["status"]) == (200, "resuming")
+    assert resumed.headers["X-Poll-After"] == "1"
     assert (await client.get(base)).json()["data"]["status"] == "running"
 
 
@@ -269,7 +270,7 @@ async def test_pause_from_creating_and_resume_from_pausing_are_409() -> None:
             }
             assert (await c.get(base)).json()["data"]["status"] == "creating"
             assert (await c.get(base)).json()["data"]["status"] == "running"
-            assert (await c.post(base + "/pause")).status_code == 202
+            assert (await c.post(base + "/pause")).status_code == 200
             resume = await c.post(base + "/resume")
             assert resume.status_code == 409
             assert resume.json()["data"]["message"] == "sandbox must be paused or error to resume"
@@ -281,7 +282,7 @@ async def test_resume_from_error_is_accepted(
     sandbox_id = await make_sandbox()
     fake.sandbox(sandbox_id).force_status("error")
     response = await client.post(f"/v1/sandboxes/{sandbox_id}/resume")
-    assert (response.status_code, response.json()["data"]["status"]) == (202, "resuming")
+    assert (response.status_code, response.json()["data"]["status"]) == (200, "resuming")
 
 
 async def test_after_reads_shows_transitional_state_for_n_reads() -> None:
@@ -423,3 +424,19 @@ async def test_pending_transitions_are_on_the_clock_for_wall_time_pollers() -> N
             assert fake.sandbox(sandbox_id).status == "running"
             await c.post(f"/v1/sandboxes/{sandbox_id}/pause")
             assert clock.next_deadline() == pytest.approx(2.05)
+
+
+async def test_fork_answers_200_with_the_child_forking(
+    client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    """Like pause and resume: 200, the projection in its transitional status, X-Poll-After."""
+    base = f"/v1/sandboxes/{await make_sandbox()}"
+    assert (await client.post(base + "/pause")).status_code == 200
+    assert (await client.get(base)).json()["data"]["status"] == "paused"
+    forked = await client.post(base + "/fork", json={})
+    assert (forked.status_code, forked.json()["data"]["status"]) == (200, "forking")
+    assert forked.headers["X-Poll-After"] == "1"
+    child = f"/v1/sandboxes/{forked.json()['data']['id']}"
+    assert (await client.get(child)).json()["data"]["status"] == "running"
+    assert (await client.delete(child)).status_code == 200
+    assert (await client.delete(base)).status_code == 200

@@ -56,7 +56,7 @@ def test_the_tutorials_failing_example_reports_in_under_25_lines(inner: pytest.P
             "seed 0, transitions realistic, fake time elapsed 2.050s, 39 events",
             "+0.00s setup: 4 calls (sb-…7T creating → running)",
             "+0.05s GET /v1/sandboxes/sb-…7T → 200",
-            "+0.05s POST /v1/sandboxes/sb-…7T/pause → 202 (running → pausing)",
+            "+0.05s POST /v1/sandboxes/sb-…7T/pause → 200 (running → pausing)",
             "+0.30s GET /v1/sandboxes/sb-…7T ×10 → 200 (pausing → paused)",
             "+2.05s POST /v1/sandboxes/sb-…7T/resume → 503 (fault #1 HttpError 503)",
             "=*short test summary info*",
