@@ -28,7 +28,13 @@ EXPECTED_GOALS = {
     "bench_requests": ["fake rate / bare rate", "journal messages on / off"],
     "bench_transfer": ["files: fake / bare throughput", "output live rate"],
     "bench_startup": ["fake start+stop", "memory per idle sandbox"],
-    "bench_process": ["sandbox create", "exec true over bwrap", "pause", "resume"],
+    "bench_process": [
+        "sandbox create",
+        "exec true over bwrap",
+        "preview over a direct connection",
+        "pause",
+        "resume",
+    ],
     "bench_resources": ["screenshot 1280x800", "copies for 10 sharers"],
     "bench_sandboxes": ["synchronous creates", "fork of a full sandbox"],
     "bench_provider": [

@@ -67,12 +67,12 @@ class Network:
         return link
 
     def unplug(self, link: Link) -> None:
+        """Forget a destroyed sandbox's link (it goes with the sandbox's namespace)."""
         if self.links.get(link.address) is link:
             del self.links[link.address]
         if link.enforced:
             with contextlib.suppress(OSError):
                 self._nft(policy.forget(link.device, enforced=True))
-        self.router.unplug(link.device)
 
     def set_rules(self, link: Link, rules: Sequence[str]) -> None:
         """Enforce ``rules`` on the link's traffic out (``OSError`` when nft refuses)."""

@@ -128,7 +128,12 @@ class Router:
         nft.run(router_rules(private=self.private), enter=self.net.enter_argv())
 
     def plug(self, sandbox: NetNamespace, address: str) -> str:
-        """Give ``sandbox`` its ``eth0`` with ``address``; the router's end of the link."""
+        """Give ``sandbox`` its ``eth0`` with ``address``; the router's end of the link.
+
+        There is no unplug: a link goes with the sandbox's namespace (the kernel removes both
+        ends once its last process is gone, where deleting a veth would wait tens of
+        milliseconds for the system's network to settle), and every link with the router.
+        A later sandbox with the same address takes the route over."""
         device = f"s{next(self._devices)}"
         fd = self.net.fileno
 
@@ -144,14 +149,10 @@ class Router:
             index = ipr.link_lookup(ifname=device)[0]
             ipr.addr("add", index=index, address=GATEWAY, prefixlen=32)
             ipr.link("set", index=index, state="up")
-            ipr.route("add", dst=f"{address}/32", oif=index, scope=_SCOPE_LINK)
+            ipr.route("replace", dst=f"{address}/32", oif=index, scope=_SCOPE_LINK)
 
         configure(sandbox.fileno, sandbox_side)
-        try:
-            configure(fd, router_side)
-        except BaseException:
-            self.unplug(device)
-            raise
+        configure(fd, router_side)  # on failure the pair goes with the sandbox's namespace
         return device
 
     def _remove_host_end(self) -> None:
@@ -162,19 +163,6 @@ class Router:
 
         with contextlib.suppress(OSError):
             configure(None, remove)
-
-    def unplug(self, device: str) -> None:
-        """Remove a sandbox's link (both ends); a link already gone is no error."""
-        if self.net.closed:
-            return
-
-        def remove(ipr: Any) -> None:
-            found = ipr.link_lookup(ifname=device)
-            if found:
-                ipr.link("del", index=found[0])
-
-        with contextlib.suppress(OSError):
-            configure(self.net.fileno, remove)
 
     def close(self) -> None:
         """Remove the router (and with it every link) and the host's table; idempotent.
