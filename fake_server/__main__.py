@@ -143,6 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
         "account networks)",
     )
     serve.add_argument(
+        "--egress-hostnames",
+        choices=("ignore", "enforce"),
+        default="ignore",
+        help="host-name egress rules (pypi.org, *.pypi.org:443): stored and echoed but not "
+        "enforced, as on the service (ignore), or enforced too (enforce: the strict mode)",
+    )
+    serve.add_argument(
         "--egress-private",
         choices=("block", "allow"),
         default="block",
@@ -239,6 +246,7 @@ def serve_fake(args: argparse.Namespace, runtime: str) -> FakeCreateOS:
         port=args.port,
         runtime=runtime,
         network=NetworkOptions(private=args.egress_private == "allow"),
+        egress_hostnames=args.egress_hostnames,
     )
     fake.journal.messages = args.journal_messages == "on"
     return fake

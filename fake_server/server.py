@@ -67,6 +67,8 @@ class FakeCreateOS:
         rootfs_runtime: a runtime per rootfs name, over ``runtime``.
         network: how sandboxes meet the network (``NetworkOptions``: private ranges, the
             resolver sandboxes' DNS is relayed to); the service's behaviour by default.
+        egress_hostnames: ``"ignore"`` (default, as the service: host-name egress rules are
+            stored and echoed, not enforced) or ``"enforce"`` (the strict mode). Settable.
     """
 
     __test__ = False
@@ -86,6 +88,7 @@ class FakeCreateOS:
         runtime: str = "bashkit",
         rootfs_runtime: Mapping[str, str] | None = None,
         network: NetworkOptions | None = None,
+        egress_hostnames: str = "ignore",
     ) -> None:
         self.seed = check_seed(seed)
         self.clock: Clock = clock if clock is not None else VirtualClock()
@@ -110,7 +113,9 @@ class FakeCreateOS:
         self._ids = IdGenerator(seed, self.clock)
         self._fixed_key = api_key
         self.runtimes = Runtimes(self.commands, runtime, rootfs_runtime, network)
+        self.runtimes.hostnames.set(egress_hostnames)
         self._initial_runtime = runtime
+        self._initial_hostnames = egress_hostnames
         self.world = World(
             Context(
                 clock=self.clock,
@@ -186,6 +191,16 @@ class FakeCreateOS:
     @runtime.setter
     def runtime(self, name: str) -> None:
         self.runtimes.default = name
+
+    @property
+    def egress_hostnames(self) -> str:
+        """``ignore`` (the service: host-name egress rules are stored, not enforced) or
+        ``enforce`` (the strict mode); applies to rules set from then on; reset restores it."""
+        return self.runtimes.hostnames.name
+
+    @egress_hostnames.setter
+    def egress_hostnames(self, mode: str) -> None:
+        self.runtimes.hostnames.set(mode)
 
     @property
     def catalog(self) -> Catalog:
@@ -383,6 +398,7 @@ class FakeCreateOS:
             self.faults.reseed(self.seed)
             self.world.ctx.policy = self._policy
             self.runtimes.default = self._initial_runtime
+            self.runtimes.hostnames.set(self._initial_hostnames)
             self.api_key = self._add_default_account()
 
         self._call(clear)

@@ -39,14 +39,23 @@ FIXTURE_NAMES = (
     "createos_clock",
 )
 FIXTURES = frozenset(FIXTURE_NAMES)
-_SETTINGS = ("seed", "transitions", "reuse_lease", "shape", "rate_limit", "leak_check", "runtime")
+_SETTINGS = (
+    "seed",
+    "transitions",
+    "reuse_lease",
+    "shape",
+    "rate_limit",
+    "leak_check",
+    "runtime",
+    "egress_hostnames",
+)
 _CHECK_MODES = ("fail", "warn", "off")
 _RUNTIMES = ("bashkit", "process")
 
 MARKER_HELP = {
     "createos": "createos(seed=int, transitions='immediate'|'realistic'|TransitionPolicy, "
     "reuse_lease=bool, shape=str, rate_limit=int|None, leak_check='fail'|'warn'|'off', "
-    "runtime='bashkit'|'process'): "
+    "runtime='bashkit'|'process', egress_hostnames='ignore'|'enforce'): "
     "per-test settings of the CreateOS fake",
     "createos_fault": "createos_fault(operation, action, **schedule): arm a fault on the "
     "CreateOS fake for this test (same arguments as fake_server.faults.Fault)",
@@ -72,6 +81,9 @@ class MarkerSettings:
     #: This test's leak check; ``None`` follows ``--createos-leak-check``.
     leak_check: CheckMode | None = None
     runtime: str = "bashkit"
+    #: ``enforce``: host-name egress rules are enforced (the strict mode); ``ignore``: not,
+    #: as on the service.
+    egress_hostnames: str = "ignore"
 
 
 def _merged(item: pytest.Item) -> dict[str, Any]:
@@ -129,7 +141,12 @@ def settings_for(item: pytest.Item, default_seed: int) -> MarkerSettings:
     runtime = kwargs.get("runtime", "bashkit")
     if runtime not in _RUNTIMES:
         raise MarkerError("createos(runtime=...) must be 'bashkit' or 'process'")
-    return MarkerSettings(seed, policy, name, reuse, shape, rate_limit, leak_check, runtime)
+    hostnames = kwargs.get("egress_hostnames", "ignore")
+    if hostnames not in ("ignore", "enforce"):
+        raise MarkerError("createos(egress_hostnames=...) must be 'ignore' or 'enforce'")
+    return MarkerSettings(
+        seed, policy, name, reuse, shape, rate_limit, leak_check, runtime, hostnames
+    )
 
 
 def faults_for(item: pytest.Item) -> list[Fault]:

@@ -133,6 +133,7 @@ class Session:
         fake.transitions = settings.transitions
         fake.rate_limit = settings.rate_limit
         fake.runtime = settings.runtime
+        fake.egress_hostnames = settings.egress_hostnames
         return Run(
             fake=fake,
             faults=registry,

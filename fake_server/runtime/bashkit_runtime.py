@@ -5,7 +5,9 @@ from __future__ import annotations
 import errno
 from typing import TYPE_CHECKING, Any
 
+from fake_server.runtime import egress
 from fake_server.runtime.disk import SandboxDisk
+from fake_server.runtime.netoptions import HostnameMode
 from fake_server.runtime.shell import Shell
 
 if TYPE_CHECKING:
@@ -32,10 +34,17 @@ class BashkitMachine:
 
     runtime = "bashkit"
 
-    def __init__(self, commands: CommandRegistry, disk: SandboxDisk | None = None) -> None:
+    def __init__(
+        self,
+        commands: CommandRegistry,
+        disk: SandboxDisk | None = None,
+        hostnames: HostnameMode | None = None,
+    ) -> None:
         self._commands = commands
         self._disk = disk if disk is not None else SandboxDisk()
         self._egress: tuple[str, ...] = ()
+        #: Whether host-name rules are enforced (the fake's setting; the service's: not).
+        self.hostnames = hostnames if hostnames is not None else HostnameMode()
 
     @property
     def disk(self) -> SandboxDisk:
@@ -44,8 +53,9 @@ class BashkitMachine:
     def runner(self, clock: Clock) -> BashkitRunner:
         return BashkitRunner(self._disk, clock, self._commands, egress=self._egress_rules)
 
-    def _egress_rules(self) -> tuple[str, ...]:
-        return self._egress
+    def _egress_rules(self) -> list[str]:
+        """The rules ``curl`` and ``wget`` meet: host-name rules count only when enforced."""
+        return egress.effective(self._egress, names=self.hostnames.enforce)
 
     def wait_clock(self, clock: Clock) -> Clock:
         return clock
@@ -61,7 +71,7 @@ class BashkitMachine:
         from fake_server.runtime.diskcopy import copy_disk
         from fake_server.runtime.mounts import MountingDisk
 
-        return BashkitMachine(self._commands, copy_disk(self._disk, MountingDisk))
+        return BashkitMachine(self._commands, copy_disk(self._disk, MountingDisk), self.hostnames)
 
     def destroy(self) -> None:
         self._disk.wipe()
@@ -88,13 +98,14 @@ class BashkitMachine:
 class BashkitRuntime:
     name = "bashkit"
 
-    def __init__(self, commands: CommandRegistry) -> None:
+    def __init__(self, commands: CommandRegistry, hostnames: HostnameMode | None = None) -> None:
         self._commands = commands
+        self.hostnames = hostnames if hostnames is not None else HostnameMode()
 
     def new_sandbox(self, sandbox_id: str) -> BashkitMachine:
         from fake_server.runtime.mounts import MountingDisk
 
-        return BashkitMachine(self._commands, MountingDisk())
+        return BashkitMachine(self._commands, MountingDisk(), self.hostnames)
 
     def close(self) -> None:
         pass

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from fake_server.runtime.api import RUNTIMES
 from fake_server.runtime.bashkit_runtime import BashkitRuntime
-from fake_server.runtime.netoptions import NetworkOptions
+from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -39,6 +39,8 @@ class Runtimes:
     ) -> None:
         self._commands = commands
         self.network = network or NetworkOptions()
+        #: Whether host-name egress rules are enforced, for every runtime of this fake.
+        self.hostnames = HostnameMode()
         self._made: dict[str, Runtime] = {}
         self._default = "bashkit"
         self.by_rootfs: dict[str, str] = {}
@@ -69,9 +71,9 @@ class Runtimes:
             if name == "process":
                 from fake_server.runtime.process import ProcessRuntime
 
-                runtime = ProcessRuntime(network=self.network)
+                runtime = ProcessRuntime(network=self.network, hostnames=self.hostnames)
             else:
-                runtime = BashkitRuntime(self._commands)
+                runtime = BashkitRuntime(self._commands, self.hostnames)
             self._made[name] = runtime
         return runtime
 

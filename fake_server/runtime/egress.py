@@ -2,9 +2,12 @@
 
 Rules are ``host``, ``*.domain`` or a CIDR (an IP is a /32, an IPv6 address a /128), each
 optionally ``:port`` (``[2001:db8::1]:443`` for an IPv6 address with a port); no rules, or
-``*``, allow everything. The service filters connections, not names: DNS still resolves a
-host outside the list, and the connection is reset once made (``curl`` exits 35 on HTTPS, as
-the TypeScript SDK's example ``49-egress-locked-agent-worker`` shows). Loopback is never egress.
+``*``, allow everything. The service enforces address rules only: host-name rules are stored
+and echoed, and a rule set of names alone allows everything (``effective``); a fake in the
+strict mode (``serve --egress-hostnames enforce``) enforces names too. The service filters
+connections, not names: DNS still resolves a host outside the list, and the connection is
+cut once made (a bashkit sandbox's ``curl`` exits 35 on HTTPS, as the TypeScript SDK's
+example ``49-egress-locked-agent-worker`` shows). Loopback is never egress.
 """
 
 from __future__ import annotations
@@ -16,7 +19,17 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["AddressRule", "Verdict", "address_rules", "allows", "is_ip", "is_loopback", "verdict"]
+__all__ = [
+    "AddressRule",
+    "Verdict",
+    "address_rules",
+    "allows",
+    "effective",
+    "is_ip",
+    "is_loopback",
+    "name_ports",
+    "verdict",
+]
 
 #: What a connection to a host meets: nothing listening (loopback in a bashkit sandbox, or an
 #: allowed address: the fake has no outside network), a reset (outside the rules), or an
@@ -98,6 +111,26 @@ def address_rules(rules: Sequence[str]) -> list[AddressRule] | None:
     found = [_parse(rule) for rule in rules]
     addresses = [AddressRule(r.network, r.port) for r in found if r.network is not None]
     return addresses or None
+
+
+def effective(rules: Sequence[str], *, names: bool) -> list[str]:
+    """The rules that are enforced: all of them when ``names`` (the strict mode), else the
+    address rules alone, and none (everything allowed) when there are only names."""
+    if names or not rules or "*" in rules:
+        return list(rules)
+    return [rule for rule in rules if _parse(rule).network is not None]
+
+
+def name_ports(rules: Sequence[str], host: str) -> list[int | None] | None:
+    """The ports the host-name rules open for ``host`` (``None`` in the list: every port);
+    ``None`` when no host-name rule names it."""
+    name = host.lower().rstrip(".")
+    found = [
+        parsed.port
+        for parsed in (_parse(rule) for rule in rules if rule != "*")
+        if parsed.network is None and _matches(parsed, name, parsed.port or 0)
+    ]
+    return found or None
 
 
 def is_ip(host: str) -> bool:

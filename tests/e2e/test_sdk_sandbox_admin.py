@@ -149,17 +149,18 @@ def test_resize_ssh_keys_egress_and_bandwidth(createos_sdk: Any) -> None:
         "HTTP 400: egress: rules must be *, host, *.domain, CIDR, optionally :port"
     )
     curl = RunCommandRequest(command="curl", arguments=["-sS", "https://pypi.org/simple/"])
-    blocked = sandbox.run_command(curl).result
+    unresolved = (6, "curl: (6) Could not resolve host: pypi.org\n")  # allowed: no internet
+    named = sandbox.run_command(curl).result  # host names alone are not enforced
+    assert (named.exit_code, named.standard_error) == unresolved
+    assert sandbox.set_egress(["203.0.113.0/24:443"]).egress_rules == ["203.0.113.0/24:443"]
+    blocked = sandbox.run_command(curl).result  # an address rule is: pypi.org is cut off
     assert (blocked.exit_code, blocked.standard_error) == (
         35,
         "curl: (35) Recv failure: Connection reset by peer\n",
     )
     assert sandbox.set_egress(["*"]).egress_rules == ["*"]  # allows all, as no rules do
     allowed = sandbox.run_command(curl).result
-    assert (allowed.exit_code, allowed.standard_error) == (
-        6,
-        "curl: (6) Could not resolve host: pypi.org\n",
-    )
+    assert (allowed.exit_code, allowed.standard_error) == unresolved
     sandbox.files.upload("/tmp/in.bin", b"x" * 1000)
     with sandbox.files.download("/tmp/in.bin") as download:
         assert len(download.read()) == 1000

@@ -1,5 +1,7 @@
 """Egress rules inside a bashkit sandbox: ``curl`` and ``wget`` fail as the service's would,
-with curl 8's and GNU wget's exact messages and exit statuses."""
+with curl 8's and GNU wget's exact messages and exit statuses. The ``box`` enforces host-name
+rules (the strict mode); the service's default, names stored but not enforced, has its own
+tests at the end."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import pytest_asyncio
 from fake_server.clock import VirtualClock
 from fake_server.runtime import CommandRegistry
 from fake_server.runtime.bashkit_runtime import BashkitMachine
-from fake_server.runtime.egress import allows, verdict
+from fake_server.runtime.egress import allows, effective, name_ports, verdict
+from fake_server.runtime.netoptions import HostnameMode
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -43,6 +46,16 @@ class Box:
 
 @pytest_asyncio.fixture
 async def box() -> AsyncIterator[Box]:
+    clock = VirtualClock()
+    machine = BashkitMachine(CommandRegistry(), hostnames=HostnameMode(enforce=True))
+    yield Box(machine, clock)
+    machine.destroy()
+    clock.close()
+
+
+@pytest_asyncio.fixture
+async def service_box() -> AsyncIterator[Box]:
+    """A sandbox of a fake in the default mode: host-name rules are not enforced."""
     clock = VirtualClock()
     machine = BashkitMachine(CommandRegistry())
     yield Box(machine, clock)
@@ -192,4 +205,34 @@ async def test_wget_messages(box: Box) -> None:
         "",
         f"{stamp}http://127.0.0.1:8080/\n"
         "Connecting to 127.0.0.1:8080... failed: Connection refused.\n",
+    )
+
+
+def test_only_address_rules_are_enforced_unless_names_are() -> None:
+    rules = ["pypi.org", "*.github.com:443", "203.0.113.0/24:443"]
+    assert effective(rules, names=False) == ["203.0.113.0/24:443"]
+    assert effective(rules, names=True) == rules
+    assert effective(["pypi.org", "*.github.com"], names=False) == []  # names alone: all
+    assert effective(["*", "pypi.org"], names=False) == ["*", "pypi.org"]
+    assert name_ports(rules, "API.github.com.") == [443]
+    assert name_ports(["pypi.org", "pypi.org:443"], "pypi.org") == [None, 443]
+    assert name_ports(rules, "example.com") is None
+    assert name_ports(["10.0.0.0/8"], "10.1.2.3") is None
+
+
+@pytest.mark.asyncio
+async def test_by_default_host_name_rules_are_stored_but_not_enforced(service_box: Box) -> None:
+    service_box.rules("pypi.org")  # names alone allow everything: example.com is allowed
+    assert await service_box.sh("curl https://example.com") == (
+        6,
+        "",
+        "curl: (6) Could not resolve host: example.com\n",
+    )
+    service_box.rules("pypi.org", "203.0.113.0/24")  # an address rule: the rest is cut off
+    assert await service_box.sh("curl https://pypi.org") == (35, "", RESET_HTTPS)
+    assert await service_box.sh("curl -sS http://203.0.113.9/") == (
+        7,
+        "",
+        "curl: (7) Failed to connect to 203.0.113.9 port 80 after 0 ms: Couldn't connect to "
+        "server\n",
     )

@@ -192,6 +192,44 @@ def test_process_runtime_where_bubblewrap_cannot_run_is_one_short_failure(
     ]
 
 
+def test_egress_hostnames_marker_enforces_names_for_one_test(inner: pytest.Pytester) -> None:
+    inner.makepyfile(
+        test_good="""
+        import pytest
+
+        def curl(fake, rules):
+            from fake_server.runtime.bashkit_runtime import BashkitMachine
+
+            machine = fake.runtimes.get("bashkit").new_sandbox("x")
+            assert isinstance(machine, BashkitMachine)
+            machine.set_egress(rules, lambda: None)
+            return machine._egress_rules()
+
+        @pytest.mark.createos(egress_hostnames="enforce")
+        def test_strict(createos_fake):
+            assert createos_fake.egress_hostnames == "enforce"
+            assert curl(createos_fake, ["pypi.org"]) == ["pypi.org"]
+
+        def test_service_default_again(createos_fake):
+            assert createos_fake.egress_hostnames == "ignore"
+            assert curl(createos_fake, ["pypi.org"]) == []
+        """,
+        test_bad="""
+        import pytest
+
+        @pytest.mark.createos(egress_hostnames="strict")
+        def test_bad(createos_fake):
+            pass
+        """,
+    )
+    inner.runpytest("test_good.py").assert_outcomes(passed=2)
+    bad = inner.runpytest("test_bad.py")
+    assert bad.ret == 4
+    bad.stderr.fnmatch_lines(
+        ["*::test_bad: createos(egress_hostnames=...) must be 'ignore' or 'enforce'"]
+    )
+
+
 def test_marker_mistakes_are_one_usage_error(inner: pytest.Pytester) -> None:
     """Unknown arguments and bad values stop the run before any test, each one named."""
     inner.makepyfile(
@@ -231,7 +269,7 @@ def test_marker_mistakes_are_one_usage_error(inner: pytest.Pytester) -> None:
             "ERROR: pytest-createos marker errors:",
             "test_marker_mistakes_are_one_usage_error.py::test_typo: @pytest.mark.createos got "
             "unknown argument(s) sede; allowed: seed, transitions, reuse_lease, shape, rate_limit, "
-            "leak_check, runtime",
+            "leak_check, runtime, egress_hostnames",
             "test_marker_mistakes_are_one_usage_error.py::test_positional: "
             "@pytest.mark.createos takes keyword arguments only",
             "test_marker_mistakes_are_one_usage_error.py::test_values: "

@@ -48,13 +48,14 @@ async def _upstream(dns: DnsStub) -> AsyncIterator[Upstream]:
     up.close()
 
 
-def vm_fake(dns: DnsStub, **options: Any) -> FakeCreateOS:
+def vm_fake(dns: DnsStub, hostnames: str = "ignore", **options: Any) -> FakeCreateOS:
     network = NetworkOptions(dns_upstream=dns.address, **options)
     return FakeCreateOS(
         clock=VirtualClock(),
         transitions=TransitionPolicy.immediate(),
         runtime="process",
         network=network,
+        egress_hostnames=hostnames,
     )
 
 
@@ -280,3 +281,29 @@ async def test_closing_the_fake_removes_every_link_table_and_namespace(dns: DnsS
     assert on_host(lambda line: host_end in line, ["ip", "-br", "link"]) == []
     assert on_host(lambda line: table in line, ["nft", "list", "tables"]) == []
     assert on_host(lambda line: f"createos_{os.getpid()}_" in line, ["nft", "list", "tables"]) == []
+
+
+async def test_the_strict_mode_enforces_host_names_through_the_resolver(
+    dns: DnsStub, upstream: Upstream
+) -> None:
+    """``serve --egress-hostnames enforce``: a name's addresses open once the sandbox's
+    resolver answered it, on the rule's port only; an address typed directly stays closed."""
+    dns.table["alias.test"] = upstream.address
+    async with (
+        vm_fake(dns, hostnames="enforce") as fake,
+        httpx.AsyncClient(
+            base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=30
+        ) as client,
+    ):
+        assert fake.egress_hostnames == "enforce"
+        sid = (await new_sandbox(client, egress=[f"web.test:{PORT}"]))["id"]
+        literal = f"http://{upstream.address}:{PORT}/"
+        assert await run(client, sid, curl(literal)) == (0, "28\n")  # not resolved yet
+        here, there = f"http://web.test:{PORT}/", f"http://web.test:{OTHER_PORT}/"
+        assert await run(client, sid, f"{curl(here)}; {curl(there)}") == (0, "0\n28\n")
+        assert await run(client, sid, curl(literal)) == (0, "0\n")  # learned for the sandbox
+        other = (await new_sandbox(client, egress=["alias.test"]))["id"]
+        assert await run(client, other, curl(there)) == (0, "28\n")  # its rules, not the name
+        assert await run(client, other, curl(f"http://alias.test:{OTHER_PORT}/")) == (0, "0\n")
+        await set_egress(client, other, ["*"])
+        assert await run(client, other, curl(there)) == (0, "0\n")

@@ -29,7 +29,7 @@ import signal as signals
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.api import FeatureUnavailable
-from fake_server.runtime.netoptions import NetworkOptions
+from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
 from fake_server.runtime.process import netmode
 from fake_server.runtime.process.bridges import Hub
 from fake_server.runtime.process.bwrap import require_bwrap
@@ -192,8 +192,10 @@ class ProcessRuntime:
         *,
         network_mode: netmode.NetworkMode | None = None,
         network: NetworkOptions | None = None,
+        hostnames: HostnameMode | None = None,
     ) -> None:
         self.bwrap = require_bwrap()
+        self.hostnames = hostnames if hostnames is not None else HostnameMode()
         self.network_mode = netmode.detect() if network_mode is None else network_mode
         self.network_options = network or NetworkOptions()
         self._network: Network | None = None
@@ -227,7 +229,7 @@ class ProcessRuntime:
     def network(self) -> Network:
         """The sandboxes' network (router, resolver, egress), made on first use."""
         if self._network is None:
-            self._network = Network(self.network_options)
+            self._network = Network(self.network_options, self.hostnames)
         return self._network
 
     def hub(self, network_id: str) -> Hub:

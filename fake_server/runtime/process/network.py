@@ -17,7 +17,8 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.netoptions import NetworkOptions
+from fake_server.runtime import egress
+from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
 from fake_server.runtime.process import nft, policy
 from fake_server.runtime.process.metadata import Metadata
 from fake_server.runtime.process.resolver import Resolver, host_resolver
@@ -39,16 +40,24 @@ class Link:
     address: str
     device: str
     enforced: bool = False
+    #: The rules last applied, and whether their host names were enforced then.
+    rules: tuple[str, ...] = ()
+    names: bool = False
 
 
 class Network:
     """The network of one fake's process-runtime sandboxes; closed with the runtime."""
 
-    def __init__(self, options: NetworkOptions | None = None) -> None:
+    def __init__(
+        self, options: NetworkOptions | None = None, hostnames: HostnameMode | None = None
+    ) -> None:
         self.options = options or NetworkOptions()
+        #: Whether host-name rules are enforced (read when rules are set).
+        self.hostnames = hostnames if hostnames is not None else HostnameMode()
         self.router = Router(private=self.options.private)
         upstream = self.options.dns_upstream or host_resolver()
         self.resolver = Resolver(self.router.net, GATEWAY, upstream)
+        self.resolver.watch = self._learn
         self.metadata = Metadata(self.router.net, METADATA, self._describe)
         self.links: dict[str, Link] = {}
         self._serving: asyncio.Task[None] | None = None
@@ -78,10 +87,39 @@ class Network:
         """Enforce ``rules`` on the link's traffic out (``OSError`` when nft refuses)."""
         if self.router.uplink_missing is not None:
             return  # no way out at all: every rule set is already stricter than that
-        batch, enforced = policy.commands(link.device, rules, enforced_before=link.enforced)
+        names = self.hostnames.enforce
+        batch, enforced = policy.commands(
+            link.device, rules, enforced_before=link.enforced, names=names
+        )
         if batch:
             self._nft(batch)
-        link.enforced = enforced
+        link.enforced, link.rules, link.names = enforced, tuple(rules), names and enforced
+
+    async def _learn(self, client: str, answer: bytes) -> None:
+        """In the strict mode: open the addresses a DNS answer gives for a name the asking
+        sandbox's rules allow, before the sandbox reads the answer."""
+        link = self.links.get(client)
+        if link is None or not link.names:
+            return
+        import dns.exception
+        import dns.message
+        import dns.rdatatype
+
+        try:
+            message = dns.message.from_wire(answer)
+        except dns.exception.DNSException:
+            return
+        ports: list[int | None] = []
+        for question in message.question:
+            ports += egress.name_ports(link.rules, question.name.to_text()) or []
+        records = [r for r in message.answer if r.rdtype == dns.rdatatype.A]
+        addresses = [str(item.address) for record in records for item in record]
+        if not ports or not addresses:
+            return
+        ttl = min(record.ttl for record in records)
+        batch = policy.names_learned(link.device, addresses, ports, ttl)
+        with contextlib.suppress(OSError):  # the link went meanwhile
+            await nft.run_async(batch, enter=self.router.net.enter_argv())
 
     async def connect(self, link: Link, port: int) -> socket.socket:
         """A TCP connection from the router to ``port`` on the sandbox's ``eth0`` address."""

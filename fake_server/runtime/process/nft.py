@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import shutil
 import subprocess
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["nft_path", "run"]
+__all__ = ["list_tables", "nft_path", "run", "run_async"]
 
 _TIMEOUT = 10.0
 
@@ -44,6 +45,32 @@ def run(commands: Sequence[str], *, enter: Sequence[str] = ()) -> str:
                   if "Error:" in line]  # fmt: skip
         raise OSError(f"nft failed: {(errors or [str(done.returncode)])[0][:200]}")
     return done.stdout
+
+
+async def run_async(commands: Sequence[str], *, enter: Sequence[str] = ()) -> None:
+    """``run`` without blocking the loop; ``OSError`` when nft refuses or cannot run."""
+    path = nft_path()
+    if path is None:
+        raise FileNotFoundError("nftables' nft is not installed (apt-get install nftables)")
+    proc = await asyncio.create_subprocess_exec(
+        *enter,
+        path,
+        "-f",
+        "-",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env={},
+    )
+    try:
+        async with asyncio.timeout(_TIMEOUT):
+            _out, err = await proc.communicate(("\n".join(commands) + "\n").encode())
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise OSError("nft did not finish in time") from None
+    if proc.returncode != 0:
+        raise OSError(f"nft failed: {err.decode(errors='replace').strip()[:200]}")
 
 
 def list_tables(*, enter: Sequence[str] = ()) -> list[str]:

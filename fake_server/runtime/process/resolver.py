@@ -17,7 +17,7 @@ import socket
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from fake_server.runtime.process.netns import NetNamespace
 
@@ -82,8 +82,8 @@ class Resolver:
         self._address = address
         #: Where queries go (``None``: the host has no resolver; sandboxes get no answer).
         self.upstream = upstream
-        #: Called with ``(sandbox address, answer)`` before each UDP answer is relayed.
-        self.watch: Callable[[str, bytes], None] | None = None
+        #: Awaited with ``(sandbox address, answer)`` before each UDP answer is relayed.
+        self.watch: Callable[[str, bytes], Awaitable[None]] | None = None
         self._udp: asyncio.DatagramTransport | None = None
         self._tcp: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -142,7 +142,7 @@ class Resolver:
         finally:
             transport.close()
         if self.watch is not None:
-            self.watch(str(client[0]), answer)
+            await self.watch(str(client[0]), answer)
         if listener.transport is not None:
             listener.transport.sendto(answer, client)
 
