@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -13,7 +15,7 @@ from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-__all__ = ["BareServer", "bare_server", "fake_with_sandbox", "serve_fake"]
+__all__ = ["BareServer", "bare_server", "fake_with_sandbox", "persist", "serve_fake"]
 
 SHAPE = "s-1vcpu-1gb"
 
@@ -58,14 +60,31 @@ async def bare_server(app: web.Application) -> AsyncIterator[BareServer]:
 
 
 @contextlib.asynccontextmanager
-async def serve_fake() -> AsyncIterator[FakeCreateOS]:
-    """The fake as tests use it: in this loop, virtual clock, immediate transitions."""
+async def serve_fake(*, persisted: bool = False) -> AsyncIterator[FakeCreateOS]:
+    """The fake as tests use it: in this loop, virtual clock, immediate transitions;
+    ``persisted``: saving its state in a temporary directory, as ``serve --state-dir`` does."""
     clock = VirtualClock()
     try:
-        async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()) as fake:
-            yield fake
+        with contextlib.ExitStack() as stack:
+            fake = FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate())
+            if persisted:
+                persist(fake, stack)
+            async with fake:
+                yield fake
     finally:
         clock.close()
+
+
+def persist(fake: FakeCreateOS, stack: contextlib.ExitStack) -> None:
+    """Keep ``fake``'s state in a temporary directory removed with ``stack``."""
+    from fake_server.persist import Persistence
+
+    directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-state-")))
+    Persistence(fake, directory / "state", on_error=_raise)
+
+
+def _raise(message: str) -> None:
+    raise RuntimeError(message)
 
 
 async def fake_with_sandbox(

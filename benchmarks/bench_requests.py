@@ -1,5 +1,7 @@
 """Benchmark 1: ``get_sandbox`` on the fake against a bare aiohttp handler (goal >= 50%),
-and what the journal's messages (headers and bodies, redacted and capped) cost (goal < 5%).
+what the journal's messages (headers and bodies, redacted and capped) cost (goal < 5%), and
+what persistence (``serve --state-dir``) costs: the same fake saving its state, side by side
+(goal: at most 10% slower).
 
 Both servers run in this loop and are driven by one ``aiohttp.ClientSession`` each, with
 keep-alive: httpx's ``AsyncClient`` adds several hundred microseconds per call and would hide the
@@ -34,6 +36,8 @@ __all__ = ["main", "run"]
 GOAL_FRACTION = 0.5
 #: Journal messages on / off: at most 5% slower.
 GOAL_MESSAGES = 1.05
+#: A fake saving its state / the same fake in memory: at most 10% slower.
+GOAL_PERSISTED = 1.10
 
 
 def bare_app(body: dict[str, Any]) -> web.Application:
@@ -91,10 +95,19 @@ _PAIRS = [0]
 
 async def run(rounds: int, requests: int) -> Report:
     report = Report("get_sandbox: fake vs bare aiohttp handler", rounds)
-    async with serve_fake() as fake, aiohttp.ClientSession() as fake_session:
+    async with (
+        serve_fake() as fake,
+        aiohttp.ClientSession() as fake_session,
+        serve_fake(persisted=True) as kept,
+        aiohttp.ClientSession() as kept_session,
+    ):
         fake_session.headers["X-Api-Key"] = fake.api_key
         sandbox_id, body = await fake_with_sandbox(fake, fake_session)
         fake_url = f"{fake.api_url}/sandboxes/{sandbox_id}"
+        kept_session.headers["X-Api-Key"] = kept.api_key
+        kept_id, _ = await fake_with_sandbox(kept, kept_session)
+        kept_url = f"{kept.api_url}/sandboxes/{kept_id}"
+        await _batch(kept_session, kept_url, 5)
         async with bare_server(bare_app(body)) as bare, aiohttp.ClientSession() as bare_session:
             bare_url = f"{bare.url}/v1/sandboxes/{sandbox_id}"
             # Warm both paths (connection, caches) outside the measurement.
@@ -103,6 +116,7 @@ async def run(rounds: int, requests: int) -> Report:
             samples = await interleave_async(
                 {
                     "fake": lambda: _batch(fake_session, fake_url, requests),
+                    "persisted": lambda: _batch(kept_session, kept_url, requests),
                     "journal": lambda: _messages_pair(fake, fake_session, fake_url, requests),
                     "bare": lambda: _batch(bare_session, bare_url, requests),
                 },
@@ -110,6 +124,7 @@ async def run(rounds: int, requests: int) -> Report:
             )
         journal_events = len(fake.journal)
     fake_s, bare_s = median(samples["fake"]), median(samples["bare"])
+    kept_s = median(samples["persisted"])
     messages_s = median([on for on, _ in samples["journal"]])
     quiet_s = median([off for _, off in samples["journal"]])
     ratio = median([on / off for on, off in samples["journal"]])
@@ -117,10 +132,15 @@ async def run(rounds: int, requests: int) -> Report:
     report.add("fake CPU per request", messages_s * 1e6, "µs", "client and fake")
     report.add("fake CPU per request, no messages", quiet_s * 1e6, "µs", "journal.messages off")
     report.add("bare round trip", bare_s * 1e6, "µs")
+    report.add("persisted fake round trip", kept_s * 1e6, "µs", "saving its state (SQLite)")
     report.add("fake rate", 1 / fake_s, "req/s")
     report.add("bare rate", 1 / bare_s, "req/s")
     report.add("journal events kept", journal_events, "events", "the fake journals every call")
     report.goal("fake rate / bare rate", bare_s / fake_s, GOAL_FRACTION, "x", higher_is_better=True)
+    report.goal(
+        "persisted / in-memory round trip", kept_s / fake_s, GOAL_PERSISTED, "x",
+        higher_is_better=False,
+    )  # fmt: skip
     report.goal(
         "journal messages on / off",
         ratio,

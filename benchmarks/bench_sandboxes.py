@@ -11,20 +11,24 @@ Fork of a paused sandbox holding 50 MiB in 50 files of 1 MiB: the ``POST …/for
 alone (goal under 50 ms); beside it, copying the same files between two bare bashkit
 filesystems (the floor of a copy, for the ratio).
 
+Both again on a fake saving its state (``serve --state-dir``), side by side: persistence
+costs at most 10% on each.
+
 Run: ``python benchmarks/bench_sandboxes.py [--rounds N] [--smoke] [--json PATH]``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import bashkit
 from createos import Client, CreateSandboxRequest, ForkSandboxRequest, WaitOptions
 
 from benchmarks._common import Report, finish, interleave, median, parse_args, timer
-from benchmarks._servers import SHAPE
+from benchmarks._servers import SHAPE, persist
 from fake_server import FakeCreateOS, Step, TransitionPolicy
 
 if TYPE_CHECKING:
@@ -36,6 +40,8 @@ __all__ = ["main", "run"]
 
 CREATE_GOAL_S = 1.0
 FORK_GOAL_MS = 50.0
+#: A fake saving its state / the same fake in memory, for creates and for the fork.
+PERSISTED_GOAL = 1.10
 MIB = 1024 * 1024
 
 
@@ -72,29 +78,41 @@ def _bare_copy(files: int) -> float:
     return timer() - start
 
 
+def _prepared(fake: FakeCreateOS, stack: contextlib.ExitStack, files: int) -> tuple[Client, Any]:
+    """A client of ``fake`` (started) and a paused sandbox holding ``files`` MiB."""
+    stack.enter_context(fake)
+    client = stack.enter_context(Client(fake.api_key, base_url=fake.url))
+    first = client.create_sandbox(CreateSandboxRequest(shape=SHAPE))
+    payload = bytes(range(256)) * (MIB // 256)
+    for index in range(files):
+        first.files.upload(f"/root/data/f{index}.bin", payload)
+    first.pause().wait_until_paused(WaitOptions(timeout=60))
+    return client, first
+
+
 def run(rounds: int, creates: int, files: int) -> Report:
     report = Report(f"{creates} synchronous creates; fork of {files} MiB", rounds)
     # Realistic steps, but a pause done by the next request: the SDK polls on the wall clock.
     policy = TransitionPolicy.realistic().override(pausing=Step())
-    with (
-        FakeCreateOS(transitions=policy) as fake,
-        Client(fake.api_key, base_url=fake.url) as client,
-    ):
-        first = client.create_sandbox(CreateSandboxRequest(shape=SHAPE))
-        payload = bytes(range(256)) * (MIB // 256)
-        for index in range(files):
-            first.files.upload(f"/root/data/f{index}.bin", payload)
-        first.pause().wait_until_paused(WaitOptions(timeout=60))
+    with contextlib.ExitStack() as stack:
+        fake = FakeCreateOS(transitions=policy)
+        kept = FakeCreateOS(transitions=policy)
+        persist(kept, stack)
+        client, first = _prepared(fake, stack, files)
+        kept_client, kept_first = _prepared(kept, stack, files)
         samples = interleave(
             {
                 "creates": lambda: _creates(client, creates),
                 "gets": lambda: _gets(client, first, creates),
                 "fork": lambda: _fork(first),
                 "bare copy": lambda: _bare_copy(files),
+                "persisted creates": lambda: _creates(kept_client, creates),
+                "persisted fork": lambda: _fork(kept_first),
             },
             rounds,
         )
         fake.reset()
+        kept.reset()
     create_s = median([wall for wall, _ in samples["creates"]])
     get_s = median([wall for wall, _ in samples["gets"]])
     create_cpu = median([cpu for _, cpu in samples["creates"]])
@@ -108,9 +126,21 @@ def run(rounds: int, creates: int, files: int) -> Report:
     report.add(f"fork of {files} MiB (the request)", fork_ms, "ms")
     report.add(f"bare bashkit copy of {files} MiB", copy_ms, "ms")
     report.add("fork / bare copy", fork_ms / copy_ms, "x")
+    kept_create_s = median([wall for wall, _ in samples["persisted creates"]])
+    kept_fork_ms = median(samples["persisted fork"]) * 1e3
+    report.add(f"{creates} creates, persisted", kept_create_s, "s", "saving its state")
+    report.add(f"fork of {files} MiB, persisted", kept_fork_ms, "ms", "saving its state")
     # The goals are stated for 100 creates and 50 MiB (a smoke run's figures mean nothing).
     report.goal("synchronous creates", create_s, CREATE_GOAL_S, "s", higher_is_better=False)
     report.goal("fork of a full sandbox", fork_ms, FORK_GOAL_MS, "ms", higher_is_better=False)
+    report.goal(
+        "creates: persisted / in memory", kept_create_s / create_s, PERSISTED_GOAL, "x",
+        higher_is_better=False,
+    )  # fmt: skip
+    report.goal(
+        "fork: persisted / in memory", kept_fork_ms / fork_ms, PERSISTED_GOAL, "x",
+        higher_is_better=False,
+    )  # fmt: skip
     return report
 
 

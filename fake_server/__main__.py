@@ -10,6 +10,7 @@ import json
 import secrets
 import shlex
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fake_server.clock import RealClock
@@ -24,7 +25,15 @@ from fake_server.stopping import StopSignals
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["IDLE_TIMEOUT", "JOURNAL_LIMIT", "connection_help", "main", "serve_fake", "serve_key"]
+__all__ = [
+    "EPHEMERAL_LINE",
+    "IDLE_TIMEOUT",
+    "JOURNAL_LIMIT",
+    "connection_help",
+    "main",
+    "serve_fake",
+    "serve_key",
+]
 
 #: Journal events ``serve`` keeps by default: two per request, so the last 50,000 requests.
 JOURNAL_LIMIT = 100_000
@@ -35,6 +44,7 @@ IDLE_TIMEOUT = 15.0
 #: Real seconds a request in flight at stop gets to finish its reply (its sandbox's processes
 #: are already killed), so clients see a complete reply and a closed connection.
 STOP_GRACE = 1.0
+EPHEMERAL_LINE = "state: in memory only, lost at stop (--state-dir DIR keeps it)"
 
 
 def _positive_or_off(text: str) -> int | None:
@@ -171,6 +181,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="close a connection without a complete request after this long",
     )
+    serve.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="keep accounts, keys, sandboxes and their files, networks, disks, templates, "
+        "access tokens and the journal in DIR (SQLite and sandbox directories): a restart, "
+        "even after a crash, brings them back, running sandboxes as paused (default: "
+        "everything is lost at stop)",
+    )
     serve.add_argument("--quiet", action="store_true", help="do not log requests")
     return parser
 
@@ -202,16 +222,20 @@ def serve_key(api_key: str | None, seed: int | None) -> str | None:
     return api_key
 
 
-def connection_help(fake: FakeCreateOS, runtime_line: str | None = None) -> str:
+def connection_help(
+    fake: FakeCreateOS, runtime_line: str | None = None, state_lines: Sequence[str] = ()
+) -> str:
     """What to paste to point a client at ``fake``: SDK variables, provider config, header.
 
-    ``runtime_line`` says what runs in sandboxes (default: the fake's runtime).
+    ``runtime_line`` says what runs in sandboxes (default: the fake's runtime);
+    ``state_lines`` where the state is kept (default: nowhere).
     """
     origin, key = fake.url, fake.api_key
     config = {"apiUrl": origin, "apiKey": key, "shape": "s-1vcpu-1gb"}
     lines = [
         f"createos-fake serving {origin} (API under {origin}/v1); Ctrl-C stops it",
         runtime_line or f"runtime: {fake.runtime}",
+        *(state_lines or [EPHEMERAL_LINE]),
         "",
         "# the official SDKs (they add /v1 themselves):",
         f"export CREATEOS_SANDBOX_BASE_URL={origin}",
@@ -259,6 +283,18 @@ async def _serve(args: argparse.Namespace) -> int:
     except RuntimeUnavailable as exc:
         print(f"createos-fake: {exc}", file=sys.stderr)
         return 1
+    persistence = None
+    if args.state_dir is not None:
+        from fake_server.persist import Persistence, StateDirError
+
+        try:
+            persistence = Persistence(
+                fake, args.state_dir, on_error=_complain, keep_key=args.api_key is not None
+            )
+        except StateDirError as exc:
+            fake.runtimes.close()
+            print(f"createos-fake: {exc}", file=sys.stderr)
+            return 2
     outer = [host_guard(allowed_hosts(args.host, args.allow_host))]
     if not args.quiet:
         outer.insert(0, request_log(fake.faults, lambda line: print(line, flush=True)))
@@ -269,15 +305,24 @@ async def _serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         reason = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror
         print(f"createos-fake: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
+        await fake.aclose()
         return 1
+    state_lines = persistence.describe() if persistence is not None else ()
     with StopSignals(lambda line: print(line, flush=True)) as signals:
-        print(connection_help(fake, runtime_line), flush=True)
+        print(connection_help(fake, runtime_line, state_lines), flush=True)
         try:
             await signals.stopping.wait()
+            if persistence is not None:
+                persistence.begin_stop()  # from here on a request gets 503, changing nothing
+                print(f"createos-fake: saving the state to {args.state_dir}", flush=True)
         finally:
             await fake.aclose()
     print("createos-fake: stopped", flush=True)
     return 0
+
+
+def _complain(message: str) -> None:
+    print(f"createos-fake: {message}", file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -140,6 +140,14 @@ class FakeCreateOS:
         self._thread: threading.Thread | None = None
         self._closed = False
         self._closing: asyncio.Task[None] | None = None
+        #: Called once serving stopped and processes died, before the runtimes close
+        #: (``serve --state-dir`` saves the world there).
+        self.closing_hooks: list[Callable[[], None]] = []
+
+    @property
+    def fixed_api_key(self) -> str | None:
+        """The default account's key as given (``None``: seeded or random)."""
+        return self._fixed_key
 
     def _add_default_account(self) -> str:
         key = self._fixed_key if self._fixed_key is not None else self._ids.api_key()
@@ -288,6 +296,9 @@ class FakeCreateOS:
         if tasks:
             # Cancelled interpreters stop at once; the bound only guards against a stuck one.
             await asyncio.wait(tasks, timeout=1.0)
+        hooks, self.closing_hooks = self.closing_hooks, []
+        for hook in hooks:
+            hook()
         self.runtimes.close()
 
     # -- serving from a thread ----------------------------------------------------------------

@@ -25,7 +25,11 @@ SMOKE = ["--smoke"]
 #: The goals each benchmark exists to check (benchmarks not listed: at least one figure).
 EXPECTED_GOALS = {
     "bench_clock": ["fake.reset()", "fake deadlines fired by real delays"],
-    "bench_requests": ["fake rate / bare rate", "journal messages on / off"],
+    "bench_requests": [
+        "fake rate / bare rate",
+        "persisted / in-memory round trip",
+        "journal messages on / off",
+    ],
     "bench_transfer": ["files: fake / bare throughput", "output live rate"],
     "bench_startup": ["fake start+stop", "memory per idle sandbox"],
     "bench_process": [
@@ -36,7 +40,13 @@ EXPECTED_GOALS = {
         "resume",
     ],
     "bench_resources": ["screenshot 1280x800", "copies for 10 sharers"],
-    "bench_sandboxes": ["synchronous creates", "fork of a full sandbox"],
+    "bench_sandboxes": [
+        "synchronous creates",
+        "fork of a full sandbox",
+        "creates: persisted / in memory",
+        "fork: persisted / in memory",
+    ],
+    "bench_persist": ["restart with 3 sandboxes"],
     "bench_provider": [
         "later provider + request",
         "lifecycle fake / canned",

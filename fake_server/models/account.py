@@ -149,6 +149,15 @@ class World:
         self.accounts: dict[str, Account] = {}
         self._requests = 0
 
+    @property
+    def requests(self) -> int:
+        """How many request ids were handed out (a restarted ``serve`` goes on from there)."""
+        return self._requests
+
+    @requests.setter
+    def requests(self, count: int) -> None:
+        self._requests = count
+
     def next_request_id(self) -> str:
         """The ``X-Request-Id`` of the next request: numbered, so a seed replays the same."""
         self._requests += 1

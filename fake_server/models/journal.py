@@ -89,12 +89,19 @@ class Journal:
         self.origin = 0.0
         #: Whether request and response events keep headers and bodies (``fake.calls``).
         self.messages = True
+        #: Counts ``clear()`` calls, so a copy kept elsewhere knows to start over.
+        self.generation = 0
+        #: When a list, every event recorded is also appended to it (``serve --state-dir``
+        #: takes them from there to its database).
+        self.tap: list[Event] | None = None
 
     def record(self, event: Event) -> Event:
         with self._lock:
             if self.max_events is not None and len(self._events) == self.max_events:
                 self.dropped += 1
             self._events.append(event)
+            if self.tap is not None:
+                self.tap.append(event)
         return event
 
     def clear(self) -> None:
@@ -102,6 +109,9 @@ class Journal:
         with self._lock:
             self._events.clear()
             self.dropped = 0
+            self.generation += 1
+            if self.tap is not None:
+                self.tap.clear()
 
     def rebase(self, origin: float) -> None:
         """``format()`` shows times as seconds since the clock reading ``origin``."""

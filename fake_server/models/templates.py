@@ -135,6 +135,10 @@ class Templates:
     def listing(self) -> list[Template]:
         return list(self.items.values())
 
+    def rootfs_names(self) -> set[str]:
+        """Every ``rootfs`` value that names one of these templates (ids and names)."""
+        return {*self.items, *(t.name for t in self.items.values())}
+
     def rootfs(self, name: str) -> Template | None:
         """The template a create's ``rootfs`` names, when it names one (it must be ready)."""
         try:

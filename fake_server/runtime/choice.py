@@ -10,6 +10,7 @@ from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from pathlib import Path
 
     from fake_server.runtime.api import Machine, Runtime
     from fake_server.runtime.commands import CommandRegistry
@@ -44,6 +45,9 @@ class Runtimes:
         self._made: dict[str, Runtime] = {}
         self._default = "bashkit"
         self.by_rootfs: dict[str, str] = {}
+        #: Where the process runtime keeps sandbox directories that outlive the fake
+        #: (``serve --state-dir``); ``None``: a temporary directory removed at close.
+        self.kept_root: Path | None = None
         self.default = default
         for rootfs, name in (by_rootfs or {}).items():
             self.set_rootfs(rootfs, name)
@@ -71,11 +75,23 @@ class Runtimes:
             if name == "process":
                 from fake_server.runtime.process import ProcessRuntime
 
-                runtime = ProcessRuntime(network=self.network, hostnames=self.hostnames)
+                runtime = ProcessRuntime(
+                    network=self.network, hostnames=self.hostnames, kept=self.kept_root
+                )
             else:
                 runtime = BashkitRuntime(self._commands, self.hostnames)
             self._made[name] = runtime
         return runtime
+
+    def keep_in(self, path: Path) -> None:
+        """Process-runtime sandboxes live in ``path`` from now on and outlive the fake."""
+        self.kept_root = path
+        made = self._made.get("process")
+        if made is not None:
+            from fake_server.runtime.process import ProcessRuntime
+
+            if isinstance(made, ProcessRuntime):
+                made.keep_in(path)
 
     def new_sandbox(self, sandbox_id: str, rootfs: str) -> Machine:
         name = self.by_rootfs.get(rootfs, self._default)

@@ -106,6 +106,18 @@ class Bucket:
         #: Live mounts: (sandbox disk, mount path, sub_path).
         self._users: list[tuple[MountingDisk, str, str]] = []
 
+    @property
+    def parts(self) -> dict[str, bashkit.FileSystem]:
+        """The bucket's filesystems by sub-folder ("" is the root), for saving them."""
+        return dict(self._parts)
+
+    @classmethod
+    def restored(cls, parts: dict[str, bashkit.FileSystem]) -> Bucket:
+        """A bucket holding the saved ``parts`` (``parts`` must include the root, "")."""
+        bucket = cls()
+        bucket._parts = dict(parts)
+        return bucket
+
     def mount(self, disk: MountingDisk, mount_path: str, sub_path: str) -> None:
         """Mount the bucket (or its ``sub_path`` folder) at ``mount_path`` in ``disk``."""
         sub_path = _folder(sub_path)

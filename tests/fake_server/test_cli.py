@@ -51,7 +51,7 @@ def _exercise(process: subprocess.Popen[str]) -> None:
     lines = _read_help(process)
     assert lines[0].startswith("createos-fake serving http://127.0.0.1:")
     origin = lines[0].split()[2]
-    key = lines[5].removeprefix("export CREATEOS_API_KEY=")
+    key = lines[6].removeprefix("export CREATEOS_API_KEY=")
     # The random key: not the seeded one every install shares.
     assert re.fullmatch(r"cos_live_[0-9a-f]{32}", key)
     assert key != FakeCreateOS(seed=0).api_key
@@ -60,6 +60,7 @@ def _exercise(process: subprocess.Popen[str]) -> None:
     assert lines[1:] == [
         # --runtime auto: bubblewrap runs here, as root with nftables
         "runtime: process (sandboxes: eth0, DNS, NAT to the host's uplink)",
+        "state: in memory only, lost at stop (--state-dir DIR keeps it)",
         "",
         "# the official SDKs (they add /v1 themselves):",
         f"export CREATEOS_SANDBOX_BASE_URL={origin}",

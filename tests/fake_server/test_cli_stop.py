@@ -47,7 +47,8 @@ def test_sigterm_stops_serve_at_once_while_an_exec_runs() -> None:
         try:
             lines = _read_help(process)
             origin = lines[0].split()[2]
-            key = lines[5].removeprefix("export CREATEOS_API_KEY=")
+            key = next(x for x in lines if x.startswith("export CREATEOS_API_KEY="))
+            key = key.removeprefix("export CREATEOS_API_KEY=")
             with httpx.Client(base_url=origin, headers={"X-Api-Key": key}, timeout=30) as client:
                 created = client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
                 sandbox_id = created.json()["data"]["id"]

@@ -37,7 +37,13 @@ from fake_server.runtime.process.dirdisk import DirDisk
 from fake_server.runtime.process.netns import NetNamespace
 from fake_server.runtime.process.network import Link, Network
 from fake_server.runtime.process.realwait import RealWaits
-from fake_server.runtime.process.rootdir import FakeRoot, copy_tree, make_layout, remove_tree
+from fake_server.runtime.process.rootdir import (
+    FakeRoot,
+    KeptRoot,
+    copy_tree,
+    make_layout,
+    remove_tree,
+)
 from fake_server.runtime.process.runner import Run, Runner
 
 if TYPE_CHECKING:
@@ -56,25 +62,46 @@ class ProcessMachine:
 
     runtime = "process"
 
-    def __init__(self, owner: ProcessRuntime, root: Path) -> None:
+    def __init__(self, owner: ProcessRuntime, root: Path, *, lazy_net: bool = False) -> None:
+        """``lazy_net``: make the network namespace on first use, not now (a restart brings
+        back many paused sandboxes at once; a namespace costs milliseconds)."""
         self._owner = owner
         self.root = root
         self._disk = DirDisk(root)
         self.runs: dict[Any, Run] = {}
         self.paused = False
         self.network_mode = owner.network_mode
-        #: The sandbox's shared network namespace; ``None`` when each process has its own.
-        self.net = NetNamespace() if self.network_mode.shared else None
+        self._net: NetNamespace | None = None
         #: Its ``eth0`` on the fake's network, once the API gave it an address.
         self.link: Link | None = None
+        self._address: str | None = None
         self._rules: list[str] = []
         #: Account networks joined: network id -> the hub's end of this sandbox's veth pair.
         self.networks: dict[str, str] = {}
         self._interfaces = 0
+        if not lazy_net:
+            self._make_net()
 
     @property
     def disk(self) -> DirDisk:
         return self._disk
+
+    @property
+    def net(self) -> NetNamespace | None:
+        """The sandbox's shared network namespace; ``None`` when each process has its own."""
+        self._make_net()
+        return self._net
+
+    def _make_net(self) -> None:
+        if self._net is None and self.network_mode.shared:
+            self._net = NetNamespace()
+            self._plug()
+
+    def _plug(self) -> None:
+        if self._net is not None and self.link is None and self._address is not None:
+            self.link = self._owner.network().plug(self._net, self.root.name, self._address)
+            if self._rules:
+                self._owner.network().set_rules(self.link, self._rules)
 
     def runner(self, clock: Clock) -> Runner:
         return Runner(
@@ -89,14 +116,13 @@ class ProcessMachine:
 
     def set_address(self, address: str) -> None:
         """Plug ``eth0`` with the address the API reports (once; idempotent)."""
-        if self.net is None or self.link is not None:
+        if not self.network_mode.shared or self.link is not None:
             return
-        self.link = self._owner.network().plug(self.net, self.root.name, address)
-        if self._rules:
-            self._owner.network().set_rules(self.link, self._rules)
+        self._address = address
+        self._plug()  # or when the namespace is made
 
     def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None:
-        if self.net is None:
+        if not self.network_mode.shared:
             if rules:
                 raise self.network_mode.unsupported("egress rules")
             return
@@ -163,6 +189,12 @@ class ProcessMachine:
     def destroy(self) -> None:
         """Kill every process tree and remove the directory; idempotent."""
         self._disk.wipe()
+        self.shut_down()
+        remove_tree(self.root)
+
+    def shut_down(self) -> None:
+        """Kill every process tree and unplug the network, keeping the directory (a host
+        going down: ``serve --state-dir`` restores the files); idempotent."""
         for run in list(self.runs.values()):
             run.signal(signals.SIGKILL, tree_scope=True)
         link, self.link = self.link, None
@@ -170,9 +202,8 @@ class ProcessMachine:
             self._owner.network().unplug(link)
         for network_id in list(self.networks):
             self.leave_network(network_id)
-        if self.net is not None:
-            self.net.close()
-        remove_tree(self.root)
+        if self._net is not None:
+            self._net.close()
         self._owner.machines.pop(self.root.name, None)
 
 
@@ -193,13 +224,16 @@ class ProcessRuntime:
         network_mode: netmode.NetworkMode | None = None,
         network: NetworkOptions | None = None,
         hostnames: HostnameMode | None = None,
+        kept: Path | None = None,
     ) -> None:
+        """``kept``: a directory of sandboxes that outlives the fake (``KeptRoot``)."""
         self.bwrap = require_bwrap()
         self.hostnames = hostnames if hostnames is not None else HostnameMode()
         self.network_mode = netmode.detect() if network_mode is None else network_mode
         self.network_options = network or NetworkOptions()
         self._network: Network | None = None
         self.base = base
+        self.kept = kept
         self._root: FakeRoot | None = None
         self.machines: dict[str, ProcessMachine] = {}
         self.hubs: dict[str, Hub] = {}
@@ -208,14 +242,14 @@ class ProcessRuntime:
     @property
     def fake_root(self) -> FakeRoot:
         if self._root is None:
-            self._root = FakeRoot(self.base)
+            self._root = FakeRoot(self.base) if self.kept is None else KeptRoot(self.kept)
         return self._root
 
     def new_sandbox(
         self, sandbox_id: str | None, *, source: ProcessMachine | None = None
     ) -> ProcessMachine:
-        if sandbox_id is None:
-            self._forks += 1
+        while sandbox_id is None or self.fake_root.sandbox_dir(sandbox_id).exists():
+            self._forks += 1  # a kept root may hold the forks of an earlier start
             sandbox_id = f"fork-{self._forks}"
         root = self.fake_root.sandbox_dir(sandbox_id)
         if source is None:
@@ -224,6 +258,21 @@ class ProcessRuntime:
             copy_tree(source.root, root)
         machine = ProcessMachine(self, root)
         self.machines[sandbox_id] = machine
+        return machine
+
+    def keep_in(self, path: Path) -> None:
+        """Make sandboxes in ``path`` (a ``KeptRoot``); only before the first sandbox."""
+        if self._root is not None:
+            raise RuntimeError("the process runtime already made its sandbox directory")
+        self.kept = path
+
+    def adopt(self, name: str) -> ProcessMachine:
+        """The machine of a sandbox directory an earlier start left in a kept root."""
+        root = self.fake_root.sandbox_dir(name)
+        if not root.is_dir() or root.is_symlink():
+            raise FileNotFoundError(f"no sandbox directory {name}")
+        machine = ProcessMachine(self, root, lazy_net=True)
+        self.machines[name] = machine
         return machine
 
     def network(self) -> Network:
@@ -247,9 +296,12 @@ class ProcessRuntime:
             hub.close()
 
     def close(self) -> None:
-        """Kill every process, remove every directory; idempotent."""
+        """Kill every process, remove every directory (a kept root's stay); idempotent."""
         for machine in list(self.machines.values()):
-            machine.destroy()
+            if self.kept is None:
+                machine.destroy()
+            else:
+                machine.shut_down()
         for hub in self.hubs.values():
             hub.close()
         self.hubs.clear()

@@ -20,7 +20,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["BASE_NAME", "FakeRoot", "kill_processes_of", "make_layout", "processes_naming"]
+__all__ = [
+    "BASE_NAME",
+    "FakeRoot",
+    "KeptRoot",
+    "kill_processes_of",
+    "make_layout",
+    "processes_naming",
+]
 
 BASE_NAME = "createos-fake-process"
 
@@ -122,6 +129,26 @@ class FakeRoot:
             return
         remove_tree(self.path)
         os.close(fd)
+
+
+class KeptRoot(FakeRoot):
+    """A fixed directory of sandboxes that outlives the fake (``serve --state-dir``).
+
+    Nothing is swept and ``close()`` leaves every sandbox directory in place; the caller
+    holds the state directory's lock, so no other fake uses it meanwhile. A process left
+    running there by a fake that was killed is killed first (its sandbox comes back paused).
+    """
+
+    def __init__(self, path: Path) -> None:  # no super(): no sweep, no temporary directory
+        self.base = path.parent
+        self.removed_leftovers = 0
+        self.path = path
+        self.path.mkdir(mode=0o700, exist_ok=True)
+        kill_processes_of(self.path)
+        self._lock_fd = None
+
+    def close(self) -> None:
+        """Keep every sandbox directory (the next start restores them)."""
 
 
 def sweep(base: Path) -> int:

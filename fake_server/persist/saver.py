@@ -1,0 +1,353 @@
+"""Writes what changed in the world to the store: one transaction per request that changed it.
+
+A request names its scope (its account and sandbox); only that scope is encoded and compared
+with what was last written, so a request costs the same with 1 or 1,000 sandboxes. Files of
+bashkit filesystems are snapshotted after every request that may change them (any method but
+GET on a sandbox) and at a clean stop; the process runtime's sandbox directories live in the
+state directory and need nothing. Journal events are written with the next change, or at most
+a second after they happen.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fake_server.persist.codec import (
+    RESTORED_STATUS,
+    encode_account,
+    encode_event,
+    encode_sandbox,
+    mark,
+)
+from fake_server.persist.files import Blobs, Manifest, same_files, snapshot, unchanged
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import bashkit
+
+    from fake_server.models import Account, Event, Sandbox, World
+    from fake_server.persist.store import Store
+
+__all__ = ["IMAGE", "JOURNAL_EVERY", "Saver", "bucket_owner"]
+
+#: What the store may hold for a sandbox whose files are still exactly the image's (as does
+#: no row at all).
+IMAGE = "image"
+
+#: Real seconds a journal event may wait for the next change before it is written anyway.
+JOURNAL_EVERY = 1.0
+
+
+def bucket_owner(endpoint: str, bucket: str, part: str) -> str:
+    return "bucket:" + json.dumps([endpoint, bucket, part])
+
+
+@dataclass
+class _Batch:
+    """The rows one transaction writes (``None``: delete the row)."""
+
+    accounts: dict[str, tuple[int, str] | None] = field(default_factory=dict)
+    sandboxes: dict[str, tuple[str, str] | None] = field(default_factory=dict)
+    filesystems: dict[str, Manifest | str | None] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.accounts or self.sandboxes or self.filesystems)
+
+
+class Saver:
+    """The world's last written state (to compare with) and the writes that keep it current."""
+
+    def __init__(
+        self, store: Store, blobs: Blobs, world: World, on_error: Callable[[str], None]
+    ) -> None:
+        self.store = store
+        self.blobs = blobs
+        self.world = world
+        self.on_error = on_error
+        #: What the store holds: JSON text by ``a:<key>`` / ``s:<id>``, manifests by owner.
+        self.rows: dict[str, str] = {}
+        self.manifests: dict[str, Manifest] = {}
+        #: Sandboxes saved as ``IMAGE``, with the wall time they were known to be that.
+        self.pristine: dict[str, float] = {}
+        #: Sandbox ids saved per account key (to notice a sandbox that went).
+        self.saved_ids: dict[str, set[str]] = {}
+        #: ``codec.mark`` of each sandbox as saved: a read that changed none is not encoded.
+        self.marks: dict[str, tuple[Any, ...]] = {}
+        #: Sandboxes in the store that could not be restored: kept, never deleted.
+        self.kept: set[str] = set()
+        self.events: list[Event] = []
+        #: ``(seq, count)`` of the journal's rows (one per batch of events), oldest first.
+        self.journal_rows: deque[tuple[int, int]] = deque()
+        self._journal_generation = world.ctx.journal.generation
+        self._flushed = time.monotonic()
+        self._fresh: Manifest | None = None
+        #: A write failed: the next save writes everything.
+        self.stale = False
+
+    # -- what a request changed -------------------------------------------------------------
+
+    def after_request(
+        self, account: Account | None, sandbox_id: str | None, *, mutating: bool
+    ) -> None:
+        """Save the scope of one request (the whole world for the control API's changes)."""
+        if self.stale or (account is None and mutating):
+            self.save_all()
+            return
+        batch = _Batch()
+        if account is not None:
+            ids = self.saved_ids.get(account.api_key, set())
+            current = account.sandboxes.keys()
+            scope = {sandbox_id} if sandbox_id else set()
+            if not mutating and sandbox_id:
+                sandbox = account.sandboxes.get(sandbox_id)
+                if sandbox is not None and self.marks.get(sandbox_id) == mark(sandbox):
+                    scope.clear()
+            # Only a change adds or removes a sandbox in one request; a read may drop one.
+            if len(ids) != len(current) or (mutating and ids != current):
+                scope |= ids ^ set(current)
+            self._sandboxes(batch, account, scope, files=mutating)
+            if mutating:
+                self._account(batch, account, list(self.world.accounts).index(account.api_key))
+                self._buckets(batch)
+        self._commit(batch)
+
+    def save_all(self, *, files: bool = True) -> None:
+        """Write everything that differs from the store, and delete what is gone;
+        ``files=False``: no sandbox's files changed since the last save (a restore)."""
+        batch = _Batch()
+        seen_accounts: set[str] = set()
+        seen_sandboxes: set[str] = set()
+        owners: set[str] = set()
+        for position, account in enumerate(self.world.accounts.values()):
+            seen_accounts.add("a:" + account.api_key)
+            for sandbox in list(account.sandboxes.values()):
+                sandbox.settle()  # a transition due meanwhile is saved as done
+            scope = set(account.sandboxes) | self.saved_ids.get(account.api_key, set())
+            self._sandboxes(batch, account, scope, files=files)
+            seen_sandboxes.update("s:" + s for s in account.sandboxes)
+            self._account(batch, account, position)
+            owners.update(f"template:{t}" for t in account.resources.templates.items)
+        owners.update(self._buckets(batch))
+        owners.update(f"sandbox:{s}" for s in self.kept)
+        owners.update(f"sandbox:{s[2:]}" for s in seen_sandboxes)
+        for key in [k for k in self.rows if k.startswith("a:") and k not in seen_accounts]:
+            batch.accounts[key[2:]] = None
+            self.saved_ids.pop(key[2:], None)
+        for key in [k for k in self.rows if k.startswith("s:") and k not in seen_sandboxes]:
+            if key[2:] not in self.kept:
+                batch.sandboxes[key[2:]] = None
+        for owner in [*self.manifests, *self.pristine]:
+            if owner not in owners:
+                batch.filesystems[owner] = None
+        self.stale = False
+        self._commit(batch, force=True)
+
+    # -- encoding ---------------------------------------------------------------------------
+
+    def _sandboxes(self, batch: _Batch, account: Account, scope: set[str], *, files: bool) -> None:
+        saved = self.saved_ids.setdefault(account.api_key, set())
+        for sandbox_id in scope:
+            sandbox = account.sandboxes.get(sandbox_id)
+            owner = "sandbox:" + sandbox_id
+            if sandbox is None or RESTORED_STATUS[sandbox.status] is None:
+                if "s:" + sandbox_id in self.rows:
+                    batch.sandboxes[sandbox_id] = None
+                    batch.filesystems[owner] = None
+                saved.discard(sandbox_id)
+                self.marks.pop(sandbox_id, None)
+                continue
+            text = json.dumps(encode_sandbox(sandbox, _directory(sandbox)))
+            new = "s:" + sandbox_id not in self.rows
+            if self.rows.get("s:" + sandbox_id) != text:
+                batch.sandboxes[sandbox_id] = (account.api_key, text)
+            saved.add(sandbox_id)
+            self.marks[sandbox_id] = mark(sandbox)
+            if sandbox.machine.runtime != "bashkit" or not (files or new):
+                continue
+            fs = sandbox.disk.fs  # type: ignore[attr-defined]
+            if new and self._from_image(sandbox):
+                self.pristine[owner] = time.time()  # no row: nothing to walk, read or write
+            elif owner in self.pristine:
+                self._still_image(batch, owner, fs)
+            else:
+                self._filesystem(batch, owner, fs, self._source(sandbox, new))
+
+    def _from_image(self, sandbox: Sandbox) -> bool:
+        """Whether a new sandbox's files are the image's (not a fork, not from a template)."""
+        if sandbox.forked_from is not None:
+            return False
+        account = self.world.account_of(sandbox.id)
+        return account is not None and sandbox.spec.rootfs not in (
+            account.resources.templates.rootfs_names()
+        )
+
+    def _still_image(self, batch: _Batch, owner: str, fs: bashkit.FileSystem) -> None:
+        """Snapshot a sandbox saved as the image: files written since get stored."""
+        image = self._image()
+        manifest = snapshot(
+            fs, self.blobs, None, copied_from=image, copied_before=self.pristine[owner]
+        )
+        if not same_files(manifest, image):
+            batch.filesystems[owner] = manifest
+
+    def _source(self, sandbox: Sandbox, new: bool) -> tuple[bashkit.FileSystem, Manifest] | None:
+        """A new fork's source and its manifest, when the source is unchanged since saved."""
+        if not new or sandbox.forked_from is None:
+            return None
+        source = self.world.find_sandbox(sandbox.forked_from)
+        manifest = self.manifests.get("sandbox:" + sandbox.forked_from)
+        if source is None or manifest is None or source.machine.runtime != "bashkit":
+            return None
+        return source.disk.fs, manifest  # type: ignore[attr-defined]
+
+    def _image(self) -> Manifest:
+        """The manifest of a fresh sandbox disk (made once)."""
+        if self._fresh is None:
+            from fake_server.runtime.mounts import MountingDisk
+
+            self._fresh = snapshot(MountingDisk().fs, self.blobs)
+        return self._fresh
+
+    def _account(self, batch: _Batch, account: Account, position: int) -> None:
+        clock = self.world.ctx.clock
+        text = json.dumps(encode_account(account, clock))
+        if self.rows.get("a:" + account.api_key) != text:
+            batch.accounts[account.api_key] = (position, text)
+        for template in account.resources.templates.items.values():
+            owner = f"template:{template.id}"
+            if template.image is not None and owner not in self.manifests:
+                self._filesystem(batch, owner, template.image.fs, None)
+
+    def _buckets(self, batch: _Batch) -> set[str]:
+        owners = set()
+        for (endpoint, name), bucket in self.world.ctx.resources.buckets.items():
+            for part, fs in bucket.parts.items():
+                owner = bucket_owner(endpoint, name, part)
+                owners.add(owner)
+                self._filesystem(batch, owner, fs, None)
+        return owners
+
+    def _filesystem(
+        self,
+        batch: _Batch,
+        owner: str,
+        fs: bashkit.FileSystem,
+        source: tuple[bashkit.FileSystem, Manifest] | None,
+    ) -> None:
+        copied = source[1] if source is not None and unchanged(*source) else None
+        previous = self.manifests.get(owner)
+        manifest = snapshot(fs, self.blobs, previous, copied_from=copied, copied_before=time.time())
+        if manifest != previous:
+            batch.filesystems[owner] = manifest
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def _commit(self, batch: _Batch, *, force: bool = False) -> None:
+        journal = self.world.ctx.journal
+        cleared = journal.generation != self._journal_generation
+        due = self.events and (force or time.monotonic() - self._flushed >= JOURNAL_EVERY)
+        if not (batch or due or cleared):
+            return
+        events = list(self.events) if due or cleared else []
+        del self.events[: len(events)]  # the journal's tap: the same list
+        clock = self.world.ctx.clock
+        offset = clock.time() - clock.now()
+        try:
+            with self.store.transaction() as db:
+                _write(db, batch)
+                if cleared:
+                    db.execute("DELETE FROM journal")
+                    self.journal_rows.clear()
+                if events:
+                    self._journal(db, events, journal.max_events, offset)
+                if force:  # else a restart reads it from the journal's last request id
+                    db.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('requests', ?)",
+                        (json.dumps(self.world.requests),),
+                    )
+        except (sqlite3.Error, OSError) as exc:
+            self.events[:0] = events
+            self.journal_rows = deque(self.store.db.execute("SELECT seq, count FROM journal"))
+            self.stale = True
+            self.on_error(f"cannot save the state to {self.store.directory}: {exc}")
+            return
+        self._journal_generation = journal.generation
+        if events:
+            self._flushed = time.monotonic()
+        self._remember(batch)
+
+    def _journal(
+        self, db: sqlite3.Connection, events: list[Event], limit: int | None, offset: float
+    ) -> None:
+        """One row for the batch; the oldest rows go once the rest holds ``limit`` events."""
+        data = json.dumps([encode_event(e) for e in events])
+        cursor = db.execute(
+            "INSERT INTO journal (count, offset, data) VALUES (?, ?, ?)",
+            (len(events), offset, data),
+        )
+        rows = self.journal_rows
+        rows.append((int(cursor.lastrowid or 0), len(events)))
+        total = sum(count for _, count in rows)
+        while limit is not None and len(rows) > 1 and total - rows[0][1] >= limit:
+            seq, count = rows.popleft()
+            total -= count
+            db.execute("DELETE FROM journal WHERE seq = ?", (seq,))
+
+    def _remember(self, batch: _Batch) -> None:
+        for key, account_row in batch.accounts.items():
+            if account_row is None:
+                self.rows.pop("a:" + key, None)
+            else:
+                self.rows["a:" + key] = account_row[1]
+        for sandbox_id, sandbox_row in batch.sandboxes.items():
+            if sandbox_row is None:
+                self.rows.pop("s:" + sandbox_id, None)
+            else:
+                self.rows["s:" + sandbox_id] = sandbox_row[1]
+        for owner, manifest in batch.filesystems.items():
+            if manifest is None:
+                self.manifests.pop(owner, None)
+                self.pristine.pop(owner, None)
+            elif isinstance(manifest, str):
+                self.manifests.pop(owner, None)
+            else:
+                self.manifests[owner] = manifest
+                self.pristine.pop(owner, None)
+
+
+def _write(db: sqlite3.Connection, batch: _Batch) -> None:
+    for key, account_row in batch.accounts.items():
+        if account_row is None:
+            db.execute("DELETE FROM accounts WHERE key = ?", (key,))
+        else:
+            db.execute("INSERT OR REPLACE INTO accounts VALUES (?, ?, ?)", (key, *account_row))
+    for sandbox_id, sandbox_row in batch.sandboxes.items():
+        if sandbox_row is None:
+            db.execute("DELETE FROM sandboxes WHERE id = ?", (sandbox_id,))
+        else:
+            db.execute(
+                "INSERT OR REPLACE INTO sandboxes VALUES (?, ?, ?)", (sandbox_id, *sandbox_row)
+            )
+    for owner, manifest in batch.filesystems.items():
+        if manifest is None:
+            db.execute("DELETE FROM filesystems WHERE owner = ?", (owner,))
+        else:
+            db.execute(
+                "INSERT OR REPLACE INTO filesystems VALUES (?, ?)", (owner, json.dumps(manifest))
+            )
+
+
+def _directory(sandbox: Sandbox) -> str | None:
+    root = getattr(sandbox.machine, "root", None)
+    return None if root is None else str(root.name)
+
+
+def referenced(manifests: Any) -> set[str]:
+    """Every blob the manifests name."""
+    return {entry[5] for manifest in manifests for entry in manifest if entry[1] == "f"}

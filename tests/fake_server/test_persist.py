@@ -1,0 +1,258 @@
+"""``serve --state-dir`` in process: a fake stopped and a new one on the same directory, the
+state directory's refusals, and the 503 of a request that races a shutdown."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import TYPE_CHECKING
+
+import httpx
+import pytest
+from createos import Client
+from createos.models import CreateSandboxRequest
+
+from fake_server import FakeCreateOS, TransitionPolicy
+from fake_server.__main__ import main
+from fake_server.clock import RealClock
+from fake_server.models import Sandbox
+from fake_server.persist import SCHEMA_VERSION, Persistence, StateDirError
+from fake_server.persist.hook import SHUTTING_DOWN
+from fake_server.persist.store import prepare
+from tests.fake_server._persist_scenario import check_world, make_world
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+SHAPE = "s-1vcpu-1gb"
+
+
+def _fake(state: Path, **kwargs: object) -> tuple[FakeCreateOS, Persistence]:
+    fake = FakeCreateOS(clock=RealClock(), transitions=TransitionPolicy.immediate(), **kwargs)  # type: ignore[arg-type]
+    resources = fake.world.ctx.resources
+    resources.template_pending_seconds = resources.template_step_seconds = 0.0  # real seconds
+    persistence = Persistence(fake, state, on_error=_fail)
+    return fake.start(), persistence
+
+
+def _fail(message: str) -> None:
+    raise AssertionError(message)
+
+
+@pytest.fixture(name="state")
+def _state(tmp_path: Path) -> Path:
+    return tmp_path / "state"
+
+
+@pytest.fixture(name="served")
+def _served(state: Path) -> Iterator[tuple[FakeCreateOS, Persistence]]:
+    fake, persistence = _fake(state)
+    yield fake, persistence
+    fake.close()
+    assert fake.errors == []
+
+
+def test_a_clean_stop_and_a_new_fake_bring_the_world_back(state: Path) -> None:
+    fake, persistence = _fake(state)
+    with Client(fake.api_key, base_url=fake.url) as client:
+        made = make_world(client, disks=True)
+        user_id = client.who_am_i().user_id
+    key = fake.api_key
+    fake.close()
+    assert persistence.describe() == [f"state: {state} (new)"]
+
+    again, restored = _fake(state)
+    try:
+        assert again.api_key == key
+        assert restored.describe() == [
+            f"state: {state} (restored 1 account(s) and 3 sandbox(es); "
+            "1 that were running came back paused)"
+        ]
+        with Client(key, base_url=again.url) as client:
+            assert client.who_am_i().user_id == user_id
+            check_world(client, key, made)
+        # The journal kept the first start's requests, and request ids go on from there.
+        operations = [e.operation for e in again.journal.requests()]
+        assert operations[:2] == ["create_sandbox", "upload_file"]
+        ids = [e.request_id for e in again.journal.requests()]
+        assert len(set(ids)) == len(ids)
+    finally:
+        again.close()
+    assert again.errors == []
+
+
+def test_ids_keys_and_names_are_not_drawn_again_after_a_restart(state: Path) -> None:
+    first, _ = _fake(state, seed=7)
+    first_key = first.add_account()
+    with Client(first.api_key, base_url=first.url) as client:
+        first_name = client.create_sandbox(CreateSandboxRequest(shape=SHAPE)).name
+    first.close()
+    second, _ = _fake(state, seed=7)
+    try:
+        assert second.api_key == first.api_key  # the same seeded default account
+        assert second.add_account() != first_key
+        with Client(second.api_key, base_url=second.url) as client:
+            assert client.create_sandbox(CreateSandboxRequest(shape=SHAPE)).name != first_name
+    finally:
+        second.close()
+
+
+def test_a_restored_sandbox_has_every_attribute_a_new_one_has(
+    served: tuple[FakeCreateOS, Persistence], state: Path
+) -> None:
+    fake, _ = served
+    with Client(fake.api_key, base_url=fake.url) as client:
+        sandbox_id = client.create_sandbox(CreateSandboxRequest(shape=SHAPE)).id
+    made = set(vars(fake.sandbox(sandbox_id)))
+    fake.close()
+    again, _ = _fake(state)
+    try:
+        restored = again.sandbox(sandbox_id)
+        assert isinstance(restored, Sandbox)
+        assert set(vars(restored)) == made
+    finally:
+        again.close()
+
+
+def test_a_request_racing_a_shutdown_gets_503_and_changes_nothing(
+    served: tuple[FakeCreateOS, Persistence], state: Path
+) -> None:
+    fake, persistence = served
+    persistence.gate.closing = True  # what ``drain()`` does first on SIGTERM
+    with httpx.Client(base_url=fake.api_url, headers={"X-Api-Key": fake.api_key}) as http:
+        reply = http.post("/sandboxes", json={"shape": SHAPE})
+    assert reply.status_code == 503
+    assert reply.json() == {
+        "status": "error",
+        "code": 503,
+        "message": SHUTTING_DOWN,
+        "data": {"code": "shutting_down"},
+    }
+    assert fake.sandboxes() == []
+    with sqlite3.connect(state / "state.sqlite3") as db:
+        assert db.execute("SELECT COUNT(*) FROM sandboxes").fetchone() == (0,)
+
+
+def test_a_database_of_a_newer_schema_is_refused(state: Path) -> None:
+    fake, _ = _fake(state)
+    fake.close()
+    with sqlite3.connect(state / "state.sqlite3") as db:
+        db.execute(
+            "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),)
+        )
+    with pytest.raises(StateDirError) as caught:
+        Persistence(FakeCreateOS(clock=RealClock()), state, on_error=_fail)
+    assert str(caught.value) == (
+        f"state database {state}/state.sqlite3 has schema version {SCHEMA_VERSION + 1}, newer "
+        f"than this createos-fake reads ({SCHEMA_VERSION}); upgrade pytest-createos or use "
+        "another --state-dir"
+    )
+    # Nothing was replaced, and the directory is free again.
+    with sqlite3.connect(state / "state.sqlite3") as db:
+        version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == (str(SCHEMA_VERSION + 1),)
+    assert list(state.glob("corrupt-*")) == []
+
+
+def test_a_corrupt_database_is_moved_aside_and_reported(state: Path) -> None:
+    state.mkdir()
+    garbage = b"this is not a database" * 100
+    (state / "state.sqlite3").write_bytes(garbage)
+    fake, persistence = _fake(state)
+    fake.close()
+    (aside,) = state.glob("corrupt-*")
+    assert (aside / "state.sqlite3").read_bytes() == garbage
+    assert persistence.describe() == [
+        f"state: {state} (new)",
+        f"state: state database {state}/state.sqlite3 could not be read (file is not a "
+        f"database); moved it aside to {aside} and started empty",
+    ]
+
+
+def test_a_row_that_cannot_be_read_is_refused_and_left_alone(state: Path) -> None:
+    fake, _ = _fake(state)
+    with Client(fake.api_key, base_url=fake.url) as client:
+        client.create_sandbox(CreateSandboxRequest(shape=SHAPE))
+    fake.close()
+    with sqlite3.connect(state / "state.sqlite3") as db:
+        db.execute("UPDATE sandboxes SET data = '{}'")
+    with pytest.raises(StateDirError) as caught:
+        Persistence(FakeCreateOS(clock=RealClock()), state, on_error=_fail)
+    assert str(caught.value) == (
+        f"state database {state}/state.sqlite3 could not be restored (KeyError: 'status'); "
+        "nothing was changed: move the directory aside or use another --state-dir"
+    )
+    with sqlite3.connect(state / "state.sqlite3") as db:
+        assert db.execute("SELECT data FROM sandboxes").fetchall() == [("{}",)]
+
+
+def test_a_state_directory_in_use_is_refused(
+    served: tuple[FakeCreateOS, Persistence], state: Path
+) -> None:
+    with pytest.raises(StateDirError) as caught:
+        Persistence(FakeCreateOS(clock=RealClock()), state, on_error=_fail)
+    assert str(caught.value) == (
+        f"state directory {state} is in use by another createos-fake (pid {os.getpid()})"
+    )
+
+
+def test_a_full_disk_is_refused(state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    state.mkdir()
+    real = os.statvfs(state)
+
+    class Full:
+        f_bavail, f_frsize = 2, real.f_frsize
+
+    monkeypatch.setattr(os, "statvfs", lambda path: Full())
+    with pytest.raises(StateDirError) as caught:
+        prepare(state)
+    assert str(caught.value) == (
+        f"state directory {state} is on a full disk: {2 * real.f_frsize // 1024} KiB free, "
+        "16 MiB needed"
+    )
+
+
+def test_a_file_in_the_way_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["serve", "--port", "0", "--runtime", "bashkit", "--state-dir", str(blocker)]) == 2
+    assert (
+        capsys.readouterr().err == f"createos-fake: state directory {blocker} is not a directory\n"
+    )
+    assert (
+        main(["serve", "--port", "0", "--runtime", "bashkit", "--state-dir", str(blocker / "x")])
+        == 2
+    )
+    assert capsys.readouterr().err == (
+        f"createos-fake: cannot create state directory {blocker / 'x'}: Not a directory\n"
+    )
+
+
+def test_the_database_holds_no_more_journal_than_the_limit(state: Path) -> None:
+    def limited() -> FakeCreateOS:
+        fake = FakeCreateOS(
+            clock=RealClock(), transitions=TransitionPolicy.immediate(), journal_limit=4
+        )
+        Persistence(fake, state, on_error=_fail)
+        return fake.start()
+
+    fake = limited()
+    with httpx.Client(base_url=fake.api_url, headers={"X-Api-Key": fake.api_key}) as http:
+        for index in range(3):  # each one change, one batch of events
+            assert http.post("/networks", json={"name": f"n{index}"}).status_code == 201
+    last = fake.journal.events
+    fake.close()
+    with sqlite3.connect(state / "state.sqlite3") as db:
+        counts = [count for (count,) in db.execute("SELECT count FROM journal ORDER BY seq")]
+    # Whole batches go once the newer ones hold the limit: never more than one batch over it.
+    assert sum(counts[1:]) < 4 <= sum(counts)
+    again = limited()
+    try:
+        kept = again.journal.events
+        assert [(e.kind, e.request_id, e.status) for e in kept] == [
+            (e.kind, e.request_id, e.status) for e in last
+        ]
+        assert len(kept) == 4
+    finally:
+        again.close()

@@ -1,0 +1,141 @@
+"""``createos-fake serve --state-dir`` as a user runs it: a subprocess stopped cleanly
+(SIGTERM) or killed (SIGKILL) and started again on the same directory, on both runtimes; and
+the directories it refuses, with exit status 2 and a message naming the path and the cause."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from createos import Client
+
+from tests.fake_server._persist_scenario import check_world, make_world
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+class Served:
+    """One ``serve`` process and what it printed."""
+
+    def __init__(self, state: Path, runtime: str) -> None:
+        command = [
+            sys.executable, "-m", "fake_server", "serve", "--port", "0", "--quiet",
+            "--transitions", "immediate", "--runtime", runtime, "--state-dir", str(state),
+        ]  # fmt: skip
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        self.lines: list[str] = []
+        while line := self.process.stdout.readline():
+            self.lines.append(line.rstrip("\n"))
+            if line.startswith("control key: "):
+                break
+        assert self.lines, self.process.communicate()[1]
+        self.origin = self.lines[0].split()[2]
+        key = next(x for x in self.lines if x.startswith("export CREATEOS_API_KEY="))
+        self.key = key.split("=", 1)[1]
+
+    def stop(self, how: signal.Signals) -> tuple[str, str]:
+        self.process.send_signal(how)
+        out, err = self.process.communicate(timeout=30)
+        return out, err
+
+
+@pytest.fixture(name="served")
+def _served(tmp_path: Path) -> Iterator[list[Served]]:
+    started: list[Served] = []
+    yield started
+    for item in started:
+        if item.process.poll() is None:
+            item.process.kill()
+            item.process.wait()
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["clean-stop", "kill-9"])
+@pytest.mark.parametrize("runtime", ["bashkit", "process"])
+def test_a_restart_brings_every_sandbox_back_paused(
+    tmp_path: Path, served: list[Served], runtime: str, how: signal.Signals
+) -> None:
+    state = tmp_path / "state"
+    first = Served(state, runtime)
+    served.append(first)
+    assert first.lines[2] == f"state: {state} (new)"
+    with Client(first.key, base_url=first.origin) as client:
+        made = make_world(client, disks=runtime == "bashkit")
+    out, err = first.stop(how)
+    assert err == ""
+    if how == signal.SIGTERM:
+        assert first.process.returncode == 0
+        assert out.strip("\n").splitlines()[1:] == [
+            f"createos-fake: saving the state to {state}",
+            "createos-fake: stopped",
+        ]
+    else:
+        assert first.process.returncode == -signal.SIGKILL
+
+    second = Served(state, runtime)
+    served.append(second)
+    assert second.key == first.key
+    assert second.lines[2] == (
+        f"state: {state} (restored 1 account(s) and 3 sandbox(es); "
+        "1 that were running came back paused)"
+    )
+    with Client(second.key, base_url=second.origin) as client:
+        check_world(client, second.key, made)
+    assert second.stop(signal.SIGTERM)[1] == ""
+    assert second.process.returncode == 0
+    if runtime == "process":  # destroyed sandboxes leave no directory behind
+        assert sorted(p.name for p in (state / "sandboxes").iterdir()) == []
+
+
+def _refused(state: Path, *prefix: str) -> subprocess.CompletedProcess[str]:
+    command = [
+        *prefix, sys.executable, "-m", "fake_server", "serve", "--port", "0",
+        "--runtime", "bashkit", "--state-dir", str(state),
+    ]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_a_read_only_state_directory_is_refused(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    if os.geteuid() == 0:  # root writes anywhere: a read-only mount, in a mount namespace
+        unshare = shutil.which("unshare")  # of the command's own (gone with it)
+        assert unshare is not None
+        script = f'mount --bind -o ro "{state}" "{state}" && exec "$@"'
+        done = _refused(state, unshare, "--mount", "sh", "-c", script, "sh")
+        cause = "read-only: Read-only file system"
+    else:
+        state.chmod(0o555)
+        done = _refused(state)
+        cause = "not writable: Permission denied"
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"createos-fake: state directory {state} is {cause}\n"
+    assert list(state.iterdir()) == []
+
+
+def test_a_state_directory_of_another_user_is_refused(tmp_path: Path) -> None:
+    me = os.geteuid()
+    if me == 0:
+        state = tmp_path / "state"
+        state.mkdir()
+        os.chown(state, 65534, 65534)
+        owner = 65534
+    else:  # a directory root owns
+        state, owner = Path("/var"), 0
+    done = _refused(state)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"createos-fake: state directory {state} is owned by uid {owner}, not by this user "
+        f"(uid {me}); use a directory of your own\n"
+    )
+    if me == 0:
+        assert list(state.iterdir()) == []
