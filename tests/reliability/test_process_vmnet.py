@@ -19,6 +19,7 @@ from conftest import sh, until
 
 from fake_server import FakeCreateOS, NetworkOptions, TransitionPolicy, VirtualClock
 from fake_server.runtime.process import ProcessRuntime
+from fake_server.runtime.process.resolver import host_resolver
 from tests.fake_server._netstubs import DnsStub, Upstream, on_host
 from tests.fake_server._process_runtime import no_bwrap_left
 
@@ -307,3 +308,57 @@ async def test_the_strict_mode_enforces_host_names_through_the_resolver(
         assert await run(client, other, curl(f"http://alias.test:{OTHER_PORT}/")) == (0, "0\n")
         await set_egress(client, other, ["*"])
         assert await run(client, other, curl(there)) == (0, "0\n")
+
+
+async def test_a_fork_gets_an_eth0_of_its_own(client: httpx.AsyncClient) -> None:
+    source = await new_sandbox(client)
+    paused = await client.post(f"/v1/sandboxes/{source['id']}/pause")
+    assert paused.status_code in (200, 202), paused.text
+    for _ in range(10):  # immediate transitions: paused on a next read
+        got = await client.get(f"/v1/sandboxes/{source['id']}")
+        if got.json()["data"]["status"] == "paused":
+            break
+    forked = await client.post(f"/v1/sandboxes/{source['id']}/fork", json={})
+    assert forked.status_code in (200, 202), forked.text
+    child = forked.json()["data"]
+    assert child["ip"] != source["ip"]
+    for _ in range(10):  # immediate transitions: running on a next read
+        got = await client.get(f"/v1/sandboxes/{child['id']}")
+        if got.json()["data"]["status"] == "running":
+            break
+    show = "ip -br -4 addr show eth0 | tr -s ' ' | cut -d' ' -f3"
+    assert await run(client, child["id"], show) == (0, f"{child['ip']}/32\n")
+
+
+async def test_pip_installs_a_small_package_from_pypi_without_proxy_variables() -> None:
+    """The one test whose sandbox traffic leaves the machine: to PyPI, through the host's
+    own resolver (the suite's fakes relay DNS nowhere else)."""
+    network = NetworkOptions(dns_upstream=host_resolver())
+    fake = FakeCreateOS(
+        clock=VirtualClock(),
+        transitions=TransitionPolicy.immediate(),
+        runtime="process",
+        network=network,
+    )
+    async with (
+        fake,
+        httpx.AsyncClient(
+            base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=120
+        ) as client,
+    ):
+        sid = (await new_sandbox(client))["id"]
+        done = await client.post(
+            f"/v1/sandboxes/{sid}/exec",
+            json={
+                "cmd": "/bin/bash",
+                "args": [
+                    "-c",
+                    "python3 -m pip install -q --no-deps --break-system-packages "
+                    "--target /tmp/pkgs six && PYTHONPATH=/tmp/pkgs python3 -c "
+                    "'import six; print(six.__name__)'",
+                ],
+                "timeout_ms": 110_000,
+            },
+        )
+        result = done.json()["data"]["result"]
+        assert (result["exit_code"], result["stdout"]) == (0, "six\n"), result
