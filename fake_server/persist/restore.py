@@ -166,16 +166,18 @@ def _machine(
         runtime = fake.runtimes.get("process")
         assert isinstance(runtime, ProcessRuntime)
         return runtime.adopt(str(data["directory"]))
-    from fake_server.runtime.bashkit_runtime import BashkitMachine
+    from fake_server.runtime.bashkit_runtime import BashkitRuntime
     from fake_server.runtime.mounts import MountingDisk
 
+    bashkit = fake.runtimes.get("bashkit")
+    assert isinstance(bashkit, BashkitRuntime)
     if not isinstance(manifest, list):  # the image's files (``saver.IMAGE``)
-        machine = BashkitMachine(fake.commands, MountingDisk())
-        saver.pristine["sandbox:" + data["id"]] = time.time()
+        machine = bashkit.adopt(MountingDisk())
+        saver.pristine["sandbox:" + data["id"]] = time.time()  # after its files were written
         return machine
     disk = MountingDisk(image=False)
     _fill(disk.fs, "sandbox:" + data["id"], manifest, read, saver)
-    return BashkitMachine(fake.commands, disk)
+    return bashkit.adopt(disk)
 
 
 def _fill(

@@ -107,5 +107,9 @@ class BashkitRuntime:
 
         return BashkitMachine(self._commands, MountingDisk(), self.hostnames)
 
+    def adopt(self, disk: SandboxDisk) -> BashkitMachine:
+        """The machine of a sandbox whose files were saved and are back in ``disk``."""
+        return BashkitMachine(self._commands, disk, self.hostnames)
+
     def close(self) -> None:
         pass

@@ -82,6 +82,45 @@ def test_a_clean_stop_and_a_new_fake_bring_the_world_back(state: Path) -> None:
     assert again.errors == []
 
 
+def _crash(fake: FakeCreateOS, persistence: Persistence) -> None:
+    """Stop ``fake`` without the save a clean stop makes, as ``kill -9`` would."""
+    fake.closing_hooks.remove(persistence.close)
+    fake.close()
+    persistence.store.close()  # the lock a dead process would no longer hold
+
+
+def test_each_change_is_saved_before_its_reply(state: Path) -> None:
+    fake, persistence = _fake(state)
+    with Client(fake.api_key, base_url=fake.url) as client:
+        fresh = client.create_sandbox(CreateSandboxRequest(shape=SHAPE))  # the image's files
+        written = client.create_sandbox(CreateSandboxRequest(shape=SHAPE))
+        assert written.shell("echo one > /tmp/a; rm /usr/bin/yes").result.exit_code == 0
+    _crash(fake, persistence)
+
+    again, persistence = _fake(state)
+    with Client(again.api_key, base_url=again.url) as client:
+        for sandbox_id in (fresh.id, written.id):
+            client.get_sandbox(sandbox_id).resume()
+        restored = client.get_sandbox(written.id)
+        result = restored.shell("cat /tmp/a; test -e /usr/bin/yes || echo removed").result
+        assert result.standard_output == "one\nremoved\n"  # a deletion is a change too
+        # A sandbox that came back with the image's files keeps what is written after.
+        assert client.get_sandbox(fresh.id).shell("echo two > /tmp/b").result.exit_code == 0
+    _crash(again, persistence)
+
+    third, _ = _fake(state)
+    try:
+        with Client(third.api_key, base_url=third.url) as client:
+            sandbox = client.get_sandbox(fresh.id)
+            sandbox.resume()
+            assert sandbox.files.download("/tmp/b").read() == b"two\n"
+            assert sandbox.shell("test -e /usr/bin/yes && echo kept").result.standard_output == (
+                "kept\n"
+            )
+    finally:
+        third.close()
+
+
 def test_ids_keys_and_names_are_not_drawn_again_after_a_restart(state: Path) -> None:
     first, _ = _fake(state, seed=7)
     first_key = first.add_account()
