@@ -273,6 +273,7 @@ def serve_fake(args: argparse.Namespace, runtime: str) -> FakeCreateOS:
         egress_hostnames=args.egress_hostnames,
     )
     fake.journal.messages = args.journal_messages == "on"
+    fake.runtimes.process_choice = "createos-fake serve --runtime process"
     return fake
 
 

@@ -213,7 +213,8 @@ _BRIDGE = str(_PACKAGE / "_bridge.py")
 SCOPE_HINT = (
     "createos: the createos_* fixtures are per test (the fake is reset before each); a module- "
     "or session-scoped fixture takes createos_shared instead: its own fake, env and provider, "
-    "never reset (see docs/howto/scopes.md)"
+    "never reset; wrap the fixture's yield in `with createos_shared.leases() as leases:` for "
+    "leases destroyed when it ends"
 )
 
 

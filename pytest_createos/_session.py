@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from pytest_createos._markers import MarkerSettings
     from pytest_createos._options import Options
 
+#: How a test chooses real programs; bashkit's ``command not found`` for one says so.
+PROCESS_CHOICE = '@pytest.mark.createos(runtime="process")'
+
 __all__ = ["AUTOJUMP_THRESHOLD", "Run", "Session"]
 
 #: Real seconds of quiet before the session clock jumps: the clock's own 2 ms default. It is a
@@ -65,6 +68,7 @@ class Session:
                 seed=self.options.seed, clock=clock, transitions=TransitionPolicy.immediate()
             )
             self._faults = fake.faults
+            fake.runtimes.process_choice = PROCESS_CHOICE
             fake.start()
             self._fake, self._clock = fake, clock
             self.bridge.clock = clock  # held across every hand-off to the plugin's loop

@@ -43,7 +43,10 @@ class SharedCreateOS:
         self.fake = FakeCreateOS(
             seed=seed, clock=self.clock, transitions=TransitionPolicy.immediate()
         )
+        self.fake.runtimes.process_choice = 'createos_shared.fake.runtime = "process"'
         self.fake.start()
+        #: The test during which each sandbox appeared, for the end-of-session leak warning.
+        self._made_during: dict[str, str] = {}
         self._bridge = bridge
         self.env = Environment(
             company_id=COMPANY_ID,
@@ -82,9 +85,18 @@ class SharedCreateOS:
     def _alive(self, sandbox_id: str) -> bool:
         return any(s.id == sandbox_id and s.status in LEAKING for s in self.fake.sandboxes())
 
+    def test_ended(self, nodeid: str) -> None:
+        """Sandboxes that appeared since the last call were made during test ``nodeid``."""
+        for sandbox in self.fake.sandboxes():
+            self._made_during.setdefault(sandbox.id, nodeid)
+
     def leaked(self) -> list[str]:
-        """Sandboxes still running or paused, as ``id (status)``."""
-        return [f"{s.id} ({s.status})" for s in self.fake.sandboxes() if s.status in LEAKING]
+        """Sandboxes still running or paused, as ``id (status, made during TEST)``."""
+        return [
+            f"{s.id} ({s.status}, made during {self._made_during.get(s.id, 'no test')})"
+            for s in self.fake.sandboxes()
+            if s.status in LEAKING
+        ]
 
     def close(self) -> None:
         """Shut the provider, the fake and its clock down; idempotent."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_createos._asyncio_ini import default_asyncio_loop_scope
 from pytest_createos._markers import (
     MARKER_HELP,
     MarkerError,
@@ -61,8 +62,17 @@ _BODY_START_KEY: pytest.StashKey[int] = pytest.StashKey()
 _OWNED_KEY: pytest.StashKey[set[str]] = pytest.StashKey()
 #: The test body failed and its report already named the leaks and unfired faults.
 _FOLDED_KEY: pytest.StashKey[bool] = pytest.StashKey()
+#: The shared fake while it runs, so each test's end can note the sandboxes made during it.
+_SHARED_KEY: pytest.StashKey[SharedCreateOS] = pytest.StashKey()
 #: Run-wide notices for the terminal summary.
 _NOTES_KEY: pytest.StashKey[list[str]] = pytest.StashKey()
+
+
+#: What a test asking for ``createos_sdk`` says where the official SDK is not installed.
+SDK_MISSING = (
+    "createos_sdk needs the official CreateOS Python SDK (the createos-sandbox package): "
+    "pip install 'pytest-createos[sdk]'"
+)
 
 
 # -- hooks ------------------------------------------------------------------------------------
@@ -72,7 +82,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    default_asyncio_loop_scope(config)  # before pytest-asyncio reads it
     for name, text in MARKER_HELP.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     options = config.stash[_OPTIONS_KEY] = read_options(config)
@@ -109,6 +121,23 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Notices that a ``filterwarnings = error`` setting kept from being warnings."""
     for note in terminalreporter.config.stash.get(_NOTES_KEY, []):
         terminalreporter.write_line(note, yellow=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None]:
+    """The shared fake's leak warning names the test during which a sandbox appeared (noted
+    before teardown too: the last test's teardown ends the session's fixtures)."""
+    _note_shared(item)
+    try:
+        return (yield)
+    finally:
+        _note_shared(item)
+
+
+def _note_shared(item: pytest.Item) -> None:
+    shared = item.config.stash.get(_SHARED_KEY, None)
+    if shared is not None:
+        shared.test_ended(item.nodeid)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -379,7 +408,9 @@ def createos_leases(
 
 
 @pytest.fixture(scope="session")
-def createos_shared(_createos_session: Session) -> Iterator[SharedCreateOS]:
+def createos_shared(
+    request: pytest.FixtureRequest, _createos_session: Session
+) -> Iterator[SharedCreateOS]:
     """A fake and provider shared by every test that asks, for module- or session-wide state.
 
     Scope: session (use it from fixtures of any scope). Type:
@@ -391,7 +422,9 @@ def createos_shared(_createos_session: Session) -> Iterator[SharedCreateOS]:
     from pytest_createos._shared import SharedCreateOS
 
     shared = SharedCreateOS(_createos_session.bridge, seed=_createos_session.options.seed)
+    request.config.stash[_SHARED_KEY] = shared
     yield shared
+    del request.config.stash[_SHARED_KEY]
     leaked = shared.leaked()
     shared.close()
     if leaked:
@@ -405,16 +438,21 @@ def createos_shared(_createos_session: Session) -> Iterator[SharedCreateOS]:
 
 
 @pytest.fixture
-def createos_sdk(request: pytest.FixtureRequest, createos_env: Environment) -> Iterator[Any]:
+def createos_sdk(request: pytest.FixtureRequest) -> Iterator[Any]:
     """The official SDK client (``createos.Client``) pointed at the fake (or the live API).
 
     Scope: function. Type: ``createos.Client``; closed at teardown. Default: the fake's URL and
-    key and, on the fake, no SDK retries (its back-off sleeps in real time). Skipped when the
-    ``createos-sandbox`` package is not installed.
+    key and, on the fake, no SDK retries (its back-off sleeps in real time). Without the
+    ``createos-sandbox`` package the test fails with the line that installs it.
     """
-    createos = pytest.importorskip(
-        "createos", reason="createos_sdk needs the official SDK: pip install createos-sandbox"
-    )
+    import importlib
+
+    createos: Any = None
+    with contextlib.suppress(ImportError):
+        createos = importlib.import_module("createos")
+    if createos is None:
+        pytest.fail(SDK_MISSING, pytrace=False)  # before the fake starts: no journal to show
+    createos_env: Environment = request.getfixturevalue("createos_env")
     config = createos_env.config
     retry = None if _is_live(request) else createos.RetryOptions(max_retries=0)
     import httpx

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime import egress
 from fake_server.runtime.disk import SandboxDisk
+from fake_server.runtime.missing import DEFAULT_CHOICE
 from fake_server.runtime.netoptions import HostnameMode
 from fake_server.runtime.shell import Shell
 
@@ -39,8 +40,10 @@ class BashkitMachine:
         commands: CommandRegistry,
         disk: SandboxDisk | None = None,
         hostnames: HostnameMode | None = None,
+        process_choice: Callable[[], str] = lambda: DEFAULT_CHOICE,
     ) -> None:
         self._commands = commands
+        self._process_choice = process_choice
         self._disk = disk if disk is not None else SandboxDisk()
         self._egress: tuple[str, ...] = ()
         #: Whether host-name rules are enforced (the fake's setting; the service's: not).
@@ -51,7 +54,13 @@ class BashkitMachine:
         return self._disk
 
     def runner(self, clock: Clock) -> BashkitRunner:
-        return BashkitRunner(self._disk, clock, self._commands, egress=self._egress_rules)
+        return BashkitRunner(
+            self._disk,
+            clock,
+            self._commands,
+            egress=self._egress_rules,
+            process_choice=self._process_choice,
+        )
 
     def _egress_rules(self) -> list[str]:
         """The rules ``curl`` and ``wget`` meet: host-name rules count only when enforced."""
@@ -71,7 +80,12 @@ class BashkitMachine:
         from fake_server.runtime.diskcopy import copy_disk
         from fake_server.runtime.mounts import MountingDisk
 
-        return BashkitMachine(self._commands, copy_disk(self._disk, MountingDisk), self.hostnames)
+        return BashkitMachine(
+            self._commands,
+            copy_disk(self._disk, MountingDisk),
+            self.hostnames,
+            self._process_choice,
+        )
 
     def destroy(self) -> None:
         self._disk.wipe()
@@ -98,14 +112,20 @@ class BashkitMachine:
 class BashkitRuntime:
     name = "bashkit"
 
-    def __init__(self, commands: CommandRegistry, hostnames: HostnameMode | None = None) -> None:
+    def __init__(
+        self,
+        commands: CommandRegistry,
+        hostnames: HostnameMode | None = None,
+        process_choice: Callable[[], str] = lambda: DEFAULT_CHOICE,
+    ) -> None:
         self._commands = commands
         self.hostnames = hostnames if hostnames is not None else HostnameMode()
+        self._process_choice = process_choice
 
     def new_sandbox(self, sandbox_id: str) -> BashkitMachine:
         from fake_server.runtime.mounts import MountingDisk
 
-        return BashkitMachine(self._commands, MountingDisk(), self.hostnames)
+        return BashkitMachine(self._commands, MountingDisk(), self.hostnames, self._process_choice)
 
     def adopt(self, disk: SandboxDisk) -> BashkitMachine:
         """The machine of a sandbox whose files were saved and are back in ``disk``."""

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from fake_server.runtime.api import RUNTIMES
 from fake_server.runtime.bashkit_runtime import BashkitRuntime
+from fake_server.runtime.missing import DEFAULT_CHOICE
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
 
 if TYPE_CHECKING:
@@ -39,6 +40,9 @@ class Runtimes:
         network: NetworkOptions | None = None,
     ) -> None:
         self._commands = commands
+        #: How a user of this fake chooses the process runtime; bashkit's ``command not found``
+        #: for a program the host has says so (the plugin sets its marker here).
+        self.process_choice = DEFAULT_CHOICE
         self.network = network or NetworkOptions()
         #: Whether host-name egress rules are enforced, for every runtime of this fake.
         self.hostnames = HostnameMode()
@@ -79,7 +83,9 @@ class Runtimes:
                     network=self.network, hostnames=self.hostnames, kept=self.kept_root
                 )
             else:
-                runtime = BashkitRuntime(self._commands, self.hostnames)
+                runtime = BashkitRuntime(
+                    self._commands, self.hostnames, lambda: self.process_choice
+                )
             self._made[name] = runtime
         return runtime
 

@@ -22,6 +22,7 @@ from fake_server.runtime.interactive import (
     reads_commands_from_stdin,
     run_interactive,
 )
+from fake_server.runtime.missing import DEFAULT_CHOICE, with_runtime_hint
 from fake_server.runtime.pipes import BytesSource, StdinPipe
 from fake_server.runtime.primed import add_commands, primed
 from fake_server.runtime.realpath import realpath_command
@@ -90,8 +91,11 @@ class Shell:
         commands: CommandRegistry,
         *,
         egress: Callable[[], Sequence[str]] = tuple,
+        process_choice: Callable[[], str] = lambda: DEFAULT_CHOICE,
     ) -> None:
         self._disk = disk
+        #: How this fake's user chooses the process runtime, for ``command not found``.
+        self._process_choice = process_choice
         self._clock = clock
         self._commands = commands
         #: The sandbox's egress rules now, for ``curl`` and ``wget`` (``runtime.netclients``).
@@ -204,6 +208,8 @@ class Shell:
         async def filtered_stderr(data: bytes) -> None:
             if b"command not found" in data:
                 data = _HINT.sub(rb"\1", data)
+            if b"command not found" in data or b"No such file or directory" in data:
+                data = with_runtime_hint(data, self._process_choice())
             if b" byte limit" in data:
                 for pattern, text in _DISK_ERRORS:
                     data = pattern.sub(text, data)

@@ -62,8 +62,16 @@ async def test_image_has_home_tmp_and_os_release(box: Box) -> None:
 
 @pytest.mark.asyncio
 async def test_unknown_commands_exit_127_with_a_bash_message(box: Box) -> None:
+    """A program the host has (the process runtime would run it) gets how to get there; a
+    name the host lacks too keeps bash's plain line."""
     missing = await box.run(["node", "-v"])
-    assert (missing.code, missing.stderr) == (127, "bash: line 1: node: command not found\n")
+    assert (missing.code, missing.stderr) == (
+        127,
+        "bash: line 1: node: command not found (the bashkit runtime has no node; run real "
+        'programs with the process runtime: FakeCreateOS(runtime="process"))\n',
+    )
+    typo = await box.run(["no-such-tool-here"])
+    assert (typo.code, typo.stderr) == (127, "bash: line 1: no-such-tool-here: command not found\n")
     absolute = await box.run(["/usr/bin/node"])
     assert absolute.code == 127
     assert absolute.stderr == "bash: line 1: /usr/bin/node: No such file or directory\n"

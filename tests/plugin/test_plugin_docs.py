@@ -12,8 +12,8 @@ EXAMPLES = ROOT / "examples"
 #: Every page: each sample in it must be an example file (other blocks are ```text/```bash).
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"```(python|sh)\n(.*?)```", re.DOTALL)
-QUICK_START = """\
-## Quick start
+CONTRIBUTING = """\
+## Work on this repository
 
 Install and run the fake CreateOS API locally (prints the URL and the API key):
 
@@ -48,11 +48,18 @@ def test_every_sample_is_an_example_file(doc: pathlib.Path) -> None:
         assert f"examples/{matches[0]}" in text, f"{doc.name}: name examples/{matches[0]}"
 
 
-def test_readme_keeps_the_quick_start_first() -> None:
-    """The two install commands stay the README's first section, unchanged."""
+def test_readme_starts_with_the_install_lines_then_the_checkout_commands() -> None:
+    """Downstream projects read one install line per use first; the contributors' two
+    commands (the ones .ci/run runs) follow, unchanged."""
     text = (ROOT / "README.md").read_text()
     sections = text.split("\n## ")
-    assert "## " + sections[1].rstrip("\n") + "\n" == QUICK_START
+    assert sections[1].startswith("Install in your project\n")
+    for extra in ("", "[asyncio]", "[sdk]", "[trio]"):
+        name = f"'pytest-createos{extra}'" if extra else "pytest-createos "
+        assert f"pip install {name}" in sections[1]
+    assert "## " + sections[2].rstrip("\n") + "\n" == CONTRIBUTING
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "pip install -e '.[test]'\n" in ci
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
@@ -82,3 +89,30 @@ def test_code_and_docs_cite_only_what_this_repository_holds() -> None:
     sources = [*ROOT.glob("pytest_createos/**/*.py"), *ROOT.glob("fake_server/**/*.py"), *DOCS]
     citing = [str(path.relative_to(ROOT)) for path in sources if "spec §" in path.read_text()]
     assert citing == []
+
+
+def test_messages_point_to_no_file_an_installed_package_lacks() -> None:
+    """The wheel holds no docs/ and no examples/: a message naming one sends a user to a
+    file they do not have. Docstrings and comments (read in a checkout) may name them."""
+    import ast
+
+    pointing = []
+    for path in [*ROOT.glob("pytest_createos/**/*.py"), *ROOT.glob("fake_server/**/*.py")]:
+        tree = ast.parse(path.read_text())
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docstrings
+                and re.search(r"\b(docs|examples)/", node.value)
+            ):
+                pointing.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert pointing == []

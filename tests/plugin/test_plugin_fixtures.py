@@ -180,8 +180,9 @@ def test_sdk_client_talks_to_the_fake(inner: pytest.Pytester) -> None:
     inner.runpytest().assert_outcomes(passed=1)
 
 
-def test_sdk_fixture_skips_without_the_sdk(inner: pytest.Pytester) -> None:
-    """Without ``createos-sandbox`` installed the SDK fixture skips and says how to install it."""
+def test_sdk_fixture_fails_without_the_sdk(inner: pytest.Pytester) -> None:
+    """Without ``createos-sandbox`` installed a test asking for the SDK fixture fails (a skip
+    would hide it) with one line naming the extra that installs it."""
     inner.makeconftest(
         """
         import sys
@@ -189,11 +190,15 @@ def test_sdk_fixture_skips_without_the_sdk(inner: pytest.Pytester) -> None:
         """
     )
     inner.makepyfile("def test_sdk(createos_sdk):\n    pass\n")
-    result = inner.runpytest("-rs")
-    result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(
-        ["*createos_sdk needs the official SDK: pip install createos-sandbox*"]
-    )
+    result = inner.runpytest()
+    result.assert_outcomes(errors=1)
+    report = result.stdout.str()
+    errors = report[report.index("= ERRORS =") : report.index("short test summary info")]
+    assert errors.splitlines()[1:-1] == [
+        "__________________________ ERROR at setup of test_sdk __________________________",
+        "createos_sdk needs the official CreateOS Python SDK (the createos-sandbox package): "
+        "pip install 'pytest-createos[sdk]'",
+    ]
 
 
 def test_createos_run_refuses_its_own_loop(inner: pytest.Pytester) -> None:

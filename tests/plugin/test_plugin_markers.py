@@ -328,3 +328,23 @@ def test_marker_faults_are_armed_after_fixture_setup(inner: pytest.Pytester) -> 
         """
     )
     inner.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_program_bashkit_lacks_says_how_to_run_it(inner: pytest.Pytester) -> None:
+    """Under the fixtures the default runtime is bashkit: a real program's 127 names the
+    marker that runs it."""
+    inner.makepyfile(
+        """
+        def test_python(createos_provider, createos_env, createos_lease, createos_run):
+            result = createos_run(
+                createos_provider.execute(createos_env, createos_lease, "python3", ["-V"])
+            )
+            assert result.exit_code == 127
+            assert result.stderr == (
+                "env: 'python3': No such file or directory (the bashkit runtime has no python3; "
+                'run real programs with the process runtime: '
+                '@pytest.mark.createos(runtime="process"))\\n'
+            )
+        """
+    )
+    inner.runpytest().assert_outcomes(passed=1)

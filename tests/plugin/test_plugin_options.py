@@ -89,3 +89,21 @@ def test_every_provider_coroutine_is_bridged() -> None:
         if not name.startswith("_") and inspect.iscoroutinefunction(member)
     }
     assert coroutines == set(BRIDGED_METHODS)
+
+
+def test_pytest_asyncio_loop_scope_is_set_only_when_unset(pytester: pytest.Pytester) -> None:
+    """pytest-asyncio warns on every run while its fixture loop scope is unset: the plugin sets
+    it to ``function`` then, and leaves a project's own choice alone."""
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest\n")
+    unset = pytester.runpytest("-W", "error::pytest.PytestDeprecationWarning")
+    unset.assert_outcomes(passed=1)
+    unset.stdout.fnmatch_lines(["asyncio: *asyncio_default_fixture_loop_scope=function*"])
+    assert 'asyncio_default_fixture_loop_scope" is unset' not in unset.stderr.str()
+    pytester.makeini(
+        "[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest\n"
+        "asyncio_default_fixture_loop_scope = module\n"
+    )
+    chosen = pytester.runpytest()
+    chosen.assert_outcomes(passed=1)
+    chosen.stdout.fnmatch_lines(["asyncio: *asyncio_default_fixture_loop_scope=module*"])

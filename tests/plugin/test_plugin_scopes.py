@@ -68,6 +68,10 @@ async def test_second_sees_the_first(createos_shared, module_lease):
 
 def test_left_behind(createos_shared):
     createos_shared.run(createos_shared.provider.acquire_lease(createos_shared.env))
+
+
+def test_runs_last(createos_shared):
+    pass
 """
 
 
@@ -76,15 +80,17 @@ def test_a_module_shares_one_lease_on_the_shared_fake(
 ) -> None:
     """State carries across tests on ``createos_shared``, per-test fixtures keep their own
     reset fake, the module's lease is destroyed with the module, and a sandbox left on the
-    shared fake is a warning at the end of the session."""
+    shared fake is a warning at the end of the session naming the test that made it (not the
+    last test, where the warning is raised)."""
     make_ini(extra="    default::pytest_createos.CreateosWarning")
     pytester.makepyfile(SHARED_TESTS)
     result = pytester.runpytest()
-    result.assert_outcomes(passed=3, warnings=1)
+    result.assert_outcomes(passed=4, warnings=1)
     result.stdout.fnmatch_lines(
         [
             "*CreateosWarning: createos_shared: 1 sandbox(es) left running or paused at the end "
-            "of the session: sb-* (running)"
+            "of the session: sb-* (running, made during "
+            "test_a_module_shares_one_lease_on_the_shared_fake.py::test_left_behind)"
         ]
     )
 
@@ -162,6 +168,7 @@ def test_a_scoped_fixture_asking_for_a_per_test_one_is_pointed_to_shared(
             "*- createos -*",
             "createos: the createos_* fixtures are per test (the fake is reset before each); a "
             "module- or session-scoped fixture takes createos_shared instead: its own fake, env "
-            "and provider, never reset (see docs/howto/scopes.md)",
+            "and provider, never reset; wrap the fixture's yield in `with "
+            "createos_shared.leases() as leases:` for leases destroyed when it ends",
         ]
     )
