@@ -41,6 +41,7 @@ from fake_server.faults import (
     DuplicateFrame,
     EmptyReply,
     EvictOutput,
+    ExhaustCredit,
     ExitWithoutStatus,
     Fault,
     Forget,
@@ -110,7 +111,8 @@ _GENERIC: list[Action] = [
 _SPECIAL: dict[str, list[Action]] = {
     "get_sandbox": [HttpError(404), SetStatus("failed"), SetStatus("error"), Forget()],
     "pause_sandbox": [HttpError(409)],
-    "resume_sandbox": [HttpError(409), SetStatus("destroyed")],
+    # The account's credit runs out as it resumes: 402 now and on every later resume.
+    "resume_sandbox": [HttpError(409), SetStatus("destroyed"), ExhaustCredit()],
     "exec": [TamperFile(MARKER_PATH, b"not-the-marker")],
     "connect_process": [
         CutStream(after_frames=1),

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from aiohttp.typedefs import Middleware
 
     from fake_server.clock import Clock
+    from fake_server.models.account import Account
     from fake_server.runtime.netoptions import NetworkOptions
 
 __all__ = ["FakeCreateOS"]
@@ -251,6 +252,7 @@ class FakeCreateOS:
                 reset=self.reset,
                 origin=lambda: self.url,
                 middlewares=tuple(self.middlewares),
+                default_key=lambda: self.api_key,
             )
         )
         for index, middleware in enumerate(outer_middlewares):
@@ -361,6 +363,21 @@ class FakeCreateOS:
     def add_account(self, api_key: str | None = None) -> str:
         """Another account; returns its key (seeded when not given)."""
         return self._call(lambda: self.world.add_account(api_key).api_key)
+
+    def set_credit(self, balance: float | None, api_key: str | None = None) -> None:
+        """Set an account's credit (the default account's unless ``api_key``): ``None`` is
+        unlimited (the default), ``0`` makes every cost-incurring call answer 402."""
+        self._call(lambda: self._account(api_key).credit.set(balance))
+
+    def credit(self, api_key: str | None = None) -> float | None:
+        """An account's credit balance; ``None`` is unlimited."""
+        return self._call(lambda: self._account(api_key).credit.balance)
+
+    def _account(self, api_key: str | None) -> Account:
+        account = self.world.account_for_key(self.api_key if api_key is None else api_key)
+        if account is None:
+            raise KeyError("no account has this API key")
+        return account
 
     def sandbox(self, sandbox_id: str) -> Sandbox:
         """The sandbox model (status settled), from any account; KeyError when unknown."""

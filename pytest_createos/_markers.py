@@ -48,6 +48,7 @@ _SETTINGS = (
     "leak_check",
     "runtime",
     "egress_hostnames",
+    "credit",
 )
 _CHECK_MODES = ("fail", "warn", "off")
 _RUNTIMES = ("bashkit", "process")
@@ -55,7 +56,8 @@ _RUNTIMES = ("bashkit", "process")
 MARKER_HELP = {
     "createos": "createos(seed=int, transitions='immediate'|'realistic'|TransitionPolicy, "
     "reuse_lease=bool, shape=str, rate_limit=int|None, leak_check='fail'|'warn'|'off', "
-    "runtime='bashkit'|'process', egress_hostnames='ignore'|'enforce'): "
+    "runtime='bashkit'|'process', egress_hostnames='ignore'|'enforce', "
+    "credit=float|None): "
     "per-test settings of the CreateOS fake",
     "createos_fault": "createos_fault(operation, action, **schedule): arm a fault on the "
     "CreateOS fake for this test (same arguments as fake_server.faults.Fault)",
@@ -84,6 +86,8 @@ class MarkerSettings:
     #: ``enforce``: host-name egress rules are enforced (the strict mode); ``ignore``: not,
     #: as on the service.
     egress_hostnames: str = "ignore"
+    #: The default account's credit; ``None`` is unlimited, 0 answers 402 to cost-incurring calls.
+    credit: float | None = None
 
 
 def _merged(item: pytest.Item) -> dict[str, Any]:
@@ -144,8 +148,16 @@ def settings_for(item: pytest.Item, default_seed: int) -> MarkerSettings:
     hostnames = kwargs.get("egress_hostnames", "ignore")
     if hostnames not in ("ignore", "enforce"):
         raise MarkerError("createos(egress_hostnames=...) must be 'ignore' or 'enforce'")
+    from fake_server.models.credit import check_balance  # lazily, like _policy
+
+    try:
+        credit = check_balance(kwargs.get("credit"))
+    except ValueError:
+        raise MarkerError(
+            "createos(credit=...) must be None (unlimited) or a number >= 0"
+        ) from None
     return MarkerSettings(
-        seed, policy, name, reuse, shape, rate_limit, leak_check, runtime, hostnames
+        seed, policy, name, reuse, shape, rate_limit, leak_check, runtime, hostnames, credit
     )
 
 

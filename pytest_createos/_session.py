@@ -138,6 +138,7 @@ class Session:
         fake.rate_limit = settings.rate_limit
         fake.runtime = settings.runtime
         fake.egress_hostnames = settings.egress_hostnames
+        fake.set_credit(settings.credit)
         return Run(
             fake=fake,
             faults=registry,

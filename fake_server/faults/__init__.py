@@ -42,7 +42,12 @@ from fake_server.faults.actions import (
     TruncatedDownload,
 )
 from fake_server.faults.registry import Faults
-from fake_server.faults.resource_actions import DetachDisk, FailTemplateBuild, VanishNetwork
+from fake_server.faults.resource_actions import (
+    DetachDisk,
+    ExhaustCredit,
+    FailTemplateBuild,
+    VanishNetwork,
+)
 from fake_server.faults.rules import (
     DEFAULT,
     OPERATIONS,
@@ -79,6 +84,7 @@ __all__ = [
     "DuplicateFrame",
     "EmptyReply",
     "EvictOutput",
+    "ExhaustCredit",
     "ExitWithoutStatus",
     "FailTemplateBuild",
     "Fault",

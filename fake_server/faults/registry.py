@@ -20,7 +20,12 @@ from fake_server.faults.actions import (
     SetStatus,
     TamperFile,
 )
-from fake_server.faults.resource_actions import DetachDisk, FailTemplateBuild, VanishNetwork
+from fake_server.faults.resource_actions import (
+    DetachDisk,
+    ExhaustCredit,
+    FailTemplateBuild,
+    VanishNetwork,
+)
 from fake_server.faults.rules import FaultRegistry
 from fake_server.faults.target import (
     Aim,
@@ -116,6 +121,10 @@ class Faults(FaultRegistry):
     def fail_template_build(self, template_id: str, reason: str = "injected build failure") -> None:
         """End a pending or building template's build ``failed`` now, ``reason`` in its log."""
         self.apply_now(FailTemplateBuild(template_id, reason))
+
+    def exhaust_credit(self, account: str | None = None) -> None:
+        """Run an account (its ``user_id``; every account when None) out of credit now."""
+        self.apply_now(ExhaustCredit(), account=account)
 
     # -- applying a plan ----------------------------------------------------------------------
 

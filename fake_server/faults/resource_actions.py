@@ -1,5 +1,5 @@
-"""Out-of-band actions on the account resources: a network vanishes, a disk is detached, a
-template build fails.
+"""Out-of-band actions on the account and its resources: a network vanishes, a disk is
+detached, a template build fails, the credit runs out.
 
 Each names its resource by its own field or takes it from the call (a fault on
 ``get_template`` fails the template the call asks about). The change is made for the calling
@@ -17,7 +17,7 @@ from fake_server.faults.actions import OutOfBandAction
 if TYPE_CHECKING:
     from fake_server.faults.target import Aim, OutOfBandTarget
 
-__all__ = ["DetachDisk", "FailTemplateBuild", "VanishNetwork"]
+__all__ = ["DetachDisk", "ExhaustCredit", "FailTemplateBuild", "VanishNetwork"]
 
 #: Longest ``reason`` a failed build may log.
 MAX_REASON = 200
@@ -87,3 +87,20 @@ class FailTemplateBuild(OutOfBandAction):
 
     def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
         target.fail_template_build(aim.id("template_id"), self.reason, aim.account)
+
+
+@dataclass(frozen=True)
+class ExhaustCredit(OutOfBandAction):
+    """The account's credit runs out now: every later cost-incurring call (create, resume,
+    fork, bandwidth recharge, disk/network/template create) answers 402 until a test sets a
+    balance again. A fault's calling account; applied now, the control API's ``account``, or
+    every account when none is named."""
+
+    kind: ClassVar[str] = "exhaust_credit"
+    needs: ClassVar[tuple[str, ...]] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+
+    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
+        target.exhaust_credit(aim.account)

@@ -39,7 +39,12 @@ from fake_server.faults.actions import (
 )
 from fake_server.faults.fault import DEFAULT, Call, Fault
 from fake_server.faults.matchers import AllOf, BodyContains
-from fake_server.faults.resource_actions import DetachDisk, FailTemplateBuild, VanishNetwork
+from fake_server.faults.resource_actions import (
+    DetachDisk,
+    ExhaustCredit,
+    FailTemplateBuild,
+    VanishNetwork,
+)
 
 __all__ = [
     "ACTION_TYPES",
@@ -74,6 +79,7 @@ ACTION_TYPES: Final[dict[str, type[Action]]] = {
         VanishNetwork,
         DetachDisk,
         FailTemplateBuild,
+        ExhaustCredit,
     )
 }
 

@@ -33,6 +33,20 @@ class ResourceChanges:
     def _run(self, change: Callable[[], None]) -> None:  # pragma: no cover - WorldTarget's
         raise NotImplementedError
 
+    def exhaust_credit(self, account: str | None) -> None:
+        """Set the credit of ``account`` (every account when None) to 0."""
+
+        def exhaust() -> None:
+            accounts = [
+                a for a in self._world.accounts.values() if account is None or a.id == account
+            ]
+            if not accounts:
+                raise UnknownTargetError("no such account")
+            for found in accounts:
+                found.credit.set(0)
+
+        self._run(exhaust)
+
     def vanish_network(self, network_id: str, account: str | None) -> int:
         """Drop the network with its memberships; answers how many members it had."""
         detached: list[int] = []

@@ -8,6 +8,9 @@ envelopes):
 * ``GET /_fake/journal``: every journaled event.
 * ``POST /_fake/clock/advance`` ``{"seconds": n}``: move a virtual clock forward.
 * ``PUT /_fake/transitions``: replace the transition policy (see ``parse_policy``).
+* ``PUT /_fake/credit`` ``{"credit": n | null, "account"?: "usr-…"}``: an account's credit
+  (the default account's unless ``account``); ``null`` is unlimited, ``0`` answers 402 to
+  every cost-incurring call.
 
 The fault routes (``/_fake/faults...``) live in ``http.fault_control``; ``control_routes()``
 lists both.
@@ -26,7 +29,8 @@ from fake_server.http.errors import ok
 from fake_server.http.fault_control import fault_routes
 from fake_server.http.keys import STATE_KEY, WORLD_KEY
 from fake_server.http.routes import CONTROL_PREFIX
-from fake_server.models import BadRequest, Conflict, Step, TransitionPolicy
+from fake_server.models import BadRequest, Conflict, NotFound, Step, TransitionPolicy
+from fake_server.models.credit import check_balance
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -56,7 +60,9 @@ async def state(request: web.Request) -> web.Response:
             }
             for s in account.sandboxes.values()
         ]
-        accounts.append({"user_id": account.id, "sandboxes": sandboxes})
+        accounts.append(
+            {"user_id": account.id, "credit": account.credit.balance, "sandboxes": sandboxes}
+        )
     return ok({"accounts": accounts, "clock": clock.now(), "errors": len(fake.errors)})
 
 
@@ -153,6 +159,28 @@ def parse_policy(body: Mapping[str, Any], current: TransitionPolicy) -> Transiti
     return policy
 
 
+async def put_credit(request: web.Request) -> web.Response:
+    fake = request.app[STATE_KEY]
+    body = await wire.read_json(request)
+    if "credit" not in body:
+        raise BadRequest("is required (null for unlimited)", field="credit")
+    try:
+        balance = check_balance(body["credit"])
+    except ValueError:
+        raise BadRequest("must be null (unlimited) or a number >= 0", field="credit") from None
+    wanted = body.get("account")
+    if wanted is None:
+        account = fake.world.account_for_key(fake.default_key())
+    elif isinstance(wanted, str):
+        account = next((a for a in fake.world.accounts.values() if a.id == wanted), None)
+    else:
+        raise BadRequest("must be an account id (user_id)", field="account")
+    if account is None:
+        raise NotFound("no account has this id", code="account_not_found")
+    account.credit.set(balance)
+    return ok({"user_id": account.id, "credit": balance})
+
+
 def control_routes() -> list[web.RouteDef]:
     """Every ``/_fake/...`` route; the route name (``fake_*``) is the journal's operation."""
     p = CONTROL_PREFIX
@@ -162,5 +190,6 @@ def control_routes() -> list[web.RouteDef]:
         web.get(f"{p}/journal", journal, name="fake_journal"),
         web.post(f"{p}/clock/advance", advance_clock, name="fake_clock_advance"),
         web.put(f"{p}/transitions", put_transitions, name="fake_transitions"),
+        web.put(f"{p}/credit", put_credit, name="fake_credit"),
         *fault_routes(),
     ]

@@ -70,6 +70,7 @@ async def list_disks(request: web.Request) -> web.Response:
 
 
 async def create_disk(request: web.Request) -> web.Response:
+    request[BACKEND_KEY].require_credit()
     _disks(request).require_configured()
     disk, new = _disks(request).create(await wire.read_json(request))
     return ok(disk_json(disk), status=201 if new else 200)

@@ -58,6 +58,7 @@ async def list_networks(request: web.Request) -> web.Response:
 
 
 async def create_network(request: web.Request) -> web.Response:
+    request[BACKEND_KEY].require_credit()
     network = _networks(request).create(await wire.read_json(request))
     return ok(network_json(network), status=201)
 

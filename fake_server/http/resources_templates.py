@@ -61,6 +61,7 @@ async def list_templates(request: web.Request) -> web.Response:
 
 
 async def create_template(request: web.Request) -> web.Response:
+    request[BACKEND_KEY].require_credit()
     template = await _templates(request).create(await wire.read_json(request))
     return web.json_response(
         wire.success(template_json(template, _clock(request).now())), status=201

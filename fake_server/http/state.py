@@ -39,3 +39,5 @@ class AppState:
     origin: Callable[[], str]
     #: Extra middlewares, run after authentication and rate limiting, before fault injection.
     middlewares: Sequence[Middleware] = field(default=())
+    #: The default account's API key (``PUT /_fake/credit`` without ``account``).
+    default_key: Callable[[], str] = field(default=lambda: "")

@@ -45,6 +45,7 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, AccountBase):
     """Every API operation of one account, as one method each."""
 
     def create_sandbox(self, spec: SandboxSpec) -> Sandbox:
+        self.require_credit()
         catalog = self.ctx.catalog
         spec = dataclasses.replace(
             spec,
@@ -122,6 +123,7 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, AccountBase):
 
     def resume_sandbox(self, sandbox_id: str) -> tuple[Sandbox, bool]:
         sandbox = self._sandbox(sandbox_id)
+        self.require_credit()
         return sandbox, sandbox.resume()
 
     def whoami(self) -> Stats:

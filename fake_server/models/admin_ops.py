@@ -98,6 +98,7 @@ class AdminOps(AccountBase):
         """A new sandbox from a paused one: a copy of its disk and settings, ``forking`` until
         the creating step passed, then ``running`` (or ``paused`` with ``start_paused``)."""
         source = self._sandbox(sandbox_id)
+        self.require_credit()
         if source.status != "paused":
             raise Conflict(
                 f"sandbox is {source.status}; only a paused sandbox can be forked",
@@ -185,6 +186,7 @@ class AdminOps(AccountBase):
 
     def recharge_bandwidth(self, sandbox_id: str, add_bytes: int) -> Sandbox:
         sandbox = self._sandbox(sandbox_id)
+        self.require_credit()
         _not_destroyed(sandbox)
         if add_bytes <= 0:
             raise BadRequest("must be a positive integer", field="add_bytes")

@@ -23,6 +23,10 @@ class AccountBase:
         self.api_key = api_key
         self.ctx = ctx
         self.sandboxes: dict[str, Sandbox] = {}
+        from fake_server.models.credit import Credit
+
+        #: The credit balance (unlimited unless a test sets it): 402 on cost-incurring calls.
+        self.credit = Credit()
         from fake_server.models.resources import AccountResources
 
         #: Networks, disks, templates and desktops (``models.resources``).
@@ -37,6 +41,10 @@ class AccountBase:
             del self.sandboxes[sandbox_id]
             raise NotFound("sandbox not found", code="sandbox_not_found")
         return sandbox
+
+    def require_credit(self) -> None:
+        """402 when the account has no credit; cost-incurring calls check after the owner."""
+        self.credit.require()
 
     def _running(self, sandbox_id: str) -> Sandbox:
         sandbox = self._sandbox(sandbox_id)

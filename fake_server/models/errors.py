@@ -18,6 +18,7 @@ __all__ = [
     "NotFound",
     "NotImplementedByFake",
     "PayloadTooLarge",
+    "PaymentRequired",
     "RateLimited",
     "RequestTimeout",
     "Unauthorized",
@@ -29,6 +30,7 @@ __all__ = [
 CODES: Final[dict[int, str]] = {
     400: "bad_request",
     401: "unauthorized",
+    402: "payment_required",
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
@@ -86,6 +88,12 @@ class BadRequest(ApiError):
 
 class Unauthorized(ApiError):
     status = 401
+
+
+class PaymentRequired(ApiError):
+    """The account has no credit for a cost-incurring call (``models.credit``)."""
+
+    status = 402
 
 
 class Forbidden(ApiError):

@@ -85,6 +85,32 @@ try {
   assert.ok(err.requestId.startsWith("req-"));
 }
 
+// Credit: with none, the cost-incurring calls answer 402, which the SDK raises as
+// CreateosSandboxPaymentRequiredError and never retries.
+const control = (method, route, body) =>
+  fetch(`${process.env.CREATEOS_SANDBOX_BASE_URL}/_fake${route}`, {
+    method,
+    headers: { "X-Fake-Control-Key": process.env.CREATEOS_FAKE_CONTROL_KEY, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+assert.equal((await control("PUT", "/credit", { credit: 0 })).status, 200);
+const unpaid = [
+  () => client.createSandbox({ shape: "s-1vcpu-1gb" }),
+  () => box.resume(),
+  () => box.fork({}),
+  () => fork.rechargeBandwidth(1),
+];
+for (const call of unpaid) {
+  await assert.rejects(call, (err) =>
+    err instanceof sdk.CreateosSandboxPaymentRequiredError && err.statusCode === 402 &&
+    err.message.includes("code: payment_required, message: insufficient credit"));
+}
+const journal = (await (await control("GET", "/journal")).json()).data.events;
+const paymentRequired = journal.filter((e) => e.kind === "response" && e.status === 402);
+assert.deepEqual(paymentRequired.map((e) => e.operation),
+  ["create_sandbox", "resume_sandbox", "fork_sandbox", "recharge_bandwidth"]); // one each: no retry
+assert.equal((await control("PUT", "/credit", { credit: null })).status, 200);
+
 assert.equal((await fork.destroy()).status, "destroying");
 assert.equal((await box.destroy()).status, "destroying"); check("destroy");
 await box.waitUntilDestroyed(); check("waitUntilDestroyed");

@@ -98,6 +98,41 @@ def test_rate_limit_marker_answers_429(inner: pytest.Pytester) -> None:
     inner.runpytest().assert_outcomes(passed=2)
 
 
+def test_credit_marker_answers_402_and_resets(inner: pytest.Pytester) -> None:
+    """``credit=0``: the provider's lease fails with the 402; the next test has credit again."""
+    inner.makepyfile(
+        good="""
+        import pytest
+        from pytest_createos.provider import CreateosApiError
+
+        @pytest.mark.createos(credit=0)
+        @pytest.mark.asyncio
+        async def test_no_credit(createos_fake, createos_provider, createos_env):
+            with pytest.raises(CreateosApiError) as caught:
+                await createos_provider.acquire_lease(createos_env)
+            assert "HTTP 402" in str(caught.value)
+            assert createos_fake.sandboxes() == []
+            assert createos_fake.credit() == 0
+
+        def test_credit_again(createos_fake):
+            assert createos_fake.credit() is None
+        """,
+        bad="""
+        import pytest
+
+        @pytest.mark.createos(credit=-1)
+        def test_bad(createos_fake):
+            pass
+        """,
+    )
+    inner.runpytest("good.py").assert_outcomes(passed=2)
+    result = inner.runpytest("bad.py")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(
+        ["bad.py::test_bad: createos(credit=...) must be None (unlimited) or a number >= 0"]
+    )
+
+
 def test_fault_marker_arms_a_fault_for_one_test(inner: pytest.Pytester) -> None:
     """``createos_fault`` takes Fault's arguments; the next test starts without it."""
     inner.makepyfile(
@@ -269,7 +304,7 @@ def test_marker_mistakes_are_one_usage_error(inner: pytest.Pytester) -> None:
             "ERROR: pytest-createos marker errors:",
             "test_marker_mistakes_are_one_usage_error.py::test_typo: @pytest.mark.createos got "
             "unknown argument(s) sede; allowed: seed, transitions, reuse_lease, shape, rate_limit, "
-            "leak_check, runtime, egress_hostnames",
+            "leak_check, runtime, egress_hostnames, credit",
             "test_marker_mistakes_are_one_usage_error.py::test_positional: "
             "@pytest.mark.createos takes keyword arguments only",
             "test_marker_mistakes_are_one_usage_error.py::test_values: "
