@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -15,6 +17,9 @@ import pytest
 from fake_server import tls_context
 from fake_server.__main__ import build_parser, main, serve_fake
 from fake_server.server import FakeCreateOS
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 STOPPED = (
     "createos-fake: {signal}: stopping (killing the sandboxes' processes; a second signal exits "
@@ -245,11 +250,11 @@ def test_serve_says_sandboxes_have_no_way_out_without_nft(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from fake_server.__main__ import _runtime
-    from fake_server.runtime.process import netmode, nft
+    from fake_server.runtime.process import hostcheck, netmode, nft
 
     monkeypatch.setattr(nft, "nft_path", lambda: None)
     mode = netmode.detect.__wrapped__()
-    assert mode == netmode.NetworkMode(uplink_missing=netmode.NFT_MISSING)
+    assert mode == netmode.NetworkMode(uplink_missing=hostcheck.NFT_MISSING)
     monkeypatch.setattr(netmode, "detect", lambda: mode)
     assert _runtime("process") == (
         "process",
@@ -257,6 +262,32 @@ def test_serve_says_sandboxes_have_no_way_out_without_nft(
         "since nftables' nft is not installed (apt-get install nftables); eth0, preview URLs "
         "and account networks work)",
     )
+
+
+def test_serve_says_sandboxes_have_no_way_out_where_forwarding_cannot_be_turned_on(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A container's read-only ``/proc/sys`` with forwarding off: said, never worked around."""
+    from fake_server.__main__ import _runtime
+    from fake_server.runtime.process import hostcheck, netmode
+
+    switch = tmp_path / "ip_forward"
+    switch.write_text("0\n")
+    monkeypatch.setattr(hostcheck, "FORWARDING", str(switch))
+    real_access = os.access
+    monkeypatch.setattr(
+        hostcheck.os, "access", lambda path, mode: path != str(switch) and real_access(path, mode)
+    )
+    mode = netmode.detect.__wrapped__()
+    assert mode == netmode.NetworkMode(uplink_missing=hostcheck.FORWARDING_OFF)
+    monkeypatch.setattr(netmode, "detect", lambda: mode)
+    assert _runtime("process")[1] == (
+        "runtime: process (sandboxes reach nothing past the fake: no NAT and no egress rules, "
+        "since the host's IPv4 forwarding is off and cannot be turned on here (sysctl -w "
+        "net.ipv4.ip_forward=1 on the host); eth0, preview URLs and account networks work)"
+    )
+    switch.write_text("1\n")
+    assert hostcheck.uplink_missing() is None  # on already: nothing to turn on
 
 
 @pytest.mark.asyncio

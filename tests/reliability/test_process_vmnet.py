@@ -18,7 +18,7 @@ import pytest_asyncio
 from conftest import sh, until
 
 from fake_server import FakeCreateOS, NetworkOptions, TransitionPolicy, VirtualClock
-from fake_server.runtime.process import ProcessRuntime
+from fake_server.runtime.process import ProcessRuntime, hostcheck, nft, router
 from fake_server.runtime.process.resolver import host_resolver
 from tests.fake_server._netstubs import DnsStub, Upstream, on_host
 from tests.fake_server._process_runtime import no_bwrap_left
@@ -362,3 +362,39 @@ async def test_pip_installs_a_small_package_from_pypi_without_proxy_variables() 
         )
         result = done.json()["data"]["result"]
         assert (result["exit_code"], result["stdout"]) == (0, "six\n"), result
+
+
+async def test_without_an_uplink_sandboxes_keep_eth0_dns_and_previews_and_reach_nothing_else(
+    dns: DnsStub, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ``nft`` (or no forwarding): no NAT, so no packet passes the router; what the
+    router itself serves still works, and egress rules change nothing."""
+    monkeypatch.setattr(router, "uplink_missing", lambda: hostcheck.NFT_MISSING)
+    async with (
+        vm_fake(dns) as fake,
+        httpx.AsyncClient(
+            base_url=fake.url, headers={"X-Api-Key": fake.api_key}, timeout=30
+        ) as client,
+    ):
+        sid = (await new_sandbox(client, egress=[f"{upstream.address}/32"]))["id"]
+        runtime = fake.runtimes.get("process")
+        assert isinstance(runtime, ProcessRuntime)
+        assert runtime.network().uplink_missing == hostcheck.NFT_MISSING
+        code, out = await run(
+            client,
+            sid,
+            f"{curl(f'http://web.test:{PORT}/')}; "
+            "curl -s -o /dev/null -w '%{http_code}\\n' http://169.254.169.254/",
+        )
+        assert (code, out) == (0, "7\n200\n")  # unreachable at once; metadata answers
+        host_table = runtime.network().router.host_table
+        assert on_host(lambda line: host_table in line, ["nft", "list", "tables"]) == []
+
+
+async def test_a_killed_fakes_host_table_is_removed_by_the_next_router() -> None:
+    """A fake killed before its close leaves ``createos_<pid>_<n>`` in the host's nftables
+    (its veth goes with its router); a router made later deletes it, its pid being gone."""
+    left = "createos_999999999_1"  # above any pid_max: never a live process
+    nft.run([f"add table ip {left}"])
+    router.sweep_host_tables()
+    assert on_host(lambda line: left in line, ["nft", "list", "tables"]) == []

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass
 
 from fake_server.runtime.api import FeatureUnavailable, RuntimeUnavailable
-from fake_server.runtime.process import nft
+from fake_server.runtime.process.hostcheck import uplink_missing
 from fake_server.runtime.process.netns import NetNamespace, nsenter_path
 
 __all__ = ["SHARED", "NetworkMode", "detect"]
@@ -61,7 +61,6 @@ class NetworkMode:
 
 #: One network namespace per sandbox (root, with nsenter).
 SHARED = NetworkMode()
-NFT_MISSING = "nftables' nft is not installed (apt-get install nftables)"
 
 
 @functools.cache
@@ -78,6 +77,5 @@ def detect() -> NetworkMode:
             return NetworkMode("not root")
         reason = exc.strerror or type(exc).__name__
         return NetworkMode(f"a network namespace cannot be created: {reason}")
-    if nft.nft_path() is None:
-        return NetworkMode(uplink_missing=NFT_MISSING)
-    return SHARED
+    missing = uplink_missing()
+    return SHARED if missing is None else NetworkMode(uplink_missing=missing)

@@ -30,8 +30,8 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.process import nft
+from fake_server.runtime.process.hostcheck import FORWARDING, uplink_missing
 from fake_server.runtime.process.netlink import configure, set_sysctl
-from fake_server.runtime.process.netmode import NFT_MISSING
 from fake_server.runtime.process.netns import NetNamespace
 
 if TYPE_CHECKING:
@@ -91,9 +91,8 @@ class Router:
         self.net = NetNamespace()
         try:
             configure(self.net.fileno, _router_loopback)
-            if nft.nft_path() is None:
-                self.uplink_missing = NFT_MISSING
-            else:
+            self.uplink_missing = uplink_missing()
+            if self.uplink_missing is None:
                 sweep_host_tables()
                 self._uplink()
         except BaseException:
@@ -185,7 +184,7 @@ def _router_loopback(ipr: Any) -> None:
 def enable_host_forwarding() -> None:
     """Turn on the host's IPv4 forwarding (as container engines do); left on at close, since
     other fakes and programs of the host may rely on it by then."""
-    with open("/proc/sys/net/ipv4/ip_forward") as file:
+    with open(FORWARDING) as file:
         if file.read().strip() == "1":
             return
     set_sysctl(None, "net.ipv4.ip_forward", "1")
