@@ -192,6 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
         "everything is lost at stop)",
     )
     serve.add_argument("--quiet", action="store_true", help="do not log requests")
+    serve.add_argument(
+        "--open",
+        action="store_true",
+        help="open the web dashboard (/_fake/ui/) in a browser once serving",
+    )
     return parser
 
 
@@ -246,7 +251,8 @@ def connection_help(
         f"curl -H {shlex.quote('X-Api-Key: ' + key)} {origin}/v1/sandboxes",
     ]
     lines += [
-        f"# the fake's control API (/_fake/...) takes its own key in {CONTROL_KEY_HEADER}:",
+        f"# the fake's control API (/_fake/...) takes its own key in {CONTROL_KEY_HEADER},",
+        f"# and so does the web dashboard's login: {fake.dashboard_url}",
         f"control key: {fake.control_key}",
     ]
     return "\n".join(lines) + "\n"
@@ -311,6 +317,8 @@ async def _serve(args: argparse.Namespace) -> int:
     state_lines = persistence.describe() if persistence is not None else ()
     with StopSignals(lambda line: print(line, flush=True)) as signals:
         print(connection_help(fake, runtime_line, state_lines), flush=True)
+        if args.open:
+            _open_browser(fake.dashboard_url)
         try:
             await signals.stopping.wait()
             if persistence is not None:
@@ -324,6 +332,18 @@ async def _serve(args: argparse.Namespace) -> int:
 
 def _complain(message: str) -> None:
     print(f"createos-fake: {message}", file=sys.stderr, flush=True)
+
+
+def _open_browser(url: str) -> None:
+    """``--open``: the default browser, without waiting for it; a machine without one says so."""
+    import webbrowser
+
+    try:
+        opened = webbrowser.open(url)
+    except webbrowser.Error:
+        opened = False
+    if not opened:
+        print(f"createos-fake: no browser to open; visit {url}", file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from aiohttp import web
 
 from fake_server.clock import DEFAULT_EPOCH, VirtualClock
+from fake_server.dashboard import dashboard_url, install_dashboard
 from fake_server.faults import Faults
 from fake_server.faults.world import WorldTarget
 from fake_server.http import AppState, create_app
@@ -167,6 +168,11 @@ class FakeCreateOS:
         return self.url + "/v1"
 
     @property
+    def dashboard_url(self) -> str:
+        """The web dashboard (``/_fake/ui/``; log in with ``control_key``)."""
+        return dashboard_url(self.url)
+
+    @property
     def calls(self) -> Calls:
         """The requests so far, each with its reply: filter them, assert on them."""
         return Calls.from_events(self.journal.events, self.journal.origin)
@@ -255,6 +261,7 @@ class FakeCreateOS:
                 default_key=lambda: self.api_key,
             )
         )
+        install_dashboard(app)
         for index, middleware in enumerate(outer_middlewares):
             app.middlewares.insert(index, middleware)
         timeouts: dict[str, Any] = {}

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from fake_server.dashboard import is_dashboard
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable
 
@@ -94,6 +96,8 @@ def request_log(faults: Faults, write: Callable[[str], None]) -> Middleware:
 
     @web.middleware
     async def log_request(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if is_dashboard(request.path):  # the dashboard's own traffic is not the app's
+            return await handler(request)
         seen: list[FaultFiring] = []
         token = _firings.set(seen)
         started = time.perf_counter()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 __all__ = ["Event", "Journal"]
 
@@ -94,6 +94,10 @@ class Journal:
         #: When a list, every event recorded is also appended to it (``serve --state-dir``
         #: takes them from there to its database).
         self.tap: list[Event] | None = None
+        #: Called after each event is recorded, and with ``None`` after ``clear()``: observers
+        #: (the dashboard's live feed) learn of every change without polling. A listener runs
+        #: in the recording thread and must only hand the event on.
+        self.listeners: list[Callable[[Event | None], None]] = []
 
     def record(self, event: Event) -> Event:
         with self._lock:
@@ -102,6 +106,8 @@ class Journal:
             self._events.append(event)
             if self.tap is not None:
                 self.tap.append(event)
+        for listener in self.listeners:
+            listener(event)
         return event
 
     def clear(self) -> None:
@@ -112,6 +118,14 @@ class Journal:
             self.generation += 1
             if self.tap is not None:
                 self.tap.clear()
+        for listener in self.listeners:
+            listener(None)
+
+    def window(self) -> tuple[int, list[Event]]:
+        """``(dropped, events)`` read together: event ``i`` of the list is number
+        ``dropped + i`` since the last ``clear()``, a stable index for paging."""
+        with self._lock:
+            return self.dropped, list(self._events)
 
     def rebase(self, origin: float) -> None:
         """``format()`` shows times as seconds since the clock reading ``origin``."""

@@ -82,6 +82,11 @@ class OutputJournal:
             self._taken = True
         return frames
 
+    def peek(self, cursor: int) -> list[OutputFrame]:
+        """Frames after ``cursor`` for an observer: unlike ``after()``, reading does not stop
+        the newest frame from growing, so watching a process changes nothing a client sees."""
+        return [f for f in self._frames if f.seq > cursor]
+
     @property
     def growing(self) -> bool:
         """Whether the newest frame may still be topped up by ``append(merge=True)``."""

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import traceback
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fake_server.models.errors import Conflict, Gone
 from fake_server.models.output import OutputFrame, OutputJournal
@@ -18,7 +18,7 @@ from fake_server.models.waiting import Wakeup, wait_event
 from fake_server.runtime.terminal import Terminal
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, Callable
+    from collections.abc import AsyncGenerator, Callable, Coroutine
 
     from fake_server.clock import Clock, Hold
     from fake_server.runtime import StdinPipe
@@ -310,6 +310,12 @@ class Process:
         self._notify()
 
     # -- reading ------------------------------------------------------------------------------
+
+    def changed(self) -> Coroutine[Any, Any, None]:
+        """Completes at the next output, eviction or exit after this call (not after the
+        first await), for observers (the dashboard) that must not hold a virtual clock still:
+        unlike ``follow()``, waiting on it takes no hold."""
+        return self._changed.wait()
 
     async def follow(self, after: int, heartbeat: float) -> AsyncGenerator[Frame, None]:
         """Replay frames after ``after``, then live frames, then one exit frame."""

@@ -74,7 +74,8 @@ def _exercise(process: subprocess.Popen[str]) -> None:
         json.dumps({"apiUrl": origin, "apiKey": key, "shape": "s-1vcpu-1gb"}),
         "# curl and other HTTP clients send the key in the X-Api-Key header:",
         f"curl -H 'X-Api-Key: {key}' {origin}/v1/sandboxes",
-        "# the fake's control API (/_fake/...) takes its own key in X-Fake-Control-Key:",
+        "# the fake's control API (/_fake/...) takes its own key in X-Fake-Control-Key,",
+        f"# and so does the web dashboard's login: {origin}/_fake/ui/",
         f"control key: {control_key}",
     ]
     assert control_key != key

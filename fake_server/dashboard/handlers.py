@@ -1,0 +1,228 @@
+"""The dashboard's JSON API (``/_fake/ui/api/...``): reads of the fake's state, the live
+streams, file downloads, and the fault changes the dashboard makes through ``Faults``."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from fake_server.dashboard.journal_page import (
+    JournalQuery,
+    QueryError,
+    event_detail,
+    journal_page,
+)
+from fake_server.dashboard.live import Hub, process_output
+from fake_server.dashboard.projections import (
+    account_rows,
+    resources,
+    sandbox_detail,
+    sandbox_row,
+)
+from fake_server.faults import FaultSpecError, fault_from_json
+from fake_server.http.fault_control import fault_to_json, firing_to_json
+from fake_server.http.keys import STATE_KEY
+from fake_server.http.routes import ROUTES
+from fake_server.models import ApiError
+from fake_server.models.paths import check_abs_path
+
+if TYPE_CHECKING:
+    from fake_server.dashboard.security import Sessions
+    from fake_server.http.state import AppState
+    from fake_server.models import Sandbox
+
+__all__ = ["HUB_KEY", "SESSIONS_KEY", "api_routes", "fail"]
+
+HUB_KEY: web.AppKey[Hub] = web.AppKey("fake_server.dashboard.hub")
+SESSIONS_KEY: web.AppKey[Sessions] = web.AppKey("fake_server.dashboard.sessions")
+#: Largest fault spec the form may send.
+_MAX_BODY = 64 * 1024
+#: Largest file the dashboard downloads from a sandbox.
+MAX_DOWNLOAD = 64 * 1024 * 1024
+
+
+#: Operation names the journal and fault forms offer.
+_OPERATIONS = sorted({operation for _, _, operation, _ in ROUTES})
+
+
+def fail(status: int, message: str) -> web.Response:
+    """An error the page shows as text: ``{"error": message}``."""
+    return web.json_response({"error": message}, status=status)
+
+
+def _state(request: web.Request) -> AppState:
+    return request.app[STATE_KEY]
+
+
+def _sandbox(request: web.Request) -> Sandbox | None:
+    return _state(request).world.find_sandbox(request.match_info["sandbox_id"])
+
+
+async def session(request: web.Request) -> web.Response:
+    state = _state(request)
+    csrf = request.app[SESSIONS_KEY].csrf(request)
+    clock = state.world.ctx.clock
+    return web.json_response(
+        {
+            "csrf": csrf,
+            "url": state.origin(),
+            "now": clock.time(),
+            "fake_now": clock.now(),
+            "operations": _OPERATIONS,
+        }
+    )
+
+
+async def overview(request: web.Request) -> web.Response:
+    """Accounts and every sandbox's row (a thousand rows are ~150 kB)."""
+    world = _state(request).world
+    accounts = account_rows(world)
+    rows = [sandbox_row(s) for s in world.sandboxes()]
+    now = world.ctx.clock.time()
+    return web.json_response({"accounts": accounts, "sandboxes": rows, "now": now})
+
+
+async def sandbox(request: web.Request) -> web.Response:
+    state = _state(request)
+    found = _sandbox(request)
+    if found is None:
+        return fail(404, "no sandbox has this id")
+    journal = state.world.ctx.journal
+    detail = sandbox_detail(state.world, found, journal.events, journal.origin, state.origin())
+    detail["now"] = state.world.ctx.clock.time()
+    return web.json_response(detail)
+
+
+async def download(request: web.Request) -> web.StreamResponse:
+    found = _sandbox(request)
+    path = request.query.get("path", "")
+    if found is None:
+        return fail(404, "no sandbox has this id")
+    try:
+        target = check_abs_path(path)
+    except ApiError:
+        return fail(400, "path must be an absolute path")
+    if found.status == "destroyed":
+        return fail(409, "the sandbox is destroyed")
+    try:
+        # Read as an observer: no bandwidth is counted, unlike the API's download.
+        data = found.disk.read_file(target)
+    except OSError:  # missing, a directory, or refused by the runtime
+        return fail(404, "no file at this path")
+    if len(data) > MAX_DOWNLOAD:
+        return fail(413, "the file is larger than the dashboard downloads")
+    name = path.rstrip("/").rsplit("/", 1)[-1] or "file"
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[:100] or "file"
+    return web.Response(
+        body=data,
+        content_type="application/octet-stream",
+        headers={"Content-Disposition": f'attachment; filename="{safe}"'},
+    )
+
+
+async def output(request: web.Request) -> web.StreamResponse:
+    found = _sandbox(request)
+    process = found.processes.get(request.match_info["process_id"]) if found else None
+    if process is None:
+        return fail(404, "no process has this id")
+    raw = request.query.get("after", "0")
+    if not raw.isdigit() or len(raw) > 12:
+        return fail(400, "after must be a whole number")
+    return await process_output(request, process, int(raw))
+
+
+async def journal(request: web.Request) -> web.Response:
+    try:
+        query = JournalQuery.parse(request.query)
+    except QueryError as exc:
+        return fail(400, str(exc))
+    return web.json_response(journal_page(_state(request).world.ctx.journal, query))
+
+
+async def journal_event(request: web.Request) -> web.Response:
+    raw = request.match_info["index"]
+    if not raw.isdigit() or len(raw) > 12:
+        return fail(400, "index must be a whole number")
+    detail = event_detail(_state(request).world.ctx.journal, int(raw))
+    if detail is None:
+        return fail(404, "this event is no longer in the journal")
+    return web.json_response(detail)
+
+
+async def faults(request: web.Request) -> web.Response:
+    registry = _state(request).faults
+    return web.json_response(
+        {
+            "faults": [fault_to_json(registry, f) for f in registry.faults],
+            "fired": [firing_to_json(f) for f in registry.fired],
+        }
+    )
+
+
+async def arm_fault(request: web.Request) -> web.Response:
+    """One fault from the same JSON spec ``POST /_fake/faults`` takes."""
+    raw = await request.content.read(_MAX_BODY + 1)
+    if len(raw) > _MAX_BODY:
+        return fail(413, f"the spec must be at most {_MAX_BODY} bytes")
+    try:
+        spec: Any = json.loads(raw)
+    except ValueError:
+        return fail(400, "the spec must be valid JSON")
+    try:
+        fault = fault_from_json(spec)
+    except FaultSpecError as exc:
+        return fail(400, f"{exc.field}: {exc.message}")
+    registry = _state(request).faults
+    registry.add(fault)
+    request.app[HUB_KEY].poke(faults=True)
+    return web.json_response(fault_to_json(registry, fault), status=201)
+
+
+async def clear_faults(request: web.Request) -> web.Response:
+    registry = _state(request).faults
+    count = len(registry.faults)
+    registry.clear()
+    request.app[HUB_KEY].poke(faults=True)
+    return web.json_response({"cleared": count})
+
+
+async def remove_fault(request: web.Request) -> web.Response:
+    registry = _state(request).faults
+    wanted = request.match_info["fault_id"]
+    for fault in registry.faults:
+        if str(registry.fault_id(fault)) == wanted:
+            registry.remove(fault)
+            request.app[HUB_KEY].poke(faults=True)
+            return web.json_response({"removed": int(wanted)})
+    return fail(404, "no armed fault has this id")
+
+
+async def account_resources(request: web.Request) -> web.Response:
+    world = _state(request).world
+    return web.json_response({"accounts": resources(world, world.ctx.clock.now())})
+
+
+async def events(request: web.Request) -> web.StreamResponse:
+    return await request.app[HUB_KEY].stream(request)
+
+
+def api_routes(prefix: str) -> list[web.RouteDef]:
+    """The API under ``prefix`` (``/_fake/ui/api``); all need a session, changes a token."""
+    sb = prefix + "/sandboxes/{sandbox_id}"
+    return [
+        web.get(prefix + "/session", session),
+        web.get(prefix + "/overview", overview),
+        web.get(sb, sandbox),
+        web.get(sb + "/file", download),
+        web.get(sb + "/processes/{process_id}/output", output),
+        web.get(prefix + "/journal", journal),
+        web.get(prefix + "/journal/{index}", journal_event),
+        web.get(prefix + "/faults", faults),
+        web.post(prefix + "/faults", arm_fault),
+        web.post(prefix + "/faults/clear", clear_faults),
+        web.post(prefix + "/faults/{fault_id}/remove", remove_fault),
+        web.get(prefix + "/resources", account_resources),
+        web.get(prefix + "/events", events),
+    ]

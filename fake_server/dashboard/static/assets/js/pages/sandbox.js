@@ -1,0 +1,102 @@
+// One sandbox: settings, status timeline on fake time, processes with live output, exec
+// history, files, preview URLs, disks, networks and bandwidth; refreshed when it changes.
+
+import * as api from "../api.js";
+import { bytes, fakeTime, h, replace, section, statusBadge, table, text } from "../dom.js";
+import { outputPanel } from "./output.js";
+
+export function sandboxPage(id, info) {
+  const body = h("div", {}, h("p", { class: "muted" }, "Loading…"));
+  const outputs = h("div", { class: "outputs" });
+  const node = h("div", { class: "page-sandbox" }, body);
+  const open = new Map(); // process id -> output panel
+  let loading = false;
+  let again = false;
+
+  function showOutput(process) {
+    if (open.has(process.process_id)) return;
+    const panel = outputPanel(id, process, () => open.delete(process.process_id), load);
+    open.set(process.process_id, panel);
+    outputs.prepend(panel.node);
+  }
+
+  function render(d) {
+    const previewLinks = d.ingress_url_template
+      ? d.preview_ports.map((port) => {
+        const url = d.ingress_url_template.replace("<port>", String(port));
+        return h("li", {}, h("a", { href: url, target: "_blank", rel: "noopener noreferrer" }, url));
+      })
+      : [];
+    const portInput = h("input", { type: "number", min: "1", max: "65535", placeholder: "port", class: "port" });
+    const portLink = h("a", { class: "preview-open", target: "_blank", rel: "noopener noreferrer", href: "#/" }, "open");
+    portInput.addEventListener("input", () => {
+      const port = Number(portInput.value);
+      portLink.setAttribute("href", d.ingress_url_template && port >= 1 && port <= 65535 ? d.ingress_url_template.replace("<port>", String(port)) : "#/");
+    });
+    replace(body,
+      h("h1", {}, d.name, " ", statusBadge(d.status)),
+      h("p", { class: "muted" }, d.id),
+      h("div", { class: "cards" },
+        section("Settings", h("dl", { class: "kv" },
+          ...kv("shape", `${d.shape} (${d.vcpu} vCPU, ${d.mem_mib} MiB, disk ${d.disk_mib} MiB)`),
+          ...kv("rootfs", d.rootfs), ...kv("region", d.region), ...kv("ip", d.ip),
+          ...kv("account", d.account), ...kv("created", d.created_at),
+          ...kv("forked from", d.forked_from), ...kv("auto-pause after", d.auto_pause_after_seconds),
+          ...kv("env names", d.envs.join(", ")))),
+        section("Status timeline (fake time since the journal's start)",
+          d.timeline.length ? h("ol", { class: "timeline" }, d.timeline.map((s) => h("li", {}, h("span", { class: "t" }, fakeTime(s.t)), " ", s.change))) : none()),
+        section("Egress and ingress",
+          h("p", {}, "egress rules: ", d.egress.length ? d.egress.join(", ") : "none (all allowed)"),
+          h("p", {}, "ingress: ", d.ingress_enabled ? "enabled" : "disabled"),
+          d.ingress_enabled ? h("div", {}, h("p", {}, "preview URLs seen:"), previewLinks.length ? h("ul", {}, previewLinks) : none(), h("p", {}, "preview a port: ", portInput, " ", portLink)) : null),
+        section("Bandwidth", h("dl", { class: "kv" },
+          ...kv("quota", bytes(d.bandwidth.quota_bytes)), ...kv("egress used", bytes(d.bandwidth.used_bytes)),
+          ...kv("remaining", bytes(d.bandwidth.remaining_bytes)), ...kv("ingress", bytes(d.bandwidth.ingress_bytes)))),
+      ),
+      section("Processes", d.processes.length ? table(["id", "pid", "command", "state", "exit", ""], d.processes.map((p) =>
+        h("tr", {}, h("td", {}, p.process_id), h("td", {}, String(p.pid)), h("td", { class: "mono" }, [p.cmd, ...p.args].join(" ")),
+          h("td", {}, p.state), h("td", {}, p.signal ? p.signal : text(p.exit_code)),
+          h("td", {}, h("button", { type: "button", class: "show-output", onclick: () => showOutput(p) }, "output"))))) : none()),
+      outputs,
+      section("Exec history", d.execs.length ? table(["time", "request", "status", "reply"], d.execs.map((e) =>
+        h("tr", {}, h("td", { class: "t" }, fakeTime(e.t)), h("td", { class: "mono" }, h("pre", {}, text(e.request))),
+          h("td", {}, text(e.status)), h("td", { class: "mono" }, h("pre", {}, text(e.reply)))))) : none()),
+      section("Files named by requests", d.files.length ? table(["path", "last request", ""], d.files.map((f) =>
+        h("tr", {}, h("td", { class: "mono" }, f.path), h("td", {}, f.last),
+          h("td", {}, f.exists ? h("a", { href: `api/sandboxes/${encodeURIComponent(d.id)}/file?path=${encodeURIComponent(f.path)}`, download: "" }, "download") : "gone")))) : none()),
+      h("div", { class: "cards" },
+        section("Disks", d.disks.length ? table(["disk", "name", "kind", "mount", "status"], d.disks.map((a) =>
+          h("tr", {}, h("td", {}, a.disk_id), h("td", {}, a.name), h("td", {}, a.kind), h("td", { class: "mono" }, a.mount_path), h("td", {}, a.mount_status)))) : none()),
+        section("Networks", d.networks.length ? table(["network", "name", "cidr", "ip"], d.networks.map((n) =>
+          h("tr", {}, h("td", {}, n.id), h("td", {}, n.name), h("td", {}, n.cidr), h("td", {}, n.ip)))) : none())),
+    );
+  }
+
+  async function load() {
+    if (loading) { again = true; return; }
+    loading = true;
+    try {
+      render(await api.get(`api/sandboxes/${encodeURIComponent(id)}`));
+    } catch (error) {
+      replace(body, h("p", { class: "error" }, error.message));
+    } finally {
+      loading = false;
+      if (again) { again = false; load(); }
+    }
+  }
+
+  const unsubscribe = api.subscribe((batch) => {
+    if (batch.reset || batch.resync || batch.sandboxes.some((r) => r.id === id) || batch.removed.includes(id) || batch.journal.some((e) => e.sandbox === id)) load();
+  });
+  load();
+  return { node, close() { unsubscribe(); for (const panel of open.values()) panel.close(); } };
+}
+
+function kv(name, value) {
+  if (value === undefined || value === null || value === "") return [];
+  return [h("dt", {}, name), h("dd", {}, String(value))];
+}
+
+function none() {
+  return h("p", { class: "muted" }, "none");
+}
