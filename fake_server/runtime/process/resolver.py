@@ -14,10 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Coroutine
 
     from fake_server.runtime.process.netns import NetNamespace
 
@@ -114,8 +114,9 @@ class Resolver:
             tcp.close()
             raise
 
-    def spawn(self, coro: asyncio.Future[None] | object) -> None:
-        task: asyncio.Task[None] = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run one query's relay as a task the resolver cancels when it closes."""
+        task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
