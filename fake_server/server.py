@@ -299,7 +299,7 @@ class FakeCreateOS:
         """
         runner, self._runner = self._runner, None
         tasks = self._kill_processes()
-        self.runtimes.close()
+        self.runtimes.kill_processes()
         if runner is not None:
             await runner.cleanup()
         if tasks:

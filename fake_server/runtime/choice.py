@@ -103,6 +103,13 @@ class Runtimes:
         name = self.by_rootfs.get(rootfs, self._default)
         return self.get(name).new_sandbox(sandbox_id)
 
+    def kill_processes(self) -> None:
+        """Kill every real process now, keeping every file (bashkit's stop with their tasks)."""
+        for runtime in list(self._made.values()):
+            kill = getattr(runtime, "kill_processes", None)
+            if kill is not None:
+                kill()
+
     def close(self) -> None:
         """Kill what every runtime runs and remove its files (runtimes are made again on use)."""
         made, self._made = self._made, {}

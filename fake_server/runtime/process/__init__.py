@@ -295,6 +295,13 @@ class ProcessRuntime:
             del self.hubs[network_id]
             hub.close()
 
+    def kill_processes(self) -> None:
+        """Kill every process tree of every sandbox, keeping files and networks (a stop
+        begins: a request waiting on a process gets its reply)."""
+        for machine in list(self.machines.values()):
+            for run in list(machine.runs.values()):
+                run.signal(signals.SIGKILL, tree_scope=True)
+
     def close(self) -> None:
         """Kill every process, remove every directory (a kept root's stay); idempotent."""
         for machine in list(self.machines.values()):
