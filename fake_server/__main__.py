@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import errno
 import json
+import os
 import secrets
 import shlex
 import sys
@@ -23,13 +24,17 @@ from fake_server.server import FakeCreateOS
 from fake_server.stopping import StopSignals
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
 __all__ = [
+    "ENV_API_KEY",
+    "ENV_CONTROL_KEY",
     "EPHEMERAL_LINE",
     "IDLE_TIMEOUT",
     "JOURNAL_LIMIT",
     "connection_help",
+    "env_lines",
+    "keys_from_environment",
     "main",
     "serve_fake",
     "serve_key",
@@ -45,6 +50,10 @@ IDLE_TIMEOUT = 15.0
 #: are already killed), so clients see a complete reply and a closed connection.
 STOP_GRACE = 1.0
 EPHEMERAL_LINE = "state: in memory only, lost at stop (--state-dir DIR keeps it)"
+#: Where ``--api-key`` and ``--control-key`` come from when the flag is not given (a CI job
+#: chooses its keys without putting them on a command line).
+ENV_API_KEY = "CREATEOS_FAKE_API_KEY"
+ENV_CONTROL_KEY = "CREATEOS_FAKE_CONTROL_KEY"
 
 
 def _positive_or_off(text: str) -> int | None:
@@ -121,7 +130,24 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", type=_listen_host, default="127.0.0.1")
     serve.add_argument("--port", type=_port, default=8080, help="0 picks a free port")
     serve.add_argument(
-        "--api-key", type=_api_key, default=None, help="the key (default: random per start)"
+        "--api-key",
+        type=_api_key,
+        default=None,
+        help=f"the account's key (default: ${ENV_API_KEY}, else random per start)",
+    )
+    serve.add_argument(
+        "--control-key",
+        type=_api_key,
+        default=None,
+        help=f"the control API's key (default: ${ENV_CONTROL_KEY}, else random per start)",
+    )
+    serve.add_argument(
+        "--print-env",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="once serving, write the export lines (base URL, both SDKs' key variables, the "
+        "control key) to FILE, readable by its owner only",
     )
     serve.add_argument(
         "--seed", type=_seed, default=None, help="seeds ids and, without --api-key, the key"
@@ -242,9 +268,11 @@ def connection_help(
         runtime_line or f"runtime: {fake.runtime}",
         *(state_lines or [EPHEMERAL_LINE]),
         "",
-        "# the official SDKs (they add /v1 themselves):",
+        "# the official SDKs (they add /v1 themselves; Python reads CREATEOS_API_KEY,"
+        " TypeScript CREATEOS_SANDBOX_API_KEY):",
         f"export CREATEOS_SANDBOX_BASE_URL={origin}",
         f"export CREATEOS_API_KEY={shlex.quote(key)}",
+        f"export CREATEOS_SANDBOX_API_KEY={shlex.quote(key)}",
         "# the pytest-createos provider's environment config:",
         json.dumps(config),
         "# curl and other HTTP clients send the key in the X-Api-Key header:",
@@ -256,6 +284,41 @@ def connection_help(
         f"control key: {fake.control_key}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def env_lines(fake: FakeCreateOS) -> str:
+    """The lines ``--print-env`` writes: ``source`` them, or strip ``export `` for a
+    ``$GITHUB_ENV`` file."""
+    names = {
+        "CREATEOS_SANDBOX_BASE_URL": fake.url,
+        "CREATEOS_API_KEY": fake.api_key,
+        "CREATEOS_SANDBOX_API_KEY": fake.api_key,
+        ENV_CONTROL_KEY: fake.control_key,
+    }
+    return "".join(f"export {name}={shlex.quote(value)}\n" for name, value in names.items())
+
+
+def write_env(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole (a waiting reader never sees half of it), mode 0600."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(text)
+    os.replace(partial, path)
+
+
+def keys_from_environment(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, environ: Mapping[str, str]
+) -> None:
+    """``--api-key`` and ``--control-key`` from their variables when the flags are absent;
+    a bad value is a usage error naming the variable (never echoing the value)."""
+    for attribute, name in (("api_key", ENV_API_KEY), ("control_key", ENV_CONTROL_KEY)):
+        if getattr(args, attribute, "unset") is not None or not environ.get(name):
+            continue
+        try:
+            setattr(args, attribute, _api_key(environ[name]))
+        except argparse.ArgumentTypeError as exc:
+            parser.error(f"${name}: {exc}")
 
 
 def serve_fake(args: argparse.Namespace, runtime: str) -> FakeCreateOS:
@@ -270,6 +333,7 @@ def serve_fake(args: argparse.Namespace, runtime: str) -> FakeCreateOS:
         clock=RealClock(),
         transitions=policy,
         api_key=serve_key(args.api_key, args.seed),
+        control_key=args.control_key,
         rate_limit=args.rate_limit,
         journal_limit=args.journal_limit,
         host=args.host,
@@ -320,6 +384,12 @@ async def _serve(args: argparse.Namespace) -> int:
         if args.open:
             _open_browser(fake.dashboard_url)
         try:
+            if args.print_env is not None:
+                try:
+                    write_env(args.print_env, env_lines(fake))
+                except OSError as exc:
+                    _complain(f"cannot write --print-env {args.print_env}: {exc.strerror}")
+                    return 1
             await signals.stopping.wait()
             if persistence is not None:
                 persistence.begin_stop()  # from here on a request gets 503, changing nothing
@@ -347,7 +417,9 @@ def _open_browser(url: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    keys_from_environment(parser, args, os.environ)
     with contextlib.suppress(KeyboardInterrupt):
         return asyncio.run(_serve(args))
     return 0

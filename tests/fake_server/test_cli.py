@@ -67,9 +67,11 @@ def _exercise(process: subprocess.Popen[str]) -> None:
         "runtime: process (sandboxes: eth0, DNS, NAT to the host's uplink)",
         "state: in memory only, lost at stop (--state-dir DIR keeps it)",
         "",
-        "# the official SDKs (they add /v1 themselves):",
+        "# the official SDKs (they add /v1 themselves; Python reads CREATEOS_API_KEY,"
+        " TypeScript CREATEOS_SANDBOX_API_KEY):",
         f"export CREATEOS_SANDBOX_BASE_URL={origin}",
         f"export CREATEOS_API_KEY={key}",
+        f"export CREATEOS_SANDBOX_API_KEY={key}",
         "# the pytest-createos provider's environment config:",
         json.dumps({"apiUrl": origin, "apiKey": key, "shape": "s-1vcpu-1gb"}),
         "# curl and other HTTP clients send the key in the X-Api-Key header:",
