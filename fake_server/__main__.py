@@ -380,16 +380,16 @@ async def _serve(args: argparse.Namespace) -> int:
         return 1
     state_lines = persistence.describe() if persistence is not None else ()
     with StopSignals(lambda line: print(line, flush=True)) as signals:
-        print(connection_help(fake, runtime_line, state_lines), flush=True)
-        if args.open:
-            _open_browser(fake.dashboard_url)
         try:
-            if args.print_env is not None:
+            if args.print_env is not None:  # before the lines: whoever reads them finds it
                 try:
                     write_env(args.print_env, env_lines(fake))
                 except OSError as exc:
                     _complain(f"cannot write --print-env {args.print_env}: {exc.strerror}")
                     return 1
+            print(connection_help(fake, runtime_line, state_lines), flush=True)
+            if args.open:
+                _open_browser(fake.dashboard_url)
             await signals.stopping.wait()
             if persistence is not None:
                 persistence.begin_stop()  # from here on a request gets 503, changing nothing

@@ -38,7 +38,7 @@ def test_keys_from_the_environment_and_print_env(tmp_path: Path) -> None:
             assert "export CREATEOS_API_KEY=cos_live_ci" in lines
             assert "export CREATEOS_SANDBOX_API_KEY=cos_live_ci" in lines
             assert lines[-1] == "control key: cos_fake_ci"
-            # The file is written before the blank line that ends the start-up lines.
+            # The file is written before the start-up lines are printed.
             assert process.stdout is not None
             assert process.stdout.readline() == "\n"
             assert env_file.read_text() == (
@@ -103,3 +103,15 @@ def test_env_lines_quote_what_the_shell_would_split() -> None:
         ]
     finally:
         fake.runtimes.close()
+
+
+def test_an_unwritable_print_env_file_stops_serve(tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "createos.env"
+    command = [sys.executable, "-m", "fake_server", "serve", "--port", "0", "--quiet"]
+    command += ["--runtime", "bashkit", "--print-env", str(target)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert (run.returncode, run.stdout) == (1, "")
+    assert run.stderr == (
+        f"createos-fake: cannot write --print-env {target}: No such file or directory\n"
+    )
+    assert list(tmp_path.iterdir()) == []
