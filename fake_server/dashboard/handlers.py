@@ -17,6 +17,7 @@ from fake_server.dashboard.journal_page import (
 from fake_server.dashboard.live import Hub, process_output
 from fake_server.dashboard.projections import (
     account_rows,
+    next_build_change,
     resources,
     sandbox_detail,
     sandbox_row,
@@ -201,7 +202,12 @@ async def remove_fault(request: web.Request) -> web.Response:
 
 async def account_resources(request: web.Request) -> web.Response:
     world = _state(request).world
-    return web.json_response({"accounts": resources(world, world.ctx.clock.now())})
+    now = world.ctx.clock.now()
+    data = resources(world, now)
+    upcoming = next_build_change(world, now)
+    if upcoming is not None:
+        request.app[HUB_KEY].remind(upcoming)
+    return web.json_response({"accounts": data})
 
 
 async def events(request: web.Request) -> web.StreamResponse:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from fake_server.clockbase import RealClock
 from fake_server.dashboard.journal_page import summary
 from fake_server.dashboard.projections import sandbox_row
 
@@ -48,6 +49,7 @@ class Hub:
         self._pending: list[Event | None] = []
         self._scheduled = False
         self._count = 0
+        self._reminder: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
         """Listen from now on (called on the serving loop)."""
@@ -57,6 +59,8 @@ class Hub:
         self._journal.listeners.append(self._heard)
 
     def stop(self) -> None:
+        if self._reminder is not None:
+            self._reminder.cancel()
         with contextlib.suppress(ValueError):
             self._journal.listeners.remove(self._heard)
         for queue in list(self._queues):
@@ -80,6 +84,23 @@ class Hub:
         if not self._scheduled and self._loop is not None:
             self._scheduled = True
             self._loop.call_soon(self._flush)
+
+    def remind(self, seconds: float) -> None:
+        """Tell pages of resources to read again in ``seconds``: a template build's log grows
+        with time alone, no event marks it. Only on a real clock: a timer on a virtual one
+        would be a deadline it could jump to, moving time for a test that merely watches."""
+        if not isinstance(self._world.ctx.clock, RealClock) or self._loop is None:
+            return
+        when = self._loop.time() + max(0.0, seconds)
+        if self._reminder is not None and self._reminder.when() <= when:
+            return
+        if self._reminder is not None:
+            self._reminder.cancel()
+        self._reminder = self._loop.call_at(when, self._remind)
+
+    def _remind(self) -> None:
+        self._reminder = None
+        self.poke(resources=True)
 
     def poke(self, **changed: bool) -> None:
         """Tell every page that something outside the journal changed (faults armed here)."""

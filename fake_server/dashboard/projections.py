@@ -15,7 +15,7 @@ from fake_server.models.recording import REDACTED, secret_name
 if TYPE_CHECKING:
     from fake_server.models import Account, Event, Sandbox, World
 
-__all__ = ["account_rows", "resources", "sandbox_detail", "sandbox_row"]
+__all__ = ["account_rows", "next_build_change", "resources", "sandbox_detail", "sandbox_row"]
 
 #: Requests whose ``path`` query parameter names a file of the sandbox.
 _FILE_OPERATIONS = frozenset({"upload_file", "download_file"})
@@ -176,3 +176,17 @@ def _account_resources(account: Account, now: float) -> dict[str, Any]:
         "disks": [_hide_secrets(disk_json(d)) for d in held.disks.listing()],
         "templates": templates,
     }
+
+
+def next_build_change(world: World, now: float) -> float | None:
+    """Fake seconds until a template build shows its next log line or ends, if one runs."""
+    soonest: float | None = None
+    for account in world.accounts.values():
+        for template in account.resources.templates.listing():
+            began = template.started + template.pending
+            times = [began + line.offset for line in template.log]
+            times += [began, template.finished_at()]
+            future = [t - now for t in times if t > now]
+            if future and (soonest is None or min(future) < soonest):
+                soonest = min(future)
+    return soonest

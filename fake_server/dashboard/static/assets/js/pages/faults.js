@@ -12,8 +12,8 @@ const ACTIONS = {
 };
 
 export function faultsPage(info) {
-  const armed = h("div", {});
-  const fired = h("div", {});
+  const armed = h("div", { id: "armed" });
+  const fired = h("div", { id: "fired" });
   const message = h("p", { class: "error", role: "alert" });
   const operation = h("input", { name: "operation", list: "fault-operations", required: true, placeholder: "operation, e.g. create_sandbox", class: "filter-field" });
   const operations = h("datalist", { id: "fault-operations" }, (info.operations || []).map((o) => h("option", { value: o })));
