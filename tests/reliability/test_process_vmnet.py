@@ -281,6 +281,7 @@ async def test_closing_the_fake_removes_every_link_table_and_namespace(dns: DnsS
         assert on_host(lambda line: table in line, ["nft", "list", "tables"])
     assert on_host(lambda line: host_end in line, ["ip", "-br", "link"]) == []
     assert on_host(lambda line: table in line, ["nft", "list", "tables"]) == []
+    assert on_host(lambda line: "createos" in line, ["ip", "netns", "list"]) == []  # unnamed
     assert on_host(lambda line: f"createos_{os.getpid()}_" in line, ["nft", "list", "tables"]) == []
 
 
