@@ -121,10 +121,21 @@ def _host_name(text: str) -> str:
     return text
 
 
+def _version() -> str:
+    """The installed pytest-createos version (the fake ships in that distribution)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("pytest-createos")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="createos-fake", description="A fake of the CreateOS sandbox API."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve the fake API until Ctrl-C or SIGTERM")
     serve.add_argument("--host", type=_listen_host, default="127.0.0.1")
