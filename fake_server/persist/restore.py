@@ -24,6 +24,9 @@ from fake_server.persist.codec import (
 from fake_server.persist.files import Manifest, snapshot
 from fake_server.persist.files import restore as restore_files
 from fake_server.runtime.api import FeatureUnavailable, RuntimeUnavailable
+from fake_server.runtime.bashkit_runtime import BashkitRuntime
+from fake_server.runtime.deferred import DeferredDisk
+from fake_server.runtime.process import ProcessRuntime
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -161,23 +164,22 @@ def _machine(
     saver: Saver,
 ) -> Machine:
     if data["runtime"] == "process":
-        from fake_server.runtime.process import ProcessRuntime
-
         runtime = fake.runtimes.get("process")
         assert isinstance(runtime, ProcessRuntime)
         return runtime.adopt(str(data["directory"]))
-    from fake_server.runtime.bashkit_runtime import BashkitRuntime
-    from fake_server.runtime.mounts import MountingDisk
-
     bashkit = fake.runtimes.get("bashkit")
     assert isinstance(bashkit, BashkitRuntime)
-    if not isinstance(manifest, list):  # the image's files (``saver.IMAGE``)
-        machine = bashkit.adopt(MountingDisk())
-        saver.pristine["sandbox:" + data["id"]] = time.time()  # after its files were written
-        return machine
-    disk = MountingDisk(image=False)
-    _fill(disk.fs, "sandbox:" + data["id"], manifest, read, saver)
-    return bashkit.adopt(disk)
+    owner = "sandbox:" + data["id"]
+
+    def fill(disk: DeferredDisk) -> None:
+        """On first use: the saved files, or the image's (``saver.IMAGE``: never written)."""
+        if isinstance(manifest, list):
+            _fill(disk.fs, owner, manifest, read, saver)
+        else:
+            disk.install_image()
+            saver.pristine[owner] = time.time()  # after its files were written
+
+    return bashkit.adopt(DeferredDisk(fill))
 
 
 def _fill(

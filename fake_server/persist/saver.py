@@ -170,6 +170,8 @@ class Saver:
             self.marks[sandbox_id] = mark(sandbox)
             if sandbox.machine.runtime != "bashkit" or not (files or new):
                 continue
+            if not getattr(sandbox.disk, "loaded", True):
+                continue  # restored and not used since: its files are as saved
             fs = sandbox.disk.fs  # type: ignore[attr-defined]
             if new and self._from_image(sandbox):
                 self.pristine[owner] = time.time()  # no row: nothing to walk, read or write

@@ -24,6 +24,7 @@ __all__ = [
     "HOME",
     "IMAGE_COMMANDS",
     "SandboxDisk",
+    "wiped_fs",
     "wrapper_script",
 ]
 
@@ -203,7 +204,7 @@ class SandboxDisk:
             except RuntimeError:
                 continue
         self._wiped = True
-        self.fs = _wiped_fs()  # the disk's own runtime (3 fds) goes with its files
+        self.fs = wiped_fs()  # the disk's own runtime (3 fds) goes with its files
 
     @property
     def wiped(self) -> bool:
@@ -254,7 +255,7 @@ class SandboxDisk:
 _WIPED: list[bashkit.FileSystem] = []
 
 
-def _wiped_fs() -> bashkit.FileSystem:
+def wiped_fs() -> bashkit.FileSystem:
     """One empty filesystem shared by every wiped disk (their calls are refused before it)."""
     if not _WIPED:
         empty = bashkit.FileSystem()

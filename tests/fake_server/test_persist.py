@@ -121,6 +121,32 @@ def test_each_change_is_saved_before_its_reply(state: Path) -> None:
         third.close()
 
 
+def test_restored_files_are_made_on_first_use_and_never_for_a_destroy(state: Path) -> None:
+    fake, _ = _fake(state)
+    with Client(fake.api_key, base_url=fake.url) as client:
+        used, dropped = (client.create_sandbox(CreateSandboxRequest(shape=SHAPE)) for _ in "ab")
+        used.files.upload("/tmp/kept", b"kept")
+    fake.close()
+    again, _ = _fake(state)
+    try:
+        disks = {s.id: s.disk for s in again.sandboxes()}
+        assert [getattr(d, "loaded", None) for d in disks.values()] == [False, False]
+        with Client(again.api_key, base_url=again.url) as client:
+            client.get_sandbox(dropped.id).destroy()
+            restored = client.get_sandbox(used.id)
+            restored.resume()
+            assert restored.files.download("/tmp/kept").read() == b"kept"
+        assert [getattr(d, "loaded", None) for d in disks.values()] == [True, False]
+        assert disks[dropped.id].wiped
+    finally:
+        again.close()
+    third, _ = _fake(state)
+    try:
+        assert [s.id for s in third.sandboxes()] == [used.id]
+    finally:
+        third.close()
+
+
 def test_ids_keys_and_names_are_not_drawn_again_after_a_restart(state: Path) -> None:
     first, _ = _fake(state, seed=7)
     first_key = first.add_account()
