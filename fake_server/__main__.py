@@ -204,6 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
         "192.168/16, 100.64/10: the host's LAN); the host's own addresses stay out of reach",
     )
     serve.add_argument(
+        "--image-fallback",
+        action="store_true",
+        help="where the process runtime's devbox:1 image cannot be built (bun from the npm "
+        "registry), run sandboxes on the host's programs as user sandbox on a read-only /usr "
+        "instead of refusing to start",
+    )
+    serve.add_argument(
         "--allow-host",
         type=_host_name,
         action="append",
@@ -234,13 +241,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="open the web dashboard (/_fake/ui/) in a browser once serving",
     )
+    commands.add_parser(
+        "image",
+        help="build the process runtime's devbox:1 image now (once per machine; serve builds "
+        "it too when missing) and say what each rootfs name boots",
+    )
     return parser
 
 
-def _runtime(choice: str) -> tuple[str, str]:
-    """The runtime to serve with and the line that says so (with the process runtime's
-    network mode: reduced where sandboxes cannot share a network namespace)."""
-    from fake_server.runtime.process import netmode
+def _runtime(choice: str, image_fallback: bool = False) -> tuple[str, str]:
+    """The runtime to serve with and the lines that say so (with the process runtime's
+    network mode, reduced where sandboxes cannot share a network namespace, and the image
+    each rootfs name boots, built first if need be with a progress line)."""
+    from fake_server.models.catalog import Catalog
+    from fake_server.runtime.process import netmode, system
     from fake_server.runtime.process.bwrap import require_bwrap
 
     if choice == "bashkit":
@@ -250,7 +264,9 @@ def _runtime(choice: str) -> tuple[str, str]:
             require_bwrap()
         except RuntimeUnavailable as exc:
             return "bashkit", f"runtime: bashkit ({str(exc).split('. ')[0]})"
-    return "process", f"runtime: {netmode.detect().describe()}"
+    chosen = system.choose(fallback=image_fallback, progress=lambda line: print(line, flush=True))
+    images = chosen.describe(Catalog().rootfs)
+    return "process", f"runtime: {netmode.detect().describe()}\n{images}"
 
 
 def serve_key(api_key: str | None, seed: int | None) -> str | None:
@@ -352,6 +368,7 @@ def serve_fake(args: argparse.Namespace, runtime: str) -> FakeCreateOS:
         runtime=runtime,
         network=NetworkOptions(private=args.egress_private == "allow"),
         egress_hostnames=args.egress_hostnames,
+        image_fallback=args.image_fallback,
     )
     fake.journal.messages = args.journal_messages == "on"
     fake.runtimes.process_choice = "createos-fake serve --runtime process"
@@ -359,8 +376,8 @@ def serve_fake(args: argparse.Namespace, runtime: str) -> FakeCreateOS:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    runtime, runtime_line = _runtime(args.runtime)
     try:
+        runtime, runtime_line = _runtime(args.runtime, args.image_fallback)
         fake = serve_fake(args, runtime)
     except RuntimeUnavailable as exc:
         print(f"createos-fake: {exc}", file=sys.stderr)
@@ -427,10 +444,26 @@ def _open_browser(url: str) -> None:
         print(f"createos-fake: no browser to open; visit {url}", file=sys.stderr, flush=True)
 
 
+def _image() -> int:
+    """Build the devbox:1 image's cache (CI does it before the tests, which stay offline)."""
+    from fake_server.models.catalog import Catalog
+    from fake_server.runtime.process import system
+
+    try:
+        chosen = system.choose(progress=lambda line: print(line, flush=True))
+    except RuntimeUnavailable as exc:
+        _complain(str(exc))
+        return 1
+    print(chosen.describe(Catalog().rootfs))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     keys_from_environment(parser, args, os.environ)
+    if args.command == "image":
+        return _image()
     with contextlib.suppress(KeyboardInterrupt):
         return asyncio.run(_serve(args))
     return 0

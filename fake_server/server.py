@@ -71,6 +71,9 @@ class FakeCreateOS:
             resolver sandboxes' DNS is relayed to); the service's behaviour by default.
         egress_hostnames: ``"ignore"`` (default, as the service: host-name egress rules are
             stored and echoed, not enforced) or ``"enforce"`` (the strict mode). Settable.
+        image_fallback: where the process runtime's ``devbox:1`` image cannot be built, run its
+            sandboxes on the host-directory layout (user ``sandbox``, read-only ``/usr``)
+            instead of raising ``RuntimeUnavailable`` with what to do.
     """
 
     __test__ = False
@@ -91,6 +94,7 @@ class FakeCreateOS:
         rootfs_runtime: Mapping[str, str] | None = None,
         network: NetworkOptions | None = None,
         egress_hostnames: str = "ignore",
+        image_fallback: bool = False,
     ) -> None:
         self.seed = check_seed(seed)
         self.clock: Clock = clock if clock is not None else VirtualClock()
@@ -114,7 +118,9 @@ class FakeCreateOS:
         self._policy = transitions if transitions is not None else TransitionPolicy.realistic()
         self._ids = IdGenerator(seed, self.clock)
         self._fixed_key = api_key
-        self.runtimes = Runtimes(self.commands, runtime, rootfs_runtime, network)
+        self.runtimes = Runtimes(
+            self.commands, runtime, rootfs_runtime, network, image_fallback=image_fallback
+        )
         self.runtimes.hostnames.set(egress_hostnames)
         self._initial_runtime = runtime
         self._initial_hostnames = egress_hostnames

@@ -38,6 +38,7 @@ EXPECTED_GOALS = {
         "preview over a direct connection",
         "pause",
         "resume",
+        "fake memory per idle sandbox",
     ],
     "bench_resources": ["screenshot 1280x800", "copies for 10 sharers"],
     "bench_sandboxes": [

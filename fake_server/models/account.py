@@ -68,7 +68,8 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, AccountBase):
         ids = self.ctx.ids
         sandbox_id = ids.sandbox_id()
         try:
-            machine = self.ctx.runtime_choice().new_sandbox(sandbox_id, spec.rootfs)
+            disk_mib = spec.extras.get("disk_mib") or shape.default_disk_mib
+            machine = self.ctx.runtime_choice().new_sandbox(sandbox_id, spec.rootfs, disk_mib)
         except CapacityError as exc:
             raise at_capacity(exc) from None
         if plan.disks and machine.runtime != "bashkit":

@@ -121,7 +121,8 @@ class Sandbox:
         self.egress = list(extras.get("egress") or []) if egress is None else egress
         self.ssh_pubkeys: list[str] = list(extras.get("ssh_pubkeys") or [])
         self.auto_pause_after_seconds: int | None = extras.get("auto_pause_after_seconds") or None
-        self.disk_mib: int = extras.get("disk_mib") or shape.default_disk_mib
+        self._disk_mib = 0
+        self.disk_mib = extras.get("disk_mib") or shape.default_disk_mib
         self.forked_from = forked_from
         #: Where ``forking`` ends: ``paused`` for a fork asked to ``start_paused``.
         self._fork_target = "paused" if start_paused else "running"
@@ -157,6 +158,16 @@ class Sandbox:
         except FeatureUnavailable as exc:  # the rules stay as they were
             raise Conflict(str(exc), code="runtime_unsupported") from None
         self._egress = list(rules)
+
+    @property
+    def disk_mib(self) -> int:
+        """The disk size; the runtime is told each new one (the process runtime's ENOSPC)."""
+        return self._disk_mib
+
+    @disk_mib.setter
+    def disk_mib(self, size: int) -> None:
+        self.machine.set_disk_size(size)
+        self._disk_mib = size
 
     # -- the state machine --------------------------------------------------------------------
 

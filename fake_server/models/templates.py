@@ -159,7 +159,7 @@ class _Build:
         self.template = template
         self.steps = steps
         self.step = 0.0
-        self.workdir = "/home/sandbox"
+        self.workdir = "/root"
 
     def say(self, line: str, level: str = "info") -> None:
         self.template.log.append(LogLine(self.step, level, line))
@@ -208,7 +208,7 @@ class _Build:
             self.workdir = path
             self.say(
                 "note: WORKDIR applies to the following RUN lines; sandboxes still start in "
-                "/home/sandbox (the fake does not change their default directory)",
+                "/root (the fake does not change their default directory)",
                 "warn",
             )
             return ""
@@ -244,7 +244,11 @@ class _Build:
 
 
 def seed_sandbox(template: Template, sandbox: Sandbox) -> None:
-    """Copy the built files and ENV values into a new sandbox's disk."""
+    """Copy the built files and ENV values into a new sandbox's disk.
+
+    Files the build left as the bashkit image has them (its ``/usr/bin`` command wrappers,
+    ``/etc/os-release``…) are not copied: on the process runtime they would replace the
+    sandbox's real programs."""
     from fake_server.runtime import vfs
     from fake_server.runtime.disk import SandboxDisk
     from fake_server.runtime.process.dirdisk import DirDisk
@@ -252,17 +256,23 @@ def seed_sandbox(template: Template, sandbox: Sandbox) -> None:
     image = template.image
     if image is None:
         return
-    stack = ["/"]
-    while stack:
-        directory = stack.pop()
-        for name, entry in vfs.list_dir(image.fs, directory):
-            path = posixpath.join(directory, name)
-            if entry.kind == "directory":
-                if isinstance(sandbox.disk, SandboxDisk):
-                    vfs.mkdirs(sandbox.disk.fs, path)
-                elif isinstance(sandbox.disk, DirDisk):
-                    sandbox.disk.make_dirs(path)
-                stack.append(path)
-            elif entry.kind == "file":
-                sandbox.disk.write_file(path, image.read_file(path), mode=entry.mode)
+    base = SandboxDisk()
+    try:
+        stack = ["/"]
+        while stack:
+            directory = stack.pop()
+            for name, entry in vfs.list_dir(image.fs, directory):
+                path = posixpath.join(directory, name)
+                if entry.kind == "directory":
+                    if isinstance(sandbox.disk, SandboxDisk):
+                        vfs.mkdirs(sandbox.disk.fs, path)
+                    elif isinstance(sandbox.disk, DirDisk):
+                        sandbox.disk.make_dirs(path)
+                    stack.append(path)
+                elif entry.kind == "file":
+                    data = image.read_file(path)
+                    if not (base.exists(path) and base.read_file(path) == data):
+                        sandbox.disk.write_file(path, data, mode=entry.mode)
+    finally:
+        base.wipe()
     sandbox.envs.update(template.env)

@@ -346,8 +346,9 @@ def _write(db: sqlite3.Connection, batch: _Batch) -> None:
 
 
 def _directory(sandbox: Sandbox) -> str | None:
-    root = getattr(sandbox.machine, "root", None)
-    return None if root is None else str(root.name)
+    """The process runtime's directory of the sandbox (``None`` for bashkit)."""
+    directory = getattr(sandbox.machine, "directory", None)
+    return None if directory is None else str(directory.name)
 
 
 def referenced(manifests: Any) -> set[str]:

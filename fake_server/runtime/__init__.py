@@ -5,7 +5,7 @@ Public API
 ``SandboxDisk``
     One sandbox's filesystem. It survives every process and every pause/resume; ``wipe()`` on
     destroy. Preloaded with a small image: ``/bin`` and ``/usr/bin`` commands, ``/tmp``,
-    ``/root``, ``/home/sandbox`` (``$HOME``), ``/etc/os-release``.
+    ``/root`` (``$HOME``: commands run as root), ``/home``, ``/etc/os-release``.
 ``Shell(disk, clock, commands).run(argv, cwd=, env=, stdin=, on_stdout=, on_stderr=)``
     Runs one process in a fresh interpreter and returns its exit status. ``argv[0]`` may be
     an absolute path (``/bin/bash``); scripts get GNU behaviour for ``realpath``, ``tar`` and a

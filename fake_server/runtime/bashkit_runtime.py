@@ -69,6 +69,10 @@ class BashkitMachine:
     def wait_clock(self, clock: Clock) -> Clock:
         return clock
 
+    def set_disk_size(self, disk_mib: int) -> None:
+        """bashkit's in-memory disk keeps its fixed ``DISK_LIMIT`` whatever the sandbox's disk
+        size (a documented difference: ``docs/reference/runtime-parity.md``)."""
+
     def pause(self) -> None:
         pass
 
@@ -122,7 +126,8 @@ class BashkitRuntime:
         self.hostnames = hostnames if hostnames is not None else HostnameMode()
         self._process_choice = process_choice
 
-    def new_sandbox(self, sandbox_id: str) -> BashkitMachine:
+    def new_sandbox(self, sandbox_id: str, disk_mib: int = 0) -> BashkitMachine:
+        """``disk_mib`` is not enforced: the in-memory disk keeps its fixed ``DISK_LIMIT``."""
         from fake_server.runtime.mounts import MountingDisk
 
         return BashkitMachine(self._commands, MountingDisk(), self.hostnames, self._process_choice)

@@ -29,7 +29,8 @@ class Runtimes:
     """The runtimes of one fake, made on first use (the process runtime checks bwrap then).
 
     ``default`` names the runtime of new sandboxes; ``by_rootfs`` overrides it per rootfs.
-    Choosing ``process`` where bubblewrap cannot run raises ``RuntimeUnavailable`` at once.
+    Choosing ``process`` where bubblewrap cannot run raises ``RuntimeUnavailable`` at once
+    (so does one whose image cannot be built, unless ``image_fallback`` allows the layout).
     """
 
     def __init__(
@@ -38,6 +39,8 @@ class Runtimes:
         default: str = "bashkit",
         by_rootfs: Mapping[str, str] | None = None,
         network: NetworkOptions | None = None,
+        *,
+        image_fallback: bool = False,
     ) -> None:
         self._commands = commands
         #: How a user of this fake chooses the process runtime; bashkit's ``command not found``
@@ -46,6 +49,7 @@ class Runtimes:
         self.network = network or NetworkOptions()
         #: Whether host-name egress rules are enforced, for every runtime of this fake.
         self.hostnames = HostnameMode()
+        self._image_fallback = image_fallback
         self._made: dict[str, Runtime] = {}
         self._default = "bashkit"
         self.by_rootfs: dict[str, str] = {}
@@ -80,7 +84,10 @@ class Runtimes:
                 from fake_server.runtime.process import ProcessRuntime
 
                 runtime = ProcessRuntime(
-                    network=self.network, hostnames=self.hostnames, kept=self.kept_root
+                    network=self.network,
+                    hostnames=self.hostnames,
+                    kept=self.kept_root,
+                    image_fallback=self._image_fallback,
                 )
             else:
                 runtime = BashkitRuntime(
@@ -99,9 +106,9 @@ class Runtimes:
             if isinstance(made, ProcessRuntime):
                 made.keep_in(path)
 
-    def new_sandbox(self, sandbox_id: str, rootfs: str) -> Machine:
+    def new_sandbox(self, sandbox_id: str, rootfs: str, disk_mib: int) -> Machine:
         name = self.by_rootfs.get(rootfs, self._default)
-        return self.get(name).new_sandbox(sandbox_id)
+        return self.get(name).new_sandbox(sandbox_id, disk_mib)
 
     def kill_processes(self) -> None:
         """Kill every real process now, keeping every file (bashkit's stop with their tasks)."""

@@ -28,8 +28,9 @@ __all__ = [
     "wrapper_script",
 ]
 
-#: The sandbox user's home directory (also ``$HOME`` and the default working directory).
-HOME = "/home/sandbox"
+#: The sandbox user's home directory (also ``$HOME`` and the default working directory):
+#: commands run as root, as on the service's devbox VM.
+HOME = "/root"
 
 #: Largest file bashkit 0.20's in-memory ``FileSystem`` holds (not configurable there).
 FILE_LIMIT = 10_000_000
@@ -89,7 +90,7 @@ class SandboxDisk:
             ("/etc", 0o755),
             ("/tmp", 0o1777),
             ("/root", 0o700),
-            (HOME, 0o755),
+            ("/home", 0o755),
         ):
             self.fs.mkdir(directory, recursive=True)
             self.fs.chmod(directory, mode)

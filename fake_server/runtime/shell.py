@@ -45,9 +45,9 @@ Sink = Callable[[bytes], Awaitable[None]]
 #: The environment every process starts with; ``env`` passed to ``run()`` is laid over it.
 BASE_ENV: Mapping[str, str] = {
     "HOME": HOME,
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "USER": "sandbox",
-    "LOGNAME": "sandbox",
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "USER": "root",
+    "LOGNAME": "root",
     "SHELL": "/bin/bash",
     "LANG": "C.UTF-8",
 }
@@ -176,7 +176,7 @@ class Shell:
     ) -> int:
         bash = capacity.create(
             lambda: bashkit.Bash(
-                username="sandbox", hostname="sandbox", cwd=workdir, env=environment, **_LIMITS
+                username="root", hostname="sandbox", cwd=workdir, env=environment, **_LIMITS
             )
         )
         bash.mount("/", self._disk.fs)

@@ -179,8 +179,8 @@ def _add(
     info = tarfile.TarInfo(name)
     info.mode = entry.mode
     info.mtime = int(entry.mtime)
-    info.uid = info.gid = 1000
-    info.uname = info.gname = "sandbox"
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
     payload: bytes | None = None
     try:
         if entry.kind == "directory":

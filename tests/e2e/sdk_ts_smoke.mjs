@@ -46,7 +46,7 @@ assert.equal(view.id, box.id);
 assert.equal(view.status, "running");
 assert.equal(view.bandwidth_quota_bytes, 10 * 1024 ** 3);
 assert.ok(!("paused_at" in view) && !("forked_from" in view));
-assert.equal((await box.sh("echo $0; pwd")).result.stdout, "bash\n/home/sandbox\n"); check("sh");
+assert.equal((await box.sh("echo $0; pwd")).result.stdout, "bash\n/root\n"); check("sh");
 await rejects(() => box.sh("echo out; exit 3", { label: "step" }), sdk.CreateosSandboxError,
   "step: command exited 3 after 0ms\nstdout: out\n");
 await rejects(() => box.waitForPortReady(8080, { timeoutMs: 1000 }), sdk.CreateosSandboxTimeoutError,

@@ -265,12 +265,12 @@ def test_a_fork_starts_without_the_disk_and_can_attach_it(
 ) -> None:
     disk_id = _register(sdk)
     parent = running(disks=[DiskAttachment(disk_id=disk_id, mount_path="/mnt/d")])
-    _sh(parent, "echo shared > /mnt/d/f; echo own > /home/sandbox/own")
+    _sh(parent, "echo shared > /mnt/d/f; echo own > /root/own")
     parent.pause()
     parent.wait_until_paused()
     child = parent.fork()
     child.wait_until_running()
     assert child.list_disks() == []
-    assert _sh(child, "cat /home/sandbox/own; ls -A /mnt/d") == "own\n"
+    assert _sh(child, "cat /root/own; ls -A /mnt/d") == "own\n"
     child.attach_disk(AttachDiskOptions(disk_id, "/mnt/d"))  # a bashkit fork takes mounts
     assert _sh(child, "cat /mnt/d/f") == "shared\n"

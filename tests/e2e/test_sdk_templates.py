@@ -77,7 +77,7 @@ def test_build_states_follow_the_fake_clock(sdk: Client, rfake: FakeCreateOS) ->
         'Step 2/5 : ENV APP_HOME=/opt/app GREETING="hello there"',
         "Step 3/5 : WORKDIR /opt/app",
         "note: WORKDIR applies to the following RUN lines; sandboxes still start in "
-        "/home/sandbox (the fake does not change their default directory)",
+        "/root (the fake does not change their default directory)",
         "Step 4/5 : RUN echo building in $(pwd) && echo v1 > version",
         "building in /opt/app",
         "Step 5/5 : EXPOSE 8080",

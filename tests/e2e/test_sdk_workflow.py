@@ -64,7 +64,7 @@ def test_full_workflow(fake: FakeCreateOS, client: Client) -> None:
     assert sandbox.data.rootfs == "python:3.12"
 
     result = sandbox.shell("echo $GREETING from $(pwd)").result
-    assert (result.exit_code, result.standard_output) == (0, "hello from /home/sandbox\n")
+    assert (result.exit_code, result.standard_output) == (0, "hello from /root\n")
 
     with sandbox.stream_command(
         RunCommandRequest(command="bash", arguments=["-lc", "echo out; echo err >&2; exit 2"])

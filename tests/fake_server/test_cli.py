@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import signal
 import socket
@@ -21,6 +22,7 @@ from fake_server.server import FakeCreateOS
 if TYPE_CHECKING:
     from pathlib import Path
 
+HOST_OS = platform.freedesktop_os_release()["PRETTY_NAME"]
 STOPPED = (
     "createos-fake: {signal}: stopping (killing the sandboxes' processes; a second signal exits "
     "at once)\ncreateos-fake: stopped\n"
@@ -56,7 +58,11 @@ def _exercise(process: subprocess.Popen[str]) -> None:
     lines = _read_help(process)
     assert lines[0].startswith("createos-fake serving http://127.0.0.1:")
     origin = lines[0].split()[2]
-    key = lines[6].removeprefix("export CREATEOS_API_KEY=")
+    (key,) = (
+        line.removeprefix("export CREATEOS_API_KEY=")
+        for line in lines
+        if line.startswith("export CREATEOS_API_KEY=")
+    )
     # The random key: not the seeded one every install shares.
     assert re.fullmatch(r"cos_live_[0-9a-f]{32}", key)
     assert key != FakeCreateOS(seed=0).api_key
@@ -65,6 +71,9 @@ def _exercise(process: subprocess.Popen[str]) -> None:
     assert lines[1:] == [
         # --runtime auto: bubblewrap runs here, as root with nftables
         "runtime: process (sandboxes: eth0, DNS, NAT to the host's uplink)",
+        "images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, python:3.12 boot devbox:1: "
+        f"this host's {HOST_OS} programs on a copy-on-write root per sandbox "
+        "(user root; apt-get, pip, npm -g; bun)",
         "state: in memory only, lost at stop (--state-dir DIR keeps it)",
         "",
         "# the official SDKs (they add /v1 themselves; Python reads CREATEOS_API_KEY,"
@@ -234,18 +243,24 @@ def test_serve_auto_falls_back_to_bashkit_and_says_why(monkeypatch: pytest.Monke
 def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_missing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Not root: bubblewrap runs, so ``auto`` serves it, with a network per process."""
+    """Not root: bubblewrap runs, so ``auto`` serves it, with a network per process and the
+    host's programs instead of the image."""
     from fake_server.__main__ import _runtime
-    from fake_server.runtime.process import netmode
+    from fake_server.runtime.process import netmode, system
 
     monkeypatch.setattr(netmode, "detect", lambda: netmode.NetworkMode("not root"))
-    line = "runtime: process (no shared sandbox network: not root)"
+    monkeypatch.setattr(system, "_no_mounts", lambda: "not root")
+    line = (
+        "runtime: process (no shared sandbox network: not root)\n"
+        "images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, python:3.12 boot the "
+        "host's programs on a read-only /usr as user sandbox (no devbox:1 image: not root)"
+    )
     assert _runtime("auto") == ("process", line)
     assert _runtime("process") == ("process", line)
-    monkeypatch.setattr(netmode, "detect", lambda: netmode.SHARED)
-    assert _runtime("auto") == (
-        "process",
-        "runtime: process (sandboxes: eth0, DNS, NAT to the host's uplink)",
+    monkeypatch.undo()
+    assert _runtime("auto")[1].startswith(
+        "runtime: process (sandboxes: eth0, DNS, NAT to the host's uplink)\n"
+        "images: rootfs devbox:1, "
     )
 
 
@@ -259,11 +274,10 @@ def test_serve_says_sandboxes_have_no_way_out_without_nft(
     mode = netmode.detect.__wrapped__()
     assert mode == netmode.NetworkMode(uplink_missing=hostcheck.NFT_MISSING)
     monkeypatch.setattr(netmode, "detect", lambda: mode)
-    assert _runtime("process") == (
-        "process",
+    assert _runtime("process")[1].startswith(
         "runtime: process (sandboxes reach nothing past the fake: no NAT and no egress rules, "
         "since nftables' nft is not installed (apt-get install nftables); eth0, preview URLs "
-        "and account networks work)",
+        "and account networks work)\nimages: "
     )
 
 
@@ -284,7 +298,7 @@ def test_serve_says_sandboxes_have_no_way_out_where_forwarding_cannot_be_turned_
     mode = netmode.detect.__wrapped__()
     assert mode == netmode.NetworkMode(uplink_missing=hostcheck.FORWARDING_OFF)
     monkeypatch.setattr(netmode, "detect", lambda: mode)
-    assert _runtime("process")[1] == (
+    assert _runtime("process")[1].split("\n")[0] == (
         "runtime: process (sandboxes reach nothing past the fake: no NAT and no egress rules, "
         "since the host's IPv4 forwarding is off and cannot be turned on here (sysctl -w "
         "net.ipv4.ip_forward=1 on the host); eth0, preview URLs and account networks work)"

@@ -95,16 +95,41 @@ async def test_symlinks_to_host_paths_stay_inside_for_processes_and_the_files_ap
     assert host_bytes(machine.root / str(secret).lstrip("/")) == b"written"
 
 
-async def test_system_directories_are_read_only_and_etc_is_the_sandboxs_own(
+async def test_the_system_is_writable_copy_on_write_and_the_host_keeps_its_files(
     runtime: ProcessRuntime,
 ) -> None:
-    machine = runtime.new_sandbox("sb")
+    machine, other = runtime.new_sandbox("sb"), runtime.new_sandbox("other")
     before = host_bytes("/etc/hostname")
-    code, output = await sh(machine, "touch /usr/x; echo evil > /etc/hostname; cat /etc/hostname")
-    assert (code, output.splitlines()[-1]) == (0, "evil")
-    assert "Read-only file system" in output
+    script = "touch /usr/x && echo evil > /etc/hostname && rm /usr/bin/env && cat /etc/hostname"
+    assert await sh(machine, script) == (0, "evil\n")
     assert host_bytes("/etc/hostname") == before
     assert host_bytes("/usr/x") is None
+    assert host_bytes("/usr/bin/env") is not None
+    assert await sh(other, "cat /etc/hostname; ls /usr/x; env true && echo env") == (
+        0,
+        "sandbox\nls: cannot access '/usr/x': No such file or directory\nenv\n",
+    )
+
+
+async def test_what_the_host_keeps_personal_is_absent(runtime: ProcessRuntime) -> None:
+    """The host's homes, /work, the fake's own state, credentials and users stay invisible."""
+    machine = runtime.new_sandbox("sb")
+    script = (
+        "ls -A /root /home /tmp /srv /opt /mnt /usr/local/bin; ls -d /work /etc/shadow "
+        f"{runtime.fake_root.path} /etc/ssh/ssh_host_rsa_key 2>&1 | sed 's/.*access //'; "
+        "cut -d: -f3 /etc/passwd | sort -n | tail -1; ls -A /var/lib | grep -c postgresql"
+    )
+    code, output = await sh(machine, script)
+    assert output == (
+        "/home:\n\n/mnt:\n\n/opt:\ncreateos\n\n/root:\n\n/srv:\n\n/tmp:\n\n"
+        "/usr/local/bin:\nbun\nbunx\n"
+        "'/work': No such file or directory\n"
+        "'/etc/shadow': No such file or directory\n"
+        f"'{runtime.fake_root.path}': No such file or directory\n"
+        "'/etc/ssh/ssh_host_rsa_key': No such file or directory\n"
+        "65534\n0\n"
+    )
+    assert code == 1  # grep -c found nothing
 
 
 async def test_sandboxes_see_neither_each_others_files_nor_processes(

@@ -54,7 +54,7 @@ async def test_exec_returns_status_streams_cwd_env_stdin_and_user(
     )  # fmt: skip
     assert result == {
         "exit_code": 3,
-        "stdout": "hi\npiped\n/tmp\nsandbox\nsandbox\n",
+        "stdout": "hi\npiped\n/tmp\nroot\nsandbox\n",
         "stderr": "oops\n",
         "error": "",
     }
@@ -228,15 +228,15 @@ async def test_fork_copies_the_files_and_then_goes_its_own_way(
 ) -> None:
     sandbox_id = await make_sandbox()
     original = machine(fake, sandbox_id)
-    original.disk.write_file("/home/sandbox/a", b"one")
+    original.disk.write_file("/root/a", b"one")
     copy = original.fork()
-    copy.disk.write_file("/home/sandbox/a", b"two")
-    assert (original.disk.read_file("/home/sandbox/a"), copy.disk.read_file("/home/sandbox/a")) == (
+    copy.disk.write_file("/root/a", b"two")
+    assert (original.disk.read_file("/root/a"), copy.disk.read_file("/root/a")) == (
         b"one",
         b"two",
     )
     copy.destroy()
-    assert not copy.root.exists()
+    assert not copy.directory.exists()
 
 
 async def test_destroy_kills_every_tree_and_removes_the_directory(
@@ -251,7 +251,7 @@ async def test_destroy_kills_every_tree_and_removes_the_directory(
     assert deleted.status_code == 200
     result = await exec_task
     assert (result["exit_code"], result["error"]) == (137, "command killed by SIGKILL")
-    assert not found.root.exists()
+    assert not found.directory.exists()
     assert await no_bwrap_left()
 
 
@@ -259,7 +259,7 @@ async def test_reset_removes_every_sandbox_directory(
     fake: FakeCreateOS, make_sandbox: MakeSandbox
 ) -> None:
     sandbox_id = await make_sandbox()
-    root = machine(fake, sandbox_id).root
+    root = machine(fake, sandbox_id).directory
     fake.reset()
     assert not root.exists()
     assert fake.runtime == "process"

@@ -42,6 +42,7 @@ class Served:
         self.origin = self.lines[0].split()[2]
         key = next(x for x in self.lines if x.startswith("export CREATEOS_API_KEY="))
         self.key = key.split("=", 1)[1]
+        self.state = next(x for x in self.lines if x.startswith("state: "))
 
     def stop(self, how: signal.Signals) -> tuple[str, str]:
         self.process.send_signal(how)
@@ -67,7 +68,7 @@ def test_a_restart_brings_every_sandbox_back_paused(
     state = tmp_path / "state"
     first = Served(state, runtime)
     served.append(first)
-    assert first.lines[2] == f"state: {state} (new)"
+    assert first.state == f"state: {state} (new)"
     with Client(first.key, base_url=first.origin) as client:
         made = make_world(client, disks=runtime == "bashkit")
     out, err = first.stop(how)
@@ -84,7 +85,7 @@ def test_a_restart_brings_every_sandbox_back_paused(
     second = Served(state, runtime)
     served.append(second)
     assert second.key == first.key
-    assert second.lines[2] == (
+    assert second.state == (
         f"state: {state} (restored 1 account(s) and 3 sandbox(es); "
         "1 that were running came back paused)"
     )

@@ -61,7 +61,7 @@ def output(box: SandboxInstance, process_id: str) -> tuple[bytes, int | None, st
 def test_exec_status_streams_env_stdin_and_identity(box: SandboxInstance) -> None:
     script = 'echo "$GREETING"; cat; echo oops >&2; cd /tmp && pwd; id -un; hostname; exit 3'
     got = bash(box, script, standard_input="piped\n", environment_variables={"GREETING": "hi"})
-    assert got == (3, "hi\npiped\n/tmp\nsandbox\nsandbox\n", "oops\n")
+    assert got == (3, "hi\npiped\n/tmp\nroot\nsandbox\n", "oops\n")
 
 
 def test_exec_of_a_missing_program_is_bash_s_127(box: SandboxInstance) -> None:
@@ -235,7 +235,7 @@ def test_destroy_ends_every_process_and_removes_the_files(
     process_id = start(box, "sleep 300 & sleep 300 & wait")
     box.files.upload("/srv/x.txt", b"x")
     machine = rt_fake.sandbox(box.id).machine
-    root = machine.root if isinstance(machine, ProcessMachine) else None
+    root = machine.directory if isinstance(machine, ProcessMachine) else None
     box.destroy()
     box.wait_until_destroyed()
     process = rt_fake.sandbox(box.id).processes[process_id]

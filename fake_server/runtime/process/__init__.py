@@ -1,10 +1,11 @@
-"""The process runtime: each sandbox is a host directory, its programs run under bubblewrap.
+"""The process runtime: each sandbox boots the devbox image, its programs run under bubblewrap.
 
-A sandbox's directory is its whole writable filesystem, bound as ``/`` (``/root``, ``/home``,
-``/tmp``, ``/srv``, ``/paperclip-workspace``, ``/etc``…); the host's ``/usr`` (and the ``/etc``
-files programs need to load: ``ld.so.cache``, ``alternatives``, certificates) are bound
-read-only over it. Every process runs as uid 1000 (``sandbox``) in its own user, PID, IPC
-and UTS namespaces (hostname ``sandbox``, no host process visible) and in its sandbox's
+A sandbox's root is its own copy-on-write file system (``rootfs``: an overlay of the
+``devbox:1`` image, ``image``, in a mount namespace of the sandbox's own), or, where the image
+cannot be used (``system``), its host directory with the host's ``/usr`` bound read-only over
+it. Every process runs as root (uid 0 of its own user namespace; ``sandbox``, uid 1000, on the
+fallback layout) in its own user, PID, IPC and UTS namespaces (hostname ``sandbox``, no host
+process visible) and in its sandbox's
 network namespace (``netns``), shared by every process of the sandbox, so a server one exec
 starts is reached by the next exec. Once the API gives the sandbox its address, the
 namespace gets ``eth0`` on the fake's router (``network``: default route, DNS, NAT, egress
@@ -18,7 +19,7 @@ process are one tree: SIGKILL of its init kills it all, pause SIGSTOPs it, resum
 Processes of the same sandbox do not see each other (a VM would show them all).
 
 PTY processes run on a real PTY (``pty.py``). Not supported (yet): registered Python commands
-(``fake.commands``), disk quotas. Real programs run on real time: see
+(``fake.commands``). Real programs run on real time: see
 ``docs/howto/process-runtime.md``.
 """
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import errno
 import signal as signals
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.api import FeatureUnavailable
@@ -34,6 +36,7 @@ from fake_server.runtime.process import netmode
 from fake_server.runtime.process.bridges import Hub
 from fake_server.runtime.process.bwrap import require_bwrap
 from fake_server.runtime.process.dirdisk import DirDisk
+from fake_server.runtime.process.image import DEVBOX
 from fake_server.runtime.process.netns import NetNamespace
 from fake_server.runtime.process.network import Link, Network
 from fake_server.runtime.process.realwait import RealWaits
@@ -44,12 +47,13 @@ from fake_server.runtime.process.rootdir import (
     make_layout,
     remove_tree,
 )
+from fake_server.runtime.process.rootfs import DISK_MIB, ImageSpace, SandboxRoot
 from fake_server.runtime.process.runner import Run, Runner
+from fake_server.runtime.process.system import System, choose
 
 if TYPE_CHECKING:
     import socket
     from collections.abc import Callable, Sequence
-    from pathlib import Path
 
     from fake_server.clock import Clock
     from fake_server.runtime.api import Meter
@@ -62,12 +66,24 @@ class ProcessMachine:
 
     runtime = "process"
 
-    def __init__(self, owner: ProcessRuntime, root: Path, *, lazy_net: bool = False) -> None:
+    def __init__(
+        self,
+        owner: ProcessRuntime,
+        directory: Path,
+        rootfs: SandboxRoot | None = None,
+        *,
+        lazy_net: bool = False,
+    ) -> None:
         """``lazy_net``: make the network namespace on first use, not now (a restart brings
         back many paused sandboxes at once; a namespace costs milliseconds)."""
         self._owner = owner
-        self.root = root
-        self._disk = DirDisk(root)
+        #: The sandbox's directory on the host (mount points, and its disk image if kept).
+        self.directory = directory
+        #: Its own root file system (the image), ``None`` for the host-directory layout.
+        self.rootfs = rootfs
+        #: Its ``/`` as the fake reaches it.
+        self.root = Path(rootfs.view) if rootfs is not None else directory
+        self._disk = DirDisk(self.root)
         self.runs: dict[Any, Run] = {}
         self.paused = False
         self.network_mode = owner.network_mode
@@ -99,7 +115,7 @@ class ProcessMachine:
 
     def _plug(self) -> None:
         if self._net is not None and self.link is None and self._address is not None:
-            self.link = self._owner.network().plug(self._net, self.root.name, self._address)
+            self.link = self._owner.network().plug(self._net, self.directory.name, self._address)
             if self._rules:
                 self._owner.network().set_rules(self.link, self._rules)
 
@@ -112,7 +128,13 @@ class ProcessMachine:
             self.net,
             self._env,
             lambda: self.paused,
+            rootfs=self.rootfs,
         )
+
+    def set_disk_size(self, disk_mib: int) -> None:
+        """Writes past ``disk_mib`` fail with ENOSPC (the image's upper layer is that big)."""
+        if self.rootfs is not None and disk_mib != self.rootfs.size_mib:
+            self.rootfs.resize(disk_mib)
 
     def set_address(self, address: str) -> None:
         """Plug ``eth0`` with the address the API reports (once; idempotent)."""
@@ -190,7 +212,7 @@ class ProcessMachine:
         """Kill every process tree and remove the directory; idempotent."""
         self._disk.wipe()
         self.shut_down()
-        remove_tree(self.root)
+        remove_tree(self.directory)
 
     def shut_down(self) -> None:
         """Kill every process tree and unplug the network, keeping the directory (a host
@@ -204,7 +226,9 @@ class ProcessMachine:
             self.leave_network(network_id)
         if self._net is not None:
             self._net.close()
-        self._owner.machines.pop(self.root.name, None)
+        if self.rootfs is not None:
+            self.rootfs.close()  # its mounts go with its last process (a kept disk is saved)
+        self._owner.machines.pop(self.directory.name, None)
 
 
 class ProcessRuntime:
@@ -225,6 +249,9 @@ class ProcessRuntime:
         network: NetworkOptions | None = None,
         hostnames: HostnameMode | None = None,
         kept: Path | None = None,
+        system: System | None = None,
+        image_fallback: bool = False,
+        progress: Callable[[str], None] | None = None,
     ) -> None:
         """``kept``: a directory of sandboxes that outlives the fake (``KeptRoot``)."""
         self.bwrap = require_bwrap()
@@ -232,9 +259,14 @@ class ProcessRuntime:
         self.network_mode = netmode.detect() if network_mode is None else network_mode
         self.network_options = network or NetworkOptions()
         self._network: Network | None = None
+        #: The image sandboxes boot, or the host-directory layout (``system``).
+        self.system = (
+            choose(fallback=image_fallback, progress=progress) if system is None else system
+        )
         self.base = base
         self.kept = kept
         self._root: FakeRoot | None = None
+        self._images: ImageSpace | None = None
         self.machines: dict[str, ProcessMachine] = {}
         self.hubs: dict[str, Hub] = {}
         self._forks = 0
@@ -246,19 +278,42 @@ class ProcessRuntime:
         return self._root
 
     def new_sandbox(
-        self, sandbox_id: str | None, *, source: ProcessMachine | None = None
+        self,
+        sandbox_id: str | None,
+        disk_mib: int = DISK_MIB,
+        *,
+        source: ProcessMachine | None = None,
     ) -> ProcessMachine:
+        """A new sandbox with a disk of ``disk_mib`` (a fork: its source's files and size)."""
         while sandbox_id is None or self.fake_root.sandbox_dir(sandbox_id).exists():
             self._forks += 1  # a kept root may hold the forks of an earlier start
             sandbox_id = f"fork-{self._forks}"
-        root = self.fake_root.sandbox_dir(sandbox_id)
-        if source is None:
-            make_layout(root)
+        directory = self.fake_root.sandbox_dir(sandbox_id)
+        if self.system.image:
+            size = disk_mib if source is None or source.rootfs is None else source.rootfs.size_mib
+            rootfs = self._rootfs(directory, size, None if source is None else source.rootfs)
+            machine = ProcessMachine(self, directory, rootfs)
         else:
-            copy_tree(source.root, root)
-        machine = ProcessMachine(self, root)
+            if source is None:
+                make_layout(directory)
+            else:
+                copy_tree(source.directory, directory)
+            machine = ProcessMachine(self, directory)
         self.machines[sandbox_id] = machine
         return machine
+
+    def _rootfs(self, directory: Path, size: int, source: SandboxRoot | None) -> SandboxRoot:
+        """A sandbox's root: its disk in memory, or in an image file where sandboxes are kept."""
+        return SandboxRoot(self.images, directory, size, source, kept=self.kept is not None)
+
+    @property
+    def images(self) -> ImageSpace:
+        """The image namespace every sandbox's is a copy of, made on first use."""
+        if self._images is None:
+            self._images = ImageSpace(
+                self.fake_root.path / ".image", name=DEVBOX, bun=self.system.bun
+            )
+        return self._images
 
     def keep_in(self, path: Path) -> None:
         """Make sandboxes in ``path`` (a ``KeptRoot``); only before the first sandbox."""
@@ -268,10 +323,13 @@ class ProcessRuntime:
 
     def adopt(self, name: str) -> ProcessMachine:
         """The machine of a sandbox directory an earlier start left in a kept root."""
-        root = self.fake_root.sandbox_dir(name)
-        if not root.is_dir() or root.is_symlink():
+        directory = self.fake_root.sandbox_dir(name)
+        if not directory.is_dir() or directory.is_symlink():
             raise FileNotFoundError(f"no sandbox directory {name}")
-        machine = ProcessMachine(self, root, lazy_net=True)
+        rootfs = None
+        if self.system.image:
+            rootfs = self._rootfs(directory, DISK_MIB, None)
+        machine = ProcessMachine(self, directory, rootfs, lazy_net=True)
         self.machines[name] = machine
         return machine
 
@@ -315,6 +373,10 @@ class ProcessRuntime:
         network, self._network = self._network, None
         if network is not None:
             network.close()
+        images, self._images = self._images, None
+        if images is not None:
+            images.close()
+            remove_tree(images.layer)  # a mount point only (a kept root keeps the rest)
         root, self._root = self._root, None
         if root is not None:
             root.close()

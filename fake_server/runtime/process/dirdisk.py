@@ -25,6 +25,8 @@ __all__ = ["DirDisk"]
 
 _MAX_LINKS = 40
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: The root itself may be a path through a descriptor (``/proc/<pid>/fd/<n>``, ``rootfs``).
+_ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 class DirDisk:
@@ -118,7 +120,7 @@ class DirDisk:
             raise ValueError("sandbox paths must be absolute and contain no NUL")
         parts = [p for p in path.split("/") if p not in ("", ".")]
         last = parts.pop() if parts and parts[-1] != ".." else ""
-        stack = [os.open(self.root, _DIR_FLAGS)]
+        stack = [os.open(self.root, _ROOT_FLAGS)]
         names: list[str] = []
         try:
             self._walk(stack, names, parts, create, path)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from fake_server.runtime.argv import check_argv, check_env
 from fake_server.runtime.pipes import ProcessSignal, StdinPipe
 from fake_server.runtime.process import pty, tree
+from fake_server.runtime.process.netns import nsenter_path
 from fake_server.runtime.process.spawn import feed, pump, reap, spawn
 from fake_server.runtime.shell import BASE_ENV
 
@@ -26,11 +27,14 @@ if TYPE_CHECKING:
     from fake_server.runtime.api import Sink
     from fake_server.runtime.process.dirdisk import DirDisk
     from fake_server.runtime.process.netns import NetNamespace
+    from fake_server.runtime.process.rootfs import SandboxRoot
     from fake_server.runtime.terminal import Terminal
 
-__all__ = ["Run", "Runner", "bwrap_argv"]
+__all__ = ["ROOT_HOME", "Run", "Runner", "bwrap_argv"]
 
 HOME = "/home/sandbox"
+#: ``$HOME`` and the default working directory where sandboxes boot the image (root's).
+ROOT_HOME = "/root"
 #: Host files the sandbox sees read-only, when the host has them (libraries, certificates).
 _HOST_ETC = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl",
              "ca-certificates", "localtime", "mime.types")  # fmt: skip
@@ -40,27 +44,36 @@ _LEADER_POLL, _LEADER_TRIES = 0.002, 1000
 
 
 def bwrap_argv(
-    bwrap: str, root: Path, cwd: str, env: Mapping[str, str], *, own_net: bool = False
+    bwrap: str,
+    root: Path | str,
+    cwd: str,
+    env: Mapping[str, str],
+    *,
+    own_net: bool = False,
+    image: bool = False,
 ) -> list[str]:
-    """bwrap's options for one process of the sandbox whose directory is ``root``.
+    """bwrap's options for one process of the sandbox whose root directory is ``root``.
 
+    With ``image`` the root is the sandbox's whole system (``rootfs``) and the process runs as
+    root (uid 0 of its user namespace); without, the root is the host-directory layout, seen
+    with the host's ``/usr`` read-only over it, and the process runs as ``sandbox``.
     Without ``own_net`` the process runs in its sandbox's network namespace (``netns``); with
     it, in one of its own (``--unshare-net``: loopback only, shared with nothing)."""
+    uid = "0" if image else "1000"
     argv = [
         bwrap,
-        "--unshare-user", "--uid", "1000", "--gid", "1000",
+        "--unshare-user", "--uid", uid, "--gid", uid,
         "--unshare-pid", "--unshare-ipc", "--unshare-uts",
         *(["--unshare-net"] if own_net else []),
         "--hostname", "sandbox",
         "--die-with-parent",
         "--bind", str(root), "/",
-        "--ro-bind", "/usr", "/usr",
-        "--proc", "/proc",
-        "--dev", "/dev",
     ]  # fmt: skip
-    for name in _HOST_ETC:
-        argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    argv.append("--clearenv")
+    if not image:
+        argv += ["--ro-bind", "/usr", "/usr"]
+        for name in _HOST_ETC:
+            argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--clearenv"]
     for key, value in env.items():
         argv += ["--setenv", key, value]
     argv += ["--chdir", cwd, "--"]
@@ -143,8 +156,12 @@ class Runner:
         net: NetNamespace | None,
         extra_env: Callable[[], Awaitable[dict[str, str]]],
         paused: Callable[[], bool] = lambda: False,
+        *,
+        rootfs: SandboxRoot | None = None,
     ) -> None:
         self._bwrap = bwrap
+        #: The sandbox's own root file system (the image); ``None``: the host-directory layout.
+        self._rootfs = rootfs
         self._net = net
         self._extra_env = extra_env
         self._root = root
@@ -210,18 +227,23 @@ class Runner:
         terminal: Terminal | None = None,
     ) -> int:
         args = check_argv(argv)
-        workdir = posixpath.normpath(cwd) if cwd else HOME
+        image = self._rootfs is not None
+        home = ROOT_HOME if image else HOME
+        workdir = posixpath.normpath(cwd) if cwd else home
         if not self._disk.is_dir(workdir):
             code = errno.ENOTDIR if self._disk.exists(workdir) else errno.ENOENT
             raise FileNotFoundError(code, "the working directory does not exist")
-        environment = {**BASE_ENV, **await self._extra_env(), **check_env(env or {})}
-        if self._net is None:  # no shared namespace: a network of its own
-            prefix = bwrap_argv(self._bwrap, self._root, workdir, environment, own_net=True)
-        else:
-            prefix = [
-                *self._net.enter_argv(),
-                *bwrap_argv(self._bwrap, self._root, workdir, environment),
-            ]
+        name = "root" if image else "sandbox"
+        user = {"HOME": home, "USER": name, "LOGNAME": name}
+        environment = {**BASE_ENV, **user, **await self._extra_env(), **check_env(env or {})}
+        root = self._rootfs.root if self._rootfs is not None else self._root
+        command = bwrap_argv(
+            self._bwrap, root, workdir, environment, own_net=self._net is None, image=image
+        )
+        enter = [] if self._net is None else [f"--net={self._net.path}"]
+        if self._rootfs is not None:
+            enter += self._rootfs.enter_args()
+        prefix = [nsenter_path(), *enter, "--", *command] if enter else command
         if terminal is not None:
             return await self._run_on_pty(prefix, args, terminal, stdin, on_stdout)
         proc = await spawn([*prefix, *args], piped=stdin is not None)

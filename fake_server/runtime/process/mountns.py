@@ -1,0 +1,124 @@
+"""Mount namespaces the fake owns: made in a short-lived thread, kept alive by a descriptor.
+
+A thread that leaves the fake's filesystem context (``unshare(CLONE_FS)``) may enter or make
+a mount namespace without moving any other thread of the fake; it mounts what the namespace
+needs and exits. The namespace lives while its descriptor is open or a process runs in it:
+closing the descriptor after the last process died unmounts everything in it, so a fake that
+dies (even by SIGKILL) leaves no mount behind on the host, which never sees these mounts.
+Mounting needs root (``CAP_SYS_ADMIN``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["MountSpace", "in_thread", "mount"]
+
+CLONE_FS, CLONE_NEWNS = 0x200, 0x20000
+MS_RDONLY, MS_NOSUID, MS_NODEV = 0x1, 0x2, 0x4
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = (
+    ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p,
+)  # fmt: skip
+_libc.unshare.argtypes = (ctypes.c_int,)
+_libc.setns.argtypes = (ctypes.c_int, ctypes.c_int)
+
+
+def _check(status: int, what: str) -> None:
+    if status != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what}: {os.strerror(code)}")
+
+
+def mount(source: str, target: str, fstype: str | None, flags: int, data: str = "") -> None:
+    """mount(2); ``OSError`` naming the file system type (never a path) on failure."""
+    _check(
+        _libc.mount(
+            source.encode(),
+            os.fsencode(target),
+            fstype.encode() if fstype else None,
+            flags,
+            data.encode() if data else None,
+        ),
+        f"mount {fstype or 'bind'}",
+    )
+
+
+def in_thread(body: Callable[[], _T]) -> _T:
+    """Run ``body`` in a fresh thread with a filesystem context of its own, which exits after."""
+    result: list[_T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            _check(_libc.unshare(CLONE_FS), "unshare")
+            result.append(body())
+        except BaseException as exc:  # handed to the caller's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="createos-mountns", daemon=True)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
+class MountSpace(Generic[_T]):
+    """A private mount namespace (a copy of ``parent``'s, or of the fake's) set up by ``setup``.
+
+    ``setup`` runs inside it, returns what the caller keeps (descriptors opened there stay
+    usable from every thread); ``result`` holds that value.
+    """
+
+    def __init__(self, setup: Callable[[], _T], parent: MountSpace[Any] | None = None) -> None:
+        holder: list[_T] = []
+
+        def make() -> int:
+            if parent is not None:
+                _check(_libc.setns(parent.fileno, CLONE_NEWNS), "setns")
+            _check(_libc.unshare(CLONE_NEWNS), "unshare")
+            mount("none", "/", None, MS_REC | MS_PRIVATE)
+            holder.append(setup())
+            return os.open("/proc/thread-self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+
+        self._fd: int | None = in_thread(make)
+        self.result: _T = holder[0]
+
+    @property
+    def fileno(self) -> int:
+        if self._fd is None:
+            raise OSError("the mount namespace was closed")
+        return self._fd
+
+    @property
+    def path(self) -> str:
+        """The namespace as other programs name it (``nsenter --mount=``)."""
+        return f"/proc/{os.getpid()}/fd/{self.fileno}"
+
+    def run(self, body: Callable[[], _R]) -> _R:
+        """Run ``body`` inside the namespace (in a thread of its own)."""
+        fd = self.fileno
+
+        def inside() -> _R:
+            _check(_libc.setns(fd, CLONE_NEWNS), "setns")
+            return body()
+
+        return in_thread(inside)
+
+    def close(self) -> None:
+        """Release the namespace (its mounts go with its last process); idempotent."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)

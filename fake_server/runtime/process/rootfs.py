@@ -1,0 +1,232 @@
+"""A sandbox's copy-on-write root file system: overlayfs over the image, upper layer in memory.
+
+Each sandbox has a mount namespace of its own (``mountns``), a copy of the runtime's image
+namespace (``ImageSpace``: the mask layer on a small tmpfs). In it the sandbox's directory
+holds two mount points: ``disk``, a tmpfs of the sandbox's disk size with the overlay's
+``upper`` and ``work`` directories, and ``root``, the overlay of ``upper`` over the image that
+the sandbox's processes get as ``/`` (they enter the namespace with ``nsenter --mount``).
+Writing past the disk size fails with ENOSPC inside the sandbox; nothing a sandbox writes
+reaches the host's disk. The fake reaches the files through descriptors opened inside
+(``view``), fork copies ``upper`` into the new sandbox's tmpfs before mounting its overlay, and
+closing the namespace (destroy, or the fake's death) frees it all. Where sandboxes are kept
+across restarts (``serve --state-dir``), ``disk`` is an ext4 image file in the sandbox's
+directory instead, mounted through a loop device that goes with the namespace.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from fake_server.runtime.process.image import BUN_GUEST, Image, write_mask
+from fake_server.runtime.process.mountns import (
+    MS_BIND,
+    MS_NODEV,
+    MS_NOSUID,
+    MS_RDONLY,
+    MS_REC,
+    MS_REMOUNT,
+    MountSpace,
+    mount,
+)
+
+__all__ = ["DISK_MIB", "ImageSpace", "SandboxRoot"]
+
+#: A new sandbox's disk size until its sandbox says otherwise (the shapes' default).
+DISK_MIB = 10240
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+#: Size of the tmpfs holding the mask layer (a few hundred small entries).
+_MASK_SIZE = "4m"
+_HOST_ROOT = Path("/")
+_MIB = 1024 * 1024
+#: A kept disk's marker: its image file grew, its file system grows at the next mount.
+_GROW = "disk.grow"
+#: How long a kept disk may take to be released by a closed namespace (real seconds, tries).
+_RELEASE_POLL, _RELEASE_TRIES = 0.01, 1000
+_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class ImageSpace:
+    """The runtime's image namespace: ``layer`` (the mask, on a tmpfs) over the host's root."""
+
+    def __init__(self, layer: Path, *, name: str, bun: Path | None) -> None:
+        layer.mkdir(mode=0o700, exist_ok=True)  # a kept root may hold it from a killed fake
+        self.layer = layer
+
+        def setup() -> None:
+            mount("tmpfs", str(layer), "tmpfs", MS_NOSUID | MS_NODEV, f"size={_MASK_SIZE}")
+            write_mask(layer, _HOST_ROOT, bun=bun is not None)
+            mount("none", str(layer), None, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_RDONLY)
+
+        self.space: MountSpace[None] = MountSpace(setup)
+        binds = ((str(bun), BUN_GUEST),) if bun is not None else ()
+        self.image = Image(name, f"{layer}:/", binds)
+
+    def close(self) -> None:
+        self.space.close()
+
+
+class SandboxRoot:
+    """One sandbox's overlay root in its own mount namespace (see the module's docstring).
+
+    ``kept`` (``serve --state-dir``): the disk is an ext4 image file in the sandbox's directory
+    (``disk.img``, sparse, of the disk size) instead of a tmpfs, so the files outlive the fake;
+    a directory that already holds one (a restart) mounts it again as it was. Growing it while
+    mounted needs ``CAP_SYS_RESOURCE``; without it the file system grows at the next start.
+    """
+
+    def __init__(
+        self,
+        images: ImageSpace,
+        directory: Path,
+        size_mib: int,
+        source: SandboxRoot | None,
+        *,
+        kept: bool = False,
+    ) -> None:
+        self.directory = directory
+        disk, root = directory / "disk", directory / "root"
+        self._file = directory / "disk.img" if kept else None
+        directory.mkdir(mode=0o700, exist_ok=kept)
+        disk.mkdir(exist_ok=kept)
+        root.mkdir(exist_ok=kept)
+        if self._file is not None and self._file.exists():
+            _released(self._file)
+            size_mib = self._file.stat().st_size // _MIB
+            if (directory / _GROW).exists():  # a resize the kernel refused while mounted
+                _grow_offline(self._file)
+                (directory / _GROW).unlink()
+        elif self._file is not None:
+            _make_ext4(self._file, size_mib)
+        self.size_mib = size_mib
+        image = images.image
+        copy_from = source.upper if source is not None else None
+        image_file = self._file
+
+        def setup() -> tuple[int, int]:
+            if image_file is None:
+                mount("tmpfs", str(disk), "tmpfs", MS_NOSUID, f"size={size_mib}m,mode=0755")
+            else:
+                _run(["mount", "-o", "loop,nosuid", str(image_file), str(disk)], "mount")
+            (disk / "work").mkdir(exist_ok=True)
+            if copy_from is not None:
+                _copy(copy_from, str(disk / "upper"))
+            else:
+                (disk / "upper").mkdir(exist_ok=True)
+            options = f"lowerdir={image.lowerdir},upperdir={disk}/upper,workdir={disk}/work"
+            mount("overlay", str(root), "overlay", 0, options)
+            for host, guest in image.binds:
+                target = str(root) + guest
+                mount(host, target, None, MS_BIND | MS_REC)
+                mount("none", target, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+            return os.open(root, _DIR), os.open(disk, _DIR)
+
+        self._space = MountSpace(setup, parent=images.space)
+        self._root_fd, self._disk_fd = self._space.result
+
+    @property
+    def root(self) -> str:
+        """The merged root as the sandbox's processes get it, a path inside the namespace."""
+        return str(self.directory / "root")
+
+    @property
+    def view(self) -> str:
+        """The merged root as the fake reaches it (a path through one of its descriptors)."""
+        return f"/proc/{os.getpid()}/fd/{self._root_fd}"
+
+    @property
+    def upper(self) -> str:
+        """The upper layer (what the sandbox changed), as the fake reaches it."""
+        return f"/proc/{os.getpid()}/fd/{self._disk_fd}/upper"
+
+    def enter_args(self) -> list[str]:
+        """``nsenter``'s option that puts a process in this namespace."""
+        return [f"--mount={self._space.path}"]
+
+    def resize(self, size_mib: int) -> None:
+        """Grow the disk: ENOSPC comes at ``size_mib`` from now on."""
+        disk = str(self.directory / "disk")
+        image_file = self._file
+        if image_file is None:
+            self._space.run(
+                lambda: mount("none", disk, None, MS_REMOUNT | MS_NOSUID, f"size={size_mib}m")
+            )
+        elif size_mib > self.size_mib:  # an ext4 image grows only (the API only grows disks)
+            os.truncate(image_file, size_mib * _MIB)
+
+            def grow() -> None:
+                device = _run(["findmnt", "-n", "-o", "SOURCE", disk], "findmnt").strip()
+                _run(["losetup", "-c", device], "losetup")
+                _run([_tool("resize2fs"), device], "resize2fs")
+
+            try:
+                self._space.run(grow)
+            except OSError:  # online growth needs CAP_SYS_RESOURCE: at the next start, then
+                (self.directory / _GROW).touch()
+        else:
+            return
+        self.size_mib = size_mib
+
+    def close(self) -> None:
+        """Release the namespace: its mounts go once the last process in it has died."""
+        for fd in (self._root_fd, self._disk_fd):
+            if fd >= 0:
+                os.close(fd)
+        self._root_fd = self._disk_fd = -1
+        self._space.close()
+
+
+def _tool(name: str) -> str:
+    """A program of e2fsprogs (in ``/sbin``, which may not be on the fake's ``PATH``)."""
+    found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin:/bin")
+    if found is None:
+        raise OSError(f"{name} (e2fsprogs) is not installed: apt-get install e2fsprogs")
+    return found
+
+
+def _run(argv: list[str], what: str) -> str:
+    done = subprocess.run(argv, capture_output=True, check=False, env={"PATH": _PATH})
+    if done.returncode != 0:
+        raise OSError(f"{what} failed (status {done.returncode}) for a sandbox's disk")
+    return done.stdout.decode()
+
+
+def _released(path: Path) -> None:
+    """Wait (bounded) until no loop device holds ``path``: the kernel unmounts a closed
+    namespace's file systems a moment after the close, and ext4 must never be mounted twice."""
+    for _ in range(_RELEASE_TRIES):
+        if not _run(["losetup", "-j", str(path)], "losetup").strip():
+            return
+        time.sleep(_RELEASE_POLL)
+    raise OSError("a sandbox's disk is still mounted by an earlier fake")
+
+
+def _grow_offline(path: Path) -> None:
+    """Grow the file system in an unmounted image to the file's size."""
+    fsck = subprocess.run(
+        [_tool("e2fsck"), "-f", "-p", str(path)], capture_output=True, check=False, env={}
+    )
+    if fsck.returncode > 1:  # 0: clean, 1: errors corrected
+        raise OSError(f"e2fsck failed (status {fsck.returncode}) for a sandbox's disk")
+    _run([_tool("resize2fs"), str(path)], "resize2fs")
+
+
+def _make_ext4(path: Path, size_mib: int) -> None:
+    """A sparse ext4 image of ``size_mib`` (blocks are taken as files are written)."""
+    with open(path, "wb") as handle:
+        handle.truncate(size_mib * _MIB)
+    options = "lazy_itable_init=1,lazy_journal_init=1,nodiscard"
+    _run([_tool("mkfs.ext4"), "-q", "-F", "-m", "0", "-E", options, str(path)], "mkfs.ext4")
+
+
+def _copy(source: str, target: str) -> None:
+    """Copy an upper layer with its overlay markers (xattrs, whiteout devices)."""
+    done = subprocess.run(
+        ["cp", "-a", "--", source, target], capture_output=True, check=False, env={}
+    )
+    if done.returncode != 0:
+        raise OSError("cannot copy the sandbox's files (the fork's disk may be too small)")

@@ -1,0 +1,95 @@
+"""What a process-runtime sandbox's system is, decided once per fake: the image or the layout.
+
+As root, every sandbox boots the ``devbox:1`` image (``image``, ``rootfs``): commands run as
+root (uid 0 of a user namespace) on a copy-on-write root of their own, where ``apt-get``,
+``pip`` and ``npm -g`` install system-wide. Elsewhere (not root: no mounts), or where the image
+cannot be built and the user allowed the fallback, sandboxes get the host-directory layout:
+user ``sandbox`` on the host's read-only ``/usr`` (``rootdir.make_layout``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from fake_server.runtime.api import RuntimeUnavailable
+from fake_server.runtime.process.image import DEVBOX, ensure_bun
+from fake_server.runtime.process.mountns import MS_NOSUID, MountSpace, mount
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from pathlib import Path
+
+__all__ = ["System", "choose"]
+
+
+@dataclass(frozen=True, slots=True)
+class System:
+    """The image every sandbox boots, or (``missing`` says why) the host-directory layout."""
+
+    bun: Path | None = None
+    missing: str | None = None
+
+    @property
+    def image(self) -> bool:
+        return self.missing is None
+
+    @property
+    def home(self) -> str:
+        """``$HOME`` and the default working directory of commands."""
+        return "/root" if self.image else "/home/sandbox"
+
+    @property
+    def user(self) -> str:
+        return "root" if self.image else "sandbox"
+
+    def describe(self, rootfs: Iterable[str]) -> str:
+        """``serve``'s line saying what each rootfs name boots."""
+        names = ", ".join(rootfs)
+        if self.image:
+            return (
+                f"images: rootfs {names} boot {DEVBOX}: this host's {_host_os()} programs on "
+                "a copy-on-write root per sandbox (user root; apt-get, pip, npm -g; bun)"
+            )
+        return (
+            f"images: rootfs {names} boot the host's programs on a read-only /usr as user "
+            f"sandbox (no {DEVBOX} image: {self.missing})"
+        )
+
+
+def choose(*, fallback: bool = False, progress: Callable[[str], None] | None = None) -> System:
+    """The system of this fake's sandboxes. Without root: the layout. As root: the image, or
+    ``RuntimeUnavailable`` saying what to do when it cannot be built (the layout instead when
+    ``fallback`` allows it)."""
+    why = _no_mounts()
+    if why is not None:
+        return System(missing=why)
+    try:
+        return System(bun=ensure_bun(progress))
+    except RuntimeUnavailable as exc:
+        if not fallback:
+            raise
+        return System(missing=str(exc).split(": ", 1)[1].split(". ", 1)[0])
+
+
+@functools.cache
+def _no_mounts() -> str | None:
+    """Why the fake cannot mount its sandboxes' file systems here, ``None`` when it can."""
+    if os.geteuid() != 0:
+        return "not root"
+    try:
+        MountSpace(lambda: mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID, "size=1m")).close()
+    except OSError as exc:
+        return f"mounts cannot be made: {exc.strerror or type(exc).__name__}"
+    return None
+
+
+@functools.cache
+def _host_os() -> str:
+    try:
+        return platform.freedesktop_os_release().get("PRETTY_NAME", "Linux")
+    except OSError:
+        return "Linux"

@@ -1,0 +1,132 @@
+"""The devbox:1 image's build (bun from the npm registry, once) and what happens without it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+import pytest
+from _process_runtime import no_bwrap_left
+
+from fake_server import VirtualClock
+from fake_server.__main__ import main
+from fake_server.runtime.api import RuntimeUnavailable
+from fake_server.runtime.process import ProcessRuntime, image, system
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+#: An ``npm`` that fails as the real one does offline (its error names the registry's URL).
+OFFLINE_NPM = """#!/bin/sh
+echo 'npm error code ENOTFOUND' >&2
+echo 'npm error request to https://registry.npmjs.org/bun failed' >&2
+exit 1
+"""
+#: An ``npm`` that installs a ``bun`` into the ``--prefix`` it is given.
+WORKING_NPM = """#!/bin/sh
+while [ "$1" != --prefix ]; do shift; done
+mkdir -p "$2/bin" && printf '#!/bin/sh\\necho 1.0.0\\n' > "$2/bin/bun" && chmod 755 "$2/bin/bun"
+"""
+
+
+def fake_npm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, script: str | None) -> Path:
+    """Point the image's cache at ``tmp_path/cache`` and its ``npm`` at ``script``."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    npm = tmp_path / "npm"
+    if script is not None:
+        npm.write_text(script)
+        npm.chmod(0o755)
+    monkeypatch.setattr(image, "npm_path", lambda: str(npm) if script else None)
+    return tmp_path / "cache" / "createos-fake" / "images"
+
+
+def test_the_image_is_built_once_with_a_progress_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cache = fake_npm(monkeypatch, tmp_path, WORKING_NPM)
+    lines: list[str] = []
+    assert system.choose(progress=lines.append) == system.System(bun=cache / "bun")
+    assert system.choose(progress=lines.append) == system.System(bun=cache / "bun")
+    assert lines == [f"createos-fake: building image devbox:1 once: npm install bun into {cache}"]
+    assert sorted(p.name for p in cache.iterdir()) == [".lock", "bun"]
+
+
+@pytest.mark.parametrize(
+    ("npm", "why"),
+    [(OFFLINE_NPM, "npm failed (ENOTFOUND)"), (None, "npm is not installed")],
+)
+def test_an_image_that_cannot_be_built_says_what_to_do_and_leaves_nothing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, npm: str | None, why: str
+) -> None:
+    cache = fake_npm(monkeypatch, tmp_path, npm)
+    with pytest.raises(RuntimeUnavailable) as info:
+        system.choose()
+    assert str(info.value) == (
+        f"the devbox:1 image cannot be built: installing bun from the npm registry failed: "
+        f"{why}. Run the fake once where the npm registry is reachable (or point npm at a "
+        f"registry you can reach: npm config set registry URL); the image is kept in {cache}. "
+        "Or allow the fallback (serve --image-fallback, FakeCreateOS(image_fallback=True)): "
+        "sandboxes then run the host's programs as user sandbox on a read-only /usr, without "
+        "root or package installs"
+    )
+    assert "https://" not in str(info.value)
+    assert [p.name for p in cache.iterdir()] == [".lock"]  # no half-built install left
+
+
+def test_the_image_command_builds_it_and_says_what_each_rootfs_boots(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = fake_npm(monkeypatch, tmp_path, WORKING_NPM)
+    assert main(["image"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"createos-fake: building image devbox:1 once: npm install bun into {cache}"
+    assert lines[1].startswith("images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, ")
+    assert len(lines) == 2
+    monkeypatch.setattr(image, "npm_path", lambda: None)
+    assert main(["image"]) == 0  # cached: no npm needed any more
+    assert capsys.readouterr().out.startswith("images: rootfs devbox:1, ")
+
+
+def test_serve_refuses_to_start_without_the_image_unless_the_fallback_is_allowed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_npm(monkeypatch, tmp_path, OFFLINE_NPM)
+    for command in (["serve", "--runtime", "process", "--port", "0"], ["image"]):
+        assert main(command) == 1
+        error = capsys.readouterr().err
+        assert error.startswith("createos-fake: the devbox:1 image cannot be built: installing")
+        assert error.endswith("without root or package installs\n")
+
+
+def test_the_allowed_fallback_runs_sandboxes_on_the_host_directory_layout(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake_npm(monkeypatch, tmp_path, OFFLINE_NPM)
+    chosen = system.choose(fallback=True)
+    assert chosen == system.System(
+        missing="installing bun from the npm registry failed: npm failed (ENOTFOUND)"
+    )
+    assert chosen.describe(["devbox:1"]) == (
+        "images: rootfs devbox:1 boot the host's programs on a read-only /usr as user sandbox "
+        "(no devbox:1 image: installing bun from the npm registry failed: npm failed "
+        "(ENOTFOUND))"
+    )
+    runtime = ProcessRuntime(base=tmp_path / "sandboxes", image_fallback=True)
+    try:
+        machine = runtime.new_sandbox("sb")
+        output: list[bytes] = []
+
+        async def sink(data: bytes) -> None:
+            output.append(data)
+
+        async def whoami() -> int:
+            runner = machine.runner(VirtualClock())
+            return await runner.run(["sh", "-c", "id -un; pwd"], on_stdout=sink, on_stderr=sink)
+
+        assert asyncio.run(whoami()) == 0
+        assert b"".join(output) == b"sandbox\n/home/sandbox\n"
+        assert machine.rootfs is None
+    finally:
+        runtime.close()
+    assert asyncio.run(no_bwrap_left())
+    assert list((tmp_path / "sandboxes").iterdir()) == []

@@ -1,0 +1,77 @@
+"""A sandbox's root file system on the process runtime: the disk size, and a kept disk (``serve
+--state-dir``) that outlives the fake."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import pytest
+import pytest_asyncio
+from _process_runtime import no_bwrap_left
+
+from fake_server import VirtualClock
+from fake_server.runtime.process import ProcessMachine, ProcessRuntime
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+pytestmark = pytest.mark.asyncio
+
+FILL = (
+    "head -c 20971520 /dev/zero > /root/big; echo $?; df -m / | tail -1 | tr -s ' ' | cut -d' ' -f2"
+)
+
+
+async def sh(machine: ProcessMachine, script: str) -> tuple[int, str]:
+    output: list[bytes] = []
+
+    async def sink(data: bytes) -> None:
+        output.append(data)
+
+    code = await machine.runner(VirtualClock()).run(
+        ["sh", "-c", script], on_stdout=sink, on_stderr=sink
+    )
+    return code, b"".join(output).decode()
+
+
+@pytest_asyncio.fixture(name="kept")
+async def _kept(tmp_path: Path) -> AsyncIterator[Path]:
+    yield tmp_path / "kept"
+    assert await no_bwrap_left()
+
+
+async def test_a_kept_disk_is_an_image_file_of_the_disk_size_that_outlives_the_fake(
+    kept: Path,
+) -> None:
+    first = ProcessRuntime(kept=kept)
+    machine = first.new_sandbox("sb", 16)
+    assert await sh(machine, FILL) == (
+        0,
+        "head: error writing 'standard output': No space left on device\n1\n14\n",
+    )
+    machine.set_disk_size(64)  # at once with CAP_SYS_RESOURCE, else at the next start
+    machine.set_disk_size(32)  # an image file only grows
+    assert machine.rootfs is not None
+    assert machine.rootfs.size_mib == 64
+    machine.disk.write_file("/etc/kept.conf", b"kept\n")
+    first.close()
+    assert {p.name for p in (kept / "sb").iterdir()} - {"disk.grow"} == {
+        "disk",
+        "disk.img",
+        "root",
+    }
+    assert (kept / "sb" / "disk.img").stat().st_blocks * 512 < 64 * 1024 * 1024  # sparse
+
+    second = ProcessRuntime(kept=kept)
+    back = second.adopt("sb")
+    assert back.rootfs is not None
+    assert back.rootfs.size_mib == 64
+    assert back.disk.read_file("/etc/kept.conf") == b"kept\n"
+    script = f"test -s /root/big && echo kept; id -u; rm /root/big; {FILL}"
+    assert await sh(back, script) == (0, "kept\n0\n0\n59\n")
+    assert not (kept / "sb" / "disk.grow").exists()
+    back.destroy()
+    second.close()
+    assert os.listdir(kept) == []
