@@ -26,6 +26,8 @@ class Options:
     journal: JournalMode = "short"
     #: Live tests may skip when credentials are missing (otherwise that is a usage error).
     live_optional: bool = False
+    #: After a failing test, keep the fake serving and show its dashboard until Enter.
+    ui: bool = False
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -78,6 +80,16 @@ def add_options(parser: pytest.Parser) -> None:
         help="with --createos-live, skip live tests when CREATEOS_API_KEY is missing instead "
         "of stopping the run; ini: createos_live_optional; default off",
     )
+    group.addoption(
+        "--createos-ui",
+        dest="createos_ui",
+        action="store_const",
+        const="true",
+        default=None,
+        help="after a failing test, keep the fake serving and print its web dashboard's "
+        "address with the test's sandbox selected, until Enter is pressed (needs a terminal "
+        "on stdin); ini: createos_ui; default off",
+    )
     parser.addini("createos_seed", "default seed of the fake (int)", default="0")
     parser.addini("createos_leak_check", "fail|warn|off for leaked sandboxes", default="fail")
     parser.addini("createos_unfired_faults", "fail|warn|off for unfired faults", default="fail")
@@ -86,6 +98,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini(
         "createos_live_optional", "skip live tests when credentials are missing", default="0"
     )
+    parser.addini("createos_ui", "show a failing test's fake in the dashboard", default="0")
 
 
 def _value(config: pytest.Config, name: str) -> str:
@@ -147,4 +160,5 @@ def read_options(config: pytest.Config) -> Options:
         live=_flag(config, "createos_live"),
         journal=_journal(config),
         live_optional=_flag(config, "createos_live_optional"),
+        ui=_flag(config, "createos_ui"),
     )

@@ -88,6 +88,10 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKER_HELP.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     options = config.stash[_OPTIONS_KEY] = read_options(config)
+    if options.ui:
+        from pytest_createos._ui import check_ui
+
+        check_ui(config)
     if options.live and not options.live_optional:
         from pytest_createos._live import live_target
 
@@ -187,6 +191,10 @@ def pytest_runtest_makereport(
         lines.insert(0, journal_text(run, options.journal, body_start))
     if lines:
         report.sections.append(("createos journal", "\n".join(lines)))
+    if options.ui and call.when == "call":
+        from pytest_createos._ui import pause_on_failure
+
+        pause_on_failure(item, run)
     return report
 
 
