@@ -48,7 +48,8 @@ class Tally:
 
     def add(self, data: bytes) -> None:
         self.size += len(data)
-        self.lines += data.count(b"\n")
+        if self.kind == "ndjson":  # a binary body's summary has no lines: not counted
+            self.lines += data.count(b"\n")
 
     def summary(self) -> str:
         if self.kind == "ndjson":
@@ -69,16 +70,20 @@ async def read_ahead(request: web.Request, limit: int) -> bytes | None:
         return None
     if request.content_length is not None and request.content_length > limit:
         return None
-    raw = bytearray()
+    # The pieces are joined once at the end: growing one buffer copies a large upload
+    # several times over.
+    chunks: list[bytes] = []
+    size = 0
     try:
-        while chunk := await request.content.read(limit + 1 - len(raw)):
-            raw += chunk
-            if len(raw) > limit:
+        while chunk := await request.content.read(limit + 1 - size):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
                 break
     except Exception as exc:  # raised again where the handler reads the body
         request[BODY_KEY] = exc
         return None
-    body = request[BODY_KEY] = bytes(raw)
+    body = request[BODY_KEY] = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     return body
 
 

@@ -169,6 +169,21 @@ def test_the_recording_helpers_redact_cap_and_summarise() -> None:
     assert body_text("é".encode() * 5, limit=3) == "ééé… (2 more characters)"
 
 
+def test_a_large_body_is_text_or_binary_whatever_byte_decides_it() -> None:
+    """Large bodies are told apart from their start, but a late invalid byte still makes them
+    binary, and a character cut at the point looked at first keeps them text."""
+
+    def binary(data: bytes) -> str:
+        return f"<binary, {len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()[:12]}>"
+
+    late = b"a" * 100_000 + b"\xff"
+    assert body_text(late) == binary(late)
+    early = b"\xff" + b"a" * 100_000
+    assert body_text(early) == binary(early)
+    straddling = b"a" * 4095 + "é".encode() * 3000
+    assert body_text(straddling, limit=5000) == "a" * 4095 + "é" * 905 + "… (2095 more characters)"
+
+
 @pytest.mark.asyncio
 async def test_a_failed_json_match_shows_the_bodies_it_looked_at(
     fake: FakeCreateOS, client: httpx.AsyncClient
