@@ -24,21 +24,24 @@ _BODY = rf"""
 w() {{ i=1; while [ $i -le {LINES} ]; do echo "$1:$i:é✓$2"; i=$((i+1)); done; }}
 w a &
 ( w b ) &
-w c >&2 &
+w c >&$e &
 w d | cat &
-{{ w e; w f >&2; }} &
+{{ w e; w f >&$e; }} &
 w g "$pad" | cat >&2
 wait
 w h
 """
 #: The writers, the long lines' padding empty.
-SCRIPT = "pad=\n" + _BODY
-#: The same with the long lines (72 KiB on stderr): slower, so run less often.
-LONG_SCRIPT = f"pad=$(printf 'é%.0s' $(seq 1 {_PAD}))\n" + _BODY
+SCRIPT = "pad=\ne=2\n" + _BODY
+#: The same with the long lines (72 KiB on stderr): slower, so run less often. Their writer
+#: is alone on stderr (``c`` and ``f`` write to stdout): a pipe keeps a write whole only up to
+#: 4096 bytes, so another writer's line could land inside a long one, as on any Linux.
+LONG_SCRIPT = f"pad=$(printf 'é%.0s' $(seq 1 {_PAD}))\ne=1\n" + _BODY
 
-#: Each writer's stream.
+#: Each writer's stream in ``SCRIPT``; in ``LONG_SCRIPT`` ``c`` and ``f`` write to stdout.
 WRITERS = {"a": "stdout", "b": "stdout", "c": "stderr", "d": "stdout", "e": "stdout",
            "f": "stderr", "g": "stderr", "h": "stdout"}  # fmt: skip
+_LONG_WRITERS = {**WRITERS, "c": "stdout", "f": "stdout"}
 
 _LINE = re.compile(rf"([a-h]):(\d+):é✓((?:é{{{_PAD}}})?)")
 
@@ -57,7 +60,7 @@ def missing(stdout: str, stderr: str, *, long: bool = False) -> str | None:
             if bool(match.group(3)) != (long and match.group(1) == "g"):
                 return f"{stream} holds a line whose padding was cut: {line[:80]!r}"
             seen.setdefault(match.group(1), []).append(int(match.group(2)))
-        for writer, home in WRITERS.items():
+        for writer, home in (_LONG_WRITERS if long else WRITERS).items():
             got = seen.get(writer, [])
             if got != (list(range(1, LINES + 1)) if home == stream else []):
                 return f"writer {writer} on {stream}: lines {got}"
