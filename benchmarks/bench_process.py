@@ -35,6 +35,7 @@ from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_contex
 from fake_server.runtime.pipes import StdinPipe
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime, tree
 from fake_server.runtime.process.netns import NetNamespace
+from fake_server.runtime.process.rootfs import SandboxRoot
 from fake_server.runtime.process.runner import bwrap_argv
 from fake_server.runtime.shell import BASE_ENV
 
@@ -187,6 +188,16 @@ def _netns_create(runtime: ProcessRuntime, count: int) -> float:
     return median(times)
 
 
+def _rootfs_create(runtime: ProcessRuntime, base: Path, count: int) -> float:
+    """A sandbox's root file system alone (mount namespace, tmpfs, overlay), and its release."""
+    times = []
+    for index in range(count):
+        start = timer()
+        SandboxRoot(runtime.images, base / f"r{index}", 10240, None).close()
+        times.append(timer() - start)
+    return median(times)
+
+
 def _rss() -> int:
     """This process's resident set, in bytes."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -274,6 +285,7 @@ async def run(rounds: int, creates: int, execs: int, alive: int) -> Report:
             pauses = [await _pause_resume(runtime, clock) for _ in range(rounds)]
             disk, fake_bytes, process_bytes = await _alive(runtime, clock, alive)
             netns_ms = _netns_create(runtime, creates) * 1e3
+            rootfs_ms = _rootfs_create(runtime, Path(base), creates) * 1e3
         finally:
             runtime.close()
             clock.close()
@@ -284,6 +296,7 @@ async def run(rounds: int, creates: int, execs: int, alive: int) -> Report:
     resume_ms = median([r for _, r in pauses]) * 1e3
     report.add("sandbox create (with its network namespace and eth0)", create_ms, "ms")
     report.add("network namespace with eth0, made and removed", netns_ms, "ms")
+    report.add("root file system (image overlay on a tmpfs), made and released", rootfs_ms, "ms")
     report.add("preview GET round trip", preview_s * 1e3, "ms")
     report.add("same GET on a direct connection to eth0", direct_s * 1e3, "ms")
     report.add("exec true (runtime)", runtime_ms, "ms")

@@ -333,7 +333,7 @@ async def test_a_fork_gets_an_eth0_of_its_own(client: httpx.AsyncClient) -> None
 
 async def test_pip_installs_a_small_package_from_pypi_without_proxy_variables() -> None:
     """The one test whose sandbox traffic leaves the machine: to PyPI, through the host's
-    own resolver (the suite's fakes relay DNS nowhere else)."""
+    own resolver (the suite's fakes relay DNS nowhere else); pip installs system-wide."""
     network = NetworkOptions(dns_upstream=host_resolver())
     fake = FakeCreateOS(
         clock=VirtualClock(),
@@ -354,15 +354,18 @@ async def test_pip_installs_a_small_package_from_pypi_without_proxy_variables() 
                 "cmd": "/bin/bash",
                 "args": [
                     "-c",
-                    "python3 -m pip install -q --no-deps --break-system-packages "
-                    "--target /tmp/pkgs six && PYTHONPATH=/tmp/pkgs python3 -c "
-                    "'import six; print(six.__name__)'",
+                    "pip install -q --no-deps iniconfig && "
+                    "python3 -c 'import iniconfig; print(iniconfig.__file__)'",
                 ],
                 "timeout_ms": 110_000,
             },
         )
         result = done.json()["data"]["result"]
-        assert (result["exit_code"], result["stdout"]) == (0, "six\n"), result
+        # System-wide, as root, as the service's examples install (no refusal, no flags).
+        assert (result["exit_code"], result["stdout"]) == (
+            0,
+            "/usr/local/lib/python3.11/dist-packages/iniconfig/__init__.py\n",
+        ), result
 
 
 async def test_without_an_uplink_sandboxes_keep_eth0_dns_and_previews_and_reach_nothing_else(

@@ -37,15 +37,6 @@ class System:
     def image(self) -> bool:
         return self.missing is None
 
-    @property
-    def home(self) -> str:
-        """``$HOME`` and the default working directory of commands."""
-        return "/root" if self.image else "/home/sandbox"
-
-    @property
-    def user(self) -> str:
-        return "root" if self.image else "sandbox"
-
     def describe(self, rootfs: Iterable[str]) -> str:
         """``serve``'s line saying what each rootfs name boots."""
         names = ", ".join(rootfs)
