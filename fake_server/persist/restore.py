@@ -91,8 +91,9 @@ def restore(
     ctx.journal.tap = saver.events  # from here on, every event is saved
     _buckets(fake, saver.manifests, read, saver)
     sandboxes: dict[str, Sandbox] = {}
-    for sandbox_id, account_key, text in store.rows("sandboxes"):
-        data = json.loads(text)
+    saved = [(row[0], row[1], row[2], json.loads(row[2])) for row in store.rows("sandboxes")]
+    saved.sort(key=lambda row: (row[3]["created_at"], row[0]))  # listings keep their order
+    for sandbox_id, account_key, text, data in saved:
         saver.rows["s:" + sandbox_id] = text
         account = world.accounts.get(account_key)
         if account is None or RESTORED_STATUS.get(data["status"]) is None:

@@ -130,13 +130,19 @@ def test_restored_files_are_made_on_first_use_and_never_for_a_destroy(state: Pat
     again, _ = _fake(state)
     try:
         disks = {s.id: s.disk for s in again.sandboxes()}
-        assert [getattr(d, "loaded", None) for d in disks.values()] == [False, False]
+        assert {k: getattr(d, "loaded", None) for k, d in disks.items()} == {
+            used.id: False,
+            dropped.id: False,
+        }
         with Client(again.api_key, base_url=again.url) as client:
             client.get_sandbox(dropped.id).destroy()
             restored = client.get_sandbox(used.id)
             restored.resume()
             assert restored.files.download("/tmp/kept").read() == b"kept"
-        assert [getattr(d, "loaded", None) for d in disks.values()] == [True, False]
+        assert {k: getattr(d, "loaded", None) for k, d in disks.items()} == {
+            used.id: True,
+            dropped.id: False,
+        }
         assert disks[dropped.id].wiped
     finally:
         again.close()
@@ -161,6 +167,21 @@ def test_ids_keys_and_names_are_not_drawn_again_after_a_restart(state: Path) -> 
             assert client.create_sandbox(CreateSandboxRequest(shape=SHAPE)).name != first_name
     finally:
         second.close()
+
+
+def test_sandboxes_are_listed_in_the_order_they_were_created(state: Path) -> None:
+    fake, _ = _fake(state)
+    with Client(fake.api_key, base_url=fake.url) as client:
+        made = [client.create_sandbox(CreateSandboxRequest(shape=SHAPE)) for _ in range(3)]
+        made[0].pause()  # the newest write: its row is rewritten last
+        before = [s.id for s in client.list_sandboxes()]
+    fake.close()
+    again, _ = _fake(state)
+    try:
+        with Client(again.api_key, base_url=again.url) as client:
+            assert [s.id for s in client.list_sandboxes()] == before
+    finally:
+        again.close()
 
 
 def test_a_restored_sandbox_has_every_attribute_a_new_one_has(
@@ -245,7 +266,7 @@ def test_a_row_that_cannot_be_read_is_refused_and_left_alone(state: Path) -> Non
     with pytest.raises(StateDirError) as caught:
         Persistence(FakeCreateOS(clock=RealClock()), state, on_error=_fail)
     assert str(caught.value) == (
-        f"state database {state}/state.sqlite3 could not be restored (KeyError: 'status'); "
+        f"state database {state}/state.sqlite3 could not be restored (KeyError: 'created_at'); "
         "nothing was changed: move the directory aside or use another --state-dir"
     )
     with sqlite3.connect(state / "state.sqlite3") as db:
