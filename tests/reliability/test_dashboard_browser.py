@@ -167,3 +167,24 @@ def test_resources_show_networks_and_template_build_logs_as_text(
     expect(page.locator(".template .badge")).to_have_text("ready")
     assert page.locator("img").count() == 0
     _shot(page, "resources")
+
+
+def test_the_sandboxes_page_marks_its_first_paint_with_rows(
+    page: Any, served: FakeCreateOS
+) -> None:
+    """The mark benchmarks/bench_dashboard.py reads (no timing is asserted here)."""
+    import httpx
+    from playwright.sync_api import expect
+
+    with httpx.Client(base_url=served.url, headers={"X-Api-Key": served.api_key}) as client:
+        for index in range(30):
+            client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "name": f"b{index}"})
+    page.reload()
+    expect(page.locator("#page .toolbar span.muted")).to_have_text("30 of 30 sandboxes")
+    assert page.locator(".vrow[data-id]").count() < 30  # only the rows in view are drawn
+    marks = page.evaluate("performance.getEntriesByName('createos:sandboxes-painted').length")
+    assert marks == 1
+    painted = page.evaluate(
+        "performance.getEntriesByName('createos:sandboxes-painted')[0].startTime"
+    )
+    assert painted > 0
