@@ -82,13 +82,18 @@ def sh(sandbox: SandboxInstance, script: str) -> tuple[int, str]:
     return result.exit_code, result.standard_output + result.standard_error
 
 
-def test_commands_run_as_root_in_roots_home_on_a_writable_system(sdk: Client) -> None:
+def test_commands_run_as_root_in_roots_home_on_a_writable_system_with_the_devbox_tools(
+    sdk: Client,
+) -> None:
     sandbox = create(sdk)
     script = (
         "id -u; whoami; pwd; echo $HOME; echo x > /usr/local/bin/tool && "
         "echo 'nameserver 10.0.0.1' >> /etc/resolv.conf && mkdir -p /opt/app && echo written"
     )
     assert sh(sandbox, script) == (0, "0\nroot\n/root\n/root\nwritten\n")
+    programs = "python3 pip node npm bun git curl gcc make apt-get dpkg"
+    missing = f"for p in {programs}; do command -v $p >/dev/null || echo missing $p; done"
+    assert sh(sandbox, missing) == (0, "")
     sandbox.destroy()
 
 
