@@ -350,3 +350,31 @@ async def test_a_host_without_ip_refuses_network_attach_clearly_and_keeps_nothin
     assert runtime.hubs == {}
     assert sorted(runtime.machines) == [sandbox_id]
     assert (await client.delete(f"/v1/networks/{network_id}")).status_code == 200
+
+
+async def test_a_pty_process_output_is_read_to_its_end_however_slow_the_reader(
+    fake: FakeCreateOS, make_sandbox: MakeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The PTY is drained until no process holds it, not for a while after the exit: the
+    output waiting when the program ended was dropped once its reader took longer than
+    ``_DRAIN_SECONDS`` (here none at all)."""
+    from fake_server.runtime.process import pty
+    from fake_server.runtime.terminal import Terminal
+
+    monkeypatch.setattr(pty, "_DRAIN_SECONDS", 0.0)
+    runner = machine(fake, await make_sandbox()).runner(fake.clock)
+    received: list[bytes] = []
+
+    async def slow_reader(data: bytes) -> None:
+        for _ in range(3):
+            await asyncio.sleep(0)
+        received.append(data)
+
+    code = await runner.run(
+        ["/bin/bash", "-c", "seq 1 3000"],
+        on_stdout=slow_reader,
+        on_stderr=slow_reader,
+        terminal=Terminal(24, 80),
+    )
+    assert code == 0
+    assert b"".join(received) == b"".join(b"%d\r\n" % i for i in range(1, 3001))

@@ -43,7 +43,7 @@ class _Tree(Protocol):
 
 _Run = TypeVar("_Run", bound=_Tree)
 
-#: Real seconds the output may trail the exit (programs of the namespace die with its init).
+#: Real seconds a killed command's tree gets to be reaped.
 _DRAIN_SECONDS = 5.0
 
 
@@ -93,8 +93,10 @@ async def run_on_pty(
     feeding = asyncio.ensure_future(_feed(master, stdin))
     try:
         code = await proc.wait()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(reader.done(), _DRAIN_SECONDS)
+        # To the end, however long the reader takes: bwrap has exited, so its PID namespace
+        # is gone with every process that held the PTY, and the end comes once the output
+        # written before is read.
+        await reader.done()
     except asyncio.CancelledError:
         run.signal(signals.SIGKILL, tree_scope=True)
         with contextlib.suppress(BaseException):
