@@ -9,6 +9,7 @@ from fake_server.http import (
     commands,
     ingress,
     meta,
+    metrics,
     processes,
     sandbox_admin,
     sandboxes,
@@ -79,6 +80,9 @@ ROUTES: tuple[tuple[str, str, str, Handler], ...] = (
         access_tokens.rotate_access_token,
     ),
     ("DELETE", _SB + "/access-token", "disable_access_token", access_tokens.disable_access_token),
+    ("GET", _SB + "/metrics", "get_sandbox_metrics", metrics.sandbox_metrics),
+    ("GET", "/v1/metrics", "get_account_metrics", metrics.account_metrics),
+    ("GET", "/v1/metrics/timeseries", "get_account_timeseries", metrics.account_timeseries),
     ("*", "/_ingress/{sandbox_id}/{port}/{tail:.*}", "ingress", ingress.ingress),
     *RESOURCE_ROUTES,  # networks, disks, templates, computer use
 )

@@ -13,6 +13,7 @@ from fake_server.models.disks import DISKS_NEED_BASHKIT
 from fake_server.models.envs import check_envs
 from fake_server.models.errors import ApiError, BadRequest, Conflict, at_capacity
 from fake_server.models.exec_ops import ExecOps
+from fake_server.models.metrics_ops import MetricsOps
 from fake_server.models.process_ops import ProcessOps
 from fake_server.models.sandbox import STATUSES, Sandbox, SandboxSpec
 
@@ -41,7 +42,7 @@ class Stats:
     total: int
 
 
-class Account(ExecOps, ProcessOps, AdminOps, TokenOps, AccountBase):
+class Account(ExecOps, ProcessOps, AdminOps, TokenOps, MetricsOps, AccountBase):
     """Every API operation of one account, as one method each."""
 
     def create_sandbox(self, spec: SandboxSpec) -> Sandbox:
@@ -91,6 +92,7 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, AccountBase):
             machine.destroy()
             raise
         self.sandboxes[sandbox.id] = sandbox
+        self.track_usage(sandbox)
         try:
             self.resources.apply(plan, sandbox)
         except ApiError:  # e.g. a network the runtime cannot join: no half-made sandbox

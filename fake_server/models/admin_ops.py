@@ -145,6 +145,7 @@ class AdminOps(AccountBase):
         if spec.bandwidth_quota_bytes is not None:
             child.bandwidth.quota_bytes = spec.bandwidth_quota_bytes
         self.sandboxes[child.id] = child
+        self.track_usage(child)
         return child
 
     def resize_sandbox(self, sandbox_id: str, disk_mib: int) -> Sandbox:

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from fake_server.models.context import Context
     from fake_server.models.process import Process
     from fake_server.models.sandbox import Sandbox
+    from fake_server.models.usage import UsageRecord
 
 __all__ = ["AccountBase", "check_abs_path"]
 
@@ -25,6 +26,8 @@ class AccountBase:
         self.sandboxes: dict[str, Sandbox] = {}
         from fake_server.models.credit import Credit
 
+        #: Every sandbox this account made, kept after it is gone, for ``/v1/metrics``.
+        self.usage_records: list[UsageRecord] = []
         #: The credit balance (unlimited unless a test sets it): 402 on cost-incurring calls.
         self.credit = Credit()
         from fake_server.models.resources import AccountResources
@@ -41,6 +44,15 @@ class AccountBase:
             del self.sandboxes[sandbox_id]
             raise NotFound("sandbox not found", code="sandbox_not_found")
         return sandbox
+
+    def track_usage(self, sandbox: Sandbox) -> None:
+        """Count ``sandbox`` in the account's usage metrics from now on, even once gone."""
+        from fake_server.models.usage import UsageRecord
+
+        shape = sandbox.shape
+        self.usage_records.append(
+            UsageRecord(sandbox.id, shape.vcpu, shape.mem_mib, sandbox.running, sandbox.bandwidth)
+        )
 
     def require_credit(self) -> None:
         """402 when the account has no credit; cost-incurring calls check after the owner."""

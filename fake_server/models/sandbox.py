@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from fake_server.models.bandwidth import Bandwidth
 from fake_server.models.errors import Conflict
 from fake_server.models.journal import Event
+from fake_server.models.usage import RunningSpans
 
 if TYPE_CHECKING:
     from fake_server.models.catalog import Shape
@@ -138,6 +139,8 @@ class Sandbox:
         self.destroyed_at: float | None = None
         self.destroyed_mono: float | None = None
         self.processes: dict[str, Process] = {}
+        #: When it was running, for the account's usage metrics (``models.usage``).
+        self.running = RunningSpans()
         self.status = "forking" if forked_from else "creating"
         self._pending: _Pending | None = _Pending(self.status, self.clock.now())
         self._timer: asyncio.Task[None] | None = None
@@ -271,6 +274,7 @@ class Sandbox:
             timer.cancel()
 
     def _record(self, old: str, new: str, at: float) -> None:
+        self.running.record(new, at)
         self.ctx.journal.record(
             Event(
                 time=at,

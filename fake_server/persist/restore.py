@@ -106,6 +106,7 @@ def restore(
             continue
         sandbox = sandboxes[sandbox_id] = decode_sandbox(data, machine, ctx)
         account.sandboxes[sandbox_id] = sandbox
+        account.track_usage(sandbox)
         saver.saved_ids.setdefault(account_key, set()).add(sandbox_id)
         done.sandboxes += 1
         if data["status"] != sandbox.status:

@@ -28,6 +28,7 @@ under bubblewrap, on real time; ``fake_server.runtime.process``). The models onl
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ __all__ = [
     "Runner",
     "Runtime",
     "RuntimeUnavailable",
+    "Usage",
 ]
 
 #: Runtime names a fake, a rootfs or a test may ask for.
@@ -108,6 +110,15 @@ class Meter(Protocol):
     def received(self, size: int) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What a sandbox's processes use now, measured by its runtime (``GET …/metrics``)."""
+
+    cpu_seconds: float
+    memory_bytes: int
+    processes: int
+
+
 class Machine(Protocol):
     """One sandbox as the runtime sees it."""
 
@@ -128,6 +139,7 @@ class Machine(Protocol):
     def set_disk_size(self, disk_mib: int) -> None: ...
     def join_network(self, network_id: str, address: str) -> None: ...
     def leave_network(self, network_id: str) -> None: ...
+    def usage(self) -> Usage | None: ...
 
 
 class Runtime(Protocol):

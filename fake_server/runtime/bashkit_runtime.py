@@ -108,6 +108,11 @@ class BashkitMachine:
     def leave_network(self, network_id: str) -> None:
         pass
 
+    def usage(self) -> None:
+        """Bashkit commands run inside the fake's own process: nothing to measure (the model
+        applies its documented estimate, ``models.metrics_ops``)."""
+        return None
+
     async def connect(self, port: int) -> socket.socket:
         """Bashkit runs no servers: nothing ever listens."""
         raise ConnectionRefusedError(errno.ECONNREFUSED, "bashkit sandboxes run no servers")

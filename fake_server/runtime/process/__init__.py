@@ -30,7 +30,7 @@ import signal as signals
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fake_server.runtime.api import FeatureUnavailable
+from fake_server.runtime.api import FeatureUnavailable, Usage
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
 from fake_server.runtime.process import netmode
 from fake_server.runtime.process.bridges import Hub
@@ -177,6 +177,12 @@ class ProcessMachine:
     async def _env(self) -> dict[str, str]:
         """What a new process's environment gains: nothing (the network needs no proxy)."""
         return {}
+
+    def usage(self) -> Usage:
+        """CPU and memory of every live process tree, from ``/proc``."""
+        from fake_server.runtime.process.usage import tree_usage
+
+        return tree_usage(run.pid for run in list(self.runs.values()))
 
     async def connect(self, port: int) -> socket.socket:
         """A TCP connection to ``port`` on the sandbox's ``eth0`` address, from the router.

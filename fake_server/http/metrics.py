@@ -1,0 +1,113 @@
+"""``GET …/metrics``, ``GET /v1/metrics`` and ``GET /v1/metrics/timeseries``.
+
+The service's field names are not public (the TS SDK's ``COMPATIBILITY.md`` names the routes
+and ``SandboxMetricsView``, no fields); these are the fake's own, documented in
+docs/fake-server.md ("Metrics").
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from fake_server.http import wire
+from fake_server.http.errors import ok
+from fake_server.http.keys import BACKEND_KEY, WORLD_KEY, sandbox_id
+from fake_server.models.errors import BadRequest
+from fake_server.models.metrics_ops import window
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from fake_server.models.metrics_ops import SandboxMetrics, UsagePoint
+
+__all__ = ["account_metrics", "account_timeseries", "sandbox_metrics"]
+
+
+def _instant(request: web.Request, name: str) -> float | None:
+    """``from``/``to``: unix seconds or an RFC 3339 time; 400 naming the field otherwise."""
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        try:
+            value = datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            raise BadRequest("must be unix seconds or an RFC 3339 time", field=name) from None
+    if not math.isfinite(value) or value < 0:
+        raise BadRequest("must be unix seconds or an RFC 3339 time", field=name)
+    return value
+
+
+def _window_of(request: web.Request) -> tuple[float, float]:
+    now = request.app[WORLD_KEY].ctx.clock.time()
+    chosen = window(_instant(request, "from"), _instant(request, "to"), now)
+    return chosen.start, chosen.end
+
+
+def metrics_json(m: SandboxMetrics) -> dict[str, object]:
+    return {
+        "sandbox_id": m.sandbox_id,
+        "status": m.status,
+        "timestamp": wire.iso(m.at),
+        "cpu": {"vcpu": m.vcpu, "usage_seconds": m.cpu_seconds},
+        "memory": {
+            "limit_bytes": m.memory_limit_bytes,
+            "used_bytes": m.memory_used_bytes,
+            "used_pct": round(100 * m.memory_used_bytes / m.memory_limit_bytes, 2),
+        },
+        "processes": m.processes,
+        "source": m.source,
+    }
+
+
+def point_json(p: UsagePoint) -> dict[str, object]:
+    return {
+        "from": wire.iso(p.start),
+        "to": wire.iso(p.end),
+        "sandboxes": p.sandboxes,
+        "running_seconds": p.running_seconds,
+        "vcpu_seconds": p.vcpu_seconds,
+        "mem_mib_seconds": p.mem_mib_seconds,
+    }
+
+
+async def sandbox_metrics(request: web.Request) -> web.Response:
+    return ok(metrics_json(request[BACKEND_KEY].sandbox_metrics(sandbox_id(request))))
+
+
+async def account_metrics(request: web.Request) -> web.Response:
+    from fake_server.models.usage import Window
+
+    backend = request[BACKEND_KEY]
+    start, end = _window_of(request)
+    stats = backend.whoami()
+    data = point_json(backend.usage(Window(start, end)))
+    data["user_id"] = backend.id
+    data["now"] = {"running": stats.running, "paused": stats.paused, "total": stats.total}
+    return ok(data)
+
+
+async def account_timeseries(request: web.Request) -> web.Response:
+    from fake_server.models.usage import Window
+
+    backend = request[BACKEND_KEY]
+    start, end = _window_of(request)
+    raw = request.query.get("step") or "60"
+    try:
+        step = float(raw)
+    except ValueError:
+        raise BadRequest("must be a number of seconds", field="step") from None
+    points = backend.usage_series(Window(start, end), step)
+    return ok(
+        {
+            "user_id": backend.id,
+            "from": wire.iso(start),
+            "to": wire.iso(end),
+            "step_seconds": step,
+            "points": [point_json(p) for p in points],
+        }
+    )
