@@ -19,6 +19,7 @@ from fake_server.models.journal import Event
 from fake_server.models.networks import Member, Network
 from fake_server.models.sandbox import AccessToken, Sandbox, SandboxSpec
 from fake_server.models.templates import LogLine, Template
+from fake_server.models.usage import RunningSpans
 
 if TYPE_CHECKING:
     from fake_server.clock import Clock
@@ -173,6 +174,7 @@ def decode_sandbox(data: dict[str, Any], machine: Machine, ctx: Context) -> Sand
         "destroyed_at": None,
         "destroyed_mono": None,
         "processes": {},
+        "running": RunningSpans(),  # usage before a restart is not kept
         "status": status,
         "_pending": None,
         "_timer": None,

@@ -25,7 +25,7 @@ async def test_unknown_top_level_route_names_nearest_routes(client: httpx.AsyncC
         "status": "error",
         "code": 501,
         "message": "this route is not implemented by the CreateOS fake; nearest known routes: "
-        "/v1/hosts, /v1/templates, /v1/sandboxes",
+        "/v1/metrics, /v1/hosts, /v1/templates",
         "data": {"code": "not_implemented_by_fake"},
     }
 
