@@ -17,12 +17,14 @@ CONTRIBUTING = """\
 
 Install and run the fake CreateOS API locally (prints the URL and the API key):
 
+<!-- skip: next "a checkout command; it serves until Ctrl-C" -->
 ```bash
 pip install -e . && createos-fake serve
 ```
 
 Install and run the tests:
 
+<!-- skip: next "a checkout command; .ci/run runs it" -->
 ```bash
 pip install -e '.[test]' && pytest
 ```
