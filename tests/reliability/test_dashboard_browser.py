@@ -176,9 +176,11 @@ def test_the_sandboxes_page_marks_its_first_paint_with_rows(
     import httpx
     from playwright.sync_api import expect
 
-    with httpx.Client(base_url=served.url, headers={"X-Api-Key": served.api_key}) as client:
+    keys = {"X-Api-Key": served.api_key}
+    with httpx.Client(base_url=served.url, headers=keys, timeout=60) as client:
         for index in range(30):
-            client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "name": f"b{index}"})
+            made = client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "name": f"b{index}"})
+            assert made.status_code == 200, made.text
     page.reload()
     expect(page.locator("#page .toolbar span.muted")).to_have_text("30 of 30 sandboxes")
     assert page.locator(".vrow[data-id]").count() < 30  # only the rows in view are drawn

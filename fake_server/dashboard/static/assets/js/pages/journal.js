@@ -4,6 +4,7 @@ import * as api from "../api.js";
 import { fakeTime, h, replace, section, table, text } from "../dom.js";
 
 const PAGE = 100;
+const FOLLOW_MS = 200;
 
 export function journalPage(params, info) {
   const fields = {};
@@ -77,7 +78,18 @@ export function journalPage(params, info) {
     }
   }
 
+  let lastLoad = 0;
+  let timer = 0;
+
+  // Following a busy fake: at most one page read per FOLLOW_MS, the newest events last.
+  function followSoon() {
+    if (timer) return;
+    const wait = Math.max(0, lastLoad + FOLLOW_MS - performance.now());
+    timer = setTimeout(() => { timer = 0; load(); }, wait);
+  }
+
   async function load() {
+    lastLoad = performance.now();
     if (loading) { again = true; return; }
     loading = true;
     try {
@@ -103,12 +115,12 @@ export function journalPage(params, info) {
     if (batch.reset || batch.resync) { load(); return; }
     if (!batch.journal.length && !batch.journal_count) return;
     if (follow.checked) {
-      load();
+      followSoon();
     } else {
       unseen += batch.journal.length;
       status.dataset.unseen = String(unseen);
     }
   });
   load();
-  return { node, close: unsubscribe };
+  return { node, close() { unsubscribe(); clearTimeout(timer); } };
 }

@@ -85,11 +85,18 @@ export function sandboxPage(id, info) {
     }
   }
 
+  // A busy sandbox (a client polling it) changes every loop turn: read it at most every 200 ms.
+  let timer = 0;
+  let lastLoad = 0;
+  function soon() {
+    if (timer) return;
+    timer = setTimeout(() => { timer = 0; lastLoad = performance.now(); load(); }, Math.max(0, lastLoad + 200 - performance.now()));
+  }
   const unsubscribe = api.subscribe((batch) => {
-    if (batch.reset || batch.resync || batch.sandboxes.some((r) => r.id === id) || batch.removed.includes(id) || batch.journal.some((e) => e.sandbox === id)) load();
+    if (batch.reset || batch.resync || batch.sandboxes.some((r) => r.id === id) || batch.removed.includes(id) || batch.journal.some((e) => e.sandbox === id)) soon();
   });
   load();
-  return { node, close() { unsubscribe(); for (const panel of open.values()) panel.close(); } };
+  return { node, close() { unsubscribe(); clearTimeout(timer); for (const panel of open.values()) panel.close(); } };
 }
 
 function kv(name, value) {

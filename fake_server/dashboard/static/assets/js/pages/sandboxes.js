@@ -48,30 +48,30 @@ export function sandboxesPage(info) {
     vtable.setRows(list);
   }
 
-  function renderAccounts(accounts) {
-    replace(accountsNode, table(["account", "API key", "sandboxes", "by status"], accounts.map((a) =>
-      h("tr", {}, h("td", {}, a.id), h("td", {}, a.api_key), h("td", {}, String(a.sandboxes)),
-        h("td", {}, Object.entries(a.statuses).map(([s, n]) => h("span", { class: "pair" }, statusBadge(s), ` ${n}`)))))));
-  }
+  const accounts = new Map(); // id -> API key as shown (redacted)
 
-  let accountsPending = false;
-  async function refreshAccounts() {
-    if (accountsPending) return;
-    accountsPending = true;
-    try {
-      const data = await api.get("api/overview");
-      renderAccounts(data.accounts);
-    } finally {
-      accountsPending = false;
+  function renderAccounts() {
+    // Counted here from the rows the page holds: a change costs no request.
+    const counts = new Map([...accounts.keys()].map((id) => [id, {}]));
+    for (const row of rows.values()) {
+      const statuses = counts.get(row.account) || {};
+      statuses[row.status] = (statuses[row.status] || 0) + 1;
+      counts.set(row.account, statuses);
     }
+    replace(accountsNode, table(["account", "API key", "sandboxes", "by status"], [...counts].map(([id, statuses]) =>
+      h("tr", {}, h("td", {}, id), h("td", {}, accounts.get(id) || "<redacted>"),
+        h("td", {}, String(Object.values(statuses).reduce((a, b) => a + b, 0))),
+        h("td", {}, Object.entries(statuses).map(([s, n]) => h("span", { class: "pair" }, statusBadge(s), ` ${n}`)))))));
   }
 
   async function load() {
     const data = await api.get("api/overview");
     clockOffset = data.now - Date.now() / 1000;
     rows.clear();
+    accounts.clear();
+    for (const account of data.accounts) accounts.set(account.id, account.api_key);
     for (const row of data.sandboxes) rows.set(row.id, row);
-    renderAccounts(data.accounts);
+    renderAccounts();
     render();
     if (!painted) {
       painted = true;
@@ -91,7 +91,7 @@ export function sandboxesPage(info) {
     for (const id of batch.removed) touched = rows.delete(id) || touched;
     if (touched) {
       render();
-      refreshAccounts();
+      renderAccounts();
     }
   });
   filter.addEventListener("input", () => { filterText = filter.value; render(); });
