@@ -10,103 +10,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
-    from fake_server.faults import (
-        CrashProcess,
-        CutStream,
-        DetachDisk,
-        DuplicateFrame,
-        EmptyReply,
-        EvictOutput,
-        ExhaustCredit,
-        ExitWithoutStatus,
-        FailTemplateBuild,
-        Fault,
-        FaultFiring,
-        Forget,
-        HttpError,
-        Latency,
-        LostReply,
-        MalformedFrame,
-        ResetAfterHeaders,
-        ResetBeforeResponse,
-        SetStatus,
-        SkipFrame,
-        StallStream,
-        TamperFile,
-        TruncatedDownload,
-        VanishNetwork,
-    )
-    from pytest_createos._bridge import RunSync
-    from pytest_createos._leases import LeaseFactory
-    from pytest_createos._report import CreateosWarning
-    from pytest_createos._shared import SharedCreateOS
-    from pytest_createos.provider import CreateosProvider, Environment, ExecuteResult, Lease
+    from fake_server import FakeCreateOS as FakeCreateOS
+    from fake_server import TransitionPolicy as TransitionPolicy
+    from fake_server import VirtualClock as VirtualClock
+    from fake_server.faults import Fault as Fault
+    from fake_server.faults import FaultFiring as FaultFiring
 
-#: The fault actions, re-exported from ``fake_server.faults``.
-FAULT_ACTIONS = (
-    "CrashProcess",
-    "CutStream",
-    "DetachDisk",
-    "DuplicateFrame",
-    "EmptyReply",
-    "EvictOutput",
-    "ExhaustCredit",
-    "ExitWithoutStatus",
-    "FailTemplateBuild",
-    "Forget",
-    "HttpError",
-    "Latency",
-    "LostReply",
-    "MalformedFrame",
-    "ResetAfterHeaders",
-    "ResetBeforeResponse",
-    "SetStatus",
-    "SkipFrame",
-    "StallStream",
-    "TamperFile",
-    "TruncatedDownload",
-    "VanishNetwork",
-)
+    # Every fault action, for type checkers; at run time ``__getattr__`` finds them.
+    from fake_server.faults.actions import *  # noqa: F403
+    from fake_server.faults.resource_actions import *  # noqa: F403
+    from pytest_createos._bridge import RunSync as RunSync
+    from pytest_createos._leases import LeaseFactory as LeaseFactory
+    from pytest_createos._report import CreateosWarning as CreateosWarning
+    from pytest_createos._shared import SharedCreateOS as SharedCreateOS
+    from pytest_createos.provider import CreateosProvider as CreateosProvider
+    from pytest_createos.provider import Environment as Environment
+    from pytest_createos.provider import ExecuteResult as ExecuteResult
+    from pytest_createos.provider import Lease as Lease
 
-__all__ = [
-    "CrashProcess",
-    "CreateosProvider",
-    "CreateosWarning",
-    "CutStream",
-    "DetachDisk",
-    "DuplicateFrame",
-    "EmptyReply",
-    "Environment",
-    "EvictOutput",
-    "ExecuteResult",
-    "ExhaustCredit",
-    "ExitWithoutStatus",
-    "FailTemplateBuild",
-    "FakeCreateOS",
-    "Fault",
-    "FaultFiring",
-    "Forget",
-    "HttpError",
-    "Latency",
-    "Lease",
-    "LeaseFactory",
-    "LostReply",
-    "MalformedFrame",
-    "ResetAfterHeaders",
-    "ResetBeforeResponse",
-    "RunSync",
-    "SetStatus",
-    "SharedCreateOS",
-    "SkipFrame",
-    "StallStream",
-    "TamperFile",
-    "TransitionPolicy",
-    "TruncatedDownload",
-    "VanishNetwork",
-    "VirtualClock",
-]
+    #: The fault actions' names (``fake_server.faults.catalog.ACTION_NAMES``).
+    FAULT_ACTIONS: tuple[str, ...]
 
+#: Where each name besides the fault actions lives (``__all__`` is these and the actions).
 _LAZY = {
     "CreateosProvider": "pytest_createos.provider",
     "CreateosWarning": "pytest_createos._report",
@@ -119,12 +44,19 @@ _LAZY = {
     "SharedCreateOS": "pytest_createos._shared",
     "TransitionPolicy": "fake_server",
     "VirtualClock": "fake_server",
-    **dict.fromkeys(("Fault", "FaultFiring", *FAULT_ACTIONS), "fake_server.faults"),
+    "Fault": "fake_server.faults",
+    "FaultFiring": "fake_server.faults",
 }
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__all__":
+        return sorted([*_LAZY, *_fault_actions()])
+    if name == "FAULT_ACTIONS":
+        return _fault_actions()
     module = _LAZY.get(name)
+    if module is None and name[:1].isupper() and name in _fault_actions():
+        module = "fake_server.faults"
     if module is None:
         raise AttributeError(f"module 'pytest_createos' has no attribute {name!r}")
     import importlib
@@ -132,3 +64,10 @@ def __getattr__(name: str) -> Any:
     # Not cached here: the module's own attribute stays the one source (a re-imported
     # fake_server, as in pytester's in-process runs, must not meet an older class).
     return getattr(importlib.import_module(module), name)
+
+
+def _fault_actions() -> tuple[str, ...]:
+    """The fault actions' names, from the one list (``fake_server.faults.catalog``)."""
+    from fake_server.faults.catalog import ACTION_NAMES
+
+    return ACTION_NAMES

@@ -16,38 +16,17 @@ Every action: ``docs/reference/fault-actions.md``; the JSON control API:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fake_server.faults.actions import (
     STREAM_OPERATIONS,
     Action,
-    CrashProcess,
-    CutStream,
-    DuplicateFrame,
-    EmptyReply,
-    EvictOutput,
-    ExitWithoutStatus,
-    Forget,
-    HttpError,
-    Latency,
-    LostReply,
-    MalformedFrame,
     OutOfBandAction,
-    ResetAfterHeaders,
-    ResetBeforeResponse,
     ResponseAction,
-    SetStatus,
-    SkipFrame,
-    StallStream,
     StreamAction,
-    TamperFile,
-    TruncatedDownload,
 )
+from fake_server.faults.catalog import ACTION_NAMES, ACTION_TYPES
 from fake_server.faults.registry import Faults
-from fake_server.faults.resource_actions import (
-    DetachDisk,
-    ExhaustCredit,
-    FailTemplateBuild,
-    VanishNetwork,
-)
 from fake_server.faults.rules import (
     DEFAULT,
     OPERATIONS,
@@ -71,6 +50,13 @@ from fake_server.faults.target import (
     UnknownTargetError,
 )
 
+if TYPE_CHECKING:
+    # The action classes, for type checkers; at run time they come from the catalog below.
+    from fake_server.faults.actions import *  # noqa: F403
+    from fake_server.faults.resource_actions import *  # noqa: F403
+else:
+    globals().update({cls.__name__: cls for cls in ACTION_TYPES.values()})
+
 __all__ = [
     "DEFAULT",
     "OPERATIONS",
@@ -78,42 +64,21 @@ __all__ = [
     "Action",
     "Aim",
     "Call",
-    "CrashProcess",
-    "CutStream",
-    "DetachDisk",
-    "DuplicateFrame",
-    "EmptyReply",
-    "EvictOutput",
-    "ExhaustCredit",
-    "ExitWithoutStatus",
-    "FailTemplateBuild",
     "Fault",
     "FaultFiring",
     "FaultRegistry",
     "FaultSpecError",
     "Faults",
-    "Forget",
-    "HttpError",
-    "Latency",
-    "LostReply",
-    "MalformedFrame",
     "OutOfBandAction",
     "OutOfBandTarget",
     "Plan",
-    "ResetAfterHeaders",
-    "ResetBeforeResponse",
     "ResponseAction",
-    "SetStatus",
-    "SkipFrame",
-    "StallStream",
     "StreamAction",
-    "TamperFile",
     "TargetConflictError",
     "TargetError",
-    "TruncatedDownload",
     "UnknownTargetError",
-    "VanishNetwork",
     "action_from_json",
     "action_to_json",
     "fault_from_json",
+    *ACTION_NAMES,
 ]

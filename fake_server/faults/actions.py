@@ -22,31 +22,6 @@ from fake_server.models.sandbox import STATUSES
 if TYPE_CHECKING:
     from fake_server.faults.target import OutOfBandTarget
 
-__all__ = [
-    "STREAM_OPERATIONS",
-    "Action",
-    "CrashProcess",
-    "CutStream",
-    "DuplicateFrame",
-    "EmptyReply",
-    "EvictOutput",
-    "ExitWithoutStatus",
-    "Forget",
-    "HttpError",
-    "Latency",
-    "LostReply",
-    "MalformedFrame",
-    "OutOfBandAction",
-    "ResetAfterHeaders",
-    "ResetBeforeResponse",
-    "ResponseAction",
-    "SetStatus",
-    "SkipFrame",
-    "StallStream",
-    "StreamAction",
-    "TamperFile",
-    "TruncatedDownload",
-]
 
 #: Operations whose body is written incrementally (NDJSON frames or raw file bytes).
 STREAM_OPERATIONS = frozenset({"connect_process", "exec_stream", "download_file"})

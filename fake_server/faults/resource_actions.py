@@ -17,7 +17,6 @@ from fake_server.faults.actions import OutOfBandAction
 if TYPE_CHECKING:
     from fake_server.faults.target import Aim, OutOfBandTarget
 
-__all__ = ["DetachDisk", "ExhaustCredit", "FailTemplateBuild", "VanishNetwork"]
 
 #: Longest ``reason`` a failed build may log.
 MAX_REASON = 200

@@ -16,35 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from fake_server.faults.actions import (
-    Action,
-    CrashProcess,
-    CutStream,
-    DuplicateFrame,
-    EmptyReply,
-    EvictOutput,
-    ExitWithoutStatus,
-    Forget,
-    HttpError,
-    Latency,
-    LostReply,
-    MalformedFrame,
-    ResetAfterHeaders,
-    ResetBeforeResponse,
-    SetStatus,
-    SkipFrame,
-    StallStream,
-    TamperFile,
-    TruncatedDownload,
-)
+from fake_server.faults.actions import Action, TamperFile
+from fake_server.faults.catalog import ACTION_TYPES
 from fake_server.faults.fault import DEFAULT, Call, Fault
 from fake_server.faults.matchers import AllOf, BodyContains
-from fake_server.faults.resource_actions import (
-    DetachDisk,
-    ExhaustCredit,
-    FailTemplateBuild,
-    VanishNetwork,
-)
 
 __all__ = [
     "ACTION_TYPES",
@@ -54,34 +29,6 @@ __all__ = [
     "action_to_json",
     "fault_from_json",
 ]
-
-ACTION_TYPES: Final[dict[str, type[Action]]] = {
-    cls.kind: cls
-    for cls in (
-        HttpError,
-        ResetBeforeResponse,
-        EmptyReply,
-        ResetAfterHeaders,
-        LostReply,
-        CutStream,
-        StallStream,
-        MalformedFrame,
-        DuplicateFrame,
-        SkipFrame,
-        ExitWithoutStatus,
-        TruncatedDownload,
-        Latency,
-        SetStatus,
-        Forget,
-        TamperFile,
-        EvictOutput,
-        CrashProcess,
-        VanishNetwork,
-        DetachDisk,
-        FailTemplateBuild,
-        ExhaustCredit,
-    )
-}
 
 _FAULT_FIELDS: Final = frozenset(
     {
