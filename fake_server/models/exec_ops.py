@@ -205,7 +205,11 @@ class ExecOps(AccountBase):
                 message = f"file exceeds the fake sandbox's {FILE_LIMIT}-byte file limit"
                 raise PayloadTooLarge(message, field="body") from None
             if exc.errno == errno.ENOSPC:
-                message = f"the fake sandbox's {DISK_LIMIT}-byte disk is full"
+                message = (
+                    f"the fake sandbox's {DISK_LIMIT}-byte disk is full"
+                    if sandbox.machine.runtime == "bashkit"
+                    else f"the sandbox's {sandbox.disk_mib} MiB disk is full"
+                )
                 raise InsufficientStorage(message) from None
             raise BadRequest("cannot be written", field="path") from None
         return target, len(data)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 from createos import Client
+from createos.errors import APIError
 from createos.models import CreateSandboxRequest, ForkSandboxRequest, RunCommandRequest
 
 from fake_server import FakeCreateOS, TransitionPolicy, tls_context
@@ -138,6 +139,12 @@ def test_a_full_disk_is_enospc_at_the_sandboxs_disk_size_and_resize_grows_it(
         "1\n16\nhead: error writing 'standard output': No space left on device\n",
     )
     assert sh(sandbox, "df -m / | tail -1 | tr -s ' ' | cut -d' ' -f2") == (0, "16\n")
+    with pytest.raises(APIError) as full:  # the files API meets the same disk
+        sandbox.files.upload("/root/more", b"x" * 1_048_576)
+    assert full.value.status_code == 507
+    assert str(full.value) == (
+        f"PUT /v1/sandboxes/{sandbox.id}/files: HTTP 507: the sandbox's 16 MiB disk is full"
+    )
     assert sandbox.resize(64).disk_mib == 64
     assert sh(sandbox, "head -c 20971520 /dev/zero > /root/big && echo fits") == (0, "fits\n")
     sandbox.destroy()
