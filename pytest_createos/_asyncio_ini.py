@@ -1,4 +1,5 @@
-"""pytest-asyncio's one setting the plugin chooses when the project has not.
+"""pytest-asyncio's one setting the plugin chooses when the project has not, and what an
+async test of ours says when pytest-asyncio is not installed.
 
 pytest-asyncio warns on every run (a ``PytestDeprecationWarning`` printed before the header)
 while ``asyncio_default_fixture_loop_scope`` is unset. The plugin's fixtures are synchronous
@@ -14,7 +15,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pytest
 
-__all__ = ["LOOP_SCOPE_INI", "default_asyncio_loop_scope"]
+__all__ = [
+    "LOOP_SCOPE_INI",
+    "NO_ASYNCIO",
+    "default_asyncio_loop_scope",
+    "missing_asyncio",
+    "register_asyncio_marker",
+]
 
 LOOP_SCOPE_INI = "asyncio_default_fixture_loop_scope"
 
@@ -38,3 +45,25 @@ def default_asyncio_loop_scope(config: pytest.Config) -> bool:
         return False
     cache[LOOP_SCOPE_INI] = "function"
     return True
+
+
+#: A ``@pytest.mark.asyncio`` test of ours where pytest-asyncio is not installed.
+NO_ASYNCIO = (
+    "@pytest.mark.asyncio needs pytest-asyncio, which is not installed: "
+    "pip install 'pytest-createos[asyncio]'"
+)
+
+
+def register_asyncio_marker(config: pytest.Config) -> None:
+    """Without pytest-asyncio, ``asyncio`` is still a known marker, so a test marked with it
+    reaches ``missing_asyncio`` instead of an unknown-marker warning."""
+    if not config.pluginmanager.hasplugin("asyncio"):
+        config.addinivalue_line("markers", "asyncio: needs pytest-asyncio (not installed)")
+
+
+def missing_asyncio(item: pytest.Item, uses_createos: bool) -> str | None:
+    """Why ``item`` cannot run: marked ``asyncio`` and using our fixtures, without the plugin
+    that runs it (pytest would say only "async def functions are not natively supported")."""
+    if not uses_createos or item.config.pluginmanager.hasplugin("asyncio"):
+        return None
+    return NO_ASYNCIO if item.get_closest_marker("asyncio") is not None else None

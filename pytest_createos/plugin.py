@@ -13,8 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_createos._asyncio_ini import default_asyncio_loop_scope
+from pytest_createos._asyncio_ini import (
+    default_asyncio_loop_scope,
+    missing_asyncio,
+    register_asyncio_marker,
+)
 from pytest_createos._markers import (
+    FIXTURES,
     MARKER_HELP,
     MarkerError,
     faults_for,
@@ -85,6 +90,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     default_asyncio_loop_scope(config)  # before pytest-asyncio reads it
+    register_asyncio_marker(config)
     for name, text in MARKER_HELP.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     options = config.stash[_OPTIONS_KEY] = read_options(config)
@@ -125,6 +131,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Notices that a ``filterwarnings = error`` setting kept from being warnings."""
     for note in terminalreporter.config.stash.get(_NOTES_KEY, []):
         terminalreporter.write_line(note, yellow=True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """An async test of ours without pytest-asyncio: one line naming the extra."""
+    missing = missing_asyncio(item, bool(FIXTURES.intersection(getattr(item, "fixturenames", ()))))
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -220,3 +220,30 @@ def test_createos_run_refuses_its_own_loop(inner: pytest.Pytester) -> None:
         """
     )
     inner.runpytest().assert_outcomes(passed=1)
+
+
+def test_an_async_test_without_pytest_asyncio_names_the_extra(pytester: pytest.Pytester) -> None:
+    """Without pytest-asyncio, an async test of ours fails at setup with the install line,
+    not with pytest's "async def functions are not natively supported" and an unknown mark."""
+    pytester.makeini(
+        "[pytest]\naddopts = -p no:asyncio -p no:hypothesispytest -p no:cacheprovider\n"
+        "filterwarnings =\n    error\n"
+    )
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.asyncio
+        async def test_async(createos_env):
+            pass
+        """
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    report = result.stdout.str()
+    errors = report[report.index("= ERRORS =") : report.index("short test summary info")]
+    assert errors.splitlines()[1:-1] == [
+        "_________________________ ERROR at setup of test_async _________________________",
+        "@pytest.mark.asyncio needs pytest-asyncio, which is not installed: "
+        "pip install 'pytest-createos[asyncio]'",
+    ]
