@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from fake_server.http.metrics import metrics_json
 from fake_server.http.resources_disks import attachment_json, disk_json
 from fake_server.http.resources_networks import network_json
 from fake_server.http.resources_templates import template_json
 from fake_server.http.wire import INGRESS_PREFIX, process_json, sandbox_json
+from fake_server.models.errors import ApiError
 from fake_server.models.recording import REDACTED, secret_name
 
 if TYPE_CHECKING:
@@ -20,6 +22,8 @@ __all__ = ["account_rows", "next_build_change", "resources", "sandbox_detail", "
 #: Requests whose ``path`` query parameter names a file of the sandbox.
 _FILE_OPERATIONS = frozenset({"upload_file", "download_file"})
 _EXEC_OPERATIONS = frozenset({"exec", "exec_stream"})
+#: Statuses a transition may still leave: reading metrics then would count as a client's read.
+_MOVING = frozenset({"creating", "pausing", "resuming", "forking", "destroying"})
 #: Newest exec requests a sandbox page lists.
 MAX_EXECS = 200
 
@@ -82,7 +86,12 @@ def sandbox_detail(
         "ingress_bytes": sandbox.bandwidth.ingress_bytes,
         "remaining_bytes": sandbox.bandwidth.remaining_bytes,
     }
-    data["disks"], data["networks"] = [], []
+    data["disks"], data["networks"], data["metrics"] = [], [], None
+    if account is not None and sandbox.status not in _MOVING:
+        try:
+            data["metrics"] = metrics_json(account.sandbox_metrics(sandbox.id))
+        except ApiError:  # gone meanwhile
+            data["metrics"] = None
     if account is not None:
         resources_of = account.resources
         data["disks"] = [

@@ -303,3 +303,27 @@ def test_serve_open_says_where_the_dashboard_is_without_a_browser(
     assert capsys.readouterr().err == (
         "createos-fake: no browser to open; visit http://127.0.0.1:8080/_fake/ui/\n"
     )
+
+
+@pytest.mark.asyncio
+async def test_a_sandbox_page_shows_metrics_without_counting_a_read(
+    fake: FakeCreateOS,
+    ui: httpx.AsyncClient,
+    client: httpx.AsyncClient,
+) -> None:
+    from fake_server import TransitionPolicy
+
+    fake.transitions = TransitionPolicy.after_reads(2)
+    sandbox_id = (await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()["data"][
+        "id"
+    ]
+    for _ in range(3):
+        detail = (await ui.get(f"{UI}api/sandboxes/{sandbox_id}")).json()
+        assert (detail["status"], detail["metrics"]) == ("creating", None)
+    assert fake.sandbox(sandbox_id).status == "creating"  # the page's reads counted for nothing
+    await client.get(f"/v1/sandboxes/{sandbox_id}")
+    await client.get(f"/v1/sandboxes/{sandbox_id}")
+    detail = (await ui.get(f"{UI}api/sandboxes/{sandbox_id}")).json()
+    assert detail["status"] == "running"
+    assert detail["metrics"]["source"] == "model"
+    assert detail["metrics"]["memory"]["limit_bytes"] == 1024 * 1024 * 1024
