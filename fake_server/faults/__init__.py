@@ -26,16 +26,9 @@ from fake_server.faults.actions import (
     StreamAction,
 )
 from fake_server.faults.catalog import ACTION_NAMES, ACTION_TYPES
-from fake_server.faults.registry import Faults
-from fake_server.faults.rules import (
-    DEFAULT,
-    OPERATIONS,
-    Call,
-    Fault,
-    FaultFiring,
-    FaultRegistry,
-    Plan,
-)
+from fake_server.faults.fake_faults import Faults
+from fake_server.faults.fault import DEFAULT, OPERATIONS, Call, Fault, FaultFiring
+from fake_server.faults.registry import FaultRegistry, Plan
 from fake_server.faults.spec import (
     FaultSpecError,
     action_from_json,

@@ -3,7 +3,7 @@
 Every change runs on the fake's loop (``loopcall.call_on_loop``), so it has happened when the
 call returns. Errors of the sandbox's disk become ``TargetError`` naming the action's field, so
 the control API answers 400 and an armed fault is skipped rather than failing the request.
-The account resources' changes are in ``faults.world_resources``.
+The account resources' changes are made by a ``faults.world_resources.ResourceChanges`` it holds.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["WorldTarget"]
 
 
-class WorldTarget(ResourceChanges):
+class WorldTarget:
     """Applies out-of-band changes to ``world`` on the loop ``loop()`` returns (if running)."""
 
     def __init__(
@@ -33,6 +33,7 @@ class WorldTarget(ResourceChanges):
     ) -> None:
         self._world = world
         self._loop = loop
+        self._resources = ResourceChanges(world, self._run)
 
     def set_status(self, sandbox_id: str, status: str) -> None:
         self._run(lambda: self._sandbox(sandbox_id).force_status(status))
@@ -67,6 +68,20 @@ class WorldTarget(ResourceChanges):
 
     def crash_process(self, sandbox_id: str, process_id: str, signal: str) -> None:
         self._run(lambda: self._process(sandbox_id, process_id).crash(signal))
+
+    def vanish_network(self, network_id: str, account: str | None) -> int:
+        return self._resources.vanish_network(network_id, account)
+
+    def detach_disk(
+        self, disk_id: str, sandbox_id: str | None, mount_path: str | None, account: str | None
+    ) -> int:
+        return self._resources.detach_disk(disk_id, sandbox_id, mount_path, account)
+
+    def fail_template_build(self, template_id: str, reason: str, account: str | None) -> None:
+        self._resources.fail_template_build(template_id, reason, account)
+
+    def exhaust_credit(self, account: str | None) -> None:
+        self._resources.exhaust_credit(account)
 
     def _sandbox(self, sandbox_id: str) -> Sandbox:
         """A sandbox that still exists: a destroyed one (its disk wiped) takes no change."""

@@ -1,5 +1,6 @@
 """Out-of-band changes to the account resources: a network vanishes, a disk is detached, a
-template build fails (the ``WorldTarget`` half for ``faults.resource_actions``).
+template build fails, the credit runs out (``faults.resource_actions``; ``WorldTarget`` holds one
+and hands these calls to it).
 
 Every resource is looked up across the fake's accounts so an unknown id and one of another
 account get different answers: ``UnknownTargetError`` (404) for the first,
@@ -26,12 +27,12 @@ _T = TypeVar("_T")
 
 
 class ResourceChanges:
-    """The resource half of ``WorldTarget`` (it provides ``_world`` and ``_run``)."""
+    """Changes to the resources of ``world``'s accounts, each made through ``run`` (which runs
+    it on the fake's loop and returns when it has happened)."""
 
-    _world: World
-
-    def _run(self, change: Callable[[], None]) -> None:  # pragma: no cover - WorldTarget's
-        raise NotImplementedError
+    def __init__(self, world: World, run: Callable[[Callable[[], None]], None]) -> None:
+        self._world = world
+        self._run = run
 
     def exhaust_credit(self, account: str | None) -> None:
         """Set the credit of ``account`` (every account when None) to 0."""

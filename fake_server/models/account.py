@@ -43,7 +43,16 @@ class Stats:
 
 
 class Account(ExecOps, ProcessOps, AdminOps, TokenOps, MetricsOps, AccountBase):
-    """Every API operation of one account, as one method each."""
+    """Every API operation of one account, as one method each.
+
+    One mixin per family of routes, each a module of its own over ``AccountBase`` (the
+    account's sandboxes and the lookups every operation needs): ``ExecOps`` commands and files,
+    ``ProcessOps`` managed processes, ``AdminOps`` a sandbox's settings (fork, resize, egress,
+    bandwidth, keys), ``TokenOps`` access tokens, ``MetricsOps`` metrics; the sandbox lifecycle
+    is here. Mixins rather than parts the account holds because every family reads and writes
+    the same state (sandboxes, credit, resources) and the HTTP layer, the faults and
+    persistence deal with one account object whose methods are the operations.
+    """
 
     def create_sandbox(self, spec: SandboxSpec) -> Sandbox:
         self.require_credit()

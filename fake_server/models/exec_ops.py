@@ -90,7 +90,8 @@ class _Prepared:
 
 
 class ExecOps(AccountBase):
-    """``exec``, ``exec_stream``, ``upload_file``, ``download_file``."""
+    """Account operations ``exec``, ``exec_stream``, ``upload_file``, ``download_file`` (mixed
+    into ``Account``)."""
 
     def _prepare(self, sandbox_id: str, spec: ExecSpec) -> _Prepared:
         sandbox = self._running(sandbox_id)

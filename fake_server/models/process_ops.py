@@ -36,7 +36,8 @@ def _has_setsid() -> bool:
 
 
 class ProcessOps(AccountBase):
-    """create/list/get/connect/input/stdin-close/signal/wait/kill for managed processes."""
+    """Account operations on managed processes: create/list/get/connect/input/stdin-close/
+    signal/wait/kill (mixed into ``Account``)."""
 
     def create_process(self, sandbox_id: str, spec: ProcessSpec) -> Process:
         from fake_server.runtime import StdinPipe
