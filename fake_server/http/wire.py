@@ -1,4 +1,13 @@
-"""The wire contract in one place: request parsing into typed specs, models into JSON."""
+"""The wire contract of the sandbox, command and process routes: request parsing into typed
+specs, models into JSON, NDJSON frames.
+
+The other resource families keep their serialisers beside their handlers, one module per
+family: ``resources_networks`` (``network_json``), ``resources_disks`` (``disk_json``,
+``attachment_json``), ``resources_templates`` (``template_json``), ``resources_computer``
+(``window_json``, ``geometry_json``, ``screen_json``), ``metrics`` (``metrics_json``,
+``point_json``); the control API's fault listing is in ``fault_control``. A new family's JSON
+goes in its own module the same way (docs/contributing.md).
+"""
 
 from __future__ import annotations
 
