@@ -20,9 +20,12 @@ Public API
     Creating either raises ``CapacityError`` (``EMFILE``) while fewer than 48 descriptors under
     ``RLIMIT_NOFILE`` would be left; the API answers 507 ``fake_at_capacity``.
 
-This is the ``bashkit`` runtime. The models reach it (and the ``process`` runtime in
-``fake_server.runtime.process``: real programs under bubblewrap) only through the narrow
-interface of ``fake_server.runtime.api`` (``Runtime`` / ``Machine`` / ``Runner``); which one a
+The names above are the ``bashkit`` runtime, whose modules sit at this package's top level
+beside what both runtimes share: the interface ``fake_server.runtime.api`` (``Runtime`` /
+``Machine`` / ``Runner``), through which the models start sandboxes and run commands on
+either runtime (they still name a few bashkit types directly: ``SandboxDisk``, ``mounts``,
+``vfs``, ``StdinPipe``), and helpers such as ``argv`` and ``egress``. The ``process``
+runtime (real programs under bubblewrap) is ``fake_server.runtime.process``; which one a
 sandbox gets is chosen per fake, per rootfs and per test (``fake_server.runtime.choice``).
 
 GNU overrides of bashkit builtins: ``realpath`` (symlinks resolved; ``-e``/``-m``), ``tar``
