@@ -249,6 +249,7 @@ async def test_leftovers_of_a_killed_fake_are_removed_at_the_next_start(tmp_path
     live.mkdir()
     fd = os.open(live / "lock", os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)
+    os.write(fd, f"{os.getpid()}\n".encode())
     try:
         runtime = ProcessRuntime(base=base)
         assert runtime.fake_root.removed_leftovers == 1
@@ -259,6 +260,20 @@ async def test_leftovers_of_a_killed_fake_are_removed_at_the_next_start(tmp_path
         os.close(fd)
     assert sweep(base) == 1  # the live one, once unlocked
     assert list(base.iterdir()) == []
+
+
+async def test_a_fake_between_creating_its_lock_and_taking_it_is_left_alone(tmp_path: Path) -> None:
+    """Its lock file exists, unlocked and still empty, and its process lives: not a leftover.
+    (Removing it then left that fake serving from a deleted directory.)"""
+    base = tmp_path / "sandboxes"
+    starting = base / f"{os.getpid()}-starting"
+    starting.mkdir(parents=True)
+    (starting / "lock").touch()
+    dead = base / "999999999-dead"
+    dead.mkdir()
+    (dead / "lock").touch()  # died in the same window: removed
+    assert sweep(base) == 1
+    assert [entry.name for entry in base.iterdir()] == [starting.name]
 
 
 async def test_processes_still_running_from_a_leftover_are_killed_before_it_is_removed(

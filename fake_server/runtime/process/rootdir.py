@@ -171,6 +171,8 @@ def sweep(base: Path) -> int:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     continue  # a live fake holds it
+                if not os.pread(fd, 1, 0) and _alive(entry.name):
+                    continue  # a fake between creating its lock and taking it (then it writes)
             kill_processes_of(entry)
             remove_tree(entry)
             removed += 1
