@@ -70,6 +70,7 @@ OPERATIONS: Final = frozenset(
         "get_access_token",
         "rotate_access_token",
         "disable_access_token",
+        "shell_ws",
         "get_sandbox_metrics",
         "get_account_metrics",
         "get_account_timeseries",

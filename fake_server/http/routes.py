@@ -13,6 +13,7 @@ from fake_server.http import (
     processes,
     sandbox_admin,
     sandboxes,
+    shells,
 )
 from fake_server.http.resources_routes import RESOURCE_ROUTES
 
@@ -80,6 +81,7 @@ ROUTES: tuple[tuple[str, str, str, Handler], ...] = (
         access_tokens.rotate_access_token,
     ),
     ("DELETE", _SB + "/access-token", "disable_access_token", access_tokens.disable_access_token),
+    ("GET", _SB + "/shell-ws", "shell_ws", shells.shell_ws),
     ("GET", _SB + "/metrics", "get_sandbox_metrics", metrics.sandbox_metrics),
     ("GET", "/v1/metrics", "get_account_metrics", metrics.account_metrics),
     ("GET", "/v1/metrics/timeseries", "get_account_timeseries", metrics.account_timeseries),

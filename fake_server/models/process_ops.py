@@ -62,6 +62,13 @@ class ProcessOps(AccountBase):
         process.start(sandbox.machine.runner(self.ctx.clock), env)
         return process
 
+    def open_shell(self, sandbox_id: str, rows: int, cols: int) -> Process:
+        """A login shell on a PTY (``…/shell-ws``, ``…/shell``): a managed PTY process."""
+        for name, value in (("rows", rows), ("cols", cols)):
+            if not 1 <= value <= 1000:
+                raise BadRequest("must be between 1 and 1000", field=name)
+        return self.create_process(sandbox_id, ProcessSpec("/bin/bash", ("-l",), pty=(rows, cols)))
+
     def list_processes(self, sandbox_id: str) -> list[Process]:
         return list(self._running(sandbox_id).processes.values())
 

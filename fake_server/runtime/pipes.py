@@ -69,6 +69,11 @@ class StdinPipe:
     def bytes_written(self) -> int:
         return self._written
 
+    @property
+    def pending(self) -> int:
+        """Bytes written and not yet read: what a flood of input has piled up."""
+        return sum(len(chunk) for chunk in self._chunks)
+
     async def read_chunk(self) -> bytes:
         while not self._chunks:
             if self._closed:
