@@ -77,7 +77,8 @@ class Hub:
         if threading.get_ident() == self._thread:
             self._add(event)
         else:
-            loop.call_soon_threadsafe(self._add, event)
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody is watching
+                loop.call_soon_threadsafe(self._add, event)
 
     def _add(self, event: Event | None) -> None:
         self._pending.append(event)

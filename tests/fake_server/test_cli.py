@@ -95,6 +95,11 @@ def _exercise(process: subprocess.Popen[str]) -> None:
     port = origin.rsplit(":", 1)[1]
     with httpx.Client(verify=tls_context(), base_url=origin, headers={"X-Api-Key": key}) as client:
         assert client.get("/healthz").json() == {"status": "success", "data": {"up": True}}
+        # The dashboard: served, behind the Host check too, and never in the log.
+        assert client.get("/_fake/ui/").status_code == 200
+        assert client.get("/_fake/ui/api/overview").status_code == 401
+        evil = {"Host": f"evil.example:{port}"}
+        assert client.get("/_fake/ui/", headers=evil).status_code == 403
         assert client.get("/v1/whoami", params={"token": "s3cret"}).status_code == 200
         # DNS rebinding: a page on another name that resolves here sends that name as Host.
         rebound = client.get("/v1/whoami", headers={"Host": f"evil.example:{port}"})
