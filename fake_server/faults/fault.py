@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from fake_server import operations
 from fake_server.faults.actions import (
     Action,
     OutOfBandAction,
@@ -18,7 +19,6 @@ from fake_server.faults.actions import (
 )
 from fake_server.faults.matchers import predicate_of
 from fake_server.faults.target import Aim
-from fake_server.models.resource_ops import RESOURCE_OPERATIONS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -28,58 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT", "OPERATIONS", "Call", "Fault", "FaultFiring"]
 
-#: Operation names of the fake's API (the names the journal and faults use), plus ``*``.
-OPERATIONS: Final = frozenset(
-    {
-        "list_shapes",
-        "list_rootfs",
-        "whoami",
-        "health",
-        "readiness",
-        "create_sandbox",
-        "list_sandboxes",
-        "get_sandbox",
-        "delete_sandbox",
-        "pause_sandbox",
-        "resume_sandbox",
-        "exec",
-        "exec_stream",
-        "upload_file",
-        "download_file",
-        "create_process",
-        "list_processes",
-        "get_process",
-        "connect_process",
-        "write_process_input",
-        "close_process_stdin",
-        "signal_process",
-        "wait_process",
-        "kill_process",
-        "resize_process",
-        "update_sandbox",
-        "fork_sandbox",
-        "resize_sandbox",
-        "add_ssh_pubkeys",
-        "get_egress",
-        "set_egress",
-        "get_bandwidth",
-        "recharge_bandwidth",
-        "get_sandbox_by_ip",
-        "list_hosts",
-        "create_access_token",
-        "get_access_token",
-        "rotate_access_token",
-        "disable_access_token",
-        "shell_ws",
-        "get_sandbox_metrics",
-        "get_account_metrics",
-        "get_account_timeseries",
-        "ingress",
-        "not_implemented",
-        "method_not_allowed",
-    }
-    | RESOURCE_OPERATIONS
-)
+#: Operation names of the fake's API (the names the journal and faults use); ``*`` is all.
+OPERATIONS: Final = operations.OPERATIONS
 
 
 class _Default:

@@ -19,7 +19,25 @@ if TYPE_CHECKING:
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-__all__ = ["COMPUTER_ROUTES"]
+__all__ = [
+    "close_window",
+    "focus_window",
+    "keyboard_down",
+    "keyboard_press",
+    "keyboard_type",
+    "keyboard_up",
+    "maximize_window",
+    "minimize_window",
+    "mouse_click",
+    "mouse_down",
+    "mouse_drag",
+    "mouse_move",
+    "mouse_scroll",
+    "mouse_up",
+    "move_window",
+    "resize_window",
+    "restore_window",
+]
 
 _INT_QUERY = ("x", "y", "width", "height")
 
@@ -200,49 +218,25 @@ async def delete_screen(request: web.Request) -> web.Response:
     return _done()
 
 
-_C = "/v1/sandboxes/{sandbox_id}/computer"
-_W = _C + "/windows/{window_id}"
-_S = _C + "/screens/{screen_id}"
-
-
 def _keys(kind: str) -> Callable[[Desktop, Screen, dict[str, Any]], None]:
     return lambda d, s, b: d.keys(s, b, kind)
 
 
-#: ``(method, path, operation, handler)`` of the 34 computer-use routes.
-COMPUTER_ROUTES: tuple[tuple[str, str, str, Handler], ...] = (
-    ("GET", _C + "/screen", "computer_screen", get_screen),
-    ("GET", _C + "/cursor", "computer_cursor", get_cursor),
-    ("GET", _C + "/clipboard", "computer_get_clipboard", get_clipboard),
-    ("PUT", _C + "/clipboard", "computer_set_clipboard", set_clipboard),
-    ("POST", _C + "/open", "computer_open", open_target),
-    ("POST", _C + "/launch", "computer_launch", launch_app),
-    ("GET", _C + "/screenshot", "computer_screenshot", take_screenshot),
-    ("POST", _C + "/mouse/move", "mouse_move", _input(lambda d, s, b: d.move(s, b))),
-    ("POST", _C + "/mouse/click", "mouse_click", _input(lambda d, s, b: d.click(s, b))),
-    ("POST", _C + "/mouse/scroll", "mouse_scroll", _input(lambda d, s, b: d.scroll(s, b))),
-    ("POST", _C + "/mouse/drag", "mouse_drag", _input(lambda d, s, b: d.drag(s, b))),
-    ("POST", _C + "/mouse/down", "mouse_down", _input(lambda d, s, b: d.button(s, b, down=True))),
-    ("POST", _C + "/mouse/up", "mouse_up", _input(lambda d, s, b: d.button(s, b, down=False))),
-    ("POST", _C + "/keyboard/type", "keyboard_type", _input(lambda d, s, b: d.type(s, b))),
-    ("POST", _C + "/keyboard/press", "keyboard_press", _input(_keys("key_press"))),
-    ("POST", _C + "/keyboard/down", "keyboard_down", _input(_keys("key_down"))),
-    ("POST", _C + "/keyboard/up", "keyboard_up", _input(_keys("key_up"))),
-    ("GET", _C + "/windows", "list_windows", list_windows),
-    ("GET", _C + "/windows/current", "current_window", current_window),
-    ("GET", _W, "get_window", get_window),
-    ("GET", _W + "/geometry", "window_geometry", window_geometry),
-    ("POST", _W + "/focus", "focus_window", _window_action("focus")),
-    ("POST", _W + "/move", "move_window", _window_action("move")),
-    ("POST", _W + "/resize", "resize_window", _window_action("resize")),
-    ("POST", _W + "/maximize", "maximize_window", _window_action("maximize")),
-    ("POST", _W + "/minimize", "minimize_window", _window_action("minimize")),
-    ("POST", _W + "/restore", "restore_window", _window_action("restore")),
-    ("DELETE", _W, "close_window", _window_action("close")),
-    ("GET", _C + "/screens", "list_screens", list_screens),
-    ("POST", _C + "/screens", "create_screen", create_screen),
-    ("GET", _S, "get_screen", get_screen_by_id),
-    ("GET", _S + "/connect", "connect_screen", connect_screen),
-    ("POST", _S + "/resize", "resize_screen", resize_screen),
-    ("DELETE", _S, "delete_screen", delete_screen),
-)
+# The handlers built from one pattern, named by their operation (``fake_server.operations``).
+mouse_move = _input(lambda d, s, b: d.move(s, b))
+mouse_click = _input(lambda d, s, b: d.click(s, b))
+mouse_scroll = _input(lambda d, s, b: d.scroll(s, b))
+mouse_drag = _input(lambda d, s, b: d.drag(s, b))
+mouse_down = _input(lambda d, s, b: d.button(s, b, down=True))
+mouse_up = _input(lambda d, s, b: d.button(s, b, down=False))
+keyboard_type = _input(lambda d, s, b: d.type(s, b))
+keyboard_press = _input(_keys("key_press"))
+keyboard_down = _input(_keys("key_down"))
+keyboard_up = _input(_keys("key_up"))
+focus_window = _window_action("focus")
+move_window = _window_action("move")
+resize_window = _window_action("resize")
+maximize_window = _window_action("maximize")
+minimize_window = _window_action("minimize")
+restore_window = _window_action("restore")
+close_window = _window_action("close")

@@ -337,14 +337,6 @@ def test_direct_changes_from_a_sync_test_reach_a_threaded_fake() -> None:
         assert fake.errors == []
 
 
-def test_every_route_is_a_faultable_operation() -> None:
-    """New routes register their operation name, so ``Fault("fork_sandbox", …)`` is accepted."""
-    from fake_server.faults.fault import OPERATIONS
-    from fake_server.http import ROUTES
-
-    assert {route[2] for route in ROUTES} <= OPERATIONS
-
-
 @pytest.mark.asyncio
 async def test_a_new_route_can_be_faulted(faults: Faults, api: httpx.AsyncClient) -> None:
     sandbox_id = await running_sandbox(api)

@@ -1,19 +1,22 @@
-"""Tables that cannot be derived from one another (they live in different layers) agree."""
+"""The fake's tables: operations (one list, bound by the router) and error codes."""
 
 from __future__ import annotations
 
+import inspect
+
+from fake_server import operations
 from fake_server.faults import OPERATIONS
 from fake_server.http.routes import ROUTES
 from fake_server.models import errors
 
-#: Operation names the router does not name: exec refined by ``?stream=true`` and unmatched
-#: requests (``http.middlewares.operation_of``).
-_DERIVED = {"exec_stream", "not_implemented", "method_not_allowed"}
 
-
-def test_fault_operations_are_exactly_the_routes_operations() -> None:
-    routed = {operation for _method, _path, operation, _handler in ROUTES}
-    assert set(OPERATIONS) == routed | _DERIVED
+def test_each_route_is_one_operation_bound_to_a_coroutine_handler() -> None:
+    """``fake_server.operations`` is the one list of operations; the router serves it bound."""
+    names = [operation for _method, _path, operation, _handler in ROUTES]
+    assert len(names) == len(set(names))
+    assert set(names) | operations.DERIVED_OPERATIONS == OPERATIONS
+    assert [row[:3] for row in operations.ROUTES] == [route[:3] for route in ROUTES]
+    assert all(inspect.iscoroutinefunction(route[3]) for route in ROUTES)
 
 
 def test_every_error_class_takes_its_code_from_the_one_table() -> None:
