@@ -1,4 +1,4 @@
-"""The process runtime without a shared sandbox network (not root): a network per process.
+"""The process runtime without a shared sandbox network (not root): a network per sandbox.
 
 The machine runs as root, so these force the reduced mode by injection: ``ProcessRuntime``'s
 ``network_mode`` parameter, or the one probe (``netmode.detect``) for a whole fake. Processes,
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.asyncio
 NOT_ROOT = netmode.NetworkMode("not root")
 WHY = (
     "need the fake to run as root on the process runtime, where a sandbox's processes share "
-    "one network; here each process has a network of its own (not root)"
+    "one network; here each sandbox has a loopback-only network of its own (not root)"
 )
 
 
@@ -56,7 +56,7 @@ async def sh(machine: ProcessMachine, script: str) -> tuple[int, str]:
     return code, b"".join(output).decode()
 
 
-async def test_each_process_has_a_network_of_its_own_with_nothing_beyond_loopback(
+async def test_each_sandbox_has_a_network_of_its_own_with_nothing_beyond_loopback(
     tmp_path: Path,
 ) -> None:
     runtime = ProcessRuntime(base=tmp_path, network_mode=NOT_ROOT)
@@ -67,11 +67,15 @@ async def test_each_process_has_a_network_of_its_own_with_nothing_beyond_loopbac
             "readlink /proc/self/ns/net; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; "
             "bash -c 'echo > /dev/tcp/1.1.1.1/80' 2>&1 | sed 's/.*: //' | uniq"
         )
+        other = runtime.new_sandbox("other")
         (code, first), (_, second) = await sh(machine, script), await sh(machine, script)
+        (_, elsewhere) = await sh(other, script)
         assert code == 0
         first_ns, devices, reached = first.splitlines()
         assert (devices, reached) == ("lo", "Network is unreachable")
-        assert len({first_ns, second.splitlines()[0], os.readlink("/proc/self/ns/net")}) == 3
+        assert second.splitlines()[0] == first_ns  # the sandbox's processes share it
+        namespaces = {first_ns, elsewhere.splitlines()[0], os.readlink("/proc/self/ns/net")}
+        assert len(namespaces) == 3
     finally:
         runtime.close()
 

@@ -146,12 +146,12 @@ async def test_kill_honours_trap_then_kills_the_tree_after_grace(
     base = f"/v1/sandboxes/{sandbox_id}/processes"
     process_id = await process(client, sandbox_id, "trap '' TERM; sleep 300 & echo up; wait")
     await _first_output(client, f"{base}/{process_id}")
-    [bwrap] = [run.pid for run in machine(fake, sandbox_id).runs.values()]
-    assert len([p for level in tree.descendants(bwrap) for p in level]) == 3  # init, bash, sleep
+    [nsenter] = [run.pid for run in machine(fake, sandbox_id).runs.values()]
+    assert len([p for level in tree.descendants(nsenter) for p in level]) == 2  # bash, sleep
     killed = await client.delete(f"{base}/{process_id}", params={"grace_ms": 100})
     data = killed.json()["data"]
     assert (data["exit_code"], data["signal"]) == (None, "SIGKILL")
-    assert tree.descendants(bwrap) == []
+    assert tree.descendants(nsenter) == []
 
 
 async def test_kill_of_a_plain_program_ends_it_with_sigterm(
@@ -209,8 +209,8 @@ async def test_pause_stops_every_process_and_resume_continues_them(
     base = f"/v1/sandboxes/{sandbox_id}/processes"
     process_id = await process(client, sandbox_id, "sleep 300 & echo up; wait")
     await _first_output(client, f"{base}/{process_id}")
-    [bwrap] = [run.pid for run in machine(fake, sandbox_id).runs.values()]
-    tree_pids = [p for level in tree.descendants(bwrap)[1:] for p in level]
+    [nsenter] = [run.pid for run in machine(fake, sandbox_id).runs.values()]
+    tree_pids = [p for level in tree.descendants(nsenter) for p in level]
     assert (await client.post(f"/v1/sandboxes/{sandbox_id}/pause")).status_code == 200
     await until(lambda: {_state(pid) for pid in tree_pids} == {"T"})  # SIGSTOP lands at once
     assert (await client.post(f"/v1/sandboxes/{sandbox_id}/resume")).status_code == 200
@@ -249,8 +249,8 @@ async def test_destroy_kills_every_tree_and_removes_the_directory(
     await until(lambda: len(found.runs) == 2)
     deleted = await client.delete(f"/v1/sandboxes/{sandbox_id}")
     assert deleted.status_code == 200
-    result = await exec_task
-    assert (result["exit_code"], result["error"]) == (137, "command killed by SIGKILL")
+    result = await exec_task  # SIGTERM first: sleep ends on it
+    assert (result["exit_code"], result["error"]) == (143, "command killed by SIGTERM")
     assert not found.directory.exists()
     assert await no_bwrap_left()
 

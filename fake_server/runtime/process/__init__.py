@@ -11,7 +11,7 @@ starts is reached by the next exec. Once the API gives the sandbox its address, 
 namespace gets ``eth0`` on the fake's router (``network``: default route, DNS, NAT, egress
 rules in nftables), where preview URLs connect (``connect()``); account networks plug it into
 a per-network bridge (``bridges``). Where that namespace cannot be made (not root), each
-process gets a network of its own and those features answer ``FeatureUnavailable``
+sandbox gets a loopback-only network of its own and those features answer ``FeatureUnavailable``
 (``netmode``).
 
 Each ``run()`` gets a PID namespace of its own, so the processes of one exec or managed
@@ -32,12 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.api import FeatureUnavailable, Usage
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
-from fake_server.runtime.process import netmode
+from fake_server.runtime.process import netmode, tree
 from fake_server.runtime.process.bridges import Hub
 from fake_server.runtime.process.bwrap import require_bwrap
 from fake_server.runtime.process.dirdisk import DirDisk
+from fake_server.runtime.process.guest import Guest
 from fake_server.runtime.process.image import DEVBOX
-from fake_server.runtime.process.netns import NetNamespace
+from fake_server.runtime.process.netns import NetNamespace, nsenter_path
 from fake_server.runtime.process.network import Link, Network
 from fake_server.runtime.process.realwait import RealWaits
 from fake_server.runtime.process.rootdir import (
@@ -85,6 +86,8 @@ class ProcessMachine:
         self.root = Path(rootfs.view) if rootfs is not None else directory
         self._disk = DirDisk(self.root)
         self.runs: dict[Any, Run] = {}
+        #: Its init, whose namespaces every process enters (started by the first one).
+        self.guest = Guest()
         self.paused = False
         self.network_mode = owner.network_mode
         self._net: NetNamespace | None = None
@@ -128,6 +131,7 @@ class ProcessMachine:
             self.net,
             self._env,
             lambda: self.paused,
+            guest=self.guest,
             rootfs=self.rootfs,
         )
 
@@ -189,7 +193,7 @@ class ProcessMachine:
 
         Raises ``ConnectionRefusedError`` when nothing listens there (a server bound to
         ``127.0.0.1`` included, as on the service), ``FeatureUnavailable`` when each process
-        has a network of its own (no server is reachable from outside)."""
+        has a loopback-only network of its own (no server is reachable from outside)."""
         if self.net is None:
             raise self.network_mode.unsupported("preview URLs to servers in the sandbox")
         if self.link is None:
@@ -200,31 +204,41 @@ class ProcessMachine:
         return RealWaits(clock)
 
     def pause(self) -> None:
-        """Stop every process; they resume where they were."""
+        """Stop every process, daemons included; they resume where they were."""
         self.paused = True
+        self.guest.send(signals.SIGSTOP, self._run_pids())
         for run in list(self.runs.values()):
             run.stop(signals.SIGSTOP)
 
     def resume(self) -> None:
         self.paused = False
+        pids = self._run_pids()
+        self.guest.send(signals.SIGCONT, pids)
+        tree.send(pids, signals.SIGCONT)  # nsenter stops itself while its child is stopped
         for run in list(self.runs.values()):
             run.stop(signals.SIGCONT)
+
+    def _run_pids(self) -> list[int]:
+        return [run.pid for run in self.runs.values()]
 
     def fork(self) -> ProcessMachine:
         """A new sandbox with a copy of this one's files (copy-on-write where possible)."""
         return self._owner.new_sandbox(None, source=self)
 
     def destroy(self) -> None:
-        """Kill every process tree and remove the directory; idempotent."""
+        """Kill every process (SIGTERM, SIGKILL after a grace) and remove the directory;
+        idempotent."""
         self._disk.wipe()
         self.shut_down()
         remove_tree(self.directory)
 
     def shut_down(self) -> None:
-        """Kill every process tree and unplug the network, keeping the directory (a host
-        going down: ``serve --state-dir`` restores the files); idempotent."""
-        for run in list(self.runs.values()):
-            run.signal(signals.SIGKILL, tree_scope=True)
+        """Kill every process (SIGTERM, SIGKILL after a grace) and unplug the network, keeping
+        the directory (a host going down: ``serve --state-dir`` restores the files);
+        idempotent."""
+        for run in self.runs.values():
+            run.sent.update((signals.SIGTERM, signals.SIGKILL))
+        self.guest.close(self._run_pids())
         link, self.link = self.link, None
         if link is not None:
             self._owner.network().unplug(link)
@@ -262,6 +276,7 @@ class ProcessRuntime:
         """``kept``: a directory of sandboxes that outlives the fake (``KeptRoot``)."""
         self.bwrap = require_bwrap()
         self.hostnames = hostnames if hostnames is not None else HostnameMode()
+        nsenter_path()  # every process enters its sandbox's init with it
         self.network_mode = netmode.detect() if network_mode is None else network_mode
         self.network_options = network or NetworkOptions()
         self._network: Network | None = None

@@ -8,8 +8,8 @@ uplink: sandboxes reach nothing past it (``serve`` says so at start-up).
 
 Elsewhere (not root, or no ``nsenter``) bubblewrap still isolates processes through
 unprivileged user namespaces, so the runtime runs in a reduced mode instead of refusing: each
-process gets bubblewrap's own ``--unshare-net`` (loopback only, not shared with the other
-processes of its sandbox), and the features that need the shared namespace (preview URLs to
+sandbox's init gets bubblewrap's own ``--unshare-net`` (loopback only, shared by the sandbox's
+processes and by nothing else), and the features that need the shared namespace (preview URLs to
 servers inside, egress rules, account networks) raise ``FeatureUnavailable`` saying why.
 """
 
@@ -54,8 +54,8 @@ class NetworkMode:
         """The error for ``feature`` (a plural noun phrase) in the reduced mode."""
         return FeatureUnavailable(
             f"{feature} need the fake to run as root on the process runtime, where a sandbox's "
-            f"processes share one network; here each process has a network of its own "
-            f"({self.missing})"
+            f"processes share one network; here each sandbox has a loopback-only network of its "
+            f"own ({self.missing})"
         )
 
 

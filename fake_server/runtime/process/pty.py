@@ -58,10 +58,11 @@ async def run_on_pty(
     stdin: bytes | StdinPipe | None,
     on_output: Sink,
     track: Callable[[int], _Run],
+    env: dict[str, str] | None = None,
 ) -> tuple[int, _Run]:
-    """Run ``command`` (bwrap's argv, ending in ``setsid -cw …``) with a PTY as its stdio.
+    """Run ``command`` (``nsenter``'s argv, ending in ``setsid -cw …``) with a PTY as its stdio.
 
-    Returns bwrap's exit status and the ``Run`` that ``track`` made for its pid. Output is
+    Returns its exit status and the ``Run`` that ``track`` made for its pid. Output is
     read until every holder of the PTY closed it.
     """
     master, slave = os.openpty()
@@ -70,7 +71,12 @@ async def run_on_pty(
         os.set_blocking(master, False)
         spawn = asyncio.ensure_future(
             asyncio.create_subprocess_exec(
-                *command, stdin=slave, stdout=slave, stderr=slave, start_new_session=True, env={}
+                *command,
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                start_new_session=True,
+                env=env or {},
             )
         )
         try:

@@ -1,5 +1,6 @@
-"""Running one command of a process-runtime sandbox: its bwrap command line, signals and exit
-status (``spawn`` starts bwrap and moves the bytes through its pipes)."""
+"""Running one command of a process-runtime sandbox: ``nsenter`` into its init's namespaces
+(``guest``), signals and exit status (``spawn`` starts it and moves the bytes through its
+pipes)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from fake_server.runtime.argv import check_argv, check_env
 from fake_server.runtime.pipes import ProcessSignal, StdinPipe
 from fake_server.runtime.process import pty, tree
+from fake_server.runtime.process.guest import INIT
 from fake_server.runtime.process.netns import nsenter_path
 from fake_server.runtime.process.spawn import feed, pump, reap, spawn
 from fake_server.runtime.shell import BASE_ENV
@@ -26,19 +28,22 @@ if TYPE_CHECKING:
 
     from fake_server.runtime.api import Sink
     from fake_server.runtime.process.dirdisk import DirDisk
+    from fake_server.runtime.process.guest import Guest
     from fake_server.runtime.process.netns import NetNamespace
     from fake_server.runtime.process.rootfs import SandboxRoot
     from fake_server.runtime.terminal import Terminal
 
-__all__ = ["ROOT_HOME", "Run", "Runner", "bwrap_argv"]
+__all__ = ["ROOT_HOME", "UID", "Run", "Runner", "bwrap_argv", "enter_argv"]
 
 HOME = "/home/sandbox"
+#: The user processes run as on the host-directory layout (root where sandboxes boot the image).
+UID = 1000
 #: ``$HOME`` and the default working directory where sandboxes boot the image (root's).
 ROOT_HOME = "/root"
 #: Host files the sandbox sees read-only, when the host has them (libraries, certificates).
 _HOST_ETC = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl",
              "ca-certificates", "localtime", "mime.types")  # fmt: skip
-_NOT_FOUND = b"bwrap: execvp "
+_NOT_FOUND = b"nsenter: failed to execute "
 #: A signal sent before bwrap started the command waits for it (real seconds, tries).
 _LEADER_POLL, _LEADER_TRIES = 0.002, 1000
 
@@ -51,15 +56,17 @@ def bwrap_argv(
     *,
     own_net: bool = False,
     image: bool = False,
+    init: bool = False,
 ) -> list[str]:
-    """bwrap's options for one process of the sandbox whose root directory is ``root``.
+    """bwrap's options for a process of the sandbox whose root directory is ``root`` (its
+    init, pid 1 of the namespace, with ``init``).
 
     With ``image`` the root is the sandbox's whole system (``rootfs``) and the process runs as
     root (uid 0 of its user namespace); without, the root is the host-directory layout, seen
     with the host's ``/usr`` read-only over it, and the process runs as ``sandbox``.
     Without ``own_net`` the process runs in its sandbox's network namespace (``netns``); with
     it, in one of its own (``--unshare-net``: loopback only, shared with nothing)."""
-    uid = "0" if image else "1000"
+    uid = "0" if image else str(UID)
     argv = [
         bwrap,
         "--unshare-user", "--uid", uid, "--gid", uid,
@@ -76,40 +83,51 @@ def bwrap_argv(
     argv += ["--proc", "/proc", "--dev", "/dev", "--clearenv"]
     for key, value in env.items():
         argv += ["--setenv", key, value]
-    argv += ["--chdir", cwd, "--"]
+    argv += ["--chdir", cwd, *(["--as-pid-1"] if init else []), "--"]
     return argv
+
+
+def enter_argv(nsenter: str, init: int, cwd: str, *, uid: int = UID) -> list[str]:
+    """``nsenter``'s options that run a command in the namespaces of the sandbox's ``init``:
+    as ``uid``, in ``cwd`` of its root; the environment is ``nsenter``'s own."""
+    return [
+        nsenter, f"--target={init}", "--user", "--mount", "--pid", "--ipc", "--uts", "--net",
+        "--root", f"--wdns={cwd}", f"--setuid={uid}", f"--setgid={uid}", "--",
+    ]  # fmt: skip
 
 
 @dataclass(slots=True)
 class Run:
-    """One live bwrap process and the signals the API sent it."""
+    """One live process of the API (``nsenter``, whose child in the sandbox runs the command)
+    and the signals the API sent it."""
 
     pid: int
     sent: set[int] = field(default_factory=set)
     #: Whether the sandbox is paused: a tree that starts meanwhile is stopped once it runs.
     paused: bool = False
+    #: Inodes of its stdout and stderr pipes: a process of the sandbox holding one of them
+    #: belongs to the exec (a background job keeping them open is killed with it).
+    pipes: frozenset[int] = frozenset()
+    #: Every process of the sandbox (where holders of ``pipes`` are looked for).
+    sandbox: Callable[[], list[int]] = list
 
     def signal(self, signum: int, *, tree_scope: bool, tries: int = _LEADER_TRIES) -> None:
         levels = tree.descendants(self.pid)
         self.sent.add(signum)
         if signum == signals.SIGKILL:
-            tree.send(levels[0] if levels else [], signum)  # init: the whole namespace dies
+            tree.send([p for level in levels for p in level], signum)
+            tree.send(tree.holding(self.sandbox(), self.pipes), signum)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signum)
             return
         if tries > 0 and not _started(levels) and os.path.exists(f"/proc/{self.pid}"):
-            # bwrap has not started the command yet (no leader, or one not yet past exec, which
-            # bwrap's own handlers would swallow): deliver once it has, not never.
+            # nsenter has not started the command yet (no leader, or one not yet past exec):
+            # deliver once it has, not never.
             retry = functools.partial(self.signal, signum, tree_scope=tree_scope, tries=tries - 1)
             asyncio.get_running_loop().call_later(_LEADER_POLL, retry)
             return
-        pids = (
-            [p for level in levels[1:] for p in level]
-            if tree_scope
-            else levels[1][:1]
-            if (len(levels) > 1)
-            else []
-        )
+        everyone = [p for level in levels for p in level]
+        pids = everyone if tree_scope else levels[0][:1] if levels else []
         tree.send(pids, signum)
 
     def stop(self, signum: int, tries: int = _LEADER_TRIES) -> None:
@@ -120,7 +138,7 @@ class Run:
         """
         self.paused = signum == signals.SIGSTOP
         levels = tree.descendants(self.pid)
-        for level in levels[1:]:
+        for level in levels:
             tree.send(level, signum)
         if self.paused and tries > 0 and not _started(levels):
             asyncio.get_running_loop().call_later(_LEADER_POLL, self._stop_later, tries - 1)
@@ -131,21 +149,22 @@ class Run:
 
 
 def _started(levels: list[list[int]]) -> bool:
-    """Whether the leader exists and runs the command (no longer a copy of bwrap)."""
-    if len(levels) < 2:
+    """Whether the leader exists and runs the command (no longer a copy of nsenter)."""
+    if not levels:
         return False
     try:
-        with open(f"/proc/{levels[1][0]}/cmdline", "rb") as handle:
+        with open(f"/proc/{levels[0][0]}/cmdline", "rb") as handle:
             program = handle.read().split(b"\0", 1)[0]
     except OSError:
         return True  # gone already: nothing left to wait for
-    return not program.endswith(b"bwrap")
+    return not program.endswith(b"nsenter")
 
 
 class Runner:
     """Runs processes of one sandbox; ``runs`` is shared with its machine (pause, destroy).
 
-    ``net`` is the sandbox's network namespace, ``None`` when each process gets its own."""
+    ``net`` is the sandbox's network namespace, ``None`` when its init has one of its own;
+    ``guest`` its init, whose namespaces every process enters."""
 
     def __init__(
         self,
@@ -157,9 +176,11 @@ class Runner:
         extra_env: Callable[[], Awaitable[dict[str, str]]],
         paused: Callable[[], bool] = lambda: False,
         *,
+        guest: Guest,
         rootfs: SandboxRoot | None = None,
     ) -> None:
         self._bwrap = bwrap
+        self._guest = guest
         #: The sandbox's own root file system (the image); ``None``: the host-directory layout.
         self._rootfs = rootfs
         self._net = net
@@ -236,29 +257,23 @@ class Runner:
         name = "root" if image else "sandbox"
         user = {"HOME": home, "USER": name, "LOGNAME": name}
         environment = {**BASE_ENV, **user, **await self._extra_env(), **check_env(env or {})}
-        root = self._rootfs.root if self._rootfs is not None else self._root
-        command = bwrap_argv(
-            self._bwrap, root, workdir, environment, own_net=self._net is None, image=image
-        )
-        enter = [] if self._net is None else [f"--net={self._net.path}"]
-        if self._rootfs is not None:
-            enter += self._rootfs.enter_args()
-        prefix = [nsenter_path(), *enter, "--", *command] if enter else command
+        init = await self._guest.start(self._init_argv)
+        prefix = enter_argv(nsenter_path(), init, workdir, uid=0 if image else UID)
         if terminal is not None:
-            return await self._run_on_pty(prefix, args, terminal, stdin, on_stdout)
-        proc = await spawn([*prefix, *args], piped=stdin is not None)
+            return await self._run_on_pty(prefix, args, terminal, stdin, on_stdout, environment)
+        proc, pipes = await spawn([*prefix, *args], piped=stdin is not None, env=environment)
         task = asyncio.current_task()
-        run = self._register(task, Run(proc.pid))
+        run = self._register(task, Run(proc.pid, pipes=pipes.inodes, sandbox=self._guest.processes))
         missing = _NotFound(args[0], on_stderr)
         pumps = [
-            asyncio.ensure_future(pump(proc.stdout, on_stdout)),
-            asyncio.ensure_future(pump(proc.stderr, missing, missing.flush)),
+            asyncio.ensure_future(pump(pipes.stdout, on_stdout)),
+            asyncio.ensure_future(pump(pipes.stderr, missing, missing.flush)),
         ]
         if proc.stdin is not None:
             pumps.append(asyncio.ensure_future(feed(proc.stdin, stdin)))
         try:
             code = await proc.wait()
-            await asyncio.gather(*pumps[:2])
+            await asyncio.gather(*pumps[:2])  # until every holder of the pipes closed them
         except asyncio.CancelledError:
             run.signal(signals.SIGKILL, tree_scope=True)
             await reap(proc, pumps)
@@ -267,7 +282,22 @@ class Runner:
             self._runs.pop(task, None)
             for piping in pumps:
                 piping.cancel()
+            pipes.close()
         return _status(code, run, missing.seen)
+
+    def _init_argv(self) -> list[str]:
+        """The command line of the sandbox's init (``guest``)."""
+        image = self._rootfs is not None
+        root = self._rootfs.root if self._rootfs is not None else self._root
+        command = bwrap_argv(
+            self._bwrap, root, "/", {"PATH": BASE_ENV["PATH"]},
+            own_net=self._net is None, image=image, init=True,
+        )  # fmt: skip
+        enter = [] if self._net is None else [f"--net={self._net.path}"]
+        if self._rootfs is not None:
+            enter += self._rootfs.enter_args()
+        prefix = [nsenter_path(), *enter, "--"] if enter else []
+        return [*prefix, *command, "/bin/sh", "-c", INIT]
 
     async def _run_on_pty(
         self,
@@ -276,6 +306,7 @@ class Runner:
         terminal: Terminal,
         stdin: bytes | StdinPipe | None,
         sink: Sink,
+        env: dict[str, str],
     ) -> int:
         """``args`` as the session leader of a real PTY (``pty.run_on_pty``)."""
         task = asyncio.current_task()
@@ -287,7 +318,7 @@ class Runner:
             raise RuntimeError("a PTY on the process runtime needs util-linux setsid in /usr")
         command = [*prefix, pty.SETSID, "-cw", *args]
         try:
-            code, run = await pty.run_on_pty(command, terminal, stdin, sink, track)
+            code, run = await pty.run_on_pty(command, terminal, stdin, sink, track, env)
         finally:
             self._runs.pop(task, None)
         return _status(code, run, False)

@@ -1,15 +1,19 @@
-"""Starting bwrap as a child process and moving bytes through its pipes.
+"""Starting a sandbox's process (``nsenter``) and moving bytes through its pipes.
 
-A cancelled start kills bwrap's whole process group (not just bwrap), and a killed process is
-reaped together with its pipes even when the waiter is cancelled again meanwhile.
+A cancelled start kills the whole process group (not just ``nsenter``), and a killed process
+is reaped together with its pipes even when the waiter is cancelled again meanwhile. The
+output pipes are the fake's own (``Pipes``), so their inodes are known: a process of the
+sandbox still holding one belongs to the exec.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal as signals
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.pipes import StdinPipe
@@ -19,7 +23,7 @@ if TYPE_CHECKING:
 
     from fake_server.runtime.api import Sink
 
-__all__ = ["feed", "pump", "reap", "spawn"]
+__all__ = ["Pipes", "feed", "pump", "reap", "spawn"]
 
 #: Bytes read from a pipe at a time.
 READ = 64 * 1024
@@ -56,30 +60,85 @@ async def feed(writer: asyncio.StreamWriter, stdin: bytes | StdinPipe | None) ->
         await writer.wait_closed()
 
 
-async def spawn(command: Sequence[str], *, piped: bool) -> asyncio.subprocess.Process:
-    """Start bwrap; cancelled meanwhile, it is killed with its whole process group.
+@dataclass(slots=True)
+class Pipes:
+    """The read ends of a process's stdout and stderr, and their inodes."""
 
-    asyncio would kill only bwrap itself, which can leave the sandbox's init (forked before
-    it took ``--die-with-parent``) running with its namespaces."""
+    stdout: asyncio.StreamReader
+    stderr: asyncio.StreamReader
+    inodes: frozenset[int]
+    transports: list[asyncio.BaseTransport] = field(default_factory=list)
+
+    def close(self) -> None:
+        for transport in self.transports:
+            transport.close()
+
+
+async def _pipes() -> tuple[Pipes, list[int]]:
+    """Two pipes: ``Pipes`` over their read ends, and their write ends for the child."""
+    loop = asyncio.get_running_loop()
+    fds = [*os.pipe(), *os.pipe()]
+    for fd in fds:
+        os.set_inheritable(fd, False)
+    streams = [asyncio.StreamReader(limit=READ, loop=loop) for _ in range(2)]
+    pipes = Pipes(streams[0], streams[1], frozenset(os.fstat(fd).st_ino for fd in fds[::2]))
+    try:
+        for stream, fd in zip(streams, fds[::2], strict=True):
+            transport, _ = await loop.connect_read_pipe(
+                functools.partial(asyncio.StreamReaderProtocol, stream),
+                os.fdopen(fd, "rb", buffering=0),
+            )
+            pipes.transports.append(transport)
+    except BaseException:
+        pipes.close()
+        for fd in fds[len(pipes.transports) * 2 :: 2]:
+            os.close(fd)
+        for fd in fds[1::2]:
+            os.close(fd)
+        raise
+    return pipes, fds[1::2]
+
+
+async def spawn(
+    command: Sequence[str], *, piped: bool, env: dict[str, str] | None = None
+) -> tuple[asyncio.subprocess.Process, Pipes]:
+    """Start ``command`` with ``env``; cancelled meanwhile, it is killed with its whole process
+    group (asyncio would kill only the first process)."""
+    pipes, ends = await _pipes()
     spawn = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
             *command,
             stdin=asyncio.subprocess.PIPE if piped else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stdout=ends[0],
+            stderr=ends[1],
             start_new_session=True,
-            env={},
+            env=env or {},
         )
     )
     try:
-        return await asyncio.shield(spawn)
+        return await asyncio.shield(spawn), pipes
     except asyncio.CancelledError:
         with contextlib.suppress(BaseException):
             proc = await spawn
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signals.SIGKILL)
             await reap(proc, [])
+        pipes.close()
         raise
+    except BaseException:
+        pipes.close()
+        raise
+    finally:
+        if spawn.done():
+            for fd in ends:
+                os.close(fd)
+        else:  # still starting: close once it has (the child has its copies by then)
+            spawn.add_done_callback(lambda _: _close(ends))
+
+
+def _close(fds: Sequence[int]) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 async def reap(proc: asyncio.subprocess.Process, pumps: Sequence[asyncio.Future[None]]) -> None:

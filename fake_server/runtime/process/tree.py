@@ -1,8 +1,9 @@
-"""Processes of one bwrap run, found through ``/proc``, and signals to them.
+"""Processes of a sandbox, found through ``/proc``, and signals to them.
 
-bwrap (the host-side process we start) forks the sandbox's init (pid 1 of a fresh PID
-namespace), which runs the command (the leader). The leader and everything below it is the
-process tree the API talks about; killing init kills the whole namespace at once.
+Each exec is an ``nsenter`` (the host-side process we start) whose child, in the sandbox's
+namespaces, runs the command (the leader). The leader and everything below it is the process
+tree the API talks about; what it left behind was reparented to the sandbox's init
+(``guest``), and killing that init kills the whole namespace at once.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import contextlib
 import os
 import signal as signals
 
-__all__ = ["SIGNALS", "descendants", "send"]
+__all__ = ["SIGNALS", "descendants", "holding", "send"]
 
 SIGNALS = {
     name: int(getattr(signals, name))
@@ -98,3 +99,24 @@ def send(pids: list[int], signum: int) -> int:
             os.kill(pid, signum)
             sent += 1
     return sent
+
+
+def holding(pids: list[int], inodes: frozenset[int]) -> list[int]:
+    """The processes among ``pids`` with a descriptor on one of the pipes ``inodes``."""
+    if not inodes:
+        return []
+    names = {f"pipe:[{inode}]" for inode in inodes}
+    found = []
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in names:
+                    found.append(pid)
+                    break
+            except OSError:
+                continue
+    return found

@@ -1,0 +1,130 @@
+"""A sandbox's init: one long-lived PID namespace per sandbox, which every process enters.
+
+A VM's processes outlive the command that started them: a daemon started by one exec
+(``nohup setsid CMD >/tmp/log 2>&1 &``) runs until the VM goes, and ``ps`` shows every
+process of the VM. So each sandbox gets one bwrap (user, PID, mount, IPC and UTS namespaces)
+whose pid 1 lives as long as the sandbox: ``/bin/sh`` reaping orphans in a loop (the kernel
+shields pid 1 from signals sent inside its namespace, so ``kill -9 -1`` or ``pkill sh`` in the
+sandbox cannot end it). Every exec and managed process then enters those namespaces with
+``nsenter`` instead of starting a bwrap of its own; what it leaves behind is reparented to that
+pid 1 and keeps running.
+
+The init starts with the sandbox's first process, not at create (a sandbox nobody runs
+anything in costs no process). ``close()`` (destroy, reset, the fake's shutdown) sends every
+process of the sandbox SIGTERM, waits up to ``GRACE`` real seconds, then SIGKILLs pid 1: the
+kernel kills whatever is left in the namespace, a daemon that ignores SIGTERM included. The
+init's bwrap runs with ``--die-with-parent``, so a fake that dies takes its sandboxes along.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal as signals
+import time
+from typing import TYPE_CHECKING
+
+from fake_server.runtime.process import tree
+from fake_server.runtime.process.spawn import spawn
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+__all__ = ["GRACE", "INIT", "Guest"]
+
+#: pid 1's program: tell the fake it runs, drop the fake's pipes, reap orphans forever.
+INIT = "echo ready; exec </dev/null >/dev/null 2>&1; while :; do sleep 2147483647 & wait; done"
+#: Real seconds destroy waits for processes to end on SIGTERM before it kills them.
+GRACE = 0.2
+_POLL = 0.005
+
+
+class Guest:
+    """The sandbox's init (``pid``, a host pid), started on first use by ``start``."""
+
+    def __init__(self) -> None:
+        self._proc: asyncio.subprocess.Process | None = None
+        self._starting: asyncio.Task[int] | None = None
+        self.pid: int | None = None
+        self._closed = False
+
+    async def start(self, argv: Callable[[], list[str]]) -> int:
+        """The init's host pid; the first call starts it with ``argv()`` (bwrap's argv)."""
+        if self.pid is not None:
+            return self.pid
+        if self._closed:
+            raise RuntimeError("the sandbox was destroyed")
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self._start(argv()))
+        try:
+            return await asyncio.shield(self._starting)
+        except BaseException:
+            if self._starting.done():
+                self._starting = None  # a failed start is tried again by the next process
+            raise
+
+    async def _start(self, argv: list[str]) -> int:
+        proc, pipes = await spawn(argv, piped=False)
+        self._proc = proc
+        try:
+            line = await pipes.stdout.readline()
+            if line != b"ready\n":
+                await proc.wait()
+                error = (await pipes.stderr.read()).decode(errors="replace").strip().splitlines()
+                self._proc = None
+                detail = error[-1][:200] if error else f"exit status {proc.returncode}"
+                raise OSError(f"the sandbox's init did not start: {detail}")
+        finally:
+            pipes.close()  # pid 1 left them; bwrap writes nothing more
+        children = tree.descendants(proc.pid)
+        if self._closed or not children:  # destroyed meanwhile, or died at once
+            self._kill()
+            raise RuntimeError("the sandbox was destroyed")
+        self.pid = children[0][0]
+        return self.pid
+
+    def processes(self, also: Iterable[int] = ()) -> list[int]:
+        """Every process of the sandbox but pid 1: its descendants, and those of ``also``
+        (the ``nsenter`` of each live exec, whose children are in the namespace)."""
+        found: list[int] = []
+        roots = [self.pid] if self.pid is not None else []
+        for root in [*roots, *also]:
+            found.extend(pid for level in tree.descendants(root) for pid in level)
+        return found
+
+    def send(self, signum: int, also: Iterable[int] = ()) -> None:
+        """Send ``signum`` to every process of the sandbox but pid 1 (pause, resume)."""
+        tree.send(self.processes(also), signum)
+
+    def close(self, also: Iterable[int] = ()) -> None:
+        """SIGTERM everything, SIGKILL what is left after ``GRACE``; idempotent."""
+        self._closed = True
+        if self._starting is not None and not self._starting.done():
+            self._starting.cancel()
+        pids = [*also, *self.processes(also)] if self.pid is not None else list(also)
+        if pids and tree.send(pids, signals.SIGTERM):
+            tree.send(pids, signals.SIGCONT)  # a paused sandbox's processes must see it
+            deadline = time.monotonic() + GRACE
+            while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+                time.sleep(_POLL)
+        tree.send(pids, signals.SIGKILL)
+        self._kill()
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if self.pid is not None:
+            tree.send([self.pid], signals.SIGKILL)  # the kernel kills the whole namespace
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signals.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return False
+    return data[data.rfind(b")") + 2 : data.rfind(b")") + 3] != b"Z"

@@ -1,0 +1,187 @@
+"""The process runtime's process model is a VM's: daemons outlive the exec that started them.
+
+An exec ends when its command has exited and its stdout and stderr reached end of file; what
+it detached keeps running until the sandbox goes; pause freezes it, destroy kills it (SIGTERM,
+then SIGKILL after a grace), fork copies files only; ``ps`` shows every process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import pytest_asyncio
+from _process_runtime import netns_holders, process_fake, until
+
+from fake_server.runtime.process import ProcessMachine, rootdir
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    import httpx
+
+    from fake_server import FakeCreateOS
+
+pytestmark = pytest.mark.asyncio
+
+DAEMON = "nohup setsid sleep 313 >/tmp/log 2>&1 &"
+
+
+@pytest_asyncio.fixture(name="fake")
+async def _fake() -> AsyncIterator[FakeCreateOS]:
+    async with process_fake() as fake:
+        yield fake
+
+
+async def sh(client: httpx.AsyncClient, sandbox_id: str, script: str) -> dict[str, Any]:
+    response = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "bash", "args": ["-c", script]}
+    )
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()["data"]["result"]
+    return result
+
+
+def machine(fake: FakeCreateOS, sandbox_id: str) -> ProcessMachine:
+    found = fake.sandbox(sandbox_id).machine
+    assert isinstance(found, ProcessMachine)
+    return found
+
+
+def sleeps(found: ProcessMachine, seconds: int) -> list[int]:
+    """Host pids of the sandbox's ``sleep SECONDS`` processes."""
+    pids = []
+    for pid in found.guest.processes():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if handle.read() == f"sleep\0{seconds}\0".encode():
+                    pids.append(pid)
+        except OSError:
+            continue
+    return pids
+
+
+def state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        data = handle.read()
+    return data[data.rfind(b")") + 2 :].split()[0].decode()
+
+
+async def test_a_detached_daemon_outlives_its_exec_and_ps_shows_it(
+    client: httpx.AsyncClient, make_sandbox: Any
+) -> None:
+    sandbox_id = await make_sandbox()
+    assert await sh(client, sandbox_id, f"{DAEMON} echo started") == {
+        "exit_code": 0, "stdout": "started\n", "stderr": "", "error": "",
+    }  # fmt: skip
+    script = "until pgrep -x sleep >/dev/null; do :; done; ps -eo args"
+    listed = await sh(client, sandbox_id, script)
+    assert "sleep 313" in listed["stdout"].splitlines()
+    assert (await sh(client, sandbox_id, "pkill -x sleep; kill -9 -1; echo alive"))[
+        "stdout"
+    ] == "alive\n"
+    # pid 1 is shielded from signals sent inside: the sandbox keeps serving
+    assert (await sh(client, sandbox_id, "echo still"))["stdout"] == "still\n"
+
+
+async def test_a_server_started_with_the_tutorials_pattern_answers_the_next_exec(
+    client: httpx.AsyncClient, make_sandbox: Any
+) -> None:
+    sandbox_id = await make_sandbox()
+    start = "nohup setsid python3 -m http.server 8080 >/tmp/server.log 2>&1 &"
+    assert (await sh(client, sandbox_id, start))["exit_code"] == 0
+    probe = (
+        "for i in $(seq 500); do (echo > /dev/tcp/127.0.0.1/8080) 2>/dev/null && exit 0; "
+        "sleep 0.02; done; exit 1"
+    )  # as waitForPortReady probes
+    assert (await sh(client, sandbox_id, probe))["exit_code"] == 0
+
+
+async def test_a_background_job_holding_the_pipes_keeps_the_exec_until_it_is_cut(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: Any
+) -> None:
+    sandbox_id = await make_sandbox()
+    found = machine(fake, sandbox_id)
+    exec_task = asyncio.ensure_future(sh(client, sandbox_id, "sleep 314 & echo bg"))
+    await until(lambda: bool(sleeps(found, 314)))
+    [job] = sleeps(found, 314)
+    await until(lambda: not found.runs or all(_gone(r.pid) for r in found.runs.values()))
+    assert not exec_task.done()  # the shell exited; its job still holds stdout and stderr
+    exec_task.cancel()  # the client goes: the exec and its job are killed
+    with pytest.raises(asyncio.CancelledError):
+        await exec_task
+    await until(lambda: _gone(job))
+    assert (await sh(client, sandbox_id, "echo next"))["stdout"] == "next\n"
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return state(pid) == "Z"
+    except OSError:
+        return True
+
+
+async def test_pause_freezes_daemons_and_resume_thaws_them(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: Any
+) -> None:
+    sandbox_id = await make_sandbox()
+    await sh(client, sandbox_id, DAEMON)
+    found = machine(fake, sandbox_id)
+    await until(lambda: len(sleeps(found, 313)) == 1)  # setsid and nohup exec it soon after
+    [daemon] = sleeps(found, 313)
+    assert (await client.post(f"/v1/sandboxes/{sandbox_id}/pause")).status_code == 202
+    await until(lambda: state(daemon) == "T")  # the kernel delivers SIGSTOP
+    assert (await client.post(f"/v1/sandboxes/{sandbox_id}/resume")).status_code == 202
+    await until(lambda: state(daemon) != "T")
+
+
+async def test_fork_copies_files_not_processes(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: Any
+) -> None:
+    sandbox_id = await make_sandbox()
+    await sh(client, sandbox_id, f"echo kept > /tmp/f; {DAEMON}")
+    await until(lambda: len(sleeps(machine(fake, sandbox_id), 313)) == 1)
+    assert (await client.post(f"/v1/sandboxes/{sandbox_id}/pause")).status_code == 202
+    forked = await client.post(f"/v1/sandboxes/{sandbox_id}/fork", json={})
+    assert forked.status_code == 202, forked.text
+    child_id = forked.json()["data"]["id"]
+    for _ in range(10):
+        if (await client.get(f"/v1/sandboxes/{child_id}")).json()["data"]["status"] == "running":
+            break
+    result = await sh(client, child_id, "cat /tmp/f; ps -eo args | grep -c '^sleep 313'")
+    assert result["stdout"] == "kept\n0\n"
+    assert len(sleeps(machine(fake, sandbox_id), 313)) == 1
+
+
+async def test_destroy_kills_a_daemon_that_ignores_sigterm_and_leaves_nothing(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: Any
+) -> None:
+    sandbox_id = await make_sandbox()
+    stubborn = "nohup setsid sh -c 'trap \"\" TERM; sleep 313' >/dev/null 2>&1 &"
+    await sh(client, sandbox_id, f"{stubborn} {DAEMON}")
+    found = machine(fake, sandbox_id)
+    await until(lambda: len(sleeps(found, 313)) == 2)
+    init = found.guest.pid
+    assert init is not None
+    pids = [init, *found.guest.processes()]
+    inode = os.readlink(f"/proc/{init}/ns/net")
+    assert (await client.delete(f"/v1/sandboxes/{sandbox_id}")).status_code in (200, 202)
+    await until(lambda: all(_gone(pid) for pid in pids))
+    await until(lambda: netns_holders(inode) == [])
+    assert not found.root.exists()
+    assert rootdir.processes_naming(os.fsencode(found.root)) == []
+
+
+async def test_reset_ends_every_daemon(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: Any
+) -> None:
+    sandbox_id = await make_sandbox()
+    await sh(client, sandbox_id, DAEMON)
+    found = machine(fake, sandbox_id)
+    await until(lambda: len(sleeps(found, 313)) == 1)
+    pids = [found.guest.pid, *found.guest.processes()]
+    fake.reset()
+    await until(lambda: all(_gone(pid) for pid in pids if pid is not None))
+    assert not found.root.exists()
