@@ -3,13 +3,14 @@
 * sandbox create: a fresh sandbox booting the cached devbox:1 image (its mount namespace,
   tmpfs and overlay), its network namespace and ``eth0`` on the fake's router (goal < 30 ms
   once the router exists);
-* ``exec true``: the runtime's ``run()`` against starting ``bwrap … true`` directly with
-  asyncio (the host's root as ``/``, no namespace entered first), interleaved (goal: within
-  3 ms);
+* ``exec true``: the runtime's ``run()`` (``nsenter`` into the sandbox's init) against
+  starting ``bwrap … true`` directly with asyncio (the host's root as ``/``, no namespace
+  entered first), interleaved (goal: within 1.5x);
 * pause and resume of a sandbox running 10 processes (goal < 20 ms each);
 * sandboxes alive at once: bytes of each sandbox's upper layer, the fake's own memory per
   idle sandbox (goal < 2 MiB), and the memory (PSS) of each sandbox's processes while every
-  one of them runs ``sleep`` (bwrap, the namespace's init and the program).
+  one of them runs ``sleep`` (the init's bwrap, pid 1 and its idle child, nsenter and the
+  program).
 * the sandbox's network namespace and ``eth0`` alone (part of create), and a preview URL's
   round trip (``GET`` through the fake's ``/_ingress/…`` proxy to ``python3 -m http.server``
   in the sandbox) against the same request on a direct connection to the sandbox's ``eth0``
@@ -45,7 +46,8 @@ if TYPE_CHECKING:
 __all__ = ["main", "run"]
 
 CREATE_GOAL_MS = 30.0
-EXEC_OVERHEAD_GOAL_MS = 3.0
+#: ``exec true`` (nsenter into the sandbox's init) against a bare ``bwrap … true``.
+EXEC_RATIO_GOAL = 1.5
 PAUSE_GOAL_MS = 20.0
 PREVIEW_OVERHEAD_GOAL_MS = 5.0
 IDLE_MEMORY_GOAL_KIB = 2048.0
@@ -95,7 +97,7 @@ async def _until_processes(machine: ProcessMachine, count: int) -> None:
     """Wait until the sandbox's trees hold ``count`` processes (real processes take real time)."""
     while True:
         found = sum(
-            len(level) for run in machine.runs.values() for level in tree.descendants(run.pid)[1:]
+            len(level) for run in machine.runs.values() for level in tree.descendants(run.pid)
         )
         if found >= count:
             return
@@ -240,8 +242,11 @@ async def _alive(
         pids = [
             pid
             for m in machines
-            for run in m.runs.values()
-            for pid in [run.pid, *(p for level in tree.descendants(run.pid) for p in level)]
+            for pid in [
+                *(run.pid for run in m.runs.values()),  # nsenter
+                *m.guest.host_pids(),  # bwrap, pid 1, its sleep
+                *m.guest.processes([run.pid for run in m.runs.values()]),
+            ]
         ]
         process_bytes = sum(_pss(pid) for pid in pids) / count
     finally:
@@ -310,9 +315,9 @@ async def run(rounds: int, creates: int, execs: int, alive: int) -> Report:
     report.goal("sandbox create", create_ms, CREATE_GOAL_MS, "ms", higher_is_better=False)
     report.goal(
         "exec true over bwrap",
-        max(0.0, runtime_ms - bwrap_ms),
-        EXEC_OVERHEAD_GOAL_MS,
-        "ms",
+        runtime_ms / bwrap_ms,
+        EXEC_RATIO_GOAL,
+        "x",
         higher_is_better=False,
     )
     report.goal(

@@ -111,6 +111,7 @@ class Sandbox:
         #: The runtime's side of this sandbox: files, processes, pause, destroy.
         self.machine = machine
         machine.set_address(ip)
+        machine.set_agent(self._self_signal)
         self.disk = machine.disk
         self.ctx = ctx
         self.clock = ctx.clock
@@ -321,6 +322,25 @@ class Sandbox:
             process.crash("SIGKILL")
         self.machine.destroy()
         self._begin("destroying")
+
+    def _self_signal(self, action: str, reason: str) -> None:
+        """The in-guest agent's ``/self/pause`` or ``/self/delete`` (already answered 202):
+        journaled as such (the reason in the event's ``body``), then done as the API does."""
+        self.ctx.journal.record(
+            Event(
+                time=self.clock.now(),
+                kind="agent",
+                operation=f"self_{action}",
+                account_id=self.account_id,
+                sandbox_id=self.id,
+                body=reason or None,
+            )
+        )
+        self.settle()
+        if action == "delete":
+            self.destroy()
+        elif self.status == "running":
+            self.pause()
 
     def require_running(self) -> None:
         if self.status != "running":

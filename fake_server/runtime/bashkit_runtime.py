@@ -97,6 +97,9 @@ class BashkitMachine:
     def set_address(self, address: str) -> None:
         """Nothing to wire: the in-memory shell has no network interface."""
 
+    def set_agent(self, handler: Callable[[str, str], None]) -> None:
+        """Nothing listens: bashkit's ``curl`` reaches no agent (a parity-table difference)."""
+
     def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None:
         """The rules ``curl`` and ``wget`` apply from their next connection on (even in a
         process already running); bashkit moves no data, so the meter is not used."""

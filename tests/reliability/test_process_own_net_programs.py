@@ -72,8 +72,8 @@ async def test_processes_pause_fork_and_destroy_work_with_a_network_per_process(
         return found.disk.exists("/root/up")
 
     await until(up)
-    [bwrap] = [run.pid for run in found.runs.values()]
-    pids = [p for level in tree.descendants(bwrap)[1:] for p in level]
+    [nsenter] = [run.pid for run in found.runs.values()]
+    pids = [p for level in tree.descendants(nsenter) for p in level]
 
     async def states(wanted: Callable[[set[str]], bool]) -> bool:
         return wanted({_state(pid) for pid in pids})
@@ -91,7 +91,7 @@ async def test_processes_pause_fork_and_destroy_work_with_a_network_per_process(
     assert not found.directory.exists()
 
     async def gone() -> bool:  # killed at once; the kernel reaps them (and their mounts) after
-        return tree.descendants(bwrap) == []
+        return tree.descendants(nsenter) == []
 
     await until(gone)
 

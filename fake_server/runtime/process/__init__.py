@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from fake_server.runtime.api import FeatureUnavailable, Usage
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
 from fake_server.runtime.process import netmode, tree
+from fake_server.runtime.process.agent import Agent
 from fake_server.runtime.process.bridges import Hub
 from fake_server.runtime.process.bwrap import require_bwrap
 from fake_server.runtime.process.dirdisk import DirDisk
@@ -98,6 +99,9 @@ class ProcessMachine:
         #: Account networks joined: network id -> the hub's end of this sandbox's veth pair.
         self.networks: dict[str, str] = {}
         self._interfaces = 0
+        #: What the in-guest agent's signals do (``set_agent``), and its listener.
+        self._agent_handler: Callable[[str, str], None] | None = None
+        self._agent: Agent | None = None
         if not lazy_net:
             self._make_net()
 
@@ -178,8 +182,19 @@ class ProcessMachine:
             self._owner.hub(network_id).detach(device)
             self._owner.release_hub(network_id)
 
+    def set_agent(self, handler: Callable[[str, str], None]) -> None:
+        """``handler(action, reason)`` for the agent's ``/self/pause`` and ``/self/delete``."""
+        self._agent_handler = handler
+
     async def _env(self) -> dict[str, str]:
-        """What a new process's environment gains: nothing (the network needs no proxy)."""
+        """What a new process's environment gains: nothing (the network needs no proxy).
+
+        Before the sandbox's first process runs, the agent starts listening inside."""
+        net = self.net
+        if self._agent is None and net is not None and self._agent_handler is not None:
+            self._agent = Agent(net, self._agent_handler)
+        if self._agent is not None:
+            await self._agent.start()
         return {}
 
     def usage(self) -> Usage:
@@ -244,6 +259,9 @@ class ProcessMachine:
             self._owner.network().unplug(link)
         for network_id in list(self.networks):
             self.leave_network(network_id)
+        agent, self._agent = self._agent, None
+        if agent is not None:
+            agent.close()
         if self._net is not None:
             self._net.close()
         if self.rootfs is not None:

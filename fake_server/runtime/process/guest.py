@@ -22,11 +22,12 @@ import asyncio
 import contextlib
 import os
 import signal as signals
+import subprocess
 import time
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.process import tree
-from fake_server.runtime.process.spawn import spawn
+from fake_server.runtime.process.spawn import make_pipes
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -38,13 +39,15 @@ INIT = "echo ready; exec </dev/null >/dev/null 2>&1; while :; do sleep 214748364
 #: Real seconds destroy waits for processes to end on SIGTERM before it kills them.
 GRACE = 0.2
 _POLL = 0.005
+#: Real seconds destroy waits for the init's bwrap to be reaped (milliseconds in practice).
+_REAP = 5.0
 
 
 class Guest:
     """The sandbox's init (``pid``, a host pid), started on first use by ``start``."""
 
     def __init__(self) -> None:
-        self._proc: asyncio.subprocess.Process | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._starting: asyncio.Task[int] | None = None
         self.pid: int | None = None
         self._closed = False
@@ -65,15 +68,31 @@ class Guest:
             raise
 
     async def _start(self, argv: list[str]) -> int:
-        proc, pipes = await spawn(argv, piped=False)
+        pipes, ends = await make_pipes()
+        try:
+            # Popen, not asyncio: the fake reaps it itself at close, whether a loop runs or not
+            # (fork and exec block as long as in asyncio's own subprocess start)
+            proc = subprocess.Popen(  # noqa: ASYNC220
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=ends[0],
+                stderr=ends[1],
+                start_new_session=True,
+                env={},
+            )
+        except BaseException:
+            pipes.close()
+            raise
+        finally:
+            for fd in ends:
+                os.close(fd)
         self._proc = proc
         try:
             line = await pipes.stdout.readline()
             if line != b"ready\n":
-                await proc.wait()
                 error = (await pipes.stderr.read()).decode(errors="replace").strip().splitlines()
-                self._proc = None
-                detail = error[-1][:200] if error else f"exit status {proc.returncode}"
+                self._kill()
+                detail = error[-1][:200] if error else "it exited at once"
                 raise OSError(f"the sandbox's init did not start: {detail}")
         finally:
             pipes.close()  # pid 1 left them; bwrap writes nothing more
@@ -92,6 +111,12 @@ class Guest:
         for root in [*roots, *also]:
             found.extend(pid for level in tree.descendants(root) for pid in level)
         return found
+
+    def host_pids(self) -> list[int]:
+        """The init's bwrap and pid 1 (``processes()`` has the rest)."""
+        if self._proc is None or self.pid is None:
+            return []
+        return [self._proc.pid, self.pid]
 
     def send(self, signum: int, also: Iterable[int] = ()) -> None:
         """Send ``signum`` to every process of the sandbox but pid 1 (pause, resume)."""
@@ -118,6 +143,8 @@ class Guest:
         if proc is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signals.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(_REAP)  # bwrap goes once the kernel has emptied the namespace
 
 
 def _alive(pid: int) -> bool:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from fake_server.runtime.api import Sink
 
-__all__ = ["Pipes", "feed", "pump", "reap", "spawn"]
+__all__ = ["Pipes", "feed", "make_pipes", "pump", "reap", "spawn"]
 
 #: Bytes read from a pipe at a time.
 READ = 64 * 1024
@@ -74,7 +74,7 @@ class Pipes:
             transport.close()
 
 
-async def _pipes() -> tuple[Pipes, list[int]]:
+async def make_pipes() -> tuple[Pipes, list[int]]:
     """Two pipes: ``Pipes`` over their read ends, and their write ends for the child."""
     loop = asyncio.get_running_loop()
     fds = [*os.pipe(), *os.pipe()]
@@ -104,7 +104,7 @@ async def spawn(
 ) -> tuple[asyncio.subprocess.Process, Pipes]:
     """Start ``command`` with ``env``; cancelled meanwhile, it is killed with its whole process
     group (asyncio would kill only the first process)."""
-    pipes, ends = await _pipes()
+    pipes, ends = await make_pipes()
     spawn = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
             *command,
