@@ -1,9 +1,9 @@
 """``fake.faults``: the rule registry plus out-of-band changes callable directly from a test.
 
 Out-of-band changes (a sandbox fails, disappears, a file is tampered with, a process's output is
-evicted or it crashes, a network vanishes, a disk is detached, a template build fails) need the
-fake's world, which the fake passes in as an ``OutOfBandTarget``
-when it builds the registry. They are available two ways: as fault actions that fire at the
+evicted or it crashes, a network vanishes, a disk is detached, a template build fails, the
+credit runs out) need the fake's world, which the fake passes in as an ``OutOfBandTarget`` when
+it builds the registry. They are available two ways: as fault actions that fire at the
 moment of a matching call, and as direct methods here (``fake.faults.set_status(sid,
 "failed")``) for a test that wants the change now, without any request.
 """
