@@ -200,6 +200,17 @@ def _rootfs_create(runtime: ProcessRuntime, base: Path, count: int) -> float:
     return median(times)
 
 
+def _upper_bytes(machine: ProcessMachine) -> int:
+    """Bytes of what the sandbox changed (its upper layer; its directory on the layout)."""
+    if machine.rootfs is None:
+        return _du(machine.root)
+    fd = machine.rootfs.open_upper()
+    try:
+        return _du(Path(f"/proc/self/fd/{fd}"))
+    finally:
+        os.close(fd)
+
+
 def _rss() -> int:
     """This process's resident set, in bytes."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -229,7 +240,7 @@ async def _alive(
     for index, machine in enumerate(machines):
         machine.set_address(_address(index))
     fake_bytes = max(0, _rss() - before) / count
-    disk = median([_du(Path(m.rootfs.upper) if m.rootfs else m.root) for m in machines])
+    disk = median([_upper_bytes(m) for m in machines])
     tasks = [
         asyncio.ensure_future(
             m.runner(clock).run(["sleep", "300"], on_stdout=_nothing, on_stderr=_nothing)

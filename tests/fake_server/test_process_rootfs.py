@@ -75,3 +75,23 @@ async def test_a_kept_disk_is_an_image_file_of_the_disk_size_that_outlives_the_f
     back.destroy()
     second.close()
     assert os.listdir(kept) == []
+
+
+async def test_a_fork_copies_what_was_changed_removed_and_replaced(tmp_path: Path) -> None:
+    """The fork's copy of the upper layer keeps overlayfs's markers: a removed image file
+    (a whiteout) stays removed, a replaced directory (opaque) stays replaced."""
+    runtime = ProcessRuntime(base=tmp_path / "sandboxes")
+    try:
+        source = runtime.new_sandbox("sb", 64)
+        script = "rm /usr/bin/env && rm -r /etc/apt && mkdir /etc/apt && echo mine > /etc/apt/x"
+        assert await sh(source, script) == (0, "")
+        fork = source.fork()
+        check = "ls /usr/bin/env /etc/apt 2>&1; df -m / | tail -1 | tr -s ' ' | cut -d' ' -f2"
+        assert await sh(fork, check) == (
+            0,
+            "ls: cannot access '/usr/bin/env': No such file or directory\n/etc/apt:\nx\n64\n",
+        )
+        assert (await sh(runtime.new_sandbox("fresh"), "ls /usr/bin/env"))[1] == "/usr/bin/env\n"
+    finally:
+        runtime.close()
+    assert await no_bwrap_left()

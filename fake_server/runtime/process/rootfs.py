@@ -104,29 +104,33 @@ class SandboxRoot:
             _make_ext4(self._file, size_mib)
         self.size_mib = size_mib
         image = images.image
-        copy_from = source.upper if source is not None else None
+        upper_fd = source.open_upper() if source is not None else None
+        copy_from = None if upper_fd is None else f"/proc/{os.getpid()}/fd/{upper_fd}"
         image_file = self._file
 
-        def setup() -> tuple[int, int]:
+        def setup() -> int:
             if image_file is None:
                 mount("tmpfs", str(disk), "tmpfs", MS_NOSUID, f"size={size_mib}m,mode=0755")
             else:
                 _run(["mount", "-o", "loop,nosuid", str(image_file), str(disk)], "mount")
             (disk / "work").mkdir(exist_ok=True)
+            (disk / "upper").mkdir(exist_ok=True)
             if copy_from is not None:
-                _copy(copy_from, str(disk / "upper"))
-            else:
-                (disk / "upper").mkdir(exist_ok=True)
+                _copy(copy_from + "/.", str(disk / "upper"))
             options = f"lowerdir={image.lowerdir},upperdir={disk}/upper,workdir={disk}/work"
             mount("overlay", str(root), "overlay", 0, options)
             for host, guest in image.binds:
                 target = str(root) + guest
                 mount(host, target, None, MS_BIND | MS_REC)
                 mount("none", target, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
-            return os.open(root, _DIR), os.open(disk, _DIR)
+            return os.open(root, _DIR)
 
-        self._space = MountSpace(setup, parent=images.space)
-        self._root_fd, self._disk_fd = self._space.result
+        try:
+            self._space = MountSpace(setup, parent=images.space)
+        finally:
+            if upper_fd is not None:
+                os.close(upper_fd)
+        self._root_fd = self._space.result
 
     @property
     def root(self) -> str:
@@ -138,10 +142,11 @@ class SandboxRoot:
         """The merged root as the fake reaches it (a path through one of its descriptors)."""
         return f"/proc/{os.getpid()}/fd/{self._root_fd}"
 
-    @property
-    def upper(self) -> str:
-        """The upper layer (what the sandbox changed), as the fake reaches it."""
-        return f"/proc/{os.getpid()}/fd/{self._disk_fd}/upper"
+    def open_upper(self) -> int:
+        """A descriptor of the upper layer (what the sandbox changed); the caller closes it.
+        (Only the root is kept open: two descriptors per sandbox, with its namespace's.)"""
+        upper = str(self.directory / "disk" / "upper")
+        return self._space.run(lambda: os.open(upper, _DIR))
 
     def enter_args(self) -> list[str]:
         """``nsenter``'s option that puts a process in this namespace."""
@@ -173,10 +178,9 @@ class SandboxRoot:
 
     def close(self) -> None:
         """Release the namespace: its mounts go once the last process in it has died."""
-        for fd in (self._root_fd, self._disk_fd):
-            if fd >= 0:
-                os.close(fd)
-        self._root_fd = self._disk_fd = -1
+        if self._root_fd >= 0:
+            os.close(self._root_fd)
+        self._root_fd = -1
         self._space.close()
 
 
