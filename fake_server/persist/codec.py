@@ -159,7 +159,7 @@ def decode_sandbox(data: dict[str, Any], machine: Machine, ctx: Context) -> Sand
         "_egress": [],
         "ssh_pubkeys": list(data["ssh_pubkeys"]),
         "auto_pause_after_seconds": data["auto_pause_after_seconds"],
-        "disk_mib": data["disk_mib"],
+        "_disk_mib": data["disk_mib"],  # not the setter: the runtime keeps its disk's size
         "forked_from": data["forked_from"],
         "_fork_target": data["fork_target"],
         "access_token": None

@@ -100,11 +100,12 @@ def restore(
             continue  # destroyed, or its account is gone: the first save deletes it
         try:
             machine = _machine(fake, data, manifests.get("sandbox:" + sandbox_id), read, saver)
+            sandbox = decode_sandbox(data, machine, ctx)
         except (RuntimeUnavailable, OSError) as exc:
             done.notes.append(f"sandbox {sandbox_id} not restored (kept in the state): {exc}")
             saver.kept.add(sandbox_id)
             continue
-        sandbox = sandboxes[sandbox_id] = decode_sandbox(data, machine, ctx)
+        sandboxes[sandbox_id] = sandbox
         account.sandboxes[sandbox_id] = sandbox
         account.track_usage(sandbox)
         saver.saved_ids.setdefault(account_key, set()).add(sandbox_id)

@@ -75,17 +75,17 @@ class ProcessMachine:
         rootfs: SandboxRoot | None = None,
         *,
         lazy_net: bool = False,
+        make_rootfs: Callable[[], SandboxRoot] | None = None,
     ) -> None:
-        """``lazy_net``: make the network namespace on first use, not now (a restart brings
-        back many paused sandboxes at once; a namespace costs milliseconds)."""
+        """``lazy_net``, ``make_rootfs``: make the network namespace and the root file system
+        on first use, not now (a restart brings back many paused sandboxes at once; each
+        costs milliseconds, a kept disk's mount more)."""
         self._owner = owner
         #: The sandbox's directory on the host (mount points, and its disk image if kept).
         self.directory = directory
-        #: Its own root file system (the image), ``None`` for the host-directory layout.
-        self.rootfs = rootfs
-        #: Its ``/`` as the fake reaches it.
-        self.root = Path(rootfs.view) if rootfs is not None else directory
-        self._disk = DirDisk(self.root)
+        self._rootfs = rootfs
+        self._make_rootfs = make_rootfs
+        self._disk = DirDisk(lambda: self.root)
         self.runs: dict[Any, Run] = {}
         #: Its init, whose namespaces every process enters (started by the first one).
         self.guest = Guest()
@@ -108,6 +108,20 @@ class ProcessMachine:
     @property
     def disk(self) -> DirDisk:
         return self._disk
+
+    @property
+    def rootfs(self) -> SandboxRoot | None:
+        """Its own root file system (the image), ``None`` for the host-directory layout."""
+        make, self._make_rootfs = self._make_rootfs, None
+        if make is not None:
+            self._rootfs = make()
+        return self._rootfs
+
+    @property
+    def root(self) -> Path:
+        """Its ``/`` as the fake reaches it."""
+        rootfs = self.rootfs
+        return Path(rootfs.view) if rootfs is not None else self.directory
 
     @property
     def net(self) -> NetNamespace | None:
@@ -264,8 +278,9 @@ class ProcessMachine:
             agent.close()
         if self._net is not None:
             self._net.close()
-        if self.rootfs is not None:
-            self.rootfs.close()  # its mounts go with its last process (a kept disk is saved)
+        self._make_rootfs = None
+        if self._rootfs is not None:
+            self._rootfs.close()  # its mounts go with its last process (a kept disk is saved)
         self._owner.machines.pop(self.directory.name, None)
 
 
@@ -365,10 +380,13 @@ class ProcessRuntime:
         directory = self.fake_root.sandbox_dir(name)
         if not directory.is_dir() or directory.is_symlink():
             raise FileNotFoundError(f"no sandbox directory {name}")
-        rootfs = None
+        make = None
         if self.system.image:
-            rootfs = self._rootfs(directory, DISK_MIB, None)
-        machine = ProcessMachine(self, directory, rootfs, lazy_net=True)
+
+            def make() -> SandboxRoot:
+                return self._rootfs(directory, DISK_MIB, None)
+
+        machine = ProcessMachine(self, directory, lazy_net=True, make_rootfs=make)
         self.machines[name] = machine
         return machine
 

@@ -18,7 +18,7 @@ import stat
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from pathlib import Path
 
 __all__ = ["DirDisk"]
@@ -32,9 +32,16 @@ _ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 class DirDisk:
     """Guest-path file operations on one sandbox directory (``root``)."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, root: Path | Callable[[], Path]) -> None:
+        """``root``: the directory, or what makes it on first use (a restored sandbox)."""
+        self._root = root
         self._wiped = False
+
+    @property
+    def root(self) -> Path:
+        if callable(self._root):
+            self._root = self._root()
+        return self._root
 
     # -- API ----------------------------------------------------------------------------------
 
