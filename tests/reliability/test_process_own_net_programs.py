@@ -52,9 +52,14 @@ async def start(client: httpx.AsyncClient, sandbox_id: str, script: str) -> str:
     return process_id
 
 
-def _state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat", "rb") as handle:
-        data = handle.read()
+def _state(pid: int) -> str | None:
+    """The process's state letter; ``None`` once it is gone (``touch`` may still be exiting
+    when the tree is read, and is not one of the processes pause must stop)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return None
     return data[data.rfind(b")") + 2 :].split()[0].decode()
 
 
@@ -76,7 +81,7 @@ async def test_processes_pause_fork_and_destroy_work_with_a_network_per_process(
     pids = [p for level in tree.descendants(nsenter) for p in level]
 
     async def states(wanted: Callable[[set[str]], bool]) -> bool:
-        return wanted({_state(pid) for pid in pids})
+        return wanted({state for pid in pids if (state := _state(pid)) is not None})
 
     assert (await client.post(f"{base}/pause")).status_code == 200
     await until(lambda: states(lambda seen: seen == {"T"}))
