@@ -48,6 +48,7 @@ EXPECTED_GOALS = {
         "fork: persisted / in memory",
     ],
     "bench_persist": ["restart with 3 sandboxes"],
+    "bench_shell": ["shell-ws / managed PTY"],
     "bench_provider": [
         "later provider + request",
         "lifecycle fake / canned",
