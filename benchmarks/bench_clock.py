@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from benchmarks._common import Report, finish, interleave_async, median, parse_args, timer
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 from fake_server.runtime import CommandRegistry, SandboxDisk, Shell
 from pytest_createos.provider import CreateosError, CreateosProvider, Environment, Pacer
 
@@ -113,7 +113,10 @@ async def _delayed_lifecycle(delay: float) -> tuple[int, int, float]:
     fake = FakeCreateOS(seed=0, clock=clock, transitions=TransitionPolicy.immediate()).start()
     transport = _Delaying(delay)
     provider = CreateosProvider(
-        clock=clock, pacer=Pacer.disabled(), environ={}, transport=transport
+        clock=clock,
+        pacer=Pacer.disabled(),
+        environ={},
+        transport=clock_transport(clock, transport),
     )
     config = {"apiUrl": fake.url, "apiKey": fake.api_key, "shape": "s-1vcpu-1gb", "timeoutMs": 2000}
     env = Environment(company_id="c", environment_id="e", config=config)

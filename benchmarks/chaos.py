@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from aiohttp import web
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 from fake_server.faults import (
     Action,
     CrashProcess,
@@ -439,7 +439,9 @@ async def run_chaos(
     slots = asyncio.Semaphore(CONCURRENCY)
     started = time.perf_counter()
     async with fake:
-        provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
+        provider = CreateosProvider(
+            clock=clock, pacer=Pacer.disabled(), transport=clock_transport(clock)
+        )
 
         async def one(index: int) -> Lifecycle:
             async with slots:

@@ -2,6 +2,7 @@
 
 import pytest
 
+from fake_server import clock_transport
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
 
@@ -18,7 +19,9 @@ async def test_lease_lifecycle(createos_fake):
             "reuseLease": True,
         },
     )
-    provider = CreateosProvider(clock=fake.clock, pacer=Pacer.disabled())  # tests
+    provider = CreateosProvider(  # tests: the fake's clock, told what is on the wire
+        clock=fake.clock, pacer=Pacer.disabled(), transport=clock_transport(fake.clock)
+    )
     try:
         lease = await provider.acquire_lease(env, run_id="r1")
         assert lease.metadata["remoteCwd"] == "/paperclip-workspace"

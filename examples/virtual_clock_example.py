@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
 
@@ -24,7 +24,9 @@ async def test_pause_and_resume_take_fake_seconds():
                 "reuseLease": True,
             },
         )
-        provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
+        provider = CreateosProvider(
+            clock=clock, pacer=Pacer.disabled(), transport=clock_transport(clock)
+        )
         try:
             lease = await provider.acquire_lease(env, run_id="r1")
             await provider.release_lease(env, lease.provider_lease_id, lease.metadata)

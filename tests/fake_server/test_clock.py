@@ -531,7 +531,9 @@ async def test_a_threaded_fake_and_the_test_loop_share_one_timeline() -> None:
 async def test_the_provider_waits_for_realistic_transitions_on_the_clock() -> None:
     clock = VirtualClock()
     async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.realistic()) as fake:
-        provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
+        provider = CreateosProvider(
+            clock=clock, pacer=Pacer.disabled(), transport=clock_transport(clock)
+        )
         env = Environment(
             company_id="c",
             environment_id="e",

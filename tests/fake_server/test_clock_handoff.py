@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 from fake_server.models.waiting import Wakeup, wait_event
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
@@ -100,7 +100,9 @@ async def test_a_provider_lifecycle_claims_every_reply_and_frame_exactly() -> No
     """Counts match on both sides and every exchange is closed: nothing is left over."""
     clock = VirtualClock()
     async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()) as fake:
-        provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
+        provider = CreateosProvider(
+            clock=clock, pacer=Pacer.disabled(), transport=clock_transport(clock)
+        )
         env = Environment(
             company_id="c",
             environment_id="e",

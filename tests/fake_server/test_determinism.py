@@ -12,7 +12,7 @@ import dataclasses
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_context
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport, tls_context
 from fake_server.faults import CutStream, Fault, HttpError, Latency
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
@@ -39,7 +39,9 @@ async def provider_lifecycle(seed: int) -> tuple[str, list[tuple[object, ...]]]:
     fake = FakeCreateOS(seed=seed, clock=clock, transitions=TransitionPolicy.realistic())
     arm(fake)
     async with fake:
-        provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
+        provider = CreateosProvider(
+            clock=clock, pacer=Pacer.disabled(), transport=clock_transport(clock)
+        )
         env = Environment(
             company_id="company-a",
             environment_id="env-a",

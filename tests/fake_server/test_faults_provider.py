@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import pytest_asyncio
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 from fake_server.faults import (
     CutStream,
     Fault,
@@ -51,7 +51,9 @@ async def _fake() -> AsyncIterator[FakeCreateOS]:
 
 @pytest_asyncio.fixture(name="provider")
 async def _provider(fake: FakeCreateOS) -> AsyncIterator[CreateosProvider]:
-    provider = CreateosProvider(clock=fake.clock, pacer=Pacer.disabled())
+    provider = CreateosProvider(
+        clock=fake.clock, pacer=Pacer.disabled(), transport=clock_transport(fake.clock)
+    )
     yield provider
     await provider.shutdown()
 

@@ -16,7 +16,7 @@ import pytest_asyncio
 from _leased import Leased
 from aiohttp import web
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 from fake_server.clock import EXCHANGE_HEADER
 from fake_server.faults import EmptyReply, Fault, HttpError
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
@@ -115,7 +115,9 @@ async def _fake(clock: VirtualClock) -> AsyncIterator[FakeCreateOS]:
 
 @pytest_asyncio.fixture(name="provider")
 async def _provider(clock: VirtualClock) -> AsyncIterator[CreateosProvider]:
-    provider = CreateosProvider(clock=clock, pacer=Pacer.disabled(), environ={})
+    provider = CreateosProvider(
+        clock=clock, pacer=Pacer.disabled(), environ={}, transport=clock_transport(clock)
+    )
     yield provider
     await provider.shutdown()
 
@@ -150,7 +152,9 @@ async def _leased() -> AsyncIterator[Leased]:
     clock = VirtualClock()
     async with FakeCreateOS(seed=0, clock=clock, transitions=TransitionPolicy.immediate()) as fake:
         env = make_env(fake)
-        provider = CreateosProvider(clock=clock, pacer=Pacer.disabled())
+        provider = CreateosProvider(
+            clock=clock, pacer=Pacer.disabled(), transport=clock_transport(clock)
+        )
         try:
             lease = await provider.acquire_lease(env, run_id="r1")
             yield Leased(fake, clock, provider, env, lease)

@@ -13,6 +13,7 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
+from fake_server import clock_transport
 from pytest_createos.provider import (
     CreateosApiError,
     CreateosError,
@@ -48,7 +49,7 @@ SECRET = "test-secret-key"
 
 @pytest_asyncio.fixture(name="client")
 async def _client(scripted: ScriptedApi) -> AsyncIterator[CreateosClient]:
-    pool = HttpPool()
+    pool = HttpPool(clock_transport(scripted.clock))
     yield CreateosClient(
         http=pool.get(scripted.url),
         api_url=scripted.url,
@@ -218,7 +219,7 @@ async def test_refused_connection_hides_the_url(scripted: ScriptedApi) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    pool = HttpPool()
+    pool = HttpPool(clock_transport(scripted.clock))
     client = CreateosClient(
         http=pool.get(url),
         api_url=url,

@@ -18,6 +18,7 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
+from fake_server import clock_transport
 from fake_server.clock import EXCHANGE_HEADER, VirtualClock
 from pytest_createos.provider._client import CreateosClient, HttpPool, StreamReadError
 from pytest_createos.provider._errors import (
@@ -156,7 +157,7 @@ async def server(clock: VirtualClock) -> AsyncIterator[Server]:
 
 @pytest_asyncio.fixture
 async def client(server: Server, clock: VirtualClock) -> AsyncIterator[CreateosClient]:
-    pool = HttpPool()
+    pool = HttpPool(clock_transport(clock))
     try:
         yield CreateosClient(
             http=pool.get(server.url),

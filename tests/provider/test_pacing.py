@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from fake_server import clock_transport
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 from pytest_createos.provider._client import CreateosClient, HttpPool
 from pytest_createos.provider._signal import AbortController, OperationCancelled
@@ -145,7 +146,7 @@ async def test_every_request_takes_a_turn(scripted: ScriptedApi) -> None:
         return success({})
 
     scripted.handler = handler
-    pool = HttpPool()
+    pool = HttpPool(clock_transport(scripted.clock))
     client = CreateosClient(
         http=pool.get(scripted.url),
         api_url=scripted.url,

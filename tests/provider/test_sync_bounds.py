@@ -95,7 +95,7 @@ async def test_an_oversize_archive_download_stops_early(
     assert _entries(tmp_path) == []  # the host temp dir went too
     assert _scratch(leased) == []
     # The half-read response was closed, not returned to the pool mid-body.
-    pool = client._http._transport._pool  # type: ignore[attr-defined]
+    pool = client._http._transport._inner._pool  # type: ignore[attr-defined]  # under the clock transport
     assert [c for c in pool.connections if not (c.is_idle() or c.is_closed())] == []
 
     # The same client and lease still work.

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import pytest_asyncio
 
+from fake_server import clock_transport
 from pytest_createos.provider._client import CreateosClient, HttpPool
 from pytest_createos.provider._errors import CreateosError
 from pytest_createos.provider._pacing import Pacer
@@ -27,7 +28,7 @@ W = "/paperclip-workspace"
 
 @pytest_asyncio.fixture
 async def client(scripted: ScriptedApi, clock: VirtualClock) -> AsyncIterator[CreateosClient]:
-    pool = HttpPool()
+    pool = HttpPool(clock_transport(clock))
     yield CreateosClient(
         http=pool.get(scripted.url),
         api_url=scripted.url,

@@ -8,6 +8,7 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
+from fake_server import clock_transport
 from pytest_createos.provider import CreateosApiError, CreateosError, Pacer
 from pytest_createos.provider._client import CreateosClient, HttpPool
 from pytest_createos.provider._signal import OperationTimeout, deadline_signal
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 @pytest_asyncio.fixture(name="client")
 async def _client(scripted: ScriptedApi) -> AsyncIterator[CreateosClient]:
-    pool = HttpPool()
+    pool = HttpPool(clock_transport(scripted.clock))
     yield CreateosClient(
         http=pool.get(scripted.url),
         api_url=scripted.url,
