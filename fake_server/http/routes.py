@@ -19,6 +19,7 @@ from fake_server.http import (
     sandbox_admin,
     sandboxes,
     shells,
+    tunnels,
 )
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ _FAMILIES: dict[str, ModuleType] = {
         sandbox_admin,
         sandboxes,
         shells,
+        tunnels,
     )
 }
 

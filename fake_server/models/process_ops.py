@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
 
     from fake_server.models.process import Frame
+    from fake_server.models.sandbox import Sandbox
 
 __all__ = ["MAX_WAIT_MS", "ProcessOps"]
 
@@ -68,6 +69,12 @@ class ProcessOps(AccountBase):
             if not 1 <= value <= 1000:
                 raise BadRequest("must be between 1 and 1000", field=name)
         return self.create_process(sandbox_id, ProcessSpec("/bin/bash", ("-l",), pty=(rows, cols)))
+
+    def tunnel_target(self, sandbox_id: str, port: int) -> Sandbox:
+        """The running sandbox a ``…/tunnel/{port}`` connection goes into (404, 409 first)."""
+        if not 1 <= port <= 65535:
+            raise BadRequest("must be a port between 1 and 65535", field="port")
+        return self._running(sandbox_id)
 
     def list_processes(self, sandbox_id: str) -> list[Process]:
         return list(self._running(sandbox_id).processes.values())

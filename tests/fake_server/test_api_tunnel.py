@@ -1,0 +1,108 @@
+"""``POST …/tunnel/{port}`` through a raw socket: 101, then bytes both ways to a server in the
+sandbox (process runtime); 502 when nothing listens; every refusal before the upgrade."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import httpx
+import pytest
+
+from fake_server.hooks import clock_transport
+from tests.fake_server._process_runtime import process_fake
+
+pytestmark = pytest.mark.asyncio
+
+MakeSandbox = Callable[..., Awaitable[str]]
+
+ECHO = (
+    "import socket\n"
+    "s = socket.socket()\n"
+    "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+    "s.bind(('0.0.0.0', 7000)); s.listen()\n"
+    "while True:\n"
+    "    c, _ = s.accept()\n"
+    "    while d := c.recv(65536): c.sendall(d.upper())\n"
+    "    c.close()\n"
+)
+
+
+def upgrade_request(sandbox_id: str, key: str, port: int = 7000) -> bytes:
+    return (
+        f"POST /v1/sandboxes/{sandbox_id}/tunnel/{port} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"X-Api-Key: {key}\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n"
+    ).encode()
+
+
+async def test_a_tunnel_carries_bytes_both_ways_to_a_server_in_the_sandbox() -> None:
+    async with process_fake() as fake:
+        async with httpx.AsyncClient(
+            base_url=fake.url,
+            headers={"X-Api-Key": fake.api_key},
+            transport=clock_transport(fake.clock),
+            timeout=30,
+        ) as client:
+            created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+            sandbox_id = created.json()["data"]["id"]
+            url = f"/v1/sandboxes/{sandbox_id}/tunnel/7000"
+            upgrade = {"Upgrade": "tcp", "Connection": "Upgrade"}
+            nothing = await client.post(url, headers=upgrade)
+            assert (nothing.status_code, nothing.json()["message"]) == (
+                502,
+                "no server is listening on port 7000 in the sandbox",
+            )
+            started = await client.post(
+                f"/v1/sandboxes/{sandbox_id}/processes",
+                json={"cmd": "python3", "args": ["-c", ECHO]},
+            )
+            assert started.status_code == 201
+            for _ in range(2000):  # a real program decides when it listens (bounded)
+                if (await client.post(url, headers=upgrade)).status_code != 502:
+                    break
+                await asyncio.sleep(0.01)
+            reader, writer = await asyncio.open_connection(fake.host, fake.port)
+            writer.write(upgrade_request(sandbox_id, fake.api_key))
+            head = await reader.readuntil(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 101 Switching Protocols\r\n")
+            assert b"\r\nUpgrade: tcp\r\n" in head
+            writer.write(b"hello tunnel")
+            await writer.drain()
+            assert await reader.readexactly(12) == b"HELLO TUNNEL"
+            payload = bytes(range(256)) * 1024
+            writer.write(payload.lower())
+            await writer.drain()
+            assert await reader.readexactly(len(payload)) == payload.lower().upper()
+            writer.write_eof()
+            assert await reader.read() == b""  # the server closed after our EOF
+            writer.close()
+            assert (await client.delete(f"/v1/sandboxes/{sandbox_id}")).status_code == 200
+
+
+async def test_refusals_come_before_the_upgrade(
+    fake: object, client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    sandbox_id = await make_sandbox()
+    base = f"/v1/sandboxes/{sandbox_id}/tunnel"
+    upgrade = {"Upgrade": "tcp", "Connection": "Upgrade"}
+    bashkit = await client.post(base + "/8080", headers=upgrade)
+    assert (bashkit.status_code, bashkit.json()["message"]) == (
+        502,
+        "no server is listening on port 8080 in the sandbox",
+    )
+    plain = await client.post(base + "/8080")
+    assert (plain.status_code, plain.json()["data"]["code"]) == (426, "upgrade_required")
+    for port in ("0", "70000", "http"):
+        bad = await client.post(f"{base}/{port}", headers=upgrade)
+        assert bad.json() == {
+            "status": "fail",
+            "data": {"port": "must be a port between 1 and 65535"},
+        }
+    unauthorized = await client.post(base + "/8080", headers={**upgrade, "X-Api-Key": "nope"})
+    assert unauthorized.status_code == 401
+    assert (await client.post(f"/v1/sandboxes/{sandbox_id}/pause")).status_code == 200
+    paused = await client.post(base + "/8080", headers=upgrade)
+    assert (paused.status_code, paused.json()["data"]["code"]) == (409, "not_running")
+    unknown = await client.post("/v1/sandboxes/sb-nope/tunnel/8080", headers=upgrade)
+    assert unknown.status_code == 404
+    assert (await client.delete(f"/v1/sandboxes/{sandbox_id}")).status_code == 200
