@@ -32,7 +32,7 @@ class TransitionPolicy:
     pausing: Step = Step(seconds=2.0)
     resuming: Step = Step(seconds=3.0)
     destroying: Step = Step(seconds=0.05)
-    destroyed_visible_for: float = 60.0
+    destroyed_visible_for: float = 30.0
 
     @classmethod
     def realistic(cls) -> Self:

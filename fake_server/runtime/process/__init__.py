@@ -14,10 +14,9 @@ a per-network bridge (``bridges``). Where that namespace cannot be made (not roo
 sandbox gets a loopback-only network of its own and those features answer ``FeatureUnavailable``
 (``netmode``).
 
-Every ``run()`` enters the namespaces of the sandbox's init (``guest``: one PID namespace per
-sandbox, as a VM has), so what an exec detaches outlives it, ``ps`` shows every process, pause
-SIGSTOPs them all and resume SIGCONTs them; destroy ends them with the init. The in-guest
-agent listens on ``127.0.0.1:1029`` inside the network namespace (``agent``).
+Each ``run()`` gets a PID namespace of its own, so the processes of one exec or managed
+process are one tree: SIGKILL of its init kills it all, pause SIGSTOPs it, resume SIGCONTs it.
+Processes of the same sandbox do not see each other (a VM would show them all).
 
 PTY processes run on a real PTY (``pty.py``). Not supported (yet): registered Python commands
 (``fake.commands``). Real programs run on real time: see
