@@ -49,6 +49,7 @@ EXPECTED_GOALS = {
     ],
     "bench_persist": ["restart with 3 sandboxes"],
     "bench_shell": ["shell-ws / managed PTY"],
+    "bench_tunnel": ["tunnel / direct throughput"],
     "bench_provider": [
         "later provider + request",
         "lifecycle fake / canned",

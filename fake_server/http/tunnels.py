@@ -20,7 +20,7 @@ from fake_server.runtime.api import FeatureUnavailable
 
 __all__ = ["tunnel"]
 
-_CHUNK = 64 * 1024
+_CHUNK = 1 << 20
 
 
 async def tunnel(request: web.Request) -> web.StreamResponse:
