@@ -289,9 +289,14 @@ async def test_processes_still_running_from_a_leftover_are_killed_before_it_is_r
     sandbox = base / "999999999-dead" / "sb"
     sandbox.mkdir(parents=True)
     (sandbox.parent / "lock").write_text("999999999\n")
-    argv = [sys.executable, "-c", "import time; time.sleep(300)", "--bind", str(sandbox), "/"]
-    stray = await asyncio.create_subprocess_exec(*argv)  # with a sandbox's bwrap arguments
+    script = "import time; print('up', flush=True); time.sleep(300)"
+    argv = [sys.executable, "-c", script, "--bind", str(sandbox), "/"]
+    # With a sandbox's bwrap arguments; once it prints, its command line is the new program's
+    # (right after the fork it is still pytest's, which no sweep would recognise).
+    stray = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE)
     try:
+        assert stray.stdout is not None
+        assert await stray.stdout.readline() == b"up\n"
         assert sweep(base) == 1
         # wait_for is a guard against a hang, not a timing check.
         assert await asyncio.wait_for(stray.wait(), timeout=30) == -signal.SIGKILL
