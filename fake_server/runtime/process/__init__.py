@@ -41,6 +41,7 @@ from fake_server.runtime.process.guest import Guest
 from fake_server.runtime.process.image import DEVBOX
 from fake_server.runtime.process.netns import NetNamespace, nsenter_path
 from fake_server.runtime.process.network import Link, Network
+from fake_server.runtime.process.pids import PidsGroup
 from fake_server.runtime.process.realwait import RealWaits
 from fake_server.runtime.process.rootdir import (
     FakeRoot,
@@ -89,6 +90,8 @@ class ProcessMachine:
         self.runs: dict[Any, Run] = {}
         #: Its init, whose namespaces every process enters (started by the first one).
         self.guest = Guest()
+        #: Its process limit (a ``pids`` cgroup), made with its first process.
+        self._pids: PidsGroup | None = None
         self.paused = False
         self.network_mode = owner.network_mode
         self._net: NetNamespace | None = None
@@ -140,6 +143,12 @@ class ProcessMachine:
             if self._rules:
                 self._owner.network().set_rules(self.link, self._rules)
 
+    @property
+    def pids(self) -> PidsGroup:
+        if self._pids is None:
+            self._pids = PidsGroup()
+        return self._pids
+
     def runner(self, clock: Clock) -> Runner:
         return Runner(
             self._owner.bwrap,
@@ -151,6 +160,7 @@ class ProcessMachine:
             lambda: self.paused,
             guest=self.guest,
             rootfs=self.rootfs,
+            pids=self.pids,
         )
 
     def set_disk_size(self, disk_mib: int) -> None:
@@ -268,6 +278,9 @@ class ProcessMachine:
         for run in self.runs.values():
             run.sent.update((signals.SIGTERM, signals.SIGKILL))
         self.guest.close(self._run_pids())
+        pids, self._pids = self._pids, None
+        if pids is not None:
+            pids.close()  # kills a straggler that forked past the guest's sweep
         link, self.link = self.link, None
         if link is not None:
             self._owner.network().unplug(link)

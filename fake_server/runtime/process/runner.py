@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.dirdisk import DirDisk
     from fake_server.runtime.process.guest import Guest
     from fake_server.runtime.process.netns import NetNamespace
+    from fake_server.runtime.process.pids import PidsGroup
     from fake_server.runtime.process.rootfs import SandboxRoot
     from fake_server.runtime.terminal import Terminal
 
@@ -164,7 +165,7 @@ class Runner:
     """Runs processes of one sandbox; ``runs`` is shared with its machine (pause, destroy).
 
     ``net`` is the sandbox's network namespace, ``None`` when its init has one of its own;
-    ``guest`` its init, whose namespaces every process enters."""
+    ``guest`` its init, whose namespaces every process enters; ``pids`` its process limit."""
 
     def __init__(
         self,
@@ -178,8 +179,11 @@ class Runner:
         *,
         guest: Guest,
         rootfs: SandboxRoot | None = None,
+        pids: PidsGroup | None = None,
     ) -> None:
         self._bwrap = bwrap
+        #: The sandbox's process limit, which every process joins before it runs.
+        self._pids = pids
         self._guest = guest
         #: The sandbox's own root file system (the image); ``None``: the host-directory layout.
         self._rootfs = rootfs
@@ -259,6 +263,8 @@ class Runner:
         environment = {**BASE_ENV, **user, **await self._extra_env(), **check_env(env or {})}
         init = await self._guest.start(self._init_argv)
         prefix = enter_argv(nsenter_path(), init, workdir, uid=0 if image else UID)
+        if self._pids is not None:
+            prefix = self._pids.wrap(prefix)
         if terminal is not None:
             return await self._run_on_pty(prefix, args, terminal, stdin, on_stdout, environment)
         proc, pipes = await spawn([*prefix, *args], piped=stdin is not None, env=environment)
@@ -297,7 +303,8 @@ class Runner:
         if self._rootfs is not None:
             enter += self._rootfs.enter_args()
         prefix = [nsenter_path(), *enter, "--"] if enter else []
-        return [*prefix, *command, "/bin/sh", "-c", INIT]
+        argv = [*prefix, *command, "/bin/sh", "-c", INIT]
+        return argv if self._pids is None else self._pids.wrap(argv)
 
     async def _run_on_pty(
         self,

@@ -1,0 +1,109 @@
+"""A fork bomb in one process-runtime sandbox hits its ``pids`` cgroup, not the host.
+
+The flood inside gets ``EAGAIN`` from ``fork`` while another sandbox keeps running
+commands; destroy, reset and the fake's close leave no process and no cgroup behind.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import pytest_asyncio
+from _process_runtime import process_fake, until
+
+from fake_server.runtime.process import ProcessMachine, pids
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    import httpx
+
+    from fake_server import FakeCreateOS
+
+pytestmark = [
+    pytest.mark.asyncio,
+    pytest.mark.skipif(isinstance(pids.pids_root(), str), reason="no pids cgroup here"),
+]
+
+#: A small limit keeps the flood short; the mechanism is the one ``LIMIT`` uses.
+SMALL = 40
+#: Forks sleepers until ``fork`` fails (bounded: never more than 4x the limit), then the errno.
+FLOOD = (
+    f"import errno, os, time\nLIMIT = {SMALL}\n"
+    "n = 0\n"
+    "try:\n"
+    "    while n < 4 * LIMIT:\n"
+    "        if os.fork() == 0:\n"
+    "            os.closerange(0, 3)  # a daemon: the exec ends without it\n"
+    "            time.sleep(300)\n"
+    "            os._exit(0)\n"
+    "        n += 1\n"
+    "    print('unbounded', n)\n"
+    "except OSError as exc:\n"
+    "    print(errno.errorcode[exc.errno], n < LIMIT)\n"
+)
+
+
+@pytest_asyncio.fixture(name="fake")
+async def _fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeCreateOS]:
+    monkeypatch.setattr(pids, "LIMIT", SMALL)
+    async with process_fake() as fake:
+        yield fake
+    assert _groups() == []
+
+
+def _groups() -> list[Path]:
+    """This process's sandbox cgroups still on the host."""
+    root = pids.pids_root()
+    assert isinstance(root, Path)
+    return sorted(root.glob(f"createos-fake-{os.getpid()}-*"))
+
+
+async def _exec(client: httpx.AsyncClient, sandbox_id: str, *args: str) -> dict[str, Any]:
+    response = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec",
+        json={"cmd": args[0], "args": list(args[1:])},
+    )
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()["data"]["result"]
+    return result
+
+
+def _machine(fake: FakeCreateOS, sandbox_id: str) -> ProcessMachine:
+    found = fake.sandbox(sandbox_id).machine
+    assert isinstance(found, ProcessMachine)
+    return found
+
+
+async def test_a_fork_flood_stops_at_the_limit_and_other_sandboxes_keep_running(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: Any
+) -> None:
+    bombed, other = await make_sandbox(), await make_sandbox()
+    flood = await _exec(client, bombed, "python3", "-c", FLOOD)
+    assert (flood["exit_code"], flood["stdout"]) == (0, "EAGAIN True\n")
+    found = _machine(fake, bombed)
+    group = found.pids.path
+    assert group is not None
+    assert (group / "pids.max").read_text() == f"{SMALL}\n"
+    assert len(found.pids.members()) >= SMALL - 2  # the sleepers hold the group full
+    assert (await _exec(client, other, "echo", "ok"))["stdout"] == "ok\n"
+    members = [found.guest.pid, *found.pids.members()]
+    assert (await client.delete(f"/v1/sandboxes/{bombed}")).status_code in (200, 202)
+    await until(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in members))
+    assert not group.exists()
+    assert _groups() == [_machine(fake, other).pids.path]
+
+
+async def test_reset_removes_every_sandbox_cgroup(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: Any
+) -> None:
+    sandbox_id = await make_sandbox()
+    await _exec(client, sandbox_id, "sh", "-c", "nohup setsid sleep 313 >/dev/null 2>&1 &")
+    group = _machine(fake, sandbox_id).pids.path
+    assert group is not None
+    assert group in _groups()
+    fake.reset()
+    assert _groups() == []
