@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING
 from fake_server.models.access_tokens import TokenOps
 from fake_server.models.admin_ops import AdminOps
 from fake_server.models.base import AccountBase
-from fake_server.models.disks import DISKS_NEED_BASHKIT
 from fake_server.models.envs import check_envs
-from fake_server.models.errors import ApiError, BadRequest, Conflict, at_capacity
+from fake_server.models.errors import ApiError, BadRequest, at_capacity
 from fake_server.models.exec_ops import ExecOps
 from fake_server.models.metrics_ops import MetricsOps
 from fake_server.models.process_ops import ProcessOps
@@ -82,9 +81,6 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, MetricsOps, AccountBase):
             machine = self.ctx.runtime_choice().new_sandbox(sandbox_id, spec.rootfs, disk_mib)
         except CapacityError as exc:
             raise at_capacity(exc) from None
-        if plan.disks and machine.runtime != "bashkit":
-            machine.destroy()
-            raise Conflict(DISKS_NEED_BASHKIT, code="runtime_unsupported")
         try:
             sandbox = Sandbox(
                 sandbox_id=sandbox_id,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from fake_server.models.errors import BadRequest, Conflict, NotFound
 from fake_server.models.paths import check_abs_path
 from fake_server.models.resource_base import Forbidden, ServiceUnavailable, check_name
+from fake_server.runtime.api import BucketMounts, FeatureUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -170,12 +171,16 @@ class Disks:
         for other in self.live_attachments(sandbox=sandbox):
             if other.mount_path == mount_path:
                 raise Conflict("mount_path is already in use in this sandbox", code="mount_busy")
-        mounting = mounting_disk(sandbox)
         attachment = Attachment(disk, sandbox, mount_path, sub_path)
-        try:
-            self.bucket(disk).mount(mounting, mount_path, sub_path)
-        except (OSError, RuntimeError):
-            raise BadRequest("names a file in the bucket, not a folder", field="sub_path") from None
+        if isinstance(sandbox.machine, BucketMounts):
+            space = self._ctx.resources.bucket_space
+            _mount_host(sandbox.machine, "\0".join((space, *_key(disk))), mount_path, sub_path)
+        else:
+            mounting = mounting_disk(sandbox)
+            try:
+                self.bucket(disk).mount(mounting, mount_path, sub_path)
+            except (OSError, RuntimeError):
+                raise BadRequest(_FILE_IN_BUCKET, field="sub_path") from None
         self.attachments.append(attachment)
         return attachment
 
@@ -198,7 +203,7 @@ class Disks:
     def bucket(self, disk: Disk) -> Bucket:
         from fake_server.runtime.mounts import Bucket
 
-        key = (str(disk.config["endpoint"]), str(disk.config["bucket"]))
+        key = _key(disk)
         buckets = self._ctx.resources.buckets
         if key not in buckets:
             buckets[key] = Bucket()
@@ -208,8 +213,32 @@ class Disks:
         """Drop these attachments and their mounts (a detach, or an out-of-band one)."""
         for attachment in attachments:
             self.attachments.remove(attachment)
+            machine = attachment.sandbox.machine
+            if isinstance(machine, BucketMounts):
+                machine.unmount_bucket(attachment.mount_path)
+                continue
             bucket = self.bucket(attachment.disk)
             bucket.unmount(mounting_disk(attachment.sandbox), attachment.mount_path)
+
+
+_FILE_IN_BUCKET = "names a file in the bucket, not a folder"
+
+
+def _key(disk: Disk) -> tuple[str, str]:
+    """The bucket a disk names: every disk on the same endpoint and bucket shares its files."""
+    return (str(disk.config["endpoint"]), str(disk.config["bucket"]))
+
+
+def _mount_host(machine: BucketMounts, key: str, mount_path: str, sub: str) -> None:
+    """Mount on a runtime that binds host directories; its errors as the API answers them."""
+    try:
+        machine.mount_bucket(key, mount_path, sub)
+    except FeatureUnavailable as exc:
+        raise Conflict(str(exc), code="runtime_unsupported") from None
+    except FileExistsError:
+        raise BadRequest("names a file in the sandbox, not a folder", field="mount_path") from None
+    except NotADirectoryError:
+        raise BadRequest(_FILE_IN_BUCKET, field="sub_path") from None
 
 
 DISKS_NEED_BASHKIT = (

@@ -4,6 +4,7 @@ the two errors only they raise, name rules and paging."""
 from __future__ import annotations
 
 import re
+import secrets
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -78,6 +79,9 @@ class ResourceSettings:
     #: Bucket contents by ``(endpoint, bucket)``: they outlive disk registrations, as a real
     #: bucket outlives its registration.
     buckets: dict[tuple[str, str], Bucket] = field(default_factory=dict)
+    #: Names this fake's buckets apart from those of an earlier ``reset()`` on runtimes that
+    #: keep bucket contents themselves (the process runtime's host directories).
+    bucket_space: str = field(default_factory=lambda: secrets.token_hex(8))
 
     DISKS_OFF: ClassVar[str] = "disks API not configured"
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.models import Account, Event
 from fake_server.models.disks import mounting_disk
+from fake_server.models.errors import ApiError
 from fake_server.persist.codec import (
     RESTORED_STATUS,
     decode_attachment,
@@ -23,7 +24,7 @@ from fake_server.persist.codec import (
 )
 from fake_server.persist.files import Manifest, snapshot
 from fake_server.persist.files import restore as restore_files
-from fake_server.runtime.api import FeatureUnavailable, RuntimeUnavailable
+from fake_server.runtime.api import BucketMounts, FeatureUnavailable, RuntimeUnavailable
 from fake_server.runtime.bashkit_runtime import BashkitRuntime
 from fake_server.runtime.deferred import DeferredDisk
 from fake_server.runtime.process import ProcessRuntime
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from fake_server.models import Sandbox
+    from fake_server.models.disks import Attachment
+    from fake_server.models.resources import AccountResources
     from fake_server.persist.files import Blobs
     from fake_server.persist.saver import Saver
     from fake_server.persist.store import Store
@@ -241,7 +244,9 @@ def _resources(
         resources.disks.items[disk.id] = disk
     for raw in data["attachments"]:
         attachment = decode_attachment(raw, resources.disks.items, mine)
-        if attachment is not None:
+        if attachment is not None and isinstance(attachment.sandbox.machine, BucketMounts):
+            _remount(resources, attachment, done)
+        elif attachment is not None:
             resources.disks.bucket(attachment.disk).mount(
                 mounting_disk(attachment.sandbox), attachment.mount_path, attachment.sub_path
             )
@@ -253,3 +258,14 @@ def _resources(
             template.image = SandboxDisk(image=False)
             restore_files(template.image.fs, manifest, read)
         resources.templates.items[template.id] = template
+
+
+def _remount(resources: AccountResources, attachment: Attachment, done: Restored) -> None:
+    """Mount a process-runtime sandbox's disk again (a fresh, empty bucket directory: those
+    last as long as the fake); one that cannot be is dropped with a note."""
+    try:
+        resources.disks.mount(
+            attachment.sandbox, attachment.disk, attachment.mount_path, attachment.sub_path
+        )
+    except (ApiError, OSError) as exc:
+        done.notes.append(f"sandbox {attachment.sandbox.id} lost disk {attachment.disk.id}: {exc}")

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import asyncio
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RUNTIMES",
+    "BucketMounts",
     "Disk",
     "FeatureUnavailable",
     "Machine",
@@ -143,6 +144,23 @@ class Machine(Protocol):
     def join_network(self, network_id: str, address: str) -> None: ...
     def leave_network(self, network_id: str) -> None: ...
     def usage(self) -> Usage | None: ...
+
+
+@runtime_checkable
+class BucketMounts(Protocol):
+    """A machine that mounts disk buckets itself (the process runtime: host directories bound
+    into the sandbox); the bashkit runtime mounts shared in-memory filesystems instead."""
+
+    def mount_bucket(self, bucket: str, mount_path: str, sub_path: str) -> None:
+        """Mount ``bucket`` (an opaque name, the same for every disk on one bucket), or its
+        ``sub_path`` folder, at ``mount_path``.
+
+        ``FeatureUnavailable`` where this sandbox cannot mount; ``NotADirectoryError`` when
+        ``sub_path`` names a file in the bucket; ``FileExistsError`` when ``mount_path``
+        names a file in the sandbox."""
+        ...
+
+    def unmount_bucket(self, mount_path: str) -> None: ...
 
 
 class Runtime(Protocol):

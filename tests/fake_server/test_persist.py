@@ -342,3 +342,44 @@ def test_the_database_holds_no_more_journal_than_the_limit(state: Path) -> None:
         assert len(kept) == 4
     finally:
         again.close()
+
+
+def test_a_process_runtime_disk_is_mounted_again_after_a_restart(state: Path) -> None:
+    """The attachment comes back and mounts again (a fresh bucket directory: process-runtime
+    bucket files last as long as the fake, as docs/howto/disks.md says)."""
+    from createos.models import (
+        DiskAttachment,
+        DiskConfig,
+        DiskCreateRequest,
+        DiskCredentials,
+        RunCommandRequest,
+    )
+
+    fake, _ = _fake(state, runtime="process")
+    with Client(fake.api_key, base_url=fake.url) as client:
+        disk = client.disks.create(
+            DiskCreateRequest(
+                name="d",
+                config=DiskConfig(bucket="b", endpoint="https://s3.example.test"),
+                credentials=DiskCredentials(access_key="a", secret_key="s"),
+            )
+        )
+        attach = [DiskAttachment(disk_id=disk.id, mount_path="/mnt/d")]
+        sandbox = client.create_sandbox(CreateSandboxRequest(shape=SHAPE, disks=attach))
+        sandbox.wait_until_running()
+    key = fake.api_key
+    fake.close()
+    again, restored = _fake(state, runtime="process")
+    try:
+        assert "lost disk" not in "\n".join(restored.describe())
+        with Client(key, base_url=again.url) as client:
+            back = client.get_sandbox(sandbox.id)
+            assert [d.mount_path for d in back.list_disks()] == ["/mnt/d"]
+            back.resume()
+            back.wait_until_running()
+            script = "echo kept > /mnt/d/f && findmnt -n -o TARGET /mnt/d"
+            done = back.run_command(RunCommandRequest(command="bash", arguments=["-c", script]))
+            assert done.result.standard_output == "/mnt/d\n", done.result.standard_error
+    finally:
+        again.close()
+    assert again.errors == []

@@ -12,7 +12,14 @@ import pytest
 import pytest_asyncio
 from _process_runtime import no_bwrap_left, process_fake, until
 
-from fake_server.runtime.process import ProcessMachine, ProcessRuntime, bridges, tree
+from fake_server.runtime.process import (
+    DISKS_NEED_ROOT,
+    ProcessMachine,
+    ProcessRuntime,
+    bridges,
+    system,
+    tree,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -286,9 +293,14 @@ async def test_a_pty_without_setsid_on_the_host_is_a_clear_501(
     assert fake.sandbox(sandbox_id).processes == {}
 
 
-async def test_disks_on_the_process_runtime_are_a_clear_409_and_leave_nothing(
-    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: MakeSandbox
+async def test_disks_on_the_host_directory_layout_are_a_clear_409_and_leave_nothing(
+    fake: FakeCreateOS, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Without a root file system of its own (not root) a sandbox has no mount namespace to
+    bind a disk into: 409, and nothing is left of a create asking for one."""
+    runtime = fake.runtimes.get("process")
+    assert isinstance(runtime, ProcessRuntime)
+    monkeypatch.setattr(runtime, "system", system.System(missing="not root"))
     disk = await client.post(
         "/v1/disks",
         json={
@@ -299,21 +311,17 @@ async def test_disks_on_the_process_runtime_are_a_clear_409_and_leave_nothing(
     )
     assert disk.status_code in (200, 201), disk.text
     disk_id = disk.json()["data"]["id"]
-    expected = (
-        "disks need the bashkit runtime; this sandbox runs the process runtime (real programs "
-        "see a host directory, where a disk bucket cannot be mounted)"
-    )
     mount = {"disk_id": disk_id, "mount_path": "/mnt/data"}
     created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "disks": [mount]})
-    refusal = {"code": "runtime_unsupported", "message": expected}
+    refusal = {"code": "runtime_unsupported", "message": DISKS_NEED_ROOT}
     assert (created.status_code, created.json()["data"]) == (409, refusal)
     assert fake.sandboxes() == []
-    sandbox_id = await make_sandbox()
+    sandbox = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+    sandbox_id = sandbox.json()["data"]["id"]
     attached = await client.post(f"/v1/sandboxes/{sandbox_id}/disks", json=mount)
     assert (attached.status_code, attached.json()["data"]) == (409, refusal)
     listed = await client.get(f"/v1/sandboxes/{sandbox_id}/disks")
     assert listed.json()["data"]["data"] == []
-    assert (await run(client, sandbox_id, cmd="/bin/true"))["exit_code"] == 0
 
 
 async def test_a_host_without_ip_refuses_network_attach_clearly_and_keeps_nothing(

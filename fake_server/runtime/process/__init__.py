@@ -26,6 +26,8 @@ PTY processes run on a real PTY (``pty.py``). Not supported (yet): registered Py
 from __future__ import annotations
 
 import errno
+import hashlib
+import os
 import signal as signals
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,7 +63,13 @@ if TYPE_CHECKING:
     from fake_server.clock import Clock
     from fake_server.runtime.api import Meter
 
-__all__ = ["ProcessMachine", "ProcessRuntime"]
+__all__ = ["DISKS_NEED_ROOT", "ProcessMachine", "ProcessRuntime"]
+
+#: Why a sandbox without its own root file system (not root) cannot mount a disk.
+DISKS_NEED_ROOT = (
+    "disks need the process runtime's devbox:1 image (the fake running as root, where a "
+    "sandbox has a mount namespace of its own); this sandbox runs on the host-directory layout"
+)
 
 
 class ProcessMachine:
@@ -105,6 +113,8 @@ class ProcessMachine:
         #: What the in-guest agent's signals do (``set_agent``), and its listener.
         self._agent_handler: Callable[[str, str], None] | None = None
         self._agent: Agent | None = None
+        #: Disk buckets bound into its root: mount path -> bucket.
+        self.buckets: dict[str, str] = {}
         if not lazy_net:
             self._make_net()
 
@@ -205,6 +215,37 @@ class ProcessMachine:
         if device is not None:
             self._owner.hub(network_id).detach(device)
             self._owner.release_hub(network_id)
+
+    def mount_bucket(self, bucket: str, mount_path: str, sub_path: str) -> None:
+        """Bind the bucket's host directory (or its ``sub_path`` folder) at ``mount_path``:
+        no copy, so every sandbox that mounts it sees the others' writes at once."""
+        rootfs = self.rootfs
+        if rootfs is None:
+            raise FeatureUnavailable(DISKS_NEED_ROOT)
+        store = DirDisk(self._owner.bucket_dir(bucket))
+        try:
+            target = self._disk.open_dir(mount_path)
+        except NotADirectoryError:
+            raise FileExistsError("mount_path names a file in the sandbox") from None
+        try:
+            rootfs.bind(lambda: store.open_dir("/" + sub_path), target)
+        finally:
+            os.close(target)
+        self.buckets[mount_path] = bucket
+
+    def unmount_bucket(self, mount_path: str) -> None:
+        """Undo ``mount_bucket`` (and what was mounted below it); nothing once destroyed."""
+        if self.buckets.pop(mount_path, None) is None or self._disk.wiped:
+            return
+        for nested in [p for p in self.buckets if p.startswith(mount_path.rstrip("/") + "/")]:
+            del self.buckets[nested]
+        rootfs = self.rootfs
+        if rootfs is not None:
+            target = self._disk.open_dir(mount_path)
+            try:
+                rootfs.unbind(target)
+            finally:
+                os.close(target)
 
     def set_agent(self, handler: Callable[[str, str], None]) -> None:
         """``handler(action, reason)`` for the agent's ``/self/pause`` and ``/self/delete``."""
@@ -337,6 +378,8 @@ class ProcessRuntime:
         self.machines: dict[str, ProcessMachine] = {}
         self.hubs: dict[str, Hub] = {}
         self._forks = 0
+        #: Disk buckets' host directories (``bucket_dir``), made on first use.
+        self._buckets: dict[str, Path] = {}
 
     @property
     def fake_root(self) -> FakeRoot:
@@ -381,6 +424,17 @@ class ProcessRuntime:
                 self.fake_root.path / ".image", name=DEVBOX, bun=self.system.bun
             )
         return self._images
+
+    def bucket_dir(self, bucket: str) -> Path:
+        """The host directory holding a disk bucket's files, shared by every sandbox that
+        mounts it; in the fake's directory, so it goes at close."""
+        path = self._buckets.get(bucket)
+        if path is None:
+            digest = hashlib.sha256(bucket.encode()).hexdigest()[:24]
+            path = self.fake_root.path / ".disks" / digest
+            path.mkdir(parents=True, exist_ok=True, mode=0o755)
+            self._buckets[bucket] = path
+        return path
 
     def keep_in(self, path: Path) -> None:
         """Make sandboxes in ``path`` (a ``KeptRoot``); only before the first sandbox."""

@@ -64,6 +64,12 @@ class DirDisk:
         with self._parent(posixpath.join(path, "entry"), create=True):
             pass
 
+    def open_dir(self, path: str) -> int:
+        """A descriptor of the directory ``path``, made with its parents if missing (a disk's
+        mount point, a bucket's ``sub_path``); ``NotADirectoryError`` when a file is there."""
+        with self._parent(posixpath.join(path, "entry"), create=True) as (fd, _, _):
+            return os.dup(fd)
+
     def exists(self, path: str) -> bool:
         return self._kind(path) is not None
 

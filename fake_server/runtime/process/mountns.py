@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["MountSpace", "in_thread", "mount"]
+__all__ = ["MountSpace", "in_thread", "mount", "unmount"]
 
 CLONE_FS, CLONE_NEWNS = 0x200, 0x20000
 MS_RDONLY, MS_NOSUID, MS_NODEV = 0x1, 0x2, 0x4
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
+MS_SHARED, MNT_DETACH = 0x100000, 0x2
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -31,6 +32,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = (
     ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p,
 )  # fmt: skip
+_libc.umount2.argtypes = (ctypes.c_char_p, ctypes.c_int)
 _libc.unshare.argtypes = (ctypes.c_int,)
 _libc.setns.argtypes = (ctypes.c_int, ctypes.c_int)
 
@@ -53,6 +55,11 @@ def mount(source: str, target: str, fstype: str | None, flags: int, data: str = 
         ),
         f"mount {fstype or 'bind'}",
     )
+
+
+def unmount(target: str) -> None:
+    """umount2(2) with ``MNT_DETACH`` (what is mounted below goes too)."""
+    _check(_libc.umount2(os.fsencode(target), MNT_DETACH), "umount")
 
 
 def in_thread(body: Callable[[], _T]) -> _T:

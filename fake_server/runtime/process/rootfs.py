@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fake_server.runtime.process.image import BUN_GUEST, Image, write_mask
 from fake_server.runtime.process.mountns import (
@@ -29,9 +30,14 @@ from fake_server.runtime.process.mountns import (
     MS_RDONLY,
     MS_REC,
     MS_REMOUNT,
+    MS_SHARED,
     MountSpace,
     mount,
+    unmount,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["DISK_MIB", "ImageSpace", "SandboxRoot"]
 
@@ -123,6 +129,8 @@ class SandboxRoot:
                 target = str(root) + guest
                 mount(host, target, None, MS_BIND | MS_REC)
                 mount("none", target, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+            # what ``bind`` mounts later under it reaches the init's namespace (a slave copy)
+            mount("none", str(root), None, MS_SHARED | MS_REC)
             return os.open(root, _DIR)
 
         try:
@@ -151,6 +159,24 @@ class SandboxRoot:
     def enter_args(self) -> list[str]:
         """``nsenter``'s option that puts a process in this namespace."""
         return [f"--mount={self._space.path}"]
+
+    def bind(self, source: Callable[[], int], target: int) -> None:
+        """Bind-mount the directory ``source()`` opens on ``target`` (a descriptor of a
+        directory under the root): every process of the sandbox sees it there at once.
+        ``source`` runs inside the namespace (the kernel binds only a mount of its own)."""
+
+        def inside() -> None:
+            fd = source()
+            try:
+                mount(f"/proc/self/fd/{fd}", f"/proc/self/fd/{target}", None, MS_BIND)
+            finally:
+                os.close(fd)
+
+        self._space.run(inside)
+
+    def unbind(self, target: int) -> None:
+        """Undo ``bind`` (``target``: a descriptor of the mounted directory)."""
+        self._space.run(lambda: unmount(f"/proc/self/fd/{target}"))
 
     def resize(self, size_mib: int) -> None:
         """Grow the disk: ENOSPC comes at ``size_mib`` from now on."""
