@@ -22,6 +22,7 @@ from fake_server.dashboard.projections import (
     sandbox_detail,
     sandbox_row,
 )
+from fake_server.dashboard.terminal import terminal
 from fake_server.faults import FaultSpecError, fault_from_json
 from fake_server.http.fault_control import fault_to_json, firing_to_json
 from fake_server.http.keys import STATE_KEY
@@ -223,6 +224,7 @@ def api_routes(prefix: str) -> list[web.RouteDef]:
         web.get(sb, sandbox),
         web.get(sb + "/file", download),
         web.get(sb + "/processes/{process_id}/output", output),
+        web.get(sb + "/shell", terminal),
         web.get(prefix + "/journal", journal),
         web.get(prefix + "/journal/{index}", journal_event),
         web.get(prefix + "/faults", faults),

@@ -29,9 +29,10 @@ from fake_server.http.shell_frames import (
 from fake_server.models import ApiError, BadRequest, Conflict, OutputFrame
 
 if TYPE_CHECKING:
-    from fake_server.models import Process
+    from fake_server.clockbase import Clock
+    from fake_server.models import Account, Process
 
-__all__ = ["IDLE_SECONDS", "MAX_FRAME", "MAX_PENDING_INPUT", "shell_ws"]
+__all__ = ["IDLE_SECONDS", "MAX_FRAME", "MAX_PENDING_INPUT", "relay_shell", "shell_ws"]
 
 #: Fake-clock seconds without a frame from the client after which the shell is ended.
 IDLE_SECONDS = 600.0
@@ -50,24 +51,38 @@ async def shell_ws(request: web.Request) -> web.StreamResponse:
         box, wire.query_int(request, "rows", 24), wire.query_int(request, "cols", 80)
     )
     await ws.prepare(request)
-    session = _Session(request, ws, shell)
+    await relay_shell(ws, backend, box, shell, request.app[WORLD_KEY].ctx.clock)
+    return ws
+
+
+async def relay_shell(
+    ws: web.WebSocketResponse, backend: Account, box: str, shell: Process, clock: Clock
+) -> None:
+    """Relay a prepared socket and an open shell both ways until either ends; the shell is
+    killed if it is still running then (the dashboard's terminal uses this too)."""
     try:
-        await session.run()
+        await _Session(ws, backend, box, shell, clock).run()
     finally:
         if not shell.tree_exited:
             shell.crash("SIGKILL")
-    return ws
 
 
 class _Session:
     """Three tasks (output, input, idle watch); the first to end says how to close."""
 
-    def __init__(self, request: web.Request, ws: web.WebSocketResponse, shell: Process) -> None:
+    def __init__(
+        self,
+        ws: web.WebSocketResponse,
+        backend: Account,
+        box: str,
+        shell: Process,
+        clock: Clock,
+    ) -> None:
         self.ws = ws
         self.shell = shell
-        self.backend = request[BACKEND_KEY]
-        self.sandbox_id = sandbox_id(request)
-        self.clock = request.app[WORLD_KEY].ctx.clock
+        self.backend = backend
+        self.sandbox_id = box
+        self.clock = clock
         self.last_frame = self.clock.now()
         #: The close code and reason, set by the task that ends the session.
         self.close_with: tuple[int, str] = (CLOSE_NORMAL, "")

@@ -206,7 +206,9 @@ async def run_interactive(
         with state.waiting(), state.clock.idle():
             chunk = await source.read_chunk()
         if chunk:
-            partial += chunk.decode("utf-8", "replace")
+            text = chunk.decode("utf-8", "replace")
+            # A terminal's Enter is "\r"; a PTY's line discipline (icrnl) makes it "\n".
+            partial += text.replace("\r", "\n") if state.terminal is not None else text
             *lines, partial = partial.split("\n")
         else:
             eof = True

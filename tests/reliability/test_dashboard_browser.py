@@ -196,3 +196,27 @@ def test_the_sandboxes_page_marks_its_first_paint_with_rows(
         "performance.getEntriesByName('createos:sandboxes-painted')[0].startTime"
     )
     assert painted > 0
+
+
+def test_the_terminal_runs_typed_commands_in_the_sandbox_shell(
+    page: Any, sdk: Client, served: FakeCreateOS
+) -> None:
+    from playwright.sync_api import expect
+
+    box = sdk.create_sandbox(CreateSandboxRequest(shape="s-1vcpu-1gb", name="terminal"))
+    page.locator(f".vrow[data-id='{box.id}'] a").click()
+    expect(page.locator("#page h1")).to_contain_text("terminal")
+    page.locator("button.open-terminal").click()
+    state = page.locator(".terminal-state")
+    expect(state).to_have_text("connected")
+    rows = page.locator(".terminal-panel .xterm-rows")
+    page.keyboard.type("echo hi-$((6*7))")
+    page.keyboard.press("Enter")
+    expect(rows).to_contain_text("hi-42")  # the shell's output, not the typed "$((6*7))"
+    _shot(page, "terminal")
+    page.keyboard.type("exit 3")
+    page.keyboard.press("Enter")
+    expect(state).to_have_text("exited with 3")
+    [shell] = served.sandbox(box.id).processes.values()
+    assert (shell.spec.cmd, shell.exit_code) == ("/bin/bash", 3)
+    box.destroy()

@@ -4,11 +4,13 @@
 import * as api from "../api.js";
 import { bytes, fakeTime, h, replace, section, statusBadge, table, text } from "../dom.js";
 import { outputPanel } from "./output.js";
+import { terminalPanel } from "./terminal.js";
 
 export function sandboxPage(id, info) {
   const body = h("div", {}, h("p", { class: "muted" }, "Loading…"));
   const outputs = h("div", { class: "outputs" });
-  const node = h("div", { class: "page-sandbox" }, body);
+  const terminal = terminalPanel(id);
+  const node = h("div", { class: "page-sandbox" }, body, terminal.node);
   const open = new Map(); // process id -> output panel
   let loading = false;
   let again = false;
@@ -100,7 +102,7 @@ export function sandboxPage(id, info) {
     if (batch.reset || batch.resync || batch.sandboxes.some((r) => r.id === id) || batch.removed.includes(id) || batch.journal.some((e) => e.sandbox === id)) soon();
   });
   load();
-  return { node, close() { unsubscribe(); clearTimeout(timer); for (const panel of open.values()) panel.close(); } };
+  return { node, close() { unsubscribe(); clearTimeout(timer); terminal.close(); for (const panel of open.values()) panel.close(); } };
 }
 
 function kv(name, value) {
