@@ -23,10 +23,7 @@ if TYPE_CHECKING:
 
     from fake_server import FakeCreateOS
 
-pytestmark = [
-    pytest.mark.asyncio,
-    pytest.mark.skipif(isinstance(pids.pids_root(), str), reason="no pids cgroup here"),
-]
+pytestmark = pytest.mark.skipif(isinstance(pids.pids_root(), str), reason="no pids cgroup here")
 
 #: A small limit keeps the flood short; the mechanism is the one ``LIMIT`` uses.
 SMALL = 40
@@ -78,6 +75,7 @@ def _machine(fake: FakeCreateOS, sandbox_id: str) -> ProcessMachine:
     return found
 
 
+@pytest.mark.asyncio
 async def test_a_fork_flood_stops_at_the_limit_and_other_sandboxes_keep_running(
     fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: Any
 ) -> None:
@@ -97,6 +95,7 @@ async def test_a_fork_flood_stops_at_the_limit_and_other_sandboxes_keep_running(
     assert _groups() == [_machine(fake, other).pids.path]
 
 
+@pytest.mark.asyncio
 async def test_reset_removes_every_sandbox_cgroup(
     fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: Any
 ) -> None:
@@ -107,3 +106,21 @@ async def test_reset_removes_every_sandbox_cgroup(
     assert group in _groups()
     fake.reset()
     assert _groups() == []
+
+
+def test_the_groups_of_a_fake_that_died_are_swept_and_live_ones_kept() -> None:
+    root = pids.pids_root()
+    assert isinstance(root, Path)
+    dead = int(Path("/proc/sys/kernel/pid_max").read_text())  # never a live process's pid
+    stale = root / f"createos-fake-{dead}-1"
+    mine = root / f"createos-fake-{os.getpid()}-999999"
+    stale.mkdir()
+    mine.mkdir()
+    try:
+        pids.sweep(root)  # (another fake's sweep may take a dead group first: same result)
+        assert not stale.exists()
+        assert mine.exists()
+    finally:
+        for path in (stale, mine):
+            if path.exists():
+                path.rmdir()

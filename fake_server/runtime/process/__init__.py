@@ -26,15 +26,13 @@ PTY processes run on a real PTY (``pty.py``). Not supported (yet): registered Py
 from __future__ import annotations
 
 import errno
-import hashlib
-import os
 import signal as signals
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.api import FeatureUnavailable, Usage
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
-from fake_server.runtime.process import netmode, tree
+from fake_server.runtime.process import buckets, netmode, tree
 from fake_server.runtime.process.agent import Agent
 from fake_server.runtime.process.bridges import Hub
 from fake_server.runtime.process.bwrap import require_bwrap
@@ -222,15 +220,7 @@ class ProcessMachine:
         rootfs = self.rootfs
         if rootfs is None:
             raise FeatureUnavailable(DISKS_NEED_ROOT)
-        store = DirDisk(self._owner.bucket_dir(bucket))
-        try:
-            target = self._disk.open_dir(mount_path)
-        except NotADirectoryError:
-            raise FileExistsError("mount_path names a file in the sandbox") from None
-        try:
-            rootfs.bind(lambda: store.open_dir("/" + sub_path), target)
-        finally:
-            os.close(target)
+        buckets.bind(rootfs, self._disk, self._owner.buckets.get(bucket), mount_path, sub_path)
         self.buckets[mount_path] = bucket
 
     def unmount_bucket(self, mount_path: str) -> None:
@@ -241,11 +231,7 @@ class ProcessMachine:
             del self.buckets[nested]
         rootfs = self.rootfs
         if rootfs is not None:
-            target = self._disk.open_dir(mount_path)
-            try:
-                rootfs.unbind(target)
-            finally:
-                os.close(target)
+            buckets.unbind(rootfs, self._disk, mount_path)
 
     def set_agent(self, handler: Callable[[str, str], None]) -> None:
         """``handler(action, reason)`` for the agent's ``/self/pause`` and ``/self/delete``."""
@@ -378,8 +364,8 @@ class ProcessRuntime:
         self.machines: dict[str, ProcessMachine] = {}
         self.hubs: dict[str, Hub] = {}
         self._forks = 0
-        #: Disk buckets' host directories (``bucket_dir``), made on first use.
-        self._buckets: dict[str, Path] = {}
+        #: Disk buckets' host directories, in the fake's directory (gone at close).
+        self.buckets = buckets.BucketDirs(lambda: self.fake_root.path)
 
     @property
     def fake_root(self) -> FakeRoot:
@@ -424,17 +410,6 @@ class ProcessRuntime:
                 self.fake_root.path / ".image", name=DEVBOX, bun=self.system.bun
             )
         return self._images
-
-    def bucket_dir(self, bucket: str) -> Path:
-        """The host directory holding a disk bucket's files, shared by every sandbox that
-        mounts it; in the fake's directory, so it goes at close."""
-        path = self._buckets.get(bucket)
-        if path is None:
-            digest = hashlib.sha256(bucket.encode()).hexdigest()[:24]
-            path = self.fake_root.path / ".disks" / digest
-            path.mkdir(parents=True, exist_ok=True, mode=0o755)
-            self._buckets[bucket] = path
-        return path
 
     def keep_in(self, path: Path) -> None:
         """Make sandboxes in ``path`` (a ``KeptRoot``); only before the first sandbox."""

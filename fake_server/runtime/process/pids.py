@@ -6,7 +6,8 @@ the root delegates ``pids``) allowing ``LIMIT`` processes: a fork bomb inside ge
 from ``fork`` and the fake keeps serving the other sandboxes. Every process of the sandbox
 (its init and each ``nsenter``) joins the group before it runs anything (``wrap``: a shell
 that writes its own pid into ``cgroup.procs``, then execs), so no child escapes it.
-``close()`` kills what is left in the group and removes it. Where no such cgroup can be made
+``close()`` kills what is left in the group and removes it; the first group a fake makes
+removes the empty groups of fakes that died. Where no such cgroup can be made
 (not root, no ``pids`` controller), ``serve`` says so at start-up and sandboxes run unlimited.
 """
 
@@ -20,7 +21,7 @@ import signal as signals
 import time
 from pathlib import Path
 
-__all__ = ["LIMIT", "PidsGroup", "describe", "pids_root"]
+__all__ = ["LIMIT", "PidsGroup", "describe", "pids_root", "sweep"]
 
 #: Processes (threads included, as the kernel counts them) one sandbox may have at once.
 LIMIT = 1024
@@ -60,6 +61,22 @@ def _read(path: Path) -> str:
         return ""
 
 
+_swept = False
+
+
+def sweep(root: Path) -> list[str]:
+    """Remove the groups of fakes that died (their pid is gone); their names."""
+    removed = []
+    for path in root.glob("createos-fake-*-*"):
+        pid = path.name.split("-")[2]
+        if not pid.isdigit() or int(pid) == os.getpid() or os.path.exists(f"/proc/{pid}"):
+            continue
+        with contextlib.suppress(OSError):  # still holding a process: left alone
+            path.rmdir()
+            removed.append(path.name)
+    return removed
+
+
 class PidsGroup:
     """One sandbox's ``pids`` cgroup (``path``), or nothing where cgroups are unavailable."""
 
@@ -68,6 +85,10 @@ class PidsGroup:
         root = pids_root()
         self.path: Path | None = None
         if isinstance(root, Path):
+            global _swept
+            if not _swept:
+                _swept = True
+                sweep(root)
             path = root / f"createos-fake-{os.getpid()}-{next(_counter)}"
             path.mkdir()
             (path / "pids.max").write_text(f"{LIMIT if limit is None else limit}\n")

@@ -1,0 +1,68 @@
+"""Account disks on the process runtime: a host directory per bucket, bound into sandboxes.
+
+A bucket's files are one directory in the fake's directory (``BucketDirs``), so they go at
+close. Attaching binds it (or its ``sub_path`` folder) on the mount path inside the
+sandbox's mount namespace (``SandboxRoot.bind``): no copy, so sandboxes sharing a disk see
+each other's writes at once, and the files API sees them too. Both paths are resolved with
+``DirDisk``'s walk, inside the sandbox and inside the bucket, so a symlink planted in either
+leads nowhere outside.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import TYPE_CHECKING
+
+from fake_server.runtime.process.dirdisk import DirDisk
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from fake_server.runtime.process.rootfs import SandboxRoot
+
+__all__ = ["BucketDirs", "bind", "unbind"]
+
+
+class BucketDirs:
+    """The host directories of one fake's buckets, under ``base`` (made on first use)."""
+
+    def __init__(self, base: Callable[[], Path]) -> None:
+        self._base = base
+        self._dirs: dict[str, Path] = {}
+
+    def get(self, bucket: str) -> Path:
+        """The directory of ``bucket`` (an opaque name), shared by every sandbox mounting it."""
+        path = self._dirs.get(bucket)
+        if path is None:
+            digest = hashlib.sha256(bucket.encode()).hexdigest()[:24]
+            path = self._base() / ".disks" / digest
+            path.mkdir(parents=True, exist_ok=True, mode=0o755)
+            self._dirs[bucket] = path
+        return path
+
+
+def bind(rootfs: SandboxRoot, disk: DirDisk, store: Path, mount_path: str, sub_path: str) -> None:
+    """Bind ``store`` (or its ``sub_path`` folder, made if missing) on ``mount_path``.
+
+    ``FileExistsError`` when ``mount_path`` runs through a file of the sandbox,
+    ``NotADirectoryError`` when ``sub_path`` runs through a file of the bucket."""
+    bucket = DirDisk(store)
+    try:
+        target = disk.open_dir(mount_path)
+    except NotADirectoryError:
+        raise FileExistsError("mount_path names a file in the sandbox") from None
+    try:
+        rootfs.bind(lambda: bucket.open_dir("/" + sub_path), target)
+    finally:
+        os.close(target)
+
+
+def unbind(rootfs: SandboxRoot, disk: DirDisk, mount_path: str) -> None:
+    """Undo ``bind`` (what was mounted below ``mount_path`` goes too)."""
+    target = disk.open_dir(mount_path)
+    try:
+        rootfs.unbind(target)
+    finally:
+        os.close(target)
