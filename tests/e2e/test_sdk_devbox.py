@@ -15,6 +15,9 @@ from createos.models import CreateSandboxRequest, ForkSandboxRequest, RunCommand
 
 from fake_server import FakeCreateOS, TransitionPolicy, tls_context
 
+#: Slow (subprocesses, real programs): in the reliability step, keeping the main suite fast.
+pytestmark = pytest.mark.reliability
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 

@@ -19,6 +19,9 @@ from fake_server import tls_context
 from fake_server.__main__ import build_parser, main, serve_fake
 from fake_server.server import FakeCreateOS
 
+#: Slow (subprocesses, real programs): in the reliability step, keeping the main suite fast.
+pytestmark = pytest.mark.reliability
+
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -17,6 +17,9 @@ import pytest
 from fake_server import stopping
 from tests.fake_server.test_cli import STOPPED, _read_help
 
+#: Slow (subprocesses, real programs): in the reliability step, keeping the main suite fast.
+pytestmark = pytest.mark.reliability
+
 
 def _running(argv0: str, arg: str) -> list[int]:
     """Pids whose command line is exactly ``argv0 arg`` (the sandbox's pid namespace is

@@ -23,7 +23,11 @@ if TYPE_CHECKING:
 
     from fake_server import FakeCreateOS
 
-pytestmark = pytest.mark.skipif(isinstance(pids.pids_root(), str), reason="no pids cgroup here")
+#: Slow (subprocesses, real programs): in the reliability step, keeping the main suite fast.
+pytestmark = [
+    pytest.mark.reliability,
+    pytest.mark.skipif(isinstance(pids.pids_root(), str), reason="no pids cgroup here"),
+]
 
 #: A small limit keeps the flood short; the mechanism is the one ``LIMIT`` uses.
 SMALL = 40

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
     from fake_server import FakeCreateOS
 
-pytestmark = pytest.mark.asyncio
+#: Slow (subprocesses, real programs): in the reliability step, keeping the main suite fast.
+pytestmark = [pytest.mark.reliability, pytest.mark.asyncio]
 
 DAEMON = "nohup setsid sleep 313 >/tmp/log 2>&1 &"
 

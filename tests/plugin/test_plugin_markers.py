@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import pytest
+import pytest
 
 
 def test_createos_marker_settings_reach_the_fake_and_env(inner: pytest.Pytester) -> None:
@@ -159,6 +156,7 @@ def test_fault_marker_arms_a_fault_for_one_test(inner: pytest.Pytester) -> None:
     inner.runpytest().assert_outcomes(passed=2)
 
 
+@pytest.mark.reliability  # slow: real programs in a pytester run
 def test_runtime_marker_runs_real_programs_for_one_test(inner: pytest.Pytester) -> None:
     """``runtime='process'`` gives that test's sandboxes real programs; the next is bashkit."""
     inner.makepyfile(

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import pytest
 
-if TYPE_CHECKING:
-    import pytest
+#: Slow (subprocesses, real programs): in the reliability step, keeping the main suite fast.
+pytestmark = pytest.mark.reliability
 
 
 def test_two_workers_each_get_their_own_fake(inner: pytest.Pytester) -> None:
