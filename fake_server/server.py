@@ -315,6 +315,10 @@ class FakeCreateOS:
         for hook in hooks:
             hook()
         self.runtimes.close()
+        # Pipes closed just now finish closing on the loop's next turns: give them those turns,
+        # or a loop closed right after leaves them "closing" (an unclosed-transport warning).
+        for _ in range(2):
+            await asyncio.sleep(0)
 
     # -- serving from a thread ----------------------------------------------------------------
 
