@@ -8,9 +8,7 @@ run in the reliability step; every wait is bounded and waits on what a program d
 
 from __future__ import annotations
 
-import gc
 import json
-import warnings
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -25,21 +23,9 @@ from tests.fake_server._netstubs import DnsStub, Upstream, on_host
 from tests.fake_server._process_runtime import no_bwrap_left
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import AsyncIterator
 
 pytestmark = pytest.mark.asyncio
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _collect_closed_loops_pipes() -> Iterator[None]:
-    """One of these tests leaves a subprocess pipe of a closed test loop "closing" (seen when
-    the parity suite ran after this module: its GC then raised an unclosed-transport warning
-    in an unrelated test). Collected here, where it is known; finding which test leaves it is
-    open work."""
-    yield
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        gc.collect()
 
 
 PORT, OTHER_PORT = 8000, 8001

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import shutil
 import subprocess
@@ -65,10 +66,14 @@ async def run_async(commands: Sequence[str], *, enter: Sequence[str] = ()) -> No
     try:
         async with asyncio.timeout(_TIMEOUT):
             _out, err = await proc.communicate(("\n".join(commands) + "\n").encode())
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise OSError("nft did not finish in time") from None
+    except BaseException as exc:  # a timeout, or the caller cancelled: nft must not outlive it
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        with contextlib.suppress(BaseException):
+            await proc.wait()
+        if isinstance(exc, TimeoutError):
+            raise OSError("nft did not finish in time") from None
+        raise
     if proc.returncode != 0:
         raise OSError(f"nft failed: {err.decode(errors='replace').strip()[:200]}")
 

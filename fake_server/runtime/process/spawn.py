@@ -82,17 +82,20 @@ async def make_pipes() -> tuple[Pipes, list[int]]:
         os.set_inheritable(fd, False)
     streams = [asyncio.StreamReader(limit=READ, loop=loop) for _ in range(2)]
     pipes = Pipes(streams[0], streams[1], frozenset(os.fstat(fd).st_ino for fd in fds[::2]))
+    # Each read end is owned by its file object from here on: closing a file twice is a no-op,
+    # whereas an os.close() behind a failed transport's back makes its own close fail (leaving
+    # it "closing" for ever) or close whatever file took the number meanwhile.
+    files = [os.fdopen(fd, "rb", buffering=0) for fd in fds[::2]]
     try:
-        for stream, fd in zip(streams, fds[::2], strict=True):
+        for stream, file in zip(streams, files, strict=True):
             transport, _ = await loop.connect_read_pipe(
-                functools.partial(asyncio.StreamReaderProtocol, stream),
-                os.fdopen(fd, "rb", buffering=0),
+                functools.partial(asyncio.StreamReaderProtocol, stream), file
             )
             pipes.transports.append(transport)
     except BaseException:
         pipes.close()
-        for fd in fds[len(pipes.transports) * 2 :: 2]:
-            os.close(fd)
+        for file in files:
+            file.close()
         for fd in fds[1::2]:
             os.close(fd)
         raise
