@@ -19,16 +19,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
+
+from benchmarks import _serve
+
+if TYPE_CHECKING:
+    from benchmarks._serve import Serve
 
 #: RSS growth allowed after the warm-up wave (allocator arenas, caches).
 RSS_BOUND = 32 << 20
@@ -124,48 +129,19 @@ def holdings(pid: int, root: Path | None) -> Holdings:
     )
 
 
-def start_serve(runtime: str, tmp: str) -> tuple[subprocess.Popen[str], str, str]:
-    """``serve`` on a free port; its URL and control key, read from its start-up lines."""
-    env = dict(os.environ, TMPDIR=tmp)
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "fake_server",
-            "serve",
-            "--port",
-            "0",
-            "--quiet",
-            "--transitions",
-            "immediate",
-            "--rate-limit",
-            "off",
-            "--runtime",
-            runtime,
-            "--api-key",
-            KEY,
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert server.stdout is not None
-    url = control = ""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (url and control):
-        line = server.stdout.readline()
-        if not line:
-            break
-        if match := re.search(r"serving (http://\S+)", line):
-            url = match.group(1)
-        if match := re.search(r"control key: (\S+)", line):
-            control = match.group(1)
+def start_serve(runtime: str, tmp: str) -> Serve:
+    """``serve`` on a free port, its temporary directories under ``tmp``."""
+    try:
+        served = _serve.start_serve(
+            "--transitions", "immediate", "--rate-limit", "off", "--runtime", runtime,
+            "--api-key", KEY, env=dict(os.environ, TMPDIR=tmp), capture_stderr=False,
+        )  # fmt: skip
+    except RuntimeError as exc:
+        raise SystemExit(f"soak: {exc}") from None
+    for line in served.lines:
         if line.startswith("runtime:"):
-            print(line.rstrip(), flush=True)
-    if not (url and control):
-        server.kill()
-        raise SystemExit("soak: serve did not print its URL and control key")
-    return server, url, control
+            print(line, flush=True)
+    return served
 
 
 def _ok(reply: httpx.Response, *expected: int) -> dict[str, Any]:
@@ -261,7 +237,8 @@ def settle(pid: int, root: Path | None, baseline: Holdings) -> list[str]:
 
 def soak(waves: int, count: int, runtime: str) -> int:
     with tempfile.TemporaryDirectory(prefix="createos-soak-") as tmp:
-        server, url, control_key = start_serve(runtime, tmp)
+        served = start_serve(runtime, tmp)
+        url, control_key, pid = served.origin, served.control_key, served.process.pid
         try:
             headers = {"X-Api-Key": KEY}
             with (
@@ -274,18 +251,18 @@ def soak(waves: int, count: int, runtime: str) -> int:
                 peaks: list[Holdings] = []
 
                 def peak() -> None:
-                    peaks.append(holdings(server.pid, root))
+                    peaks.append(holdings(pid, root))
 
                 notes = wave(client, control, count, 0, peak)  # warm-up: imports, caches
                 time.sleep(0.5)
-                baseline = holdings(server.pid, root)
+                baseline = holdings(pid, root)
                 print(f"baseline after warm-up: {baseline}", flush=True)
                 for note in sorted(set(notes)):
                     print(f"note: {note}", flush=True)
                 for index in range(1, waves + 1):
                     started = time.monotonic()
                     wave(client, control, count, index, peak)
-                    grown = settle(server.pid, root, baseline)
+                    grown = settle(pid, root, baseline)
                     top = peaks[-1]
                     print(
                         f"wave {index:3d}: {time.monotonic() - started:5.1f}s; at its peak "
@@ -298,12 +275,10 @@ def soak(waves: int, count: int, runtime: str) -> int:
                         print(f"GREW after wave {index}: {', '.join(grown)}", flush=True)
                         return 1
         finally:
-            server.terminate()
             try:
-                server.wait(timeout=30)
+                served.stop(signal.SIGTERM)
             except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+                served.kill()
     print("flat")
     return 0
 

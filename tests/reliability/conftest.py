@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +37,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _HERE in item.path.parents:
             item.add_marker(pytest.mark.reliability)
+
+
+@pytest.fixture(name="cpu_burners", scope="module")
+def _cpu_burners() -> Iterator[None]:
+    """Two busy processes for a whole module, as on a loaded machine (``pytestmark =
+    pytest.mark.usefixtures("cpu_burners")``)."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    yield
+    for burner in burners:
+        burner.kill()
+        burner.wait()
 
 
 @pytest.fixture(name="fake", scope="module")

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 from typing import TYPE_CHECKING
 
 import httpx
@@ -21,6 +18,7 @@ import pytest
 from createos import Client
 from createos.models import CreateSandboxRequest, ExecStreamEventType, RunCommandRequest
 
+from benchmarks._serve import start_serve
 from fake_server import tls_context
 from fake_server.runtime.api import RUNTIMES
 from tests.reliability._writers import SCRIPT, missing
@@ -51,30 +49,14 @@ def _cold_serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tupl
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONPYCACHEPREFIX": str(tmp_path / "no-bytecode"),
     }
-    command = [sys.executable, "-B", "-m", "fake_server", "serve", "--port", "0", "--quiet",
-               "--transitions", "immediate", "--runtime", request.param]  # fmt: skip
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    ) as server:
-        try:
-            origin = key = ""
-            assert server.stdout is not None
-            while line := server.stdout.readline():
-                if line.startswith("createos-fake serving "):
-                    origin = line.split()[2]
-                if line.startswith("export CREATEOS_API_KEY="):
-                    key = line.strip().removeprefix("export CREATEOS_API_KEY=")
-                if line.startswith("control key: "):
-                    break
-            assert origin, "serve printed no origin"
-            assert key, "serve printed no key"
-            yield origin, key
-        finally:
-            server.send_signal(signal.SIGINT)
-            status = server.wait(timeout=30)
-            assert server.stderr is not None
-            errors = server.stderr.read()
-    assert (status, errors) == (0, "")
+    served = start_serve(
+        "--transitions", "immediate", "--runtime", request.param, env=env, python=["-B"]
+    )
+    try:
+        yield served.origin, served.key
+    finally:
+        status = served.stop()
+    assert status == (0, "")
     assert list((tmp_path / "no-bytecode").rglob("*.pyc")) == []
 
 

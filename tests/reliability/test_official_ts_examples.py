@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+
+from benchmarks._serve import start_serve
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -34,37 +36,12 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module", name="serve_url")
 def _serve_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``createos-fake serve`` with the defaults a user gets (process runtime)."""
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "fake_server",
-            "serve",
-            "--port",
-            "0",
-            "--quiet",
-            "--api-key",
-            KEY,
-            "--transitions",
-            "immediate",
-            "--rate-limit",
-            "off",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
+    served = start_serve(
+        "--api-key", KEY, "--transitions", "immediate", "--rate-limit", "off",
         env=dict(os.environ, TMPDIR=str(tmp_path_factory.mktemp("serve"))),
-    )
-    assert server.stdout is not None
-    url = ""
-    for line in server.stdout:
-        if match := re.search(r"serving (http://\S+)", line):
-            url = match.group(1)
-            break
-    assert url, "serve printed no URL"
-    yield url
-    server.terminate()
-    server.wait(timeout=30)
-    server.stdout.close()
+    )  # fmt: skip
+    yield served.origin
+    assert served.stop(signal.SIGTERM) == (0, "")
 
 
 def run_example(relative: str, url: str, scratch: Path) -> str:

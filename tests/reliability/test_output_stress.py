@@ -13,8 +13,6 @@ official SDK run them side by side on one thread-mode fake per runtime.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -54,6 +52,8 @@ def _scale() -> float:
 EXECS = max(2, round(2500 * _scale()))
 PROCESSES = max(1, round(250 * _scale()))
 CLIENTS = 8
+
+pytestmark = pytest.mark.usefixtures("cpu_burners")
 #: One command in ``_LONG_EVERY`` writes the long lines (72 KiB on stderr).
 _LONG_EVERY = 10
 
@@ -61,16 +61,6 @@ _LONG_EVERY = 10
 def _script(index: int) -> tuple[str, bool]:
     long = index % _LONG_EVERY == 0
     return (LONG_SCRIPT if long else SCRIPT), long
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _two_cpu_burners() -> Iterator[None]:
-    """Two busy processes for the whole module, as on a loaded machine."""
-    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
-    yield
-    for burner in burners:
-        burner.kill()
-        burner.wait()
 
 
 #: bashkit 0.20.1 schedules the callbacks of one ``execute()`` with one copied context, and

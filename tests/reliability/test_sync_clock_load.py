@@ -7,29 +7,15 @@ load. Its thread attends the clock now, so none may.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
-from typing import TYPE_CHECKING
 
 import pytest
 from createos import CreateSandboxRequest
 from createos.models import ManagedProcessCreateRequest, ManagedProcessSignal
 
-if TYPE_CHECKING:
-    from collections.abc import Iterator
+pytestmark = pytest.mark.usefixtures("cpu_burners")
 
 SLEEPER = ManagedProcessCreateRequest(command="/bin/bash", arguments=["-c", "sleep 300"])
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _two_cpu_burners() -> Iterator[None]:
-    """Two busy processes for the whole module, as on a loaded machine."""
-    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
-    yield
-    for burner in burners:
-        burner.kill()
-        burner.wait()
 
 
 def _own_work(seconds: float) -> None:
