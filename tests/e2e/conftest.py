@@ -1,5 +1,5 @@
-"""Fixtures for the account-resource e2e tests: one thread-mode fake per module, reset before
-each test, and the official SDK's client for it."""
+"""Fixtures for the e2e tests: one thread-mode fake per module (on the runtime a module names
+in ``FAKE_RUNTIME``), reset before each test, and the official SDK's client for it."""
 
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(name="resource_fake", scope="module")
-def _resource_fake() -> Iterator[FakeCreateOS]:
-    fake = FakeCreateOS(transitions=TransitionPolicy.immediate()).start()
+def _resource_fake(request: pytest.FixtureRequest) -> Iterator[FakeCreateOS]:
+    """On the runtime the module names in ``FAKE_RUNTIME`` (bashkit if it names none)."""
+    runtime: str = getattr(request.module, "FAKE_RUNTIME", "bashkit")
+    fake = FakeCreateOS(transitions=TransitionPolicy.immediate(), runtime=runtime).start()
     yield fake
     fake.close()
 

@@ -7,20 +7,15 @@ import io
 import zipfile
 from typing import TYPE_CHECKING
 
-import httpx
 import pytest
-from createos import Client
 from createos.errors import APIError
 from createos.models import CreateSandboxRequest, ForkSandboxRequest, RunCommandRequest
-
-from fake_server import FakeCreateOS, TransitionPolicy, tls_context
 
 #: Slow (subprocesses, real programs): in the reliability step, keeping the main suite fast.
 pytestmark = pytest.mark.reliability
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
+    from createos import Client
     from createos.instance import SandboxInstance
 
 #: A package for dpkg, built inside the sandbox (no registry needed).
@@ -54,22 +49,8 @@ def wheel() -> bytes:
     return buffer.getvalue()
 
 
-@pytest.fixture(name="devbox_fake", scope="module")
-def _devbox_fake() -> Iterator[FakeCreateOS]:
-    fake = FakeCreateOS(transitions=TransitionPolicy.immediate(), runtime="process").start()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture(name="sdk")
-def _sdk(devbox_fake: FakeCreateOS) -> Iterator[Client]:
-    devbox_fake.reset()
-    with (
-        httpx.Client(verify=tls_context()) as http,
-        Client(devbox_fake.api_key, base_url=devbox_fake.url, http_client=http) as client,
-    ):
-        yield client
-    assert devbox_fake.errors == []
+#: Every test here runs on the process runtime (the conftest's fake reads this).
+FAKE_RUNTIME = "process"
 
 
 def create(sdk: Client, **fields: object) -> SandboxInstance:

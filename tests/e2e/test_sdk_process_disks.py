@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import httpx
 import pytest
 from createos import APIError, Client
 from createos.models import (
@@ -20,30 +19,14 @@ from createos.models import (
     RunCommandRequest,
 )
 
-from fake_server import FakeCreateOS, TransitionPolicy, tls_context
-
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from createos.instance import SandboxInstance
 
-
-@pytest.fixture(name="fake", scope="module")
-def _fake() -> Iterator[FakeCreateOS]:
-    fake = FakeCreateOS(transitions=TransitionPolicy.immediate(), runtime="process").start()
-    yield fake
-    fake.close()
+    from fake_server import FakeCreateOS
 
 
-@pytest.fixture(name="sdk")
-def _sdk(fake: FakeCreateOS) -> Iterator[Client]:
-    fake.reset()
-    with (
-        httpx.Client(verify=tls_context()) as http,
-        Client(fake.api_key, base_url=fake.url, http_client=http) as client,
-    ):
-        yield client
-    assert fake.errors == []
+#: Every test here runs on the process runtime (the conftest's fake reads this).
+FAKE_RUNTIME = "process"
 
 
 def _register(sdk: Client, name: str = "data", bucket: str = "bucket-1") -> str:
@@ -76,7 +59,7 @@ def _error(call: object) -> APIError:
 
 
 def test_sandboxes_sharing_a_disk_see_each_others_writes_and_files_outlive_them(
-    sdk: Client, fake: FakeCreateOS
+    sdk: Client, rfake: FakeCreateOS
 ) -> None:
     disk_id = _register(sdk)
     writer = _create(sdk, [DiskAttachment(disk_id=disk_id, mount_path="/mnt/data")])
