@@ -25,7 +25,7 @@ import httpx
 
 from benchmarks._common import Report, finish, interleave_async, median, parse_args, timer
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
-from fake_server.runtime import CommandRegistry, SandboxDisk, Shell
+from fake_server.runtime.bashkit import CommandRegistry, SandboxDisk, Shell
 from pytest_createos.provider import CreateosError, CreateosProvider, Environment, Pacer
 
 if TYPE_CHECKING:

@@ -33,12 +33,12 @@ import httpx
 
 from benchmarks._common import Report, finish, interleave_async, median, parse_args, timer
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_context
+from fake_server.runtime.environment import BASE_ENV
 from fake_server.runtime.pipes import StdinPipe
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime, tree
 from fake_server.runtime.process.netns import NetNamespace
 from fake_server.runtime.process.rootfs import SandboxRoot
 from fake_server.runtime.process.runner import bwrap_argv
-from fake_server.runtime.shell import BASE_ENV
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

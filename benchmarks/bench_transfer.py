@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from fake_server import FakeCreateOS
-    from fake_server.runtime import CommandFunc, CommandIO
+    from fake_server.runtime.bashkit import CommandFunc, CommandIO
 
 __all__ = ["main", "run"]
 

@@ -29,7 +29,7 @@ from fake_server.models import (
 )
 from fake_server.models.calls import Calls
 from fake_server.models.ids import check_seed
-from fake_server.runtime import CommandRegistry
+from fake_server.runtime.bashkit import CommandRegistry
 from fake_server.runtime.choice import Runtimes
 
 if TYPE_CHECKING:

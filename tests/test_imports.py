@@ -7,6 +7,7 @@ is still a circle for whoever reads the code), so the check needs nothing import
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,12 @@ PACKAGE = ROOT / "fake_server"
 #: HTTP layer, the server or the fault layer's HTTP adapter.
 LOWER = ("fake_server.models", "fake_server.runtime", "fake_server.clock", "fake_server.faults")
 HIGHER = ("fake_server.http", "fake_server.server", "fake_server.__main__")
+
+#: The two runtimes: rooms of ``fake_server.runtime`` that never import each other.
+RUNTIMES = ("fake_server.runtime.bashkit", "fake_server.runtime.process")
+#: The interface room (the rest of ``fake_server.runtime``) imports neither runtime, except the
+#: module that composes them.
+COMPOSER = "fake_server.runtime.choice"
 
 
 def _modules() -> dict[str, Path]:
@@ -48,6 +55,7 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return {t for t in targets if t in modules and t != name}
 
 
+@functools.cache
 def _graph() -> dict[str, set[str]]:
     modules = _modules()
     return {name: _imports(name, path, modules) for name, path in modules.items()}
@@ -105,6 +113,41 @@ def test_lower_layers_never_import_higher_ones() -> None:
         if _under(target, HIGHER)
     ]
     assert upward == []
+
+
+def _crossings(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from one runtime into the other, or from the interface into either."""
+    found = []
+    for source, targets in sorted(graph.items()):
+        if not _under(source, ("fake_server.runtime",)) or source == COMPOSER:
+            continue
+        home = next((room for room in RUNTIMES if _under(source, (room,))), None)
+        found += [
+            f"{source} -> {target}"
+            for target in sorted(targets)
+            for room in RUNTIMES
+            if room != home and _under(target, (room,))
+        ]
+    return found
+
+
+def test_the_runtimes_never_import_each_other_nor_does_the_interface() -> None:
+    assert _crossings(_graph()) == []
+
+
+def test_the_check_sees_a_runtime_importing_the_other() -> None:
+    graph = {
+        "fake_server.runtime.process.runner": {"fake_server.runtime.bashkit.shell"},
+        "fake_server.runtime.bashkit.shell": {"fake_server.runtime.environment"},
+        "fake_server.runtime.api": {"fake_server.runtime.process"},
+        "fake_server.runtime.choice": {"fake_server.runtime.process"},
+    }
+    assert _crossings(graph) == [
+        "fake_server.runtime.api -> fake_server.runtime.process",
+        "fake_server.runtime.process.runner -> fake_server.runtime.bashkit.shell",
+    ]
+    assert "fake_server.runtime.bashkit.machine" in _graph()[COMPOSER]
+    assert "fake_server.runtime.process" in _graph()[COMPOSER]
 
 
 def test_the_check_sees_a_circle_and_an_upward_import() -> None:

@@ -10,7 +10,7 @@ from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
 from fake_server.http.streams import open_body, stream_ndjson
 from fake_server.models import PayloadTooLarge
-from fake_server.runtime.disk import FILE_LIMIT
+from fake_server.runtime.environment import FILE_LIMIT
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -13,7 +13,7 @@ from fake_server.models.transitions import TransitionPolicy
 if TYPE_CHECKING:
     from fake_server.clock import Clock
     from fake_server.models.ids import IdGenerator
-    from fake_server.runtime import CommandRegistry
+    from fake_server.runtime.bashkit import CommandRegistry
     from fake_server.runtime.choice import Runtimes
 
 __all__ = ["Context"]

@@ -1,7 +1,7 @@
 """S3-backed persistent disks of one account: registrations, credentials, attachments.
 
 A disk's files live in a shared bucket store (``ResourceSettings.buckets``, one per endpoint
-and bucket) mounted into each sandbox it is attached to (``runtime.mounts``): every sandbox
+and bucket) mounted into each sandbox it is attached to (``runtime.bashkit.mounts``): every sandbox
 sees the same files at once and they outlive the sandbox and the registration, as a real
 bucket does; a ``sub_path`` mount shows one folder of it. Credentials are kept but no read
 ever returns them. Sources of each decision: docs/fidelity-resources.md.
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from fake_server.models.context import Context
     from fake_server.models.sandbox import Sandbox
-    from fake_server.runtime.mounts import Bucket, MountingDisk
+    from fake_server.runtime.bashkit.mounts import Bucket, MountingDisk
 
 __all__ = ["Attachment", "Disk", "Disks"]
 
@@ -201,7 +201,7 @@ class Disks:
         return bool(matches)
 
     def bucket(self, disk: Disk) -> Bucket:
-        from fake_server.runtime.mounts import Bucket
+        from fake_server.runtime.bashkit.mounts import Bucket
 
         key = _key(disk)
         buckets = self._ctx.resources.buckets
@@ -249,7 +249,7 @@ DISKS_NEED_BASHKIT = (
 
 def mounting_disk(sandbox: Sandbox) -> MountingDisk:
     """The sandbox's disk that takes mounts; 409 on a runtime whose disk cannot."""
-    from fake_server.runtime.mounts import MountingDisk
+    from fake_server.runtime.bashkit.mounts import MountingDisk
 
     disk = sandbox.disk
     if not isinstance(disk, MountingDisk):

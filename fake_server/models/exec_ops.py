@@ -200,7 +200,7 @@ class ExecOps(AccountBase):
         except (NotADirectoryError, FileExistsError):
             raise BadRequest("a parent is not a directory", field="path") from None
         except OSError as exc:
-            from fake_server.runtime.disk import DISK_LIMIT, FILE_LIMIT
+            from fake_server.runtime.environment import DISK_LIMIT, FILE_LIMIT
 
             if exc.errno == errno.EFBIG:
                 message = f"file exceeds the fake sandbox's {FILE_LIMIT}-byte file limit"

@@ -13,7 +13,7 @@ from fake_server.models.errors import ApiError, BadRequest
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from fake_server.runtime.mounts import Bucket
+    from fake_server.runtime.bashkit.mounts import Bucket
 
 __all__ = [
     "NAME_RULE",

@@ -21,7 +21,7 @@ from fake_server.models.resource_base import Forbidden, check_name
 if TYPE_CHECKING:
     from fake_server.models.context import Context
     from fake_server.models.sandbox import Sandbox
-    from fake_server.runtime import SandboxDisk
+    from fake_server.runtime.bashkit import SandboxDisk
 
 __all__ = ["LogLine", "Template", "Templates"]
 
@@ -165,7 +165,7 @@ class _Build:
         self.template.log.append(LogLine(self.step, level, line))
 
     async def run(self) -> None:
-        from fake_server.runtime import SandboxDisk
+        from fake_server.runtime.bashkit import SandboxDisk
 
         template = self.template
         disk = SandboxDisk()
@@ -217,7 +217,8 @@ class _Build:
         return ""
 
     async def _run(self, script: str, disk: SandboxDisk) -> str:
-        from fake_server.runtime import ProcessSignal, Shell
+        from fake_server.runtime import ProcessSignal
+        from fake_server.runtime.bashkit import Shell
 
         output: list[bytes] = []
 
@@ -249,8 +250,8 @@ def seed_sandbox(template: Template, sandbox: Sandbox) -> None:
     Files the build left as the bashkit image has them (its ``/usr/bin`` command wrappers,
     ``/etc/os-release``…) are not copied: on the process runtime they would replace the
     sandbox's real programs."""
-    from fake_server.runtime import vfs
-    from fake_server.runtime.disk import SandboxDisk
+    from fake_server.runtime.bashkit import vfs
+    from fake_server.runtime.bashkit.disk import SandboxDisk
     from fake_server.runtime.process.dirdisk import DirDisk
 
     image = template.image

@@ -25,8 +25,8 @@ from fake_server.persist.codec import (
 from fake_server.persist.files import Manifest, snapshot
 from fake_server.persist.files import restore as restore_files
 from fake_server.runtime.api import BucketMounts, FeatureUnavailable, RuntimeUnavailable
-from fake_server.runtime.bashkit_runtime import BashkitRuntime
-from fake_server.runtime.deferred import DeferredDisk
+from fake_server.runtime.bashkit.deferred import DeferredDisk
+from fake_server.runtime.bashkit.machine import BashkitRuntime
 from fake_server.runtime.process import ProcessRuntime
 
 if TYPE_CHECKING:
@@ -203,7 +203,7 @@ def _buckets(
     read: Callable[[str], bytes],
     saver: Saver,
 ) -> None:
-    from fake_server.runtime.mounts import Bucket, empty_bucket
+    from fake_server.runtime.bashkit.mounts import Bucket, empty_bucket
 
     parts: dict[tuple[str, str], dict[str, Any]] = {}
     for owner, manifest in manifests.items():
@@ -226,7 +226,7 @@ def _resources(
     read: Callable[[str], bytes],
     done: Restored,
 ) -> None:
-    from fake_server.runtime.disk import SandboxDisk
+    from fake_server.runtime.bashkit.disk import SandboxDisk
 
     resources, clock = account.resources, fake.clock
     mine = {s: sandboxes[s] for s in account.sandboxes if s in sandboxes}

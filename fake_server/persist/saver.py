@@ -211,7 +211,7 @@ class Saver:
     def _image(self) -> Manifest:
         """The manifest of a fresh sandbox disk (made once)."""
         if self._fresh is None:
-            from fake_server.runtime.mounts import MountingDisk
+            from fake_server.runtime.bashkit.mounts import MountingDisk
 
             self._fresh = snapshot(MountingDisk().fs, self.blobs)
         return self._fresh

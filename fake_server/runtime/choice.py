@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.api import RUNTIMES
-from fake_server.runtime.bashkit_runtime import BashkitRuntime
-from fake_server.runtime.missing import DEFAULT_CHOICE
+from fake_server.runtime.bashkit.machine import BashkitRuntime
+from fake_server.runtime.bashkit.missing import DEFAULT_CHOICE
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
 
 if TYPE_CHECKING:
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from fake_server.runtime.api import Machine, Runtime
-    from fake_server.runtime.commands import CommandRegistry
+    from fake_server.runtime.bashkit.commands import CommandRegistry
 
 __all__ = ["Runtimes", "check_name"]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fake_server.clock import VirtualClock
-from fake_server.runtime import CommandRegistry, SandboxDisk, Shell
+from fake_server.runtime.bashkit import CommandRegistry, SandboxDisk, Shell
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from fake_server.runtime.disk import DISK_LIMIT, FILE_LIMIT
+from fake_server.runtime.environment import DISK_LIMIT, FILE_LIMIT
 
 if TYPE_CHECKING:
     import httpx

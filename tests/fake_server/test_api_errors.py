@@ -151,7 +151,7 @@ async def test_a_bug_while_streaming_ends_the_stream_with_an_error_frame(
     make_sandbox: Callable[..., Awaitable[str]],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from fake_server.runtime import Shell
+    from fake_server.runtime.bashkit import Shell
 
     async def broken(self: Shell, *args: object, **kwargs: object) -> int:
         raise RuntimeError("interpreter bug")

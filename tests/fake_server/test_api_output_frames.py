@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     import httpx
 
     from fake_server import FakeCreateOS
-    from fake_server.runtime import CommandIO
+    from fake_server.runtime.bashkit import CommandIO
 
 pytestmark = pytest.mark.asyncio
 

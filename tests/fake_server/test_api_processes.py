@@ -14,7 +14,7 @@ import pytest_asyncio
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_context
 
 if TYPE_CHECKING:
-    from fake_server.runtime import CommandIO
+    from fake_server.runtime.bashkit import CommandIO
 
 pytestmark = pytest.mark.asyncio
 

@@ -12,8 +12,8 @@ import pytest
 import pytest_asyncio
 
 from fake_server.clock import VirtualClock
-from fake_server.runtime import CommandRegistry
-from fake_server.runtime.bashkit_runtime import BashkitMachine
+from fake_server.runtime.bashkit import CommandRegistry
+from fake_server.runtime.bashkit.machine import BashkitMachine
 from fake_server.runtime.egress import allows, effective, name_ports, verdict
 from fake_server.runtime.netoptions import HostnameMode
 

@@ -18,7 +18,7 @@ from fake_server.models import (
     World,
 )
 from fake_server.models.base import check_abs_path
-from fake_server.runtime import CommandRegistry
+from fake_server.runtime.bashkit import CommandRegistry
 
 
 def make_world(policy: TransitionPolicy | None = None) -> tuple[World, VirtualClock]:

@@ -10,7 +10,7 @@ from fake_server.http.resources_routes import RESOURCE_ROUTES
 from fake_server.models import BadRequest, Conflict
 from fake_server.models.desktop import MAX_SCREENS, Desktop
 from fake_server.models.dockerfile import parse, parse_env
-from fake_server.runtime.mounts import Bucket, MountingDisk, empty_bucket
+from fake_server.runtime.bashkit.mounts import Bucket, MountingDisk, empty_bucket
 
 
 def test_each_resource_route_has_an_operation_of_its_own() -> None:

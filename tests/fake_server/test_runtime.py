@@ -9,13 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from fake_server.clock import VirtualClock
-from fake_server.runtime import (
-    HOME,
-    CommandIO,
-    CommandRegistry,
-    SandboxDisk,
-    Shell,
-)
+from fake_server.runtime import HOME
+from fake_server.runtime.bashkit import CommandIO, CommandRegistry, SandboxDisk, Shell
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -2,9 +2,9 @@
 
 Before, bashkit's ``cat /dev/zero | head -c 5000000`` printed 1 MiB (8 KiB of ``/dev/urandom``)
 and ``tr -dc a-z </dev/urandom | head -c 10000`` 812 bytes, all with status 0. Now ``cat``
-(``fake_server.runtime.cat``) streams the devices, and a read nothing of the fake can stream
-(a redirect, another command's device operand) fails before the script runs
-(``fake_server.runtime.devices``). The ``cat`` outputs below are GNU cat 9.1's.
+(``fake_server.runtime.bashkit.gnu.cat``) streams the devices, and a read nothing of the fake
+can stream (a redirect, another command's device operand) fails before the script runs
+(``fake_server.runtime.bashkit.devices``). The ``cat`` outputs below are GNU cat 9.1's.
 """
 
 from __future__ import annotations

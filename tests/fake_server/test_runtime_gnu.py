@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fake_server.clock import VirtualClock
-from fake_server.runtime import CommandRegistry, SandboxDisk, Shell
+from fake_server.runtime.bashkit import CommandRegistry, SandboxDisk, Shell
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence

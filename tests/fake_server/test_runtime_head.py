@@ -1,7 +1,7 @@
 """``head`` in bashkit sandboxes: the endless devices in full, otherwise as GNU's.
 
 Before, bashkit's ``head -c 5000000 /dev/zero`` printed 1 MiB and ``/dev/urandom`` 8 KiB, with
-status 0 (its devices give no more per read); ``fake_server.runtime.head`` streams them.
+status 0 (its devices give no more per read); ``fake_server.runtime.bashkit.gnu.head`` streams them.
 """
 
 from __future__ import annotations

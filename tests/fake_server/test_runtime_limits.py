@@ -1,8 +1,8 @@
 """No silent caps: ``seq`` and ``yes`` give their whole output, bashkit's fixed limits say so.
 
 bashkit's own ``seq`` stops at 100,000 lines and ``yes`` at 10,000, both with status 0; the
-runtime replaces them (``fake_server.runtime.endless``). An expansion past bashkit's 100,000
-words fails with status 1 and, now, a message on stderr.
+runtime replaces them (``fake_server.runtime.bashkit.gnu.endless``). An expansion past
+bashkit's 100,000 words fails with status 1 and, now, a message on stderr.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from fake_server.runtime.primed import primed
+from fake_server.runtime.bashkit.primed import primed
 
 
 def _command(log: list[str]) -> Any:

@@ -7,13 +7,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from fake_server.runtime import (
-    CommandIO,
-    StdinPipe,
-)
+from fake_server.runtime import StdinPipe
 
 if TYPE_CHECKING:
     from _runtime_box import Box
+
+    from fake_server.runtime.bashkit import CommandIO
 
 
 # -- stdin ------------------------------------------------------------------------------------

@@ -231,7 +231,7 @@ def test_egress_hostnames_marker_enforces_names_for_one_test(inner: pytest.Pytes
         import pytest
 
         def curl(fake, rules):
-            from fake_server.runtime.bashkit_runtime import BashkitMachine
+            from fake_server.runtime.bashkit.machine import BashkitMachine
 
             machine = fake.runtimes.get("bashkit").new_sandbox("x")
             assert isinstance(machine, BashkitMachine)

@@ -12,7 +12,7 @@ from tests.provider.conftest import fail, make_env, operations
 
 if TYPE_CHECKING:
     from fake_server import FakeCreateOS
-    from fake_server.runtime import CommandIO
+    from fake_server.runtime.bashkit import CommandIO
     from pytest_createos.provider import CreateosProvider, Environment
 
 

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fake_server.clock import VirtualClock
-from fake_server.runtime import CommandRegistry
-from fake_server.runtime.bashkit_runtime import BashkitMachine
+from fake_server.runtime.bashkit import CommandRegistry
+from fake_server.runtime.bashkit.machine import BashkitMachine
 
 _WORDS = st.one_of(
     st.sampled_from(

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.argv import check_argv, check_env
+from fake_server.runtime.environment import BASE_ENV
 from fake_server.runtime.pipes import ProcessSignal, StdinPipe
 from fake_server.runtime.process import pty, tree
 from fake_server.runtime.process.guest import INIT
 from fake_server.runtime.process.netns import nsenter_path
 from fake_server.runtime.process.spawn import feed, pump, reap, spawn
-from fake_server.runtime.shell import BASE_ENV
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence

@@ -13,11 +13,11 @@ import tarfile
 import time
 from typing import TYPE_CHECKING
 
-from fake_server.runtime import vfs
-from fake_server.runtime.tararg import FAILED, FATAL, is_excluded
+from fake_server.runtime.bashkit import vfs
+from fake_server.runtime.bashkit.gnu.tararg import FAILED, FATAL, is_excluded
 
 if TYPE_CHECKING:
-    from fake_server.runtime.tararg import TarRun
+    from fake_server.runtime.bashkit.gnu.tararg import TarRun
 
 __all__ = ["read_archive"]
 

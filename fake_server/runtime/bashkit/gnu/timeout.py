@@ -11,13 +11,13 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.adapters import parse_duration
-from fake_server.runtime.runstate import RunState
+from fake_server.runtime.bashkit.adapters import parse_duration
+from fake_server.runtime.bashkit.runstate import RunState
 
 if TYPE_CHECKING:
     import bashkit
 
-    from fake_server.runtime.runstate import Sink
+    from fake_server.runtime.bashkit.runstate import Sink
 
 __all__ = ["Spawn", "timeout_command"]
 

@@ -6,10 +6,10 @@ import errno
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime import egress
-from fake_server.runtime.disk import SandboxDisk
-from fake_server.runtime.missing import DEFAULT_CHOICE
+from fake_server.runtime.bashkit.disk import SandboxDisk
+from fake_server.runtime.bashkit.missing import DEFAULT_CHOICE
+from fake_server.runtime.bashkit.shell import Shell
 from fake_server.runtime.netoptions import HostnameMode
-from fake_server.runtime.shell import Shell
 
 if TYPE_CHECKING:
     import asyncio
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from fake_server.clock import Clock
     from fake_server.runtime.api import Meter
-    from fake_server.runtime.commands import CommandRegistry
+    from fake_server.runtime.bashkit.commands import CommandRegistry
 
 __all__ = ["BashkitMachine", "BashkitRunner", "BashkitRuntime"]
 
@@ -81,8 +81,8 @@ class BashkitMachine:
 
     def fork(self) -> BashkitMachine:
         """A new sandbox holding exactly the files this one holds now."""
-        from fake_server.runtime.diskcopy import copy_disk
-        from fake_server.runtime.mounts import MountingDisk
+        from fake_server.runtime.bashkit.diskcopy import copy_disk
+        from fake_server.runtime.bashkit.mounts import MountingDisk
 
         return BashkitMachine(
             self._commands,
@@ -136,7 +136,7 @@ class BashkitRuntime:
 
     def new_sandbox(self, sandbox_id: str, disk_mib: int = 0) -> BashkitMachine:
         """``disk_mib`` is not enforced: the in-memory disk keeps its fixed ``DISK_LIMIT``."""
-        from fake_server.runtime.mounts import MountingDisk
+        from fake_server.runtime.bashkit.mounts import MountingDisk
 
         return BashkitMachine(self._commands, MountingDisk(), self.hostnames, self._process_choice)
 

@@ -15,28 +15,16 @@ import posixpath
 
 import bashkit
 
-from fake_server.runtime import capacity, vfs
+from fake_server.runtime import capacity
 from fake_server.runtime.argv import utf8
+from fake_server.runtime.bashkit import vfs
 
 __all__ = [
-    "DISK_LIMIT",
-    "FILE_LIMIT",
-    "HOME",
     "IMAGE_COMMANDS",
     "SandboxDisk",
     "wiped_fs",
     "wrapper_script",
 ]
-
-#: The sandbox user's home directory (also ``$HOME`` and the default working directory):
-#: commands run as root, as on the service's devbox VM.
-HOME = "/root"
-
-#: Largest file bashkit 0.20's in-memory ``FileSystem`` holds (not configurable there).
-FILE_LIMIT = 10_000_000
-
-#: Total bytes of files one bashkit ``FileSystem`` holds (not configurable there either).
-DISK_LIMIT = 100_000_000
 
 #: Builtins installed as ``/bin/<name>`` and ``/usr/bin/<name>`` wrapper scripts.
 IMAGE_COMMANDS: tuple[str, ...] = (

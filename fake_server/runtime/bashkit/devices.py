@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import bashkit
 
-from fake_server.runtime import vfs
+from fake_server.runtime.bashkit import vfs
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Iterator

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 from typing import TYPE_CHECKING
 
-from fake_server.runtime import vfs
+from fake_server.runtime.bashkit import vfs
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

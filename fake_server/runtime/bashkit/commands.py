@@ -14,11 +14,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from fake_server.runtime.disk import IMAGE_COMMANDS
+from fake_server.runtime.bashkit.disk import IMAGE_COMMANDS
 
 if TYPE_CHECKING:
     from fake_server.clock import Clock
-    from fake_server.runtime.disk import SandboxDisk
+    from fake_server.runtime.bashkit.disk import SandboxDisk
 
 __all__ = ["CommandFunc", "CommandIO", "CommandRegistry", "RegisteredCommand"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 
-from fake_server.runtime.disk import SandboxDisk
+from fake_server.runtime.bashkit.disk import SandboxDisk
 
 __all__ = ["copy_disk"]
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import bashkit
 
     from fake_server.clock import Clock, Hold
-    from fake_server.runtime.disk import SandboxDisk
+    from fake_server.runtime.bashkit.disk import SandboxDisk
     from fake_server.runtime.terminal import Terminal
 
 __all__ = ["RunState", "Sink"]

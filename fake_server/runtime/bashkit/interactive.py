@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 import bashkit
 
-from fake_server.runtime import braces, devices
-from fake_server.runtime.primed import add_commands
+from fake_server.runtime.bashkit import braces, devices
+from fake_server.runtime.bashkit.primed import add_commands
 
 if TYPE_CHECKING:
+    from fake_server.runtime.bashkit.runstate import RunState, Sink
     from fake_server.runtime.pipes import StdinSource
-    from fake_server.runtime.runstate import RunState, Sink
 
 __all__ = [
     "ALIVE_COMMAND",

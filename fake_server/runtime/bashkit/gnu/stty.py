@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import bashkit
 
-    from fake_server.runtime.adapters import CommandCallback
+    from fake_server.runtime.bashkit.adapters import CommandCallback
     from fake_server.runtime.terminal import Terminal
 
 __all__ = ["stty_command"]

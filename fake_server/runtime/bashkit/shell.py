@@ -11,46 +11,40 @@ from typing import TYPE_CHECKING, Any
 
 import bashkit
 
-from fake_server.runtime import adapters, braces, capacity, devices, endless, netclients, vfs
+from fake_server.runtime import capacity
 from fake_server.runtime.argv import check_argv, check_env, utf8
-from fake_server.runtime.cat import cat_command
-from fake_server.runtime.disk import HOME, IMAGE_COMMANDS
-from fake_server.runtime.head import head_command
-from fake_server.runtime.interactive import (
+from fake_server.runtime.bashkit import adapters, braces, devices, vfs
+from fake_server.runtime.bashkit.disk import IMAGE_COMMANDS
+from fake_server.runtime.bashkit.gnu import endless, netclients
+from fake_server.runtime.bashkit.gnu.cat import cat_command
+from fake_server.runtime.bashkit.gnu.head import head_command
+from fake_server.runtime.bashkit.gnu.realpath import realpath_command
+from fake_server.runtime.bashkit.gnu.stty import stty_command
+from fake_server.runtime.bashkit.gnu.tar import tar_command
+from fake_server.runtime.bashkit.gnu.timeout import timeout_command
+from fake_server.runtime.bashkit.interactive import (
     argv_may_read_stdin,
     command_string,
     reads_commands_from_stdin,
     run_interactive,
 )
-from fake_server.runtime.missing import DEFAULT_CHOICE, with_runtime_hint
+from fake_server.runtime.bashkit.missing import DEFAULT_CHOICE, with_runtime_hint
+from fake_server.runtime.bashkit.primed import add_commands, primed
+from fake_server.runtime.bashkit.runstate import RunState
+from fake_server.runtime.environment import BASE_ENV, HOME
 from fake_server.runtime.pipes import BytesSource, StdinPipe
-from fake_server.runtime.primed import add_commands, primed
-from fake_server.runtime.realpath import realpath_command
-from fake_server.runtime.runstate import RunState
-from fake_server.runtime.stty import stty_command
-from fake_server.runtime.tar import tar_command
-from fake_server.runtime.timeout import timeout_command
 
 if TYPE_CHECKING:
     from fake_server.clock import Clock
-    from fake_server.runtime.commands import CommandRegistry
-    from fake_server.runtime.disk import SandboxDisk
+    from fake_server.runtime.bashkit.commands import CommandRegistry
+    from fake_server.runtime.bashkit.disk import SandboxDisk
     from fake_server.runtime.pipes import StdinSource
     from fake_server.runtime.terminal import Terminal
 
-__all__ = ["BASE_ENV", "Shell"]
+__all__ = ["Shell"]
 
 Sink = Callable[[bytes], Awaitable[None]]
 
-#: The environment every process starts with; ``env`` passed to ``run()`` is laid over it.
-BASE_ENV: Mapping[str, str] = {
-    "HOME": HOME,
-    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "USER": "root",
-    "LOGNAME": "root",
-    "SHELL": "/bin/bash",
-    "LANG": "C.UTF-8",
-}
 
 # bashkit appends hints ("Did you mean …", "Compilers … are not available") GNU bash never prints.
 _HINT = re.compile(rb"(: command not found)[^\n]+")

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import bashkit
 
     from fake_server.clock import Clock
-    from fake_server.runtime.adapters import CommandCallback
+    from fake_server.runtime.bashkit.adapters import CommandCallback
 
 __all__ = ["curl_command", "wget_command"]
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import bashkit
 
 from fake_server.runtime import capacity
-from fake_server.runtime.disk import wiped_fs
-from fake_server.runtime.mounts import MountingDisk
+from fake_server.runtime.bashkit.disk import wiped_fs
+from fake_server.runtime.bashkit.mounts import MountingDisk
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -14,7 +14,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.devices import open_stream, written
+from fake_server.runtime.bashkit.devices import open_stream, written
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

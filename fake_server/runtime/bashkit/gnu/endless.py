@@ -11,7 +11,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.devices import written
+from fake_server.runtime.bashkit.devices import written
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

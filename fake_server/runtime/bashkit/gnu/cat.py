@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.devices import open_stream, written
+from fake_server.runtime.bashkit.devices import open_stream, written
 
 if TYPE_CHECKING:
     import bashkit

@@ -17,15 +17,15 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from fake_server.runtime.commands import CommandIO
+from fake_server.runtime.bashkit.commands import CommandIO
 from fake_server.runtime.pipes import BytesSource
 
 if TYPE_CHECKING:
     import bashkit
 
-    from fake_server.runtime.commands import RegisteredCommand
+    from fake_server.runtime.bashkit.commands import RegisteredCommand
+    from fake_server.runtime.bashkit.runstate import RunState, Sink
     from fake_server.runtime.pipes import StdinSource
-    from fake_server.runtime.runstate import RunState, Sink
 
 __all__ = [
     "STDIN_COMMAND",

@@ -13,8 +13,8 @@ import posixpath
 
 import bashkit
 
-from fake_server.runtime import vfs
-from fake_server.runtime.disk import SandboxDisk
+from fake_server.runtime.bashkit import vfs
+from fake_server.runtime.bashkit.disk import SandboxDisk
 
 __all__ = ["Bucket", "MountingDisk", "empty_bucket"]
 

@@ -14,8 +14,8 @@ import posixpath
 import tarfile
 from typing import TYPE_CHECKING
 
-from fake_server.runtime import vfs
-from fake_server.runtime.tararg import (
+from fake_server.runtime.bashkit import vfs
+from fake_server.runtime.bashkit.gnu.tararg import (
     FAILED,
     FATAL,
     TRY,
@@ -24,7 +24,7 @@ from fake_server.runtime.tararg import (
     is_excluded,
     parse_tar_args,
 )
-from fake_server.runtime.tarread import read_archive
+from fake_server.runtime.bashkit.gnu.tarread import read_archive
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
