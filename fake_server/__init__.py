@@ -10,15 +10,11 @@ from __future__ import annotations
 
 from fake_server.clock import Clock, RealClock, VirtualClock
 from fake_server.faults import Fault, Faults
-from fake_server.hooks import (
-    clock_transport,
-    httpx_event_hooks,
-    sync_clock_transport,
-    tls_context,
-)
+from fake_server.httpx_clock import clock_transport, httpx_event_hooks, sync_clock_transport
 from fake_server.models import Event, Journal, Step, TransitionPolicy
 from fake_server.runtime.netoptions import NetworkOptions
 from fake_server.server import FakeCreateOS
+from fake_server.tls import tls_context
 
 __all__ = [
     "Clock",

@@ -10,7 +10,6 @@ its own; any other ``httpx.AsyncClient`` gets the same with
 
 from __future__ import annotations
 
-import functools
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -18,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from fake_server.clock import EXCHANGE_HEADER
+from fake_server.tls import tls_context
 
 if TYPE_CHECKING:
-    import ssl
     from collections.abc import AsyncIterator, Iterator
 
     from fake_server.clock import Clock, VirtualClock
@@ -31,21 +30,9 @@ __all__ = [
     "clock_transport",
     "httpx_event_hooks",
     "sync_clock_transport",
-    "tls_context",
 ]
 
 Hook = Callable[[Any], Awaitable[None]]
-
-
-@functools.cache
-def tls_context() -> ssl.SSLContext:
-    """One TLS context per process for httpx clients of the fake (``verify=tls_context()``).
-
-    Every httpx client or transport built without ``verify=`` loads the CA bundle anew (about
-    25 ms); a suite that builds a client per test spends seconds on it. The context is never
-    changed after it is built, so sharing it is safe.
-    """
-    return httpx.create_ssl_context()
 
 
 class ClockTransport(httpx.AsyncBaseTransport):
