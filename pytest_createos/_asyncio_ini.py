@@ -3,9 +3,10 @@ async test of ours says when pytest-asyncio is not installed.
 
 pytest-asyncio warns on every run (a ``PytestDeprecationWarning`` printed before the header)
 while ``asyncio_default_fixture_loop_scope`` is unset. The plugin's fixtures are synchronous
-(their work runs on the plugin's own loop), so the value does not change them; it is set to
-``function``, pytest-asyncio's announced default, only when the project's configuration and
-``-o`` leave it unset. A project that sets it keeps its value.
+(their work runs on the plugin's own loop), so the value does not change them; ``function``,
+pytest-asyncio's announced default, becomes the setting's default. A value from the project's
+configuration or ``-o`` still wins: pytest returns a declared default only for a setting
+nobody gave.
 """
 
 from __future__ import annotations
@@ -16,34 +17,44 @@ if TYPE_CHECKING:
     import pytest
 
 __all__ = [
+    "LOOP_SCOPE_HELP",
     "LOOP_SCOPE_INI",
     "NO_ASYNCIO",
-    "default_asyncio_loop_scope",
+    "asyncio_runs",
+    "declare_loop_scope_default",
     "missing_asyncio",
     "register_asyncio_marker",
 ]
 
 LOOP_SCOPE_INI = "asyncio_default_fixture_loop_scope"
+LOOP_SCOPE_HELP = (
+    "default scope of the asyncio event loop used to execute async fixtures "
+    "(function when unset: pytest-createos's choice, pytest-asyncio's announced default)"
+)
 
 
-def default_asyncio_loop_scope(config: pytest.Config) -> bool:
-    """Set the loop scope to ``function`` if pytest-asyncio runs and it is unset; whether set.
+def asyncio_runs(pluginmanager: pytest.PytestPluginManager) -> bool:
+    """pytest-asyncio is registered: by its entry point (``asyncio``) or by a conftest's
+    ``pytest_plugins`` (under its module's name, even with ``-p no:asyncio``)."""
+    return pluginmanager.hasplugin("asyncio") or any(
+        getattr(plugin, "__name__", "").partition(".")[0] == "pytest_asyncio"
+        for plugin in pluginmanager.get_plugins()
+    )
 
-    Runs before pytest-asyncio's ``pytest_configure`` reads it. pytest has no public setter
-    for another plugin's ini value: this fills pytest's ini cache, where ``getini`` looks
-    first (pytest 8 and 9); the downstream-project test fails if that ever stops working.
+
+def declare_loop_scope_default(
+    pluginmanager: pytest.PytestPluginManager, parser: pytest.Parser
+) -> bool:
+    """Declare the loop scope's default as ``function`` where pytest-asyncio runs; whether it did.
+
+    ``Parser.addini`` is pytest's public way to declare a setting and its default; declaring
+    pytest-asyncio's setting again, once every plugin has declared its own (from
+    ``pytest_load_initial_conftests``), replaces only the default. pytest-asyncio reads the
+    value in its ``pytest_configure``, which runs later.
     """
-    if not config.pluginmanager.hasplugin("asyncio"):
+    if not asyncio_runs(pluginmanager):
         return False
-    try:
-        if config.getini(LOOP_SCOPE_INI):
-            return False
-    except ValueError:  # a pytest-asyncio without this setting
-        return False
-    cache = getattr(config, "_inicache", None)
-    if not isinstance(cache, dict):
-        return False
-    cache[LOOP_SCOPE_INI] = "function"
+    parser.addini(LOOP_SCOPE_INI, LOOP_SCOPE_HELP, type="string", default="function")
     return True
 
 
@@ -57,13 +68,13 @@ NO_ASYNCIO = (
 def register_asyncio_marker(config: pytest.Config) -> None:
     """Without pytest-asyncio, ``asyncio`` is still a known marker, so a test marked with it
     reaches ``missing_asyncio`` instead of an unknown-marker warning."""
-    if not config.pluginmanager.hasplugin("asyncio"):
+    if not asyncio_runs(config.pluginmanager):
         config.addinivalue_line("markers", "asyncio: needs pytest-asyncio (not installed)")
 
 
 def missing_asyncio(item: pytest.Item, uses_createos: bool) -> str | None:
     """Why ``item`` cannot run: marked ``asyncio`` and using our fixtures, without the plugin
     that runs it (pytest would say only "async def functions are not natively supported")."""
-    if not uses_createos or item.config.pluginmanager.hasplugin("asyncio"):
+    if not uses_createos or asyncio_runs(item.config.pluginmanager):
         return None
     return NO_ASYNCIO if item.get_closest_marker("asyncio") is not None else None

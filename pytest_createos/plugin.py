@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_createos._asyncio_ini import (
-    default_asyncio_loop_scope,
+    declare_loop_scope_default,
     missing_asyncio,
     register_asyncio_marker,
 )
@@ -87,9 +87,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser
+) -> Generator[None]:
+    """After the initial conftests, every plugin (those they name too) declared its settings."""
+    try:
+        return (yield)
+    finally:
+        declare_loop_scope_default(early_config.pluginmanager, parser)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    default_asyncio_loop_scope(config)  # before pytest-asyncio reads it
     register_asyncio_marker(config)
     for name, text in MARKER_HELP.items():
         config.addinivalue_line("markers", f"{name}: {text}")

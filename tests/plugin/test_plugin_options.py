@@ -107,3 +107,21 @@ def test_pytest_asyncio_loop_scope_is_set_only_when_unset(pytester: pytest.Pytes
     chosen = pytester.runpytest()
     chosen.assert_outcomes(passed=1)
     chosen.stdout.fnmatch_lines(["asyncio: *asyncio_default_fixture_loop_scope=module*"])
+    overridden = pytester.runpytest("-o", "asyncio_default_fixture_loop_scope=session")
+    overridden.stdout.fnmatch_lines(["asyncio: *asyncio_default_fixture_loop_scope=session*"])
+
+
+def test_the_loop_scope_default_reaches_pytest_asyncio_loaded_by_a_conftest(
+    pytester: pytest.Pytester,
+) -> None:
+    """The default is declared once every plugin has declared its settings, so it also holds
+    when pytest-asyncio comes from the root conftest rather than from its entry point."""
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    pytester.makeconftest('pytest_plugins = ["pytest_asyncio.plugin"]\n')
+    pytester.makeini(
+        "[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest -p no:asyncio\n"
+    )
+    result = pytester.runpytest("-W", "error::pytest.PytestDeprecationWarning")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["asyncio: *asyncio_default_fixture_loop_scope=function*"])
+    assert "is unset" not in result.stderr.str()
