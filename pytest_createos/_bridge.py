@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
 __all__ = ["BRIDGED_METHODS", "BackgroundLoop", "BridgedProvider", "RunSync"]
 
+#: pytest leaves this module's frames out of a failure's traceback (``--fulltrace`` shows
+#: them): they relay a call between loops and never say anything about the failure.
+__tracebackhide__ = True
+
 _T = TypeVar("_T")
 _T_co = TypeVar("_T_co", covariant=True)
 

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import pathlib
-import sys
-import sysconfig
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
-    from types import TracebackType
 
     from fake_server.models.journal import Event
     from pytest_createos._options import CheckMode, JournalMode, Options
@@ -31,7 +27,6 @@ __all__ = [
     "journal_text",
     "problems",
     "scope_mismatch",
-    "trim_traceback",
 ]
 
 #: Statuses of a sandbox that still exists and costs money.
@@ -161,53 +156,6 @@ def problems(
         if found is not None:
             (failures if mode == "fail" else warnings).append(found)
     return failures, warnings
-
-
-_PACKAGE = pathlib.Path(__file__).resolve().parent
-_STDLIB = pathlib.Path(sysconfig.get_paths()["stdlib"]).resolve()
-_SITE = {pathlib.Path(sysconfig.get_paths()[key]).resolve() for key in ("purelib", "platlib")}
-
-
-def _internal(filename: str) -> bool:
-    """A frame of the plugin, the provider, or the standard library between them."""
-    path = pathlib.Path(filename)
-    if path.is_relative_to(_PACKAGE):
-        return True
-    return path.is_relative_to(_STDLIB) and not any(path.is_relative_to(s) for s in _SITE)
-
-
-def trim_traceback(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-    """Hide the frames that add nothing to a failure.
-
-    The bridge's relay frames never say anything; for the provider's own errors
-    (``CreateosError``: a documented outcome such as an HTTP 503) the frames inside the provider
-    and asyncio do not either, so the traceback ends at the test's line that made the call.
-    Anything else (a bug) keeps every provider frame. The exception's own traceback is
-    relinked, because pytest rebuilds its entries from it when it cuts at the test function.
-    """
-    errors = sys.modules.get("pytest_createos.provider._errors")
-    expected = errors is not None and isinstance(excinfo.value, errors.CreateosError)
-    frames: list[TracebackType] = []
-    tb: TracebackType | None = excinfo.tb
-    while tb is not None:
-        frames.append(tb)
-        tb = tb.tb_next
-    names = [frame.tb_frame.f_code.co_filename for frame in frames]
-    if expected:
-        outside = [i for i, name in enumerate(names) if not _internal(name)]
-        if not outside:
-            return
-        kept = frames[: outside[-1] + 1]
-    else:
-        kept = [f for f, name in zip(frames, names, strict=True) if name != _BRIDGE]
-    if len(kept) == len(frames) or not kept or kept[0] is not frames[0]:
-        return
-    for before, after in zip(kept, [*kept[1:], None], strict=True):
-        before.tb_next = after
-    excinfo.traceback = type(excinfo.traceback)(excinfo.tb)
-
-
-_BRIDGE = str(_PACKAGE / "_bridge.py")
 
 
 SCOPE_HINT = (

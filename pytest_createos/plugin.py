@@ -37,8 +37,8 @@ from pytest_createos._report import (
     journal_text,
     problems,
     scope_mismatch,
-    trim_traceback,
 )
+from pytest_createos._traceback import documented_outcome_repr
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterator
@@ -188,10 +188,11 @@ def pytest_runtest_makereport(
     here, so teardown does not report the same test a second time.
     """
     options = item.config.stash[_OPTIONS_KEY]
-    full = options.journal == "full" or item.config.getoption("fulltrace", False)
-    if call.excinfo is not None and not full:
-        trim_traceback(call.excinfo)
     report = yield
+    if report.failed and call.excinfo is not None and options.journal != "full":
+        shorter = documented_outcome_repr(item, call.excinfo)
+        if shorter is not None:
+            report.longrepr = shorter
     if report.failed and call.when == "setup" and scope_mismatch(report):
         report.sections.append(("createos", SCOPE_HINT))
     run = item.stash.get(_RUN_KEY, None)
