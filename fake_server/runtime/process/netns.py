@@ -10,9 +10,9 @@ Nothing outlives the fake: the namespace goes away when its descriptor is closed
 reset, close, or the fake's death) and its last process has died (bwrap runs them with
 ``--die-with-parent``). There is no file under ``/run/netns`` and no keeper process.
 
-The namespace belongs to the host's user namespace: sandbox processes (uid 1000 in a user
-namespace of their own) can use it but not reconfigure it. Creating it needs root
-(``CAP_SYS_ADMIN``); ``require_netns()`` says so once, with what to do.
+The namespace belongs to the host's user namespace: sandbox processes (root of a user namespace
+of their own; uid 1000 on the host-directory layout) can use it but not reconfigure it.
+Creating it needs root (``CAP_SYS_ADMIN``); ``require_netns()`` says so once, with what to do.
 """
 
 from __future__ import annotations

@@ -34,13 +34,12 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.rootfs import SandboxRoot
     from fake_server.runtime.terminal import Terminal
 
-__all__ = ["ROOT_HOME", "UID", "Run", "Runner", "bwrap_argv", "enter_argv"]
+__all__ = ["UID", "USER", "USER_HOME", "Run", "Runner", "bwrap_argv", "enter_argv"]
 
-HOME = "/home/sandbox"
-#: The user processes run as on the host-directory layout (root where sandboxes boot the image).
-UID = 1000
-#: ``$HOME`` and the default working directory where sandboxes boot the image (root's).
-ROOT_HOME = "/root"
+#: The user processes run as on the host-directory layout: its uid, name, and ``$HOME`` (also
+#: the default working directory). Where sandboxes boot the image they run as root, with
+#: ``BASE_ENV``'s user and ``$HOME``.
+UID, USER, USER_HOME = 1000, "sandbox", "/home/sandbox"
 #: Host files the sandbox sees read-only, when the host has them (libraries, certificates).
 _HOST_ETC = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl",
              "ca-certificates", "localtime", "mime.types")  # fmt: skip
@@ -253,12 +252,12 @@ class Runner:
     ) -> int:
         args = check_argv(argv)
         image = self._rootfs is not None
-        home = ROOT_HOME if image else HOME
+        home = BASE_ENV["HOME"] if image else USER_HOME
         workdir = posixpath.normpath(cwd) if cwd else home
         if not self._disk.is_dir(workdir):
             code = errno.ENOTDIR if self._disk.exists(workdir) else errno.ENOENT
             raise FileNotFoundError(code, "the working directory does not exist")
-        name = "root" if image else "sandbox"
+        name = BASE_ENV["USER"] if image else USER
         user = {"HOME": home, "USER": name, "LOGNAME": name}
         environment = {**BASE_ENV, **user, **await self._extra_env(), **check_env(env or {})}
         init = await self._guest.start(self._init_argv)

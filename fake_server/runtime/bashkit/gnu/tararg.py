@@ -1,4 +1,8 @@
-"""GNU ``tar``: command-line parsing (the subset scripts use), exclusion, shared run state."""
+"""GNU ``tar``: command-line parsing (the subset scripts use), exclusion, shared run state.
+
+Part of the ``tar`` that replaces bashkit's builtin, which stores symlinks as regular files
+and knows neither GNU's unanchored ``--exclude`` globs nor ``-h``.
+"""
 
 from __future__ import annotations
 

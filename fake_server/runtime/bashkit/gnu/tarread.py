@@ -1,5 +1,7 @@
 """GNU ``tar`` listing and extraction over the virtual filesystem.
 
+Part of the ``tar`` that replaces bashkit's builtin, which restores symlinks as regular files.
+
 Members with ``..`` are refused and a leading ``/`` is stripped, as GNU tar does; links are
 restored as links and directory modes are applied last.
 """

@@ -1,0 +1,315 @@
+"""One process-runtime sandbox: its root, its runs, its network namespace and its disks.
+
+The machine asks its runtime (``Owner``) for what sandboxes share: the fake's network and
+account-network bridges, the disk buckets' directories, and new sandboxes for a fork.
+"""
+
+from __future__ import annotations
+
+import errno
+import signal as signals
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from fake_server.runtime.api import FeatureUnavailable, Usage
+from fake_server.runtime.process import buckets, tree
+from fake_server.runtime.process.agent import Agent
+from fake_server.runtime.process.dirdisk import DirDisk
+from fake_server.runtime.process.guest import Guest
+from fake_server.runtime.process.netns import NetNamespace
+from fake_server.runtime.process.pids import PidsGroup
+from fake_server.runtime.process.realwait import RealWaits
+from fake_server.runtime.process.rootdir import remove_tree
+from fake_server.runtime.process.runner import Run, Runner
+
+if TYPE_CHECKING:
+    import socket
+    from collections.abc import Callable, Sequence
+
+    from fake_server.clock import Clock
+    from fake_server.runtime.api import Meter
+    from fake_server.runtime.process.bridges import Hub
+    from fake_server.runtime.process.netmode import NetworkMode
+    from fake_server.runtime.process.network import Link, Network
+    from fake_server.runtime.process.rootfs import SandboxRoot
+
+__all__ = ["DISKS_NEED_ROOT", "Owner", "ProcessMachine"]
+
+#: Why a sandbox without its own root file system (not root) cannot mount a disk.
+DISKS_NEED_ROOT = (
+    "disks need the process runtime's devbox:1 image (the fake running as root, where a "
+    "sandbox has a mount namespace of its own); this sandbox runs on the host-directory layout"
+)
+
+
+class Owner(Protocol):
+    """What a machine uses of its runtime (``ProcessRuntime``)."""
+
+    bwrap: str
+    network_mode: NetworkMode
+    buckets: buckets.BucketDirs
+    machines: dict[str, ProcessMachine]
+
+    def network(self) -> Network: ...
+
+    def hub(self, network_id: str) -> Hub: ...
+
+    def release_hub(self, network_id: str) -> None: ...
+
+    def new_sandbox(
+        self, sandbox_id: str | None, disk_mib: int = ..., *, source: ProcessMachine | None = None
+    ) -> ProcessMachine: ...
+
+
+class ProcessMachine:
+    """One sandbox: its directory, its live runs."""
+
+    runtime = "process"
+
+    def __init__(
+        self,
+        owner: Owner,
+        directory: Path,
+        rootfs: SandboxRoot | None = None,
+        *,
+        lazy_net: bool = False,
+        make_rootfs: Callable[[], SandboxRoot] | None = None,
+    ) -> None:
+        """``lazy_net``, ``make_rootfs``: make the network namespace and the root file system
+        on first use, not now (a restart brings back many paused sandboxes at once; each
+        costs milliseconds, a kept disk's mount more)."""
+        self._owner = owner
+        #: The sandbox's directory on the host (mount points, and its disk image if kept).
+        self.directory = directory
+        self._rootfs = rootfs
+        self._make_rootfs = make_rootfs
+        self._disk = DirDisk(lambda: self.root)
+        self.runs: dict[Any, Run] = {}
+        #: Its init, whose namespaces every process enters (started by the first one).
+        self.guest = Guest()
+        #: Its process limit (a ``pids`` cgroup), made with its first process.
+        self._pids: PidsGroup | None = None
+        self.paused = False
+        self.network_mode = owner.network_mode
+        self._net: NetNamespace | None = None
+        #: Its ``eth0`` on the fake's network, once the API gave it an address.
+        self.link: Link | None = None
+        self._address: str | None = None
+        self._rules: list[str] = []
+        #: Account networks joined: network id -> the hub's end of this sandbox's veth pair.
+        self.networks: dict[str, str] = {}
+        self._interfaces = 0
+        #: What the in-guest agent's signals do (``set_agent``), and its listener.
+        self._agent_handler: Callable[[str, str], None] | None = None
+        self._agent: Agent | None = None
+        #: Disk buckets bound into its root: mount path -> bucket.
+        self.buckets: dict[str, str] = {}
+        if not lazy_net:
+            self._make_net()
+
+    @property
+    def disk(self) -> DirDisk:
+        return self._disk
+
+    @property
+    def rootfs(self) -> SandboxRoot | None:
+        """Its own root file system (the image), ``None`` for the host-directory layout."""
+        make, self._make_rootfs = self._make_rootfs, None
+        if make is not None:
+            self._rootfs = make()
+        return self._rootfs
+
+    @property
+    def root(self) -> Path:
+        """Its ``/`` as the fake reaches it."""
+        rootfs = self.rootfs
+        return Path(rootfs.view) if rootfs is not None else self.directory
+
+    @property
+    def net(self) -> NetNamespace | None:
+        """The sandbox's shared network namespace; ``None`` when each process has its own."""
+        self._make_net()
+        return self._net
+
+    def _make_net(self) -> None:
+        if self._net is None and self.network_mode.shared:
+            self._net = NetNamespace()
+            self._plug()
+
+    def _plug(self) -> None:
+        if self._net is not None and self.link is None and self._address is not None:
+            self.link = self._owner.network().plug(self._net, self.directory.name, self._address)
+            if self._rules:
+                self._owner.network().set_rules(self.link, self._rules)
+
+    @property
+    def pids(self) -> PidsGroup:
+        if self._pids is None:
+            self._pids = PidsGroup()
+        return self._pids
+
+    def runner(self, clock: Clock) -> Runner:
+        return Runner(
+            self._owner.bwrap,
+            self.root,
+            self._disk,
+            self.runs,
+            self.net,
+            self._env,
+            lambda: self.paused,
+            guest=self.guest,
+            rootfs=self.rootfs,
+            pids=self.pids,
+        )
+
+    def set_disk_size(self, disk_mib: int) -> None:
+        """Writes past ``disk_mib`` fail with ENOSPC (the image's upper layer is that big)."""
+        if self.rootfs is not None and disk_mib != self.rootfs.size_mib:
+            self.rootfs.resize(disk_mib)
+
+    def set_address(self, address: str) -> None:
+        """Plug ``eth0`` with the address the API reports (once; idempotent)."""
+        if not self.network_mode.shared or self.link is not None:
+            return
+        self._address = address
+        self._plug()  # or when the namespace is made
+
+    def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None:
+        if not self.network_mode.shared:
+            if rules:
+                raise self.network_mode.unsupported("egress rules")
+            return
+        if self.link is not None:
+            try:
+                self._owner.network().set_rules(self.link, rules)
+            except OSError as exc:
+                raise FeatureUnavailable(f"the egress rules cannot be applied: {exc}") from None
+        self._rules = list(rules)
+
+    def join_network(self, network_id: str, address: str) -> None:
+        """Plug into the network's bridge with ``address`` (``ip/prefix``) on ``ethN``."""
+        if self.net is None:
+            raise self.network_mode.unsupported("account networks")
+        if network_id in self.networks:
+            return
+        self._interfaces += 1
+        hub = self._owner.hub(network_id)
+        try:
+            self.networks[network_id] = hub.attach(self.net, f"eth{self._interfaces}", address)
+        finally:
+            self._owner.release_hub(network_id)
+
+    def leave_network(self, network_id: str) -> None:
+        device = self.networks.pop(network_id, None)
+        if device is not None:
+            self._owner.hub(network_id).detach(device)
+            self._owner.release_hub(network_id)
+
+    def mount_bucket(self, bucket: str, mount_path: str, sub_path: str) -> None:
+        """Bind the bucket's host directory (or its ``sub_path`` folder) at ``mount_path``:
+        no copy, so every sandbox that mounts it sees the others' writes at once."""
+        rootfs = self.rootfs
+        if rootfs is None:
+            raise FeatureUnavailable(DISKS_NEED_ROOT)
+        buckets.bind(rootfs, self._disk, self._owner.buckets.get(bucket), mount_path, sub_path)
+        self.buckets[mount_path] = bucket
+
+    def unmount_bucket(self, mount_path: str) -> None:
+        """Undo ``mount_bucket`` (and what was mounted below it); nothing once destroyed."""
+        if self.buckets.pop(mount_path, None) is None or self._disk.wiped:
+            return
+        for nested in [p for p in self.buckets if p.startswith(mount_path.rstrip("/") + "/")]:
+            del self.buckets[nested]
+        rootfs = self.rootfs
+        if rootfs is not None:
+            buckets.unbind(rootfs, self._disk, mount_path)
+
+    def set_agent(self, handler: Callable[[str, str], None]) -> None:
+        """``handler(action, reason)`` for the agent's ``/self/pause`` and ``/self/delete``."""
+        self._agent_handler = handler
+
+    async def _env(self) -> dict[str, str]:
+        """What a new process's environment gains: nothing (the network needs no proxy).
+
+        Before the sandbox's first process runs, the agent starts listening inside."""
+        net = self.net
+        if self._agent is None and net is not None and self._agent_handler is not None:
+            self._agent = Agent(net, self._agent_handler)
+        if self._agent is not None:
+            await self._agent.start()
+        return {}
+
+    def usage(self) -> Usage:
+        """CPU and memory of every live process tree, from ``/proc``."""
+        from fake_server.runtime.process.usage import tree_usage
+
+        return tree_usage(run.pid for run in list(self.runs.values()))
+
+    async def connect(self, port: int) -> socket.socket:
+        """A TCP connection to ``port`` on the sandbox's ``eth0`` address, from the router.
+
+        Raises ``ConnectionRefusedError`` when nothing listens there (a server bound to
+        ``127.0.0.1`` included, as on the service), ``FeatureUnavailable`` when each process
+        has a loopback-only network of its own (no server is reachable from outside)."""
+        if self.net is None:
+            raise self.network_mode.unsupported("preview URLs to servers in the sandbox")
+        if self.link is None:
+            raise ConnectionRefusedError(errno.ECONNREFUSED, "the sandbox has no address yet")
+        return await self._owner.network().connect(self.link, port)
+
+    def wait_clock(self, clock: Clock) -> Clock:
+        return RealWaits(clock)
+
+    def pause(self) -> None:
+        """Stop every process, daemons included; they resume where they were."""
+        self.paused = True
+        self.guest.send(signals.SIGSTOP, self._run_pids())
+        for run in list(self.runs.values()):
+            run.stop(signals.SIGSTOP)
+
+    def resume(self) -> None:
+        self.paused = False
+        pids = self._run_pids()
+        self.guest.send(signals.SIGCONT, pids)
+        tree.send(pids, signals.SIGCONT)  # nsenter stops itself while its child is stopped
+        for run in list(self.runs.values()):
+            run.stop(signals.SIGCONT)
+
+    def _run_pids(self) -> list[int]:
+        return [run.pid for run in self.runs.values()]
+
+    def fork(self) -> ProcessMachine:
+        """A new sandbox with a copy of this one's files (copy-on-write where possible)."""
+        return self._owner.new_sandbox(None, source=self)
+
+    def destroy(self) -> None:
+        """Kill every process (SIGTERM, SIGKILL after a grace) and remove the directory;
+        idempotent."""
+        self._disk.wipe()
+        self.shut_down()
+        remove_tree(self.directory)
+
+    def shut_down(self) -> None:
+        """Kill every process (SIGTERM, SIGKILL after a grace) and unplug the network, keeping
+        the directory (a host going down: ``serve --state-dir`` restores the files);
+        idempotent."""
+        for run in self.runs.values():
+            run.sent.update((signals.SIGTERM, signals.SIGKILL))
+        self.guest.close(self._run_pids())
+        pids, self._pids = self._pids, None
+        if pids is not None:
+            pids.close()  # kills a straggler that forked past the guest's sweep
+        link, self.link = self.link, None
+        if link is not None:
+            self._owner.network().unplug(link)
+        for network_id in list(self.networks):
+            self.leave_network(network_id)
+        agent, self._agent = self._agent, None
+        if agent is not None:
+            agent.close()
+        if self._net is not None:
+            self._net.close()
+        self._make_rootfs = None
+        if self._rootfs is not None:
+            self._rootfs.close()  # its mounts go with its last process (a kept disk is saved)
+        self._owner.machines.pop(self.directory.name, None)
