@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fake_server.clock import RealClock
+from fake_server.dashboard import is_dashboard
 from fake_server.http.routes import CONTROL_KEY_HEADER
 from fake_server.http.serve_guards import allowed_hosts, host_guard, request_log
 from fake_server.models import TransitionPolicy
@@ -396,7 +397,9 @@ async def _serve(args: argparse.Namespace) -> int:
             return 2
     outer = [host_guard(allowed_hosts(args.host, args.allow_host))]
     if not args.quiet:
-        outer.insert(0, request_log(fake.faults, lambda line: print(line, flush=True)))
+        outer.insert(
+            0, request_log(fake.faults, lambda line: print(line, flush=True), is_dashboard)
+        )
     try:
         await fake.start_async(
             outer_middlewares=outer, idle_timeout=args.idle_timeout, shutdown_grace=STOP_GRACE

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from fake_server.dashboard import is_dashboard
-
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable
 
@@ -81,10 +79,16 @@ def host_guard(allowed: frozenset[str] | None) -> Middleware:
     return check_host
 
 
-def request_log(faults: Faults, write: Callable[[str], None]) -> Middleware:
+def request_log(
+    faults: Faults,
+    write: Callable[[str], None],
+    unlogged: Callable[[str], bool] = lambda path: False,
+) -> Middleware:
     """Writes one line per request: ``POST /v1/sandboxes 200 12.3ms [fault #1 HttpError 503]``.
 
-    Faults fire in the request's own task, so a context variable ties firings to it.
+    Faults fire in the request's own task, so a context variable ties firings to it. A path
+    ``unlogged`` accepts is not written (``serve`` passes the dashboard's: its own traffic is
+    not the app's).
     """
 
     def remember(firing: FaultFiring) -> None:
@@ -96,7 +100,7 @@ def request_log(faults: Faults, write: Callable[[str], None]) -> Middleware:
 
     @web.middleware
     async def log_request(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if is_dashboard(request.path):  # the dashboard's own traffic is not the app's
+        if unlogged(request.path):
             return await handler(request)
         seen: list[FaultFiring] = []
         token = _firings.set(seen)
