@@ -184,3 +184,17 @@ def test_pure_layers_do_not_import_aiohttp(module: str) -> None:
                 if isinstance(n, ast.ImportFrom)
             }
             assert "aiohttp" not in roots, name
+
+
+def test_serialisers_live_in_the_wire_package() -> None:
+    """A model's JSON is written in ``http/wire/`` (one module per resource family), so a
+    handler or the dashboard reuses it instead of spelling the fields again."""
+    outside = [
+        f"{name}.{node.name}"
+        for name, path in _modules().items()
+        if _under(name, ("fake_server.http", "fake_server.dashboard"))
+        and not _under(name, ("fake_server.http.wire",))
+        for node in ast.parse(path.read_text()).body
+        if isinstance(node, ast.FunctionDef) and node.name.endswith("_json")
+    ]
+    assert outside == []

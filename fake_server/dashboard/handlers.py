@@ -24,9 +24,9 @@ from fake_server.dashboard.projections import (
 )
 from fake_server.dashboard.terminal import terminal
 from fake_server.faults import FaultSpecError, fault_from_json
-from fake_server.http.fault_control import fault_to_json, firing_to_json
 from fake_server.http.keys import STATE_KEY
 from fake_server.http.routes import ROUTES
+from fake_server.http.wire.faults import fault_to_json, firing_to_json
 from fake_server.models import ApiError
 from fake_server.models.paths import check_abs_path
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from fake_server.http.metrics import metrics_json
-from fake_server.http.resources_disks import attachment_json, disk_json
-from fake_server.http.resources_networks import network_json
-from fake_server.http.resources_templates import template_json
-from fake_server.http.wire import INGRESS_PREFIX, process_json, sandbox_json
+from fake_server.http.wire.disks import attachment_json, disk_json
+from fake_server.http.wire.metrics import metrics_json
+from fake_server.http.wire.networks import network_json
+from fake_server.http.wire.processes import process_json
+from fake_server.http.wire.sandboxes import INGRESS_PREFIX, sandbox_json
+from fake_server.http.wire.templates import template_json
 from fake_server.models.errors import ApiError
 from fake_server.models.recording import REDACTED, secret_name
 

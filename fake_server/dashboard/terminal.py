@@ -13,9 +13,9 @@ from __future__ import annotations
 from aiohttp import web
 
 from fake_server.dashboard.security import same_origin
-from fake_server.http import wire
 from fake_server.http.keys import STATE_KEY
 from fake_server.http.shells import MAX_FRAME, relay_shell
+from fake_server.http.wire.common import query_int
 from fake_server.models import ApiError
 
 __all__ = ["terminal"]
@@ -39,7 +39,7 @@ async def terminal(request: web.Request) -> web.StreamResponse:
         return _fail(404, "no sandbox has this id")
     try:
         shell = account.open_shell(
-            found.id, wire.query_int(request, "rows", 24), wire.query_int(request, "cols", 80)
+            found.id, query_int(request, "rows", 24), query_int(request, "cols", 80)
         )
     except ApiError as exc:
         return _fail(exc.status, f"{exc.field}: {exc.message}" if exc.field else exc.message)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fake_server.http import wire
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
+from fake_server.http.wire.common import iso
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -26,10 +26,10 @@ def _plaintext(token: AccessToken) -> web.Response:
     data: dict[str, Any] = {
         "token": token.token,
         "enabled": True,
-        "created_at": wire.iso(token.created_at),
+        "created_at": iso(token.created_at),
     }
     if token.rotated_at is not None:
-        data["rotated_at"] = wire.iso(token.rotated_at)
+        data["rotated_at"] = iso(token.rotated_at)
     return ok(data)
 
 
@@ -37,9 +37,9 @@ def _metadata(token: AccessToken | None, *, enabled: bool) -> web.Response:
     data: dict[str, Any] = {"enabled": enabled}
     if token is not None:
         data["token_hint"] = token.hint
-        data["created_at"] = wire.iso(token.created_at)
+        data["created_at"] = iso(token.created_at)
         if token.rotated_at is not None:
-            data["rotated_at"] = wire.iso(token.rotated_at)
+            data["rotated_at"] = iso(token.rotated_at)
     return ok(data)
 
 

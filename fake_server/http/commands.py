@@ -5,10 +5,11 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
-from fake_server.http import wire
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
 from fake_server.http.streams import open_body, stream_ndjson
+from fake_server.http.wire.commands import exec_event, exec_result, parse_exec
+from fake_server.http.wire.common import read_body, read_json
 from fake_server.models import PayloadTooLarge
 from fake_server.runtime.environment import FILE_LIMIT
 
@@ -25,19 +26,17 @@ CHUNK = 64 * 1024
 
 
 async def exec_command(request: web.Request) -> web.StreamResponse:
-    spec, stream = wire.parse_exec(await wire.read_json(request), request.query.get("stream"))
+    spec, stream = parse_exec(await read_json(request), request.query.get("stream"))
     account = request[BACKEND_KEY]
     if not stream:
-        return ok(wire.exec_result(await account.exec(sandbox_id(request), spec)))
+        return ok(exec_result(await account.exec(sandbox_id(request), spec)))
     events = account.exec_stream(sandbox_id(request), spec)
-    return await stream_ndjson(request, events, wire.exec_event)
+    return await stream_ndjson(request, events, exec_event)
 
 
 async def upload_file(request: web.Request) -> web.Response:
     path = request.query.get("path", "")
-    body = await wire.read_body(
-        request, MAX_UPLOAD_BYTES, too_large=_TOO_LARGE, error=PayloadTooLarge
-    )
+    body = await read_body(request, MAX_UPLOAD_BYTES, too_large=_TOO_LARGE, error=PayloadTooLarge)
     target, size = request[BACKEND_KEY].upload_file(sandbox_id(request), path, body)
     return ok({"path": target, "bytes": size})
 

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from fake_server.http import wire
 from fake_server.http.errors import ok
 from fake_server.http.fault_control import fault_routes
 from fake_server.http.keys import STATE_KEY, WORLD_KEY
 from fake_server.http.routes import CONTROL_PREFIX
+from fake_server.http.wire.common import read_json
 from fake_server.models import BadRequest, Conflict, NotFound, Step, TransitionPolicy
 from fake_server.models.credit import check_balance
 
@@ -73,7 +73,7 @@ async def journal(request: web.Request) -> web.Response:
 
 async def advance_clock(request: web.Request) -> web.Response:
     clock = request.app[WORLD_KEY].ctx.clock
-    body = await wire.read_json(request)
+    body = await read_json(request)
     seconds = body.get("seconds")
     if isinstance(seconds, bool) or not isinstance(seconds, int | float):
         raise BadRequest("must be a number", field="seconds")
@@ -88,7 +88,7 @@ async def advance_clock(request: web.Request) -> web.Response:
 
 async def put_transitions(request: web.Request) -> web.Response:
     ctx = request.app[WORLD_KEY].ctx
-    policy = parse_policy(await wire.read_json(request), ctx.policy)
+    policy = parse_policy(await read_json(request), ctx.policy)
     ctx.policy = policy
     return ok(policy.to_dict())
 
@@ -161,7 +161,7 @@ def parse_policy(body: Mapping[str, Any], current: TransitionPolicy) -> Transiti
 
 async def put_credit(request: web.Request) -> web.Response:
     fake = request.app[STATE_KEY]
-    body = await wire.read_json(request)
+    body = await read_json(request)
     if "credit" not in body:
         raise BadRequest("is required (null for unlimited)", field="credit")
     try:

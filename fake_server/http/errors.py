@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from fake_server.http.wire import success
+from fake_server.http.wire.common import success
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from fake_server.faults import (
-    Fault,
-    FaultFiring,
     FaultSpecError,
     OutOfBandAction,
     TargetConflictError,
@@ -31,16 +29,19 @@ from fake_server.faults import (
     action_to_json,
     fault_from_json,
 )
-from fake_server.http import wire
 from fake_server.http.errors import error_response, ok
 from fake_server.http.keys import STATE_KEY
 from fake_server.http.routes import CONTROL_PREFIX
+from fake_server.http.wire.common import decode_json, read_body
+from fake_server.http.wire.faults import fault_to_json, firing_to_json
 from fake_server.models import BadRequest, Conflict, NotFound
 
 if TYPE_CHECKING:
     from fake_server.faults import Faults
 
-__all__ = ["fault_routes", "fault_to_json", "firing_to_json"]
+__all__ = [
+    "fault_routes",
+]
 
 _MAX_BODY = 256 * 1024
 _MAX_SPECS = 1000
@@ -123,39 +124,6 @@ def fault_routes() -> list[web.RouteDef]:
     ]
 
 
-def fault_to_json(faults: Faults, fault: Fault) -> dict[str, object]:
-    """One armed fault as the control API lists it, with its counters."""
-    return {
-        "id": faults.fault_id(fault),
-        "operation": fault.operation,
-        "action": action_to_json(fault.action),
-        "times": fault.times,
-        "after": fault.after,
-        "probability": fault.probability,
-        "sandbox_id": fault.sandbox_id,
-        "process_id": fault.process_id,
-        "account": fault.account,
-        "name": fault.name,
-        "expected": fault.expected,
-        "fired": faults.fire_count(fault),
-        "seen": faults.match_count(fault),
-    }
-
-
-def firing_to_json(firing: FaultFiring) -> dict[str, object]:
-    return {
-        "fault_id": firing.fault_id,
-        "operation": firing.operation,
-        "method": firing.method,
-        "path": firing.path,
-        "sandbox_id": firing.sandbox_id,
-        "process_id": firing.process_id,
-        "account": firing.account,
-        "at": firing.at,
-        "action": action_to_json(firing.fault.action),
-    }
-
-
 def _apply_now(faults: Faults, action: OutOfBandAction, body: dict[str, Any]) -> web.Response:
     ids: dict[str, str | None] = {}
     for name in ("sandbox_id", "process_id", "account"):
@@ -184,10 +152,8 @@ def _apply_now(faults: Faults, action: OutOfBandAction, body: dict[str, Any]) ->
 
 async def _json_body(request: web.Request) -> object:
     try:
-        raw = await wire.read_body(
-            request, _MAX_BODY, too_large=f"must be at most {_MAX_BODY} bytes"
-        )
-        return wire.decode_json(raw, invalid="must be valid JSON")
+        raw = await read_body(request, _MAX_BODY, too_large=f"must be at most {_MAX_BODY} bytes")
+        return decode_json(raw, invalid="must be valid JSON")
     except BadRequest as exc:
         return error_response(exc)
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fake_server.http import wire
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, WORLD_KEY
+from fake_server.http.wire.common import query_int
+from fake_server.http.wire.sandboxes import stats_json
 from fake_server.models import BadRequest
 from fake_server.models.account import MAX_LIMIT
 
@@ -27,8 +28,8 @@ async def readiness(request: web.Request) -> web.Response:
 
 async def list_shapes(request: web.Request) -> web.Response:
     shapes = list(request.app[WORLD_KEY].ctx.catalog.shapes.values())
-    limit = wire.query_int(request, "limit", 50)
-    offset = wire.query_int(request, "offset", 0)
+    limit = query_int(request, "limit", 50)
+    offset = query_int(request, "offset", 0)
     if not 1 <= limit <= MAX_LIMIT:
         raise BadRequest(f"must be between 1 and {MAX_LIMIT}", field="limit")
     page = shapes[offset : offset + limit]
@@ -61,4 +62,4 @@ async def list_rootfs(request: web.Request) -> web.Response:
 
 async def whoami(request: web.Request) -> web.Response:
     account = request[BACKEND_KEY]
-    return ok(wire.stats_json(account.id, account.whoami()))
+    return ok(stats_json(account.id, account.whoami()))

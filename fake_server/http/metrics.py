@@ -11,16 +11,16 @@ import math
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from fake_server.http import wire
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, WORLD_KEY, sandbox_id
+from fake_server.http.wire.common import iso
+from fake_server.http.wire.metrics import metrics_json, point_json
 from fake_server.models.errors import BadRequest
 from fake_server.models.metrics_ops import window
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from fake_server.models.metrics_ops import SandboxMetrics, UsagePoint
 
 __all__ = ["account_metrics", "account_timeseries", "sandbox_metrics"]
 
@@ -46,33 +46,6 @@ def _window_of(request: web.Request) -> tuple[float, float]:
     now = request.app[WORLD_KEY].ctx.clock.time()
     chosen = window(_instant(request, "from"), _instant(request, "to"), now)
     return chosen.start, chosen.end
-
-
-def metrics_json(m: SandboxMetrics) -> dict[str, object]:
-    return {
-        "sandbox_id": m.sandbox_id,
-        "status": m.status,
-        "timestamp": wire.iso(m.at),
-        "cpu": {"vcpu": m.vcpu, "usage_seconds": m.cpu_seconds},
-        "memory": {
-            "limit_bytes": m.memory_limit_bytes,
-            "used_bytes": m.memory_used_bytes,
-            "used_pct": round(100 * m.memory_used_bytes / m.memory_limit_bytes, 2),
-        },
-        "processes": m.processes,
-        "source": m.source,
-    }
-
-
-def point_json(p: UsagePoint) -> dict[str, object]:
-    return {
-        "from": wire.iso(p.start),
-        "to": wire.iso(p.end),
-        "sandboxes": p.sandboxes,
-        "running_seconds": p.running_seconds,
-        "vcpu_seconds": p.vcpu_seconds,
-        "mem_mib_seconds": p.mem_mib_seconds,
-    }
 
 
 async def sandbox_metrics(request: web.Request) -> web.Response:
@@ -105,8 +78,8 @@ async def account_timeseries(request: web.Request) -> web.Response:
     return ok(
         {
             "user_id": backend.id,
-            "from": wire.iso(start),
-            "to": wire.iso(end),
+            "from": iso(start),
+            "to": iso(end),
             "step_seconds": step,
             "points": [point_json(p) for p in points],
         }

@@ -32,7 +32,7 @@ from fake_server.http.keys import (
 )
 from fake_server.http.recorder import read_ahead, request_message, response_message, secrets_of
 from fake_server.http.routes import CONTROL_KEY_HEADER, CONTROL_PREFIX, KEY_HEADERS, is_control
-from fake_server.http.wire import MAX_JSON_BYTES
+from fake_server.http.wire.common import MAX_JSON_BYTES
 from fake_server.models import (
     ApiError,
     BadRequest,

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fake_server.http import wire
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, process_ids, sandbox_id
 from fake_server.http.streams import stream_ndjson
+from fake_server.http.wire.common import query_int, read_json
+from fake_server.http.wire.processes import (
+    parse_input,
+    parse_process,
+    parse_signal,
+    process_frame,
+    process_json,
+)
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -29,54 +36,54 @@ DEFAULT_GRACE_MS = 1_000
 
 
 async def create_process(request: web.Request) -> web.Response:
-    spec = wire.parse_process(await wire.read_json(request))
+    spec = parse_process(await read_json(request))
     process = request[BACKEND_KEY].create_process(sandbox_id(request), spec)
-    return ok(wire.process_json(process), status=201)
+    return ok(process_json(process), status=201)
 
 
 async def list_processes(request: web.Request) -> web.Response:
     processes = request[BACKEND_KEY].list_processes(sandbox_id(request))
-    return ok({"processes": [wire.process_json(p) for p in processes]})
+    return ok({"processes": [process_json(p) for p in processes]})
 
 
 async def get_process(request: web.Request) -> web.Response:
-    return ok(wire.process_json(request[BACKEND_KEY].get_process(*process_ids(request))))
+    return ok(process_json(request[BACKEND_KEY].get_process(*process_ids(request))))
 
 
 async def connect_process(request: web.Request) -> web.StreamResponse:
-    after = wire.query_int(request, "after", 0)
+    after = query_int(request, "after", 0)
     frames = request[BACKEND_KEY].connect_process(*process_ids(request), after)
-    return await stream_ndjson(request, frames, wire.process_frame)
+    return await stream_ndjson(request, frames, process_frame)
 
 
 async def write_process_input(request: web.Request) -> web.Response:
-    data = wire.parse_input(await wire.read_json(request))
+    data = parse_input(await read_json(request))
     seq = request[BACKEND_KEY].write_process_input(*process_ids(request), data)
     return ok({"input_seq": seq})
 
 
 async def close_process_stdin(request: web.Request) -> web.Response:
-    await wire.read_json(request, optional=True)
+    await read_json(request, optional=True)
     process = request[BACKEND_KEY].close_process_stdin(*process_ids(request))
-    return ok(wire.process_json(process))
+    return ok(process_json(process))
 
 
 async def signal_process(request: web.Request) -> web.Response:
-    signal = wire.parse_signal(await wire.read_json(request))
+    signal = parse_signal(await read_json(request))
     process = await request[BACKEND_KEY].signal_process(*process_ids(request), signal)
-    return ok(wire.process_json(process))
+    return ok(process_json(process))
 
 
 async def wait_process(request: web.Request) -> web.Response:
     process = await request[BACKEND_KEY].wait_process(
         *process_ids(request),
         scope=request.query.get("scope") or "tree",
-        timeout_ms=wire.query_int(request, "timeout_ms", DEFAULT_WAIT_MS),
+        timeout_ms=query_int(request, "timeout_ms", DEFAULT_WAIT_MS),
     )
-    return ok(wire.process_json(process))
+    return ok(process_json(process))
 
 
 async def kill_process(request: web.Request) -> web.Response:
-    grace_ms = wire.query_int(request, "grace_ms", DEFAULT_GRACE_MS)
+    grace_ms = query_int(request, "grace_ms", DEFAULT_GRACE_MS)
     process = await request[BACKEND_KEY].kill_process(*process_ids(request), grace_ms=grace_ms)
-    return ok(wire.process_json(process))
+    return ok(process_json(process))

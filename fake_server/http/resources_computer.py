@@ -6,16 +6,17 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from fake_server.http import wire
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
+from fake_server.http.wire.common import iso, query_int, read_json
+from fake_server.http.wire.computer import geometry_json, screen_json, window_json
 from fake_server.models.desktop_render import screenshot as render_png
 from fake_server.models.errors import BadRequest
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from fake_server.models.desktop import Desktop, Screen, Window
+    from fake_server.models.desktop import Desktop, Screen
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -52,39 +53,8 @@ def _done(data: dict[str, Any] | None = None) -> web.Response:
     return ok({"ok": True, **(data or {})})
 
 
-def window_json(window: Window) -> dict[str, Any]:
-    return {
-        "id": window.id,
-        "title": window.title,
-        "application": window.application,
-        "state": window.state,
-    }
-
-
-def geometry_json(window: Window) -> dict[str, Any]:
-    return {
-        "id": window.id,
-        "x": window.x,
-        "y": window.y,
-        "width": window.width,
-        "height": window.height,
-        "screen": window.screen,
-    }
-
-
-def screen_json(screen: Screen) -> dict[str, Any]:
-    return {
-        "screen_id": screen.id,
-        "display": screen.display,
-        "width": screen.width,
-        "height": screen.height,
-        "vnc_port": screen.vnc_port,
-        "novnc_port": screen.novnc_port,
-    }
-
-
 async def _body(request: web.Request) -> dict[str, Any]:
-    return await wire.read_json(request, optional=True)
+    return await read_json(request, optional=True)
 
 
 async def get_screen(request: web.Request) -> web.Response:
@@ -124,7 +94,7 @@ async def launch_app(request: web.Request) -> web.Response:
 
 async def take_screenshot(request: web.Request) -> web.Response:
     desktop, screen = _desktop(request)
-    values = {name: wire.query_int(request, name, -1) for name in _INT_QUERY}
+    values = {name: query_int(request, name, -1) for name in _INT_QUERY}
     region = None
     if any(value >= 0 for value in values.values()):
         x, y = max(values["x"], 0), max(values["y"], 0)
@@ -204,7 +174,7 @@ async def get_screen_by_id(request: web.Request) -> web.Response:
 async def connect_screen(request: web.Request) -> web.Response:
     desktop, screen_id = _screen_of(request)
     data = desktop.connection(screen_id)
-    return ok({**data, "expires_at": wire.iso(data["expires_at"])})
+    return ok({**data, "expires_at": iso(data["expires_at"])})
 
 
 async def resize_screen(request: web.Request) -> web.Response:

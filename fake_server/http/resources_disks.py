@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fake_server.http import wire
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
+from fake_server.http.wire.common import query_int, read_json
+from fake_server.http.wire.disks import attachment_json, disk_json
 from fake_server.models.resource_base import page
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from fake_server.models.disks import Attachment, Disk, Disks
+    from fake_server.models.disks import Disks
 
 __all__ = [
     "attach_disk",
@@ -32,35 +33,9 @@ def _disks(request: web.Request) -> Disks:
     return disks
 
 
-def disk_json(disk: Disk) -> dict[str, Any]:
-    return {
-        "id": disk.id,
-        "name": disk.name,
-        "kind": disk.kind,
-        "config": dict(disk.config),
-        "created_at": wire.iso(disk.created_at),
-    }
-
-
-def attachment_json(item: Attachment) -> dict[str, Any]:
-    data = {
-        "disk_id": item.disk.id,
-        "name": item.disk.name,
-        "kind": item.disk.kind,
-        "config": dict(item.disk.config),
-        "mount_path": item.mount_path,
-        "mount_status": item.status,
-    }
-    if item.sub_path:
-        data["sub_path"] = item.sub_path
-    if item.error:
-        data["mount_error"] = item.error
-    return data
-
-
 def _paged(request: web.Request, items: list[dict[str, Any]]) -> web.Response:
     chunk, pagination = page(
-        items, wire.query_int(request, "limit", 50), wire.query_int(request, "offset", 0)
+        items, query_int(request, "limit", 50), query_int(request, "offset", 0)
     )
     return ok({"data": chunk, "pagination": pagination})
 
@@ -72,7 +47,7 @@ async def list_disks(request: web.Request) -> web.Response:
 async def create_disk(request: web.Request) -> web.Response:
     request[BACKEND_KEY].require_credit()
     _disks(request).require_configured()
-    disk, new = _disks(request).create(await wire.read_json(request))
+    disk, new = _disks(request).create(await read_json(request))
     return ok(disk_json(disk), status=201 if new else 200)
 
 
@@ -88,7 +63,7 @@ async def delete_disk(request: web.Request) -> web.Response:
 
 async def rotate_disk_credentials(request: web.Request) -> web.Response:
     _disks(request).require_configured()
-    disk = _disks(request).rotate(request.match_info["disk_id"], await wire.read_json(request))
+    disk = _disks(request).rotate(request.match_info["disk_id"], await read_json(request))
     return ok(disk_json(disk))
 
 
@@ -102,7 +77,7 @@ async def list_sandbox_disks(request: web.Request) -> web.Response:
 async def attach_disk(request: web.Request) -> web.Response:
     _disks(request).require_configured()
     sid = sandbox_id(request)
-    item = _disks(request).attach(sid, await wire.read_json(request))
+    item = _disks(request).attach(sid, await read_json(request))
     return ok({"ok": True, "id": sid, **attachment_json(item)})
 
 

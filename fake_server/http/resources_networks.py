@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from fake_server.http import wire
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
+from fake_server.http.wire.common import query_int, read_json
+from fake_server.http.wire.networks import network_json
 from fake_server.models.resource_base import page
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from fake_server.models.networks import Network, Networks
+    from fake_server.models.networks import Networks
 
 __all__ = [
     "attach_network",
@@ -21,7 +22,6 @@ __all__ = [
     "detach_network",
     "get_network",
     "list_networks",
-    "network_json",
 ]
 
 
@@ -30,28 +30,11 @@ def _networks(request: web.Request) -> Networks:
     return networks
 
 
-def network_json(network: Network, *, members: bool = True) -> dict[str, Any]:
-    live = network.live_members()
-    data: dict[str, Any] = {
-        "id": network.id,
-        "name": network.name,
-        "cidr": str(network.cidr),
-        "created_at": wire.iso(network.created_at),
-        "member_count": len(live),
-    }
-    if members:
-        data["members"] = [
-            {"sandbox_id": m.sandbox.id, "status": m.status, "ip": m.ip, "name": m.sandbox.name}
-            for m in live
-        ]
-    return data
-
-
 async def list_networks(request: web.Request) -> web.Response:
     items, pagination = page(
         _networks(request).listing(),
-        wire.query_int(request, "limit", 50),
-        wire.query_int(request, "offset", 0),
+        query_int(request, "limit", 50),
+        query_int(request, "offset", 0),
     )
     data = {"data": [network_json(n, members=False) for n in items], "pagination": pagination}
     return ok(data)
@@ -59,7 +42,7 @@ async def list_networks(request: web.Request) -> web.Response:
 
 async def create_network(request: web.Request) -> web.Response:
     request[BACKEND_KEY].require_credit()
-    network = _networks(request).create(await wire.read_json(request))
+    network = _networks(request).create(await read_json(request))
     return ok(network_json(network), status=201)
 
 
@@ -74,7 +57,7 @@ async def delete_network(request: web.Request) -> web.Response:
 
 
 async def attach_network(request: web.Request) -> web.Response:
-    body = await wire.read_json(request)
+    body = await read_json(request)
     network = _networks(request).attach(sandbox_id(request), body.get("id"))
     return ok({"ok": True, "network": network_json(network)})
 

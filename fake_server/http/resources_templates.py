@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from fake_server.http import wire
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, WORLD_KEY
 from fake_server.http.streams import open_ndjson
+from fake_server.http.wire.common import iso, query_int, read_json, success
+from fake_server.http.wire.templates import template_json
 from fake_server.models.errors import BadRequest, NotFound
 from fake_server.models.resource_base import page
 
@@ -31,30 +32,12 @@ def _clock(request: web.Request) -> Clock:
     return clock
 
 
-def template_json(template: Template, now: float, *, dockerfile: bool = False) -> dict[str, Any]:
-    status = template.status(now)
-    data: dict[str, Any] = {
-        "id": template.id,
-        "name": template.name,
-        "base": template.base,
-        "status": status,
-        "ext4_size_bytes": template.size if status == "ready" else 0,
-        "created_at": wire.iso(template.created_at),
-    }
-    if status == "ready":
-        built = template.created_at + (template.finished_at() - template.started)
-        data["built_at"] = wire.iso(built)
-    if dockerfile:
-        data["dockerfile"] = template.dockerfile
-    return data
-
-
 async def list_templates(request: web.Request) -> web.Response:
     now = _clock(request).now()
     items, pagination = page(
         _templates(request).listing(),
-        wire.query_int(request, "limit", 50),
-        wire.query_int(request, "offset", 0),
+        query_int(request, "limit", 50),
+        query_int(request, "offset", 0),
     )
     data = {"data": [template_json(t, now) for t in items], "pagination": pagination}
     return ok(data)
@@ -62,10 +45,8 @@ async def list_templates(request: web.Request) -> web.Response:
 
 async def create_template(request: web.Request) -> web.Response:
     request[BACKEND_KEY].require_credit()
-    template = await _templates(request).create(await wire.read_json(request))
-    return web.json_response(
-        wire.success(template_json(template, _clock(request).now())), status=201
-    )
+    template = await _templates(request).create(await read_json(request))
+    return web.json_response(success(template_json(template, _clock(request).now())), status=201)
 
 
 async def get_template(request: web.Request) -> web.Response:
@@ -86,12 +67,12 @@ def _event(template: Template, line: LogLine) -> dict[str, Any]:
     at = template.created_at + (
         template.started + template.pending + line.offset - template.started
     )
-    return {"ts": wire.iso(at), "level": line.level, "line": line.line, "attempt": 1}
+    return {"ts": iso(at), "level": line.level, "line": line.line, "attempt": 1}
 
 
 async def template_logs(request: web.Request) -> web.StreamResponse:
     template = _templates(request).get(request.match_info["template_id"])
-    attempt = wire.query_int(request, "attempt", 0)
+    attempt = query_int(request, "attempt", 0)
     if attempt not in (0, 1):
         raise NotFound("build attempt not found", code="attempt_not_found")
     clock = _clock(request)

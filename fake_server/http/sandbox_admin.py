@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fake_server.http import wire
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
 from fake_server.http.sandboxes import POLL_AFTER, origin
+from fake_server.http.wire.common import opt_int, query_int, read_json, str_list, str_map
+from fake_server.http.wire.processes import process_json
+from fake_server.http.wire.sandboxes import sandbox_json
 from fake_server.models import BadRequest
 from fake_server.models.admin_ops import ForkSpec, SandboxPatch
 
@@ -42,59 +44,59 @@ def _opt_bool(body: Mapping[str, Any], name: str) -> bool | None:
 
 
 def _opt_list(body: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
-    return None if body.get(name) is None else wire.str_list(body, name)
+    return None if body.get(name) is None else str_list(body, name)
 
 
 def _required_int(body: Mapping[str, Any], name: str) -> int:
-    value = wire.opt_int(body, name)
+    value = opt_int(body, name)
     if value is None:
         raise BadRequest("is required", field=name)
     return value
 
 
 async def update_sandbox(request: web.Request) -> web.Response:
-    body = await wire.read_json(request)
+    body = await read_json(request)
     known = {"ingress_enabled", "auto_pause_after_seconds", "disable_auto_pause"}
     if not known & body.keys():
         raise BadRequest("must set ingress_enabled or auto-pause", field="body")
     patch = SandboxPatch(
         ingress_enabled=_opt_bool(body, "ingress_enabled"),
-        auto_pause_after_seconds=wire.opt_int(body, "auto_pause_after_seconds"),
+        auto_pause_after_seconds=opt_int(body, "auto_pause_after_seconds"),
         disable_auto_pause=bool(_opt_bool(body, "disable_auto_pause")),
     )
     sandbox = request[BACKEND_KEY].update_sandbox(sandbox_id(request), patch)
-    return ok(wire.sandbox_json(sandbox, origin(request)))
+    return ok(sandbox_json(sandbox, origin(request)))
 
 
 async def fork_sandbox(request: web.Request) -> web.Response:
-    body = await wire.read_json(request, optional=True)
+    body = await read_json(request, optional=True)
     envs = body.get("envs")
     spec = ForkSpec(
         start_paused=bool(_opt_bool(body, "start_paused")),
         ssh_pubkeys=_opt_list(body, "ssh_pubkeys"),
         egress=_opt_list(body, "egress"),
         ingress_enabled=_opt_bool(body, "ingress_enabled"),
-        envs=None if envs is None else wire.str_map(body, "envs"),
-        bandwidth_quota_bytes=wire.opt_int(body, "bandwidth_quota_bytes"),
+        envs=None if envs is None else str_map(body, "envs"),
+        bandwidth_quota_bytes=opt_int(body, "bandwidth_quota_bytes"),
     )
     child = request[BACKEND_KEY].fork_sandbox(sandbox_id(request), spec)
-    data = wire.sandbox_json(child, origin(request))
+    data = sandbox_json(child, origin(request))
     if child.status == "forking":
         return ok(data, headers={"X-Poll-After": POLL_AFTER})  # 200, like pause and resume
     return ok(data)
 
 
 async def resize_sandbox(request: web.Request) -> web.Response:
-    disk_mib = _required_int(await wire.read_json(request), "disk_mib")
+    disk_mib = _required_int(await read_json(request), "disk_mib")
     sandbox = request[BACKEND_KEY].resize_sandbox(sandbox_id(request), disk_mib)
     return ok({"id": sandbox.id, "disk_mib": sandbox.disk_mib})
 
 
 async def add_ssh_pubkeys(request: web.Request) -> web.Response:
-    body = await wire.read_json(request)
+    body = await read_json(request)
     if body.get("keys") is None:
         raise BadRequest("is required", field="keys")
-    sandbox = request[BACKEND_KEY].add_ssh_pubkeys(sandbox_id(request), wire.str_list(body, "keys"))
+    sandbox = request[BACKEND_KEY].add_ssh_pubkeys(sandbox_id(request), str_list(body, "keys"))
     return ok({"id": sandbox.id, "count": len(sandbox.ssh_pubkeys)})
 
 
@@ -107,10 +109,10 @@ async def get_egress(request: web.Request) -> web.Response:
 
 
 async def set_egress(request: web.Request) -> web.Response:
-    body = await wire.read_json(request)
+    body = await read_json(request)
     if body.get("egress") is None:
         raise BadRequest("is required", field="egress")
-    rules = wire.str_list(body, "egress")
+    rules = str_list(body, "egress")
     return ok(_egress(request[BACKEND_KEY].set_egress(sandbox_id(request), rules)))
 
 
@@ -131,19 +133,19 @@ async def get_bandwidth(request: web.Request) -> web.Response:
 
 
 async def recharge_bandwidth(request: web.Request) -> web.Response:
-    add_bytes = _required_int(await wire.read_json(request), "add_bytes")
+    add_bytes = _required_int(await read_json(request), "add_bytes")
     return ok(_bandwidth(request[BACKEND_KEY].recharge_bandwidth(sandbox_id(request), add_bytes)))
 
 
 async def get_sandbox_by_ip(request: web.Request) -> web.Response:
     sandbox = request[BACKEND_KEY].sandbox_by_ip(request.match_info["ip"])
-    return ok(wire.sandbox_json(sandbox, origin(request)))
+    return ok(sandbox_json(sandbox, origin(request)))
 
 
 async def list_hosts(request: web.Request) -> web.Response:
     hosts = request[BACKEND_KEY].hosts()
-    limit = wire.query_int(request, "limit", 50)
-    offset = wire.query_int(request, "offset", 0)
+    limit = query_int(request, "limit", 50)
+    offset = query_int(request, "offset", 0)
     if not 1 <= limit <= 500:
         raise BadRequest("must be between 1 and 500", field="limit")
     page = hosts[offset : offset + limit]
@@ -164,8 +166,8 @@ async def list_hosts(request: web.Request) -> web.Response:
 
 async def resize_process(request: web.Request) -> web.Response:
     """A PTY's window size (``POST …/processes/{id}/resize`` with ``rows`` and ``cols``)."""
-    body = await wire.read_json(request)
+    body = await read_json(request)
     rows, cols = _required_int(body, "rows"), _required_int(body, "cols")
     ids = sandbox_id(request), request.match_info["process_id"]
     process = request[BACKEND_KEY].resize_process(*ids, rows, cols)
-    return ok(wire.process_json(process))
+    return ok(process_json(process))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fake_server.http import wire
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, STATE_KEY, sandbox_id
+from fake_server.http.wire.common import query_int, read_json
+from fake_server.http.wire.sandboxes import parse_create_sandbox, sandbox_json, sandbox_page
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -32,24 +33,24 @@ def origin(request: web.Request) -> str:
 
 
 async def create_sandbox(request: web.Request) -> web.Response:
-    spec = wire.parse_create_sandbox(await wire.read_json(request))
+    spec = parse_create_sandbox(await read_json(request))
     sandbox = request[BACKEND_KEY].create_sandbox(spec)
     await sandbox.until_created()  # the service answers once the sandbox is running
-    return ok(wire.sandbox_json(sandbox, origin(request)))
+    return ok(sandbox_json(sandbox, origin(request)))
 
 
 async def list_sandboxes(request: web.Request) -> web.Response:
     page = request[BACKEND_KEY].list_sandboxes(
         status=request.query.get("status") or None,
-        limit=wire.query_int(request, "limit", 50),
-        offset=wire.query_int(request, "offset", 0),
+        limit=query_int(request, "limit", 50),
+        offset=query_int(request, "offset", 0),
     )
-    return ok(wire.sandbox_page(page, origin(request)))
+    return ok(sandbox_page(page, origin(request)))
 
 
 async def get_sandbox(request: web.Request) -> web.Response:
     sandbox = request[BACKEND_KEY].get_sandbox(sandbox_id(request))
-    return ok(wire.sandbox_json(sandbox, origin(request)))
+    return ok(sandbox_json(sandbox, origin(request)))
 
 
 async def delete_sandbox(request: web.Request) -> web.Response:
@@ -59,12 +60,12 @@ async def delete_sandbox(request: web.Request) -> web.Response:
 
 async def pause_sandbox(request: web.Request) -> web.Response:
     sandbox, started = request[BACKEND_KEY].pause_sandbox(sandbox_id(request))
-    return _transition(wire.sandbox_json(sandbox, origin(request)), started)
+    return _transition(sandbox_json(sandbox, origin(request)), started)
 
 
 async def resume_sandbox(request: web.Request) -> web.Response:
     sandbox, started = request[BACKEND_KEY].resume_sandbox(sandbox_id(request))
-    return _transition(wire.sandbox_json(sandbox, origin(request)), started)
+    return _transition(sandbox_json(sandbox, origin(request)), started)
 
 
 def _transition(data: dict[str, object], started: bool) -> web.Response:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from aiohttp import WSMsgType, web
 
-from fake_server.http import wire
 from fake_server.http.keys import BACKEND_KEY, WORLD_KEY, sandbox_id
 from fake_server.http.shell_frames import (
     CLOSE_FLOOD,
@@ -26,6 +25,7 @@ from fake_server.http.shell_frames import (
     decode_text,
     exit_frame,
 )
+from fake_server.http.wire.common import query_int
 from fake_server.models import ApiError, BadRequest, Conflict, OutputFrame
 
 if TYPE_CHECKING:
@@ -47,9 +47,7 @@ async def shell_ws(request: web.Request) -> web.StreamResponse:
     if not ws.can_prepare(request).ok:
         raise ApiError("expects a WebSocket upgrade", status=426, code="upgrade_required")
     backend, box = request[BACKEND_KEY], sandbox_id(request)
-    shell = backend.open_shell(
-        box, wire.query_int(request, "rows", 24), wire.query_int(request, "cols", 80)
-    )
+    shell = backend.open_shell(box, query_int(request, "rows", 24), query_int(request, "cols", 80))
     await ws.prepare(request)
     await relay_shell(ws, backend, box, shell, request.app[WORLD_KEY].ctx.clock)
     return ws
