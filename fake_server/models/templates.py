@@ -31,7 +31,7 @@ _IGNORED = {
     "CMD": "sandboxes run no default command",
     "ENTRYPOINT": "sandboxes run no default command",
     "EXPOSE": "ports are reached through ingress",
-    "USER": "commands run as the sandbox user",
+    "USER": "commands run as the runtime's user (root, as on the devbox VM)",
 }
 
 

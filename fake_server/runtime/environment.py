@@ -1,9 +1,10 @@
 """What a sandbox's commands start with and may write, whichever runtime runs them.
 
-Both runtimes lay their own user over ``BASE_ENV`` (bashkit and the devbox image run as root;
-the process runtime's host-directory layout runs as an unprivileged user with its own
-``$HOME``). The size limits are bashkit's fixed in-memory ones; the HTTP layer applies the
-file limit to every upload, so a client sees one limit whichever runtime holds the file.
+``BASE_ENV`` is root's, as on the service's devbox VM: bashkit and the process runtime's devbox
+image run commands as root; only the process runtime's host-directory fallback lays its
+unprivileged user and ``$HOME`` over it. The size limits are bashkit's fixed in-memory ones;
+the HTTP layer applies the file limit to every upload, so a client sees one limit whichever
+runtime holds the file.
 """
 
 from __future__ import annotations

@@ -3,20 +3,20 @@
 A sandbox's root is its own copy-on-write file system (``rootfs``: an overlay of the
 ``devbox:1`` image, ``image``, in a mount namespace of the sandbox's own), or, where the image
 cannot be used (``system``), its host directory with the host's ``/usr`` bound read-only over
-it. Every process runs as root (uid 0 of its own user namespace; ``sandbox``, uid 1000, on the
-fallback layout) in its own user, PID, IPC and UTS namespaces (hostname ``sandbox``, no host
-process visible) and in its sandbox's
-network namespace (``netns``), shared by every process of the sandbox, so a server one exec
-starts is reached by the next exec. Once the API gives the sandbox its address, the
-namespace gets ``eth0`` on the fake's router (``network``: default route, DNS, NAT, egress
-rules in nftables), where preview URLs connect (``connect()``); account networks plug it into
-a per-network bridge (``bridges``). Where that namespace cannot be made (not root), each
-sandbox gets a loopback-only network of its own and those features answer ``FeatureUnavailable``
-(``netmode``).
+it. Every process runs as root (uid 0 of the sandbox's user namespace; ``sandbox``, uid 1000, on
+the fallback layout) in the user, PID, IPC and UTS namespaces of the sandbox's init
+(``guest``: hostname ``sandbox``, no host process visible) and in the sandbox's network
+namespace (``netns``), so a server one exec starts is reached by the next exec. Once the API
+gives the sandbox its address, the namespace gets ``eth0`` on the fake's router (``network``:
+default route, DNS, NAT, egress rules in nftables), where preview URLs connect
+(``connect()``); account networks plug it into a per-network bridge (``bridges``). Where
+that namespace cannot be made (not root), each sandbox gets a loopback-only network of its
+own and those features answer ``FeatureUnavailable`` (``netmode``).
 
-Each ``run()`` gets a PID namespace of its own, so the processes of one exec or managed
-process are one tree: SIGKILL of its init kills it all, pause SIGSTOPs it, resume SIGCONTs it.
-Processes of the same sandbox do not see each other (a VM would show them all).
+The init's PID namespace lives as long as the sandbox, as a VM does: a daemon one exec starts
+outlives it (reparented to the init) and ``ps`` shows every process of the sandbox. The
+processes of one exec or managed process are one tree (``tree``): a kill signals the whole
+tree; pause SIGSTOPs every process of the sandbox, resume SIGCONTs them.
 
 PTY processes run on a real PTY (``pty.py``). Not supported (yet): registered Python commands
 (``fake.commands``). Real programs run on real time: see
