@@ -7,6 +7,12 @@ over it with httpcore (one connection per request, ``Connection: close``); statu
 and body pass through as they are, the body streamed both ways. Request bytes count as the
 sandbox's ingress, response bytes as its egress (``Bandwidth``).
 
+A request asking for an upgrade (``Connection: Upgrade`` with ``Upgrade``, as a WebSocket
+handshake) keeps both headers; a server that answers ``101`` gets the connection relayed byte
+for byte both ways until either side closes (``http.relay``); any other answer passes through
+as usual. The handshake itself is the server's business (a bad ``Sec-WebSocket-Key`` gets
+whatever the server answers), and like every preview request it needs no API key.
+
 Waiting on the server is real time, as every wait on a real program (the service's own
 timeout is not documented): a server that accepts and never answers gets a 504 after
 ``ANSWER_TIMEOUT`` seconds without a byte from it.
@@ -23,6 +29,7 @@ from aiohttp import web
 
 from fake_server.clockbase import EXCHANGE_HEADER
 from fake_server.http.keys import WORLD_KEY, sandbox_id
+from fake_server.http.relay import relay
 from fake_server.models.errors import ApiError, BadGateway, BadRequest
 from fake_server.models.ingress import not_listening, preview
 from fake_server.runtime.api import FeatureUnavailable
@@ -66,14 +73,21 @@ async def ingress(request: web.Request) -> web.StreamResponse:
     stream = _Stream(reader, writer, sandbox.bandwidth)
     origin = httpcore.Origin(b"http", b"127.0.0.1", port)
     async with httpcore.AsyncHTTP11Connection(origin, stream) as connection:
-        return await _forward(request, connection, port)
+        return await _forward(request, connection, port, stream)
 
 
 async def _forward(
-    request: web.Request, connection: httpcore.AsyncHTTP11Connection, port: int
+    request: web.Request,
+    connection: httpcore.AsyncHTTP11Connection,
+    port: int,
+    stream: _Stream,
 ) -> web.StreamResponse:
     headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED]
-    headers.append(("Connection", "close"))
+    upgrade = _upgrade_of(request)
+    if upgrade is not None:
+        headers += [("Connection", "Upgrade"), ("Upgrade", upgrade)]
+    else:
+        headers.append(("Connection", "close"))
     chunked = "chunked" in request.headers.get("Transfer-Encoding", "").lower()
     if chunked:
         headers.append(("Transfer-Encoding", "chunked"))
@@ -89,6 +103,8 @@ async def _forward(
             content=_body(request) if chunked or request.content_length else None,
             extensions={"timeout": timeouts},
         ) as answer:
+            if answer.status == 101 and upgrade is not None:
+                return await _switch(request, answer, stream)
             return await _relay(request, answer)
     except httpcore.TimeoutException:
         raise ApiError(
@@ -128,6 +144,25 @@ async def _relay(request: web.Request, answer: httpcore.Response) -> web.StreamR
     return response
 
 
+def _upgrade_of(request: web.Request) -> str | None:
+    """The protocol a request asks to switch to (RFC 9110 §7.8), if it asks."""
+    tokens = {t.strip().lower() for t in request.headers.get("Connection", "").split(",")}
+    upgrade = request.headers.get("Upgrade")
+    return upgrade if upgrade and "upgrade" in tokens else None
+
+
+async def _switch(
+    request: web.Request, answer: httpcore.Response, stream: _Stream
+) -> web.StreamResponse:
+    """The server switched protocols: its ``101`` head to the client, then raw bytes."""
+    response = web.StreamResponse(status=101)
+    for key, value in answer.headers:
+        response.headers.add(key.decode("latin-1"), value.decode("latin-1"))
+    await response.prepare(request)
+    await relay(request, _Switched(answer.extensions["network_stream"], stream))
+    return response
+
+
 async def _body(request: web.Request) -> AsyncIterator[bytes]:
     async for chunk in request.content.iter_chunked(_CHUNK):
         yield chunk
@@ -163,6 +198,9 @@ class _Stream(httpcore.AsyncNetworkStream):
             raise httpcore.WriteError(type(exc).__name__) from None
         self._bandwidth.received(len(buffer))
 
+    def write_eof(self) -> None:
+        self._writer.write_eof()
+
     async def aclose(self) -> None:
         self._writer.close()
         with contextlib.suppress(OSError):
@@ -173,3 +211,27 @@ class _Stream(httpcore.AsyncNetworkStream):
 
     def get_extra_info(self, info: str) -> Any:
         return self._writer.get_extra_info(info)
+
+
+class _Switched:
+    """The sandbox's end of a switched connection (``relay.SandboxEnd``): read through
+    httpcore's stream, which first returns what it read past the ``101`` head."""
+
+    def __init__(self, upgraded: httpcore.AsyncNetworkStream, stream: _Stream) -> None:
+        self._upgraded = upgraded
+        self._stream = stream
+
+    async def read(self, max_bytes: int) -> bytes:
+        try:
+            return await self._upgraded.read(max_bytes)
+        except httpcore.NetworkError as exc:
+            raise ConnectionError(str(exc)) from None
+
+    async def write(self, data: bytes) -> None:
+        try:
+            await self._stream.write(data)
+        except httpcore.NetworkError as exc:
+            raise ConnectionError(str(exc)) from None
+
+    def write_eof(self) -> None:
+        self._stream.write_eof()

@@ -9,18 +9,16 @@ sandboxes run no servers, so every tunnel into one is a 502.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from aiohttp import web
 
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
+from fake_server.http.relay import READ_SIZE, relay
 from fake_server.models.errors import ApiError, BadGateway, BadRequest
 from fake_server.models.ingress import not_listening
 from fake_server.runtime.api import FeatureUnavailable
 
 __all__ = ["tunnel"]
-
-_CHUNK = 1 << 20
 
 
 async def tunnel(request: web.Request) -> web.StreamResponse:
@@ -37,52 +35,31 @@ async def tunnel(request: web.Request) -> web.StreamResponse:
         raise BadGateway(str(exc)) from None
     except OSError:
         raise not_listening(port) from None
-    reader, writer = await asyncio.open_connection(sock=sock)
+    reader, writer = await asyncio.open_connection(sock=sock, limit=READ_SIZE)
     response = web.StreamResponse(
         status=101, headers={"Connection": "Upgrade", "Upgrade": request.headers["Upgrade"]}
     )
-    await response.prepare(request)
-    transport = request.transport
-    assert transport is not None
-    incoming = asyncio.StreamReader(limit=_CHUNK)
-    # Every byte after the head, through the seam WebSocketResponse uses.
-    request.protocol.set_parser(_Raw(incoming))  # type: ignore[arg-type]
-
-    async def inbound() -> None:
-        while data := await incoming.read(_CHUNK):
-            writer.write(data)
-            await writer.drain()
-        with contextlib.suppress(OSError):
-            writer.write_eof()
-
-    async def outbound() -> None:
-        while data := await reader.read(_CHUNK):
-            transport.write(data)
-
-    tasks = [asyncio.ensure_future(inbound()), asyncio.ensure_future(outbound())]
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        if tasks[0].done() and not tasks[1].done():
-            await tasks[1]  # the client finished sending: the answer still comes back
+        await response.prepare(request)
+        await relay(request, _Socket(reader, writer))
     finally:
-        for task in tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, OSError):
-                await task
         writer.close()
-        transport.close()
     return response
 
 
-class _Raw:
-    """aiohttp's payload parser seam: every byte the client sends after the upgrade."""
+class _Socket:
+    """The tunnel's connection into the sandbox (``relay.SandboxEnd``)."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._reader = reader
+        self._writer = writer
 
-    def feed_data(self, data: bytes) -> tuple[bool, bytes]:
-        self._reader.feed_data(data)
-        return False, b""
+    async def read(self, max_bytes: int) -> bytes:
+        return await self._reader.read(max_bytes)
 
-    def feed_eof(self) -> None:
-        self._reader.feed_eof()
+    async def write(self, data: bytes) -> None:
+        self._writer.write(data)
+        await self._writer.drain()
+
+    def write_eof(self) -> None:
+        self._writer.write_eof()

@@ -4,6 +4,7 @@ sandbox (process runtime); 502 when nothing listens; every refusal before the up
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Awaitable, Callable
 
 import httpx
@@ -25,6 +26,17 @@ ECHO = (
     "    c, _ = s.accept()\n"
     "    while d := c.recv(65536): c.sendall(d.upper())\n"
     "    c.close()\n"
+)
+#: Reads until the client's EOF, then answers: the answer needs the half-closed tunnel to stay.
+UNTIL_EOF = (
+    "import socket\n"
+    "s = socket.socket()\n"
+    "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+    "s.bind(('0.0.0.0', 7001)); s.listen()\n"
+    "while True:\n"
+    "    c, _ = s.accept(); got = b''\n"
+    "    while d := c.recv(65536): got += d\n"
+    "    c.sendall(b'%d bytes: ' % len(got) + got[:5].upper()); c.close()\n"
 )
 
 
@@ -76,6 +88,51 @@ async def test_a_tunnel_carries_bytes_both_ways_to_a_server_in_the_sandbox() -> 
             writer.write_eof()
             assert await reader.read() == b""  # the server closed after our EOF
             writer.close()
+            assert (await client.delete(f"/v1/sandboxes/{sandbox_id}")).status_code == 200
+
+
+async def test_a_half_closed_tunnel_still_carries_the_answer_then_closes() -> None:
+    async with process_fake() as fake:
+        async with httpx.AsyncClient(
+            base_url=fake.url,
+            headers={"X-Api-Key": fake.api_key},
+            transport=clock_transport(fake.clock),
+            timeout=30,
+        ) as client:
+            created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+            sandbox_id = created.json()["data"]["id"]
+            started = await client.post(
+                f"/v1/sandboxes/{sandbox_id}/processes",
+                json={"cmd": "python3", "args": ["-c", UNTIL_EOF]},
+            )
+            assert started.status_code == 201
+            sandbox = fake.sandbox(sandbox_id)
+            for _ in range(2000):  # a real program decides when it listens (bounded)
+                try:
+                    (await sandbox.machine.connect(7001)).close()
+                    break
+                except OSError:
+                    await asyncio.sleep(0.01)
+            loop = asyncio.get_running_loop()
+            sock = socket.socket()
+            sock.setblocking(False)
+            await loop.sock_connect(sock, (fake.host, fake.port))
+            await loop.sock_sendall(
+                sock, upgrade_request(sandbox_id, fake.api_key, 7001) + b"hello"
+            )
+            received = b""
+            while b"\r\n\r\n" not in received:
+                received += await loop.sock_recv(sock, 4096)
+            head, _, rest = received.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 101 Switching Protocols\r\n")
+            await loop.sock_sendall(
+                sock, b"hello" + b" world" * 500_000
+            )  # beyond the relay's buffer
+            sock.shutdown(socket.SHUT_WR)
+            while chunk := await loop.sock_recv(sock, 65536):
+                rest += chunk
+            sock.close()
+            assert rest == b"3000005 bytes: HELLO"  # then EOF: the tunnel closed
             assert (await client.delete(f"/v1/sandboxes/{sandbox_id}")).status_code == 200
 
 

@@ -1,0 +1,169 @@
+"""Relays an upgraded client connection (a ``101 Switching Protocols`` already sent) and a
+stream into the sandbox, byte for byte, both ways: tunnels and WebSockets through preview URLs.
+
+The client's transport is taken from aiohttp's HTTP protocol (``transport.set_protocol``) for
+the rest of the connection, for two reasons aiohttp's own upgrade seam (``set_parser``, used by
+``WebSocketResponse``) cannot serve: aiohttp closes a connection as soon as the client
+half-closes it (``eof_received`` returns nothing), while a raw stream must still carry the
+answer that a half-close asks for; and its parser seam has no flow control, so a client that
+sends faster than the sandbox reads would be buffered without bound. Here the client's reads
+pause while more than ``HIGH_WATER`` bytes wait for the sandbox, and the sandbox's reads wait
+while the client's socket buffer is full. aiohttp's protocol still sees the connection end
+(``connection_lost`` is passed on), so its server shutdown accounts for it.
+
+Endings: the sandbox's side ending (EOF or error) closes the client's connection once what it
+sent has been flushed; the client half-closing passes the EOF on and keeps reading the
+sandbox; the client's connection dropping ends the relay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+__all__ = ["HIGH_WATER", "READ_SIZE", "SandboxEnd", "relay"]
+
+#: Bytes read from the sandbox at a time (the size asyncio's transports read too).
+READ_SIZE = 256 * 1024
+#: Client bytes waiting for the sandbox beyond which the client's socket is no longer read.
+HIGH_WATER = 1024 * 1024
+
+
+class SandboxEnd(Protocol):
+    """The connection into the sandbox, as the relay uses it."""
+
+    async def read(self, max_bytes: int) -> bytes: ...
+
+    async def write(self, data: bytes) -> None: ...
+
+    def write_eof(self) -> None: ...
+
+
+async def relay(request: web.Request, sandbox: SandboxEnd) -> None:
+    """Relay until one of the endings in the module's docstring; the client's connection is
+    closed on return (the caller closes the sandbox's)."""
+    transport = request.transport
+    if transport is None or transport.is_closing():
+        return
+    client = _ClientEnd(transport, request.protocol)
+    # Bytes read past the head before the takeover come through aiohttp's upgrade seam.
+    request.protocol.set_parser(_Tail(client))  # type: ignore[arg-type]
+    transport.set_protocol(client)
+    tasks = [
+        asyncio.ensure_future(_inbound(client, sandbox)),
+        asyncio.ensure_future(_outbound(client, sandbox)),
+    ]
+    try:
+        await asyncio.wait([tasks[1], client.lost], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, OSError):
+                await task
+        transport.close()  # flushes what is buffered, then closes
+
+
+async def _inbound(client: _ClientEnd, sandbox: SandboxEnd) -> None:
+    """Client to sandbox; the client's EOF becomes the sandbox's."""
+    while True:
+        data = await client.take()
+        if not data:
+            with contextlib.suppress(OSError):
+                sandbox.write_eof()
+            return
+        await sandbox.write(data)
+
+
+async def _outbound(client: _ClientEnd, sandbox: SandboxEnd) -> None:
+    """Sandbox to client, waiting while the client's socket buffer is full."""
+    while data := await sandbox.read(READ_SIZE):
+        client.transport.write(data)
+        await client.writable()
+
+
+class _ClientEnd(asyncio.Protocol):
+    """The client's connection after the upgrade: buffered input with flow control, EOF kept
+    half-open, and its end passed on to aiohttp's protocol."""
+
+    def __init__(self, transport: asyncio.BaseTransport, previous: asyncio.BaseProtocol) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self._previous = previous
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._eof = False
+        self._paused_reading = False
+        self._wake: asyncio.Future[None] | None = None
+        self._can_write: asyncio.Future[None] | None = None
+        self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        self._chunks.append(data)
+        self._size += len(data)
+        if self._size > HIGH_WATER and not self._paused_reading:
+            self._paused_reading = True
+            self.transport.pause_reading()
+        self._wakeup()
+
+    def eof_received(self) -> bool:
+        self._eof = True
+        self._wakeup()
+        return True  # keep the connection open for the sandbox's answer
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._eof = True
+        self._wakeup()
+        if not self.lost.done():
+            self.lost.set_result(None)
+        if self._can_write is not None and not self._can_write.done():
+            self._can_write.set_result(None)
+        self._previous.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        if self._can_write is None or self._can_write.done():
+            self._can_write = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self._can_write is not None and not self._can_write.done():
+            self._can_write.set_result(None)
+
+    async def writable(self) -> None:
+        if self._can_write is not None and not self._can_write.done():
+            await self._can_write
+
+    async def take(self) -> bytes:
+        """Everything the client has sent so far; ``b""`` once it sent EOF."""
+        while not self._chunks:
+            if self._eof:
+                return b""
+            self._wake = asyncio.get_running_loop().create_future()
+            await self._wake
+        data = b"".join(self._chunks) if len(self._chunks) > 1 else self._chunks[0]
+        self._chunks.clear()
+        self._size = 0
+        if self._paused_reading and not self.transport.is_closing():
+            self._paused_reading = False
+            self.transport.resume_reading()
+        return data
+
+    def _wakeup(self) -> None:
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+
+class _Tail:
+    """aiohttp's payload-parser seam, used once: hands over what was read past the head."""
+
+    def __init__(self, client: _ClientEnd) -> None:
+        self._client = client
+
+    def feed_data(self, data: bytes) -> tuple[bool, bytes]:
+        self._client.data_received(data)
+        return False, b""
+
+    def feed_eof(self) -> None:
+        self._client.eof_received()
