@@ -15,11 +15,17 @@ BLOCK = re.compile(r"```(python|sh)\n(.*?)```", re.DOTALL)
 CONTRIBUTING = """\
 ## Work on this repository
 
-Install and run the fake CreateOS API locally (prints the URL and the API key):
+Install the checkout, then run the fake CreateOS API locally (it prints the URL and the API
+key, and serves until Ctrl-C):
 
-<!-- skip: next "a checkout command; it serves until Ctrl-C" -->
+<!-- skip: next "a checkout command; .ci/run runs it" -->
 ```bash
-pip install -e . && createos-fake serve
+pip install -e .
+```
+
+<!-- until Ctrl-C -->
+```bash
+createos-fake serve
 ```
 
 Install and run the tests:
@@ -69,6 +75,27 @@ def test_docs_link_only_to_existing_pages(doc: pathlib.Path) -> None:
     """Relative links point at files that exist."""
     for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", doc.read_text()):
         assert (doc.parent / target).resolve().exists(), f"{doc.name} links to {target}"
+
+
+#: What the docs run (.ci/docs) does with a shown block: compare it, or leave it alone.
+SHOWN_MARKERS = re.compile(r'^[ \t]*<!-- (output|illustrative: "[^"]+") -->$', re.MULTILINE)
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_shown_block_is_compared_or_marked_illustrative(doc: pathlib.Path) -> None:
+    """A block showing output is compared with the real output of the block before it
+    (``<!-- output -->``) or says why it is not (``<!-- illustrative: "why" -->``)."""
+    text = doc.read_text()
+    unmarked = []
+    inside = False
+    for match in re.finditer(r"^[ \t]*```(\S*)$", text, re.MULTILINE):
+        opening, inside = not inside, not inside
+        if not opening or match.group(1) not in ("", "text", "console", "json", "yaml"):
+            continue
+        above = text[: match.start()].rstrip("\n").splitlines()[-1:]
+        if not (above and SHOWN_MARKERS.match(above[0])):
+            unmarked.append(text.count("\n", 0, match.start()) + 1)
+    assert unmarked == [], f"{doc.name}: shown blocks without a marker at lines {unmarked}"
 
 
 def _linked_pages(text: str, prefix: str = "") -> list[str]:
