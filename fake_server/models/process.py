@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from fake_server.models.errors import Conflict, Gone
 from fake_server.models.output import OutputFrame, OutputJournal
 from fake_server.models.waiting import Wakeup, wait_event
+from fake_server.runtime.environment import HOME
 from fake_server.runtime.terminal import Terminal
 
 if TYPE_CHECKING:
@@ -78,12 +79,15 @@ class Process:
         created_at: float,
         clock: Clock,
         stdin: StdinPipe,
+        home: str = HOME,
         on_exit: Callable[[Process], None] | None = None,
         on_error: Callable[[str], None] | None = None,
     ) -> None:
         self.process_id = process_id
         self.pid = pid
         self.spec = spec
+        #: Where it runs: its ``cwd``, or its sandbox's home when it gave none.
+        self.cwd = spec.cwd or home
         self.kind = "pty" if spec.pty else "process"
         #: A PTY's window (``…/resize`` changes it; the runtime passes it on to the program).
         self.terminal = Terminal(*spec.pty) if spec.pty else None

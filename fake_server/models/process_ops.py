@@ -57,6 +57,7 @@ class ProcessOps(AccountBase):
             created_at=self.ctx.clock.time(),
             clock=sandbox.machine.wait_clock(self.ctx.clock),
             stdin=StdinPipe(),
+            home=sandbox.machine.home,
             on_error=lambda trace: self.ctx.errors.append(("create_process", trace)),
         )
         sandbox.processes[process.process_id] = process

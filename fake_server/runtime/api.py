@@ -126,6 +126,9 @@ class Machine(Protocol):
     """One sandbox as the runtime sees it."""
 
     runtime: str
+    #: Where its processes start when no ``cwd`` is given (the process runtime's host layout,
+    #: without the image, runs them as an unprivileged user with a home of its own).
+    home: str
 
     @property
     def disk(self) -> Disk: ...

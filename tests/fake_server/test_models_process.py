@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from fake_server import VirtualClock
+from fake_server.http.wire.processes import process_json
 from fake_server.models import (
     Conflict,
     ExitFrame,
@@ -117,3 +118,20 @@ async def test_wait_exit_times_out_on_the_clock() -> None:
     process.crash()
     assert await process.wait_exit(0) is True
     assert process.signal == "SIGKILL"
+
+
+async def test_its_reported_cwd_is_its_own_or_its_sandbox_s_home() -> None:
+    clock = VirtualClock(autojump=False)
+    spec = ProcessSpec(cmd="pwd")
+    # The process runtime's host layout runs processes as user sandbox in /home/sandbox.
+    homed = Process(
+        process_id="proc-1", pid=1, spec=spec, created_at=0.0, clock=clock,
+        stdin=StdinPipe(), home="/home/sandbox",
+    )  # fmt: skip
+    assert process_json(homed)["cwd"] == "/home/sandbox"
+    assert process_json(make_process(clock))["cwd"] == "/root"
+    placed = Process(
+        process_id="proc-2", pid=2, spec=ProcessSpec(cmd="pwd", cwd="/tmp"), created_at=0.0,
+        clock=clock, stdin=StdinPipe(), home="/home/sandbox",
+    )  # fmt: skip
+    assert process_json(placed)["cwd"] == "/tmp"

@@ -125,6 +125,7 @@ def test_the_allowed_fallback_runs_sandboxes_on_the_host_directory_layout(
 
         assert asyncio.run(whoami()) == 0
         assert b"".join(output) == b"sandbox\n/home/sandbox\n"
+        assert machine.home == "/home/sandbox"  # what a process started without cwd reports
         assert machine.rootfs is None
     finally:
         runtime.close()

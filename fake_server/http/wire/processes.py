@@ -16,7 +16,6 @@ from fake_server.models import (
     OutputFrame,
     ProcessSpec,
 )
-from fake_server.runtime import HOME
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -83,7 +82,7 @@ def process_json(p: Process) -> dict[str, Any]:
         "signal": p.signal,
         "cmd": p.spec.cmd,
         "args": list(p.spec.args),
-        "cwd": p.spec.cwd or HOME,
+        "cwd": p.cwd,
         "foreground": None
         if p.tree_exited
         else {"pid": p.pid, "cmd": p.spec.cmd, "args": list(p.spec.args)},

@@ -9,6 +9,7 @@ from fake_server.runtime import egress
 from fake_server.runtime.bashkit.disk import SandboxDisk
 from fake_server.runtime.bashkit.missing import DEFAULT_CHOICE
 from fake_server.runtime.bashkit.shell import Shell
+from fake_server.runtime.environment import HOME
 from fake_server.runtime.netoptions import HostnameMode
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ class BashkitMachine:
     """A sandbox of the bashkit runtime: its ``SandboxDisk``; processes keep running on pause."""
 
     runtime = "bashkit"
+    home = HOME
 
     def __init__(
         self,

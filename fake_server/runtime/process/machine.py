@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fake_server.runtime.api import FeatureUnavailable, Usage
+from fake_server.runtime.environment import HOME
 from fake_server.runtime.process import buckets, tree
 from fake_server.runtime.process.agent import Agent
 from fake_server.runtime.process.dirdisk import DirDisk
@@ -20,7 +21,7 @@ from fake_server.runtime.process.netns import NetNamespace
 from fake_server.runtime.process.pids import PidsGroup
 from fake_server.runtime.process.realwait import RealWaits
 from fake_server.runtime.process.rootdir import remove_tree
-from fake_server.runtime.process.runner import Run, Runner
+from fake_server.runtime.process.runner import USER_HOME, Run, Runner
 
 if TYPE_CHECKING:
     import socket
@@ -83,6 +84,7 @@ class ProcessMachine:
         self.directory = directory
         self._rootfs = rootfs
         self._make_rootfs = make_rootfs
+        self.home = HOME if rootfs is not None or make_rootfs is not None else USER_HOME
         self._disk = DirDisk(lambda: self.root)
         self.runs: dict[Any, Run] = {}
         #: Its init, whose namespaces every process enters (started by the first one).
