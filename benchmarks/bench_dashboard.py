@@ -27,7 +27,7 @@ import httpx
 from benchmarks._browser import open_browser
 from benchmarks._common import Report, finish, interleave, median, parse_args
 from fake_server import FakeCreateOS, TransitionPolicy
-from fake_server.clockbase import RealClock
+from fake_server.clock import RealClock
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -8,9 +8,8 @@ keeps a virtual clock exact). The reference is ``docs/fake-server.md``.
 
 from __future__ import annotations
 
-from fake_server.clock import Clock, RealClock, VirtualClock
+from fake_server.clock import Clock, RealClock, VirtualClock, clock_transport, sync_clock_transport
 from fake_server.faults import Fault, Faults
-from fake_server.httpx_clock import clock_transport, httpx_event_hooks, sync_clock_transport
 from fake_server.models import Event, Journal, Step, TransitionPolicy
 from fake_server.runtime.netoptions import NetworkOptions
 from fake_server.server import FakeCreateOS
@@ -29,7 +28,6 @@ __all__ = [
     "TransitionPolicy",
     "VirtualClock",
     "clock_transport",
-    "httpx_event_hooks",
     "sync_clock_transport",
     "tls_context",
 ]

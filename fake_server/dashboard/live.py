@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from fake_server.clockbase import RealClock
+from fake_server.clock import RealClock
 from fake_server.dashboard.journal_page import summary
 from fake_server.dashboard.projections import sandbox_row
 

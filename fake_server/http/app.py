@@ -14,7 +14,7 @@ from fake_server.http.middlewares import (
     core_middleware,
     not_implemented,
     rate_limit_middleware,
-    stamp_request_id,
+    reply_head,
 )
 from fake_server.http.routes import ROUTES, UNIMPLEMENTED
 
@@ -42,7 +42,7 @@ def create_app(state: AppState) -> web.Application:
     app[STATE_KEY] = state
     app[WORLD_KEY] = state.world
     app[ERRORS_KEY] = state.errors
-    app.on_response_prepare.append(stamp_request_id)
+    app.on_response_prepare.append(reply_head)
     for method, path, operation, handler in ROUTES:
         app.router.add_route(method, path, handler, name=operation)
     for method, path, real_name in UNIMPLEMENTED:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import httpcore
 from aiohttp import web
 
-from fake_server.clockbase import EXCHANGE_HEADER
+from fake_server.clock import EXCHANGE_HEADER
 from fake_server.http.keys import WORLD_KEY, sandbox_id
 from fake_server.http.relay import relay
 from fake_server.models.errors import ApiError, BadGateway, BadRequest

@@ -62,7 +62,7 @@ __all__ = [
     "not_implemented",
     "operation_of",
     "rate_limit_middleware",
-    "stamp_request_id",
+    "reply_head",
 ]
 
 _MAX_QUERY = 20
@@ -150,16 +150,14 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
     world = request.app[WORLD_KEY]
     clock = world.ctx.clock
     exchange = request.headers.get(EXCHANGE_HEADER)
-    announced = request[ANNOUNCED_KEY] = exchange if clock.request_arrived(exchange) else None
+    request[ANNOUNCED_KEY] = exchange if clock.request_arrived(exchange) else None
     try:
-        return await _serve(request, handler, clock, announced)
+        return await _serve(request, handler, clock)
     finally:
         request_finished(request)
 
 
-async def _serve(
-    request: web.Request, handler: Handler, clock: Clock, announced: str | None
-) -> web.StreamResponse:
+async def _serve(request: web.Request, handler: Handler, clock: Clock) -> web.StreamResponse:
     state = request.app[STATE_KEY]
     journal = state.world.ctx.journal
     operation = operation_of(request)
@@ -198,8 +196,6 @@ async def _serve(
         except Exception:
             request.app[ERRORS_KEY].append((operation, traceback.format_exc()))
             response = error_response(InternalError("internal error in the fake"))
-    if announced and not response.prepared:
-        clock.response_sent(announced)
     account = request.get(ACCOUNT_KEY)
     headers, text = response_message(request, response, secrets) if messages else ((), None)
     journal.record(
@@ -282,8 +278,12 @@ def event_of(
     )
 
 
-async def stamp_request_id(request: web.Request, response: web.StreamResponse) -> None:
-    """``on_response_prepare``: every reply, streamed ones included, names its request."""
+async def reply_head(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare``: every reply, streamed ones included, names its request; the
+    head of an announced exchange is on the wire from here until its client claims it."""
+    announced = request.get(ANNOUNCED_KEY)
+    if announced:
+        request.app[WORLD_KEY].ctx.clock.response_sent(announced)
     request_id = request.get(REQUEST_ID_KEY)
     if request_id is not None:
         response.headers["X-Request-Id"] = request_id

@@ -92,8 +92,7 @@ async def template_logs(request: web.Request) -> web.StreamResponse:
             if status in ("ready", "failed"):
                 await writer.write_frame({"final": True, "status": status, "attempt": 1})
                 break
-            with clock.idle():
-                await clock.sleep(_next_due(template, now))
+            await clock.sleep(_next_due(template, now))
     return response
 
 

@@ -29,7 +29,7 @@ from fake_server.http.wire.common import query_int
 from fake_server.models import ApiError, BadRequest, Conflict, OutputFrame
 
 if TYPE_CHECKING:
-    from fake_server.clockbase import Clock
+    from fake_server.clock import Clock
     from fake_server.models import Account, Process
 
 __all__ = ["IDLE_SECONDS", "MAX_FRAME", "MAX_PENDING_INPUT", "relay_shell", "shell_ws"]

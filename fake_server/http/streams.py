@@ -77,17 +77,10 @@ def _announced(request: web.Request) -> tuple[Clock | None, str | None]:
     return (request.app[WORLD_KEY].ctx.clock, exchange) if exchange else (None, None)
 
 
-async def _prepare(request: web.Request, response: web.StreamResponse) -> None:
-    clock, exchange = _announced(request)
-    if clock is not None:
-        clock.response_sent(exchange)  # the head: aiohttp sends it at prepare()
-    await response.prepare(request)
-
-
 async def open_ndjson(request: web.Request) -> tuple[web.StreamResponse, Any]:
     """Start a 200 NDJSON response; returns it and the (possibly wrapped) frame writer."""
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
-    await _prepare(request, response)
+    await response.prepare(request)  # its head is counted in transit by ``reply_head``
     tally = request[TALLY_KEY] = Tally("ndjson")
     return response, _wrap(request, FrameWriter(response, *_announced(request), tally))
 
@@ -96,7 +89,7 @@ async def open_body(request: web.Request, length: int) -> tuple[web.StreamRespon
     """Start a 200 octet-stream response of ``length`` bytes; returns it and its writer."""
     response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
     response.content_length = length
-    await _prepare(request, response)
+    await response.prepare(request)  # its head is counted in transit by ``reply_head``
     tally = request[TALLY_KEY] = Tally("binary")
     return response, _wrap(request, BodyWriter(response, *_announced(request), tally))
 

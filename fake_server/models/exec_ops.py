@@ -20,7 +20,7 @@ from fake_server.models.errors import (
     at_capacity,
 )
 from fake_server.models.paths import check_abs_path
-from fake_server.models.waiting import Wakeup, wait_event
+from fake_server.models.waiting import Wakeup, handed_off, wait_event
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Callable
@@ -106,11 +106,7 @@ class ExecOps(AccountBase):
         from fake_server.runtime import CapacityError, ProcessSignal
 
         shell = job.sandbox.machine.runner(self.ctx.clock)
-        # The runtime holds its own busy token while the interpreter works; the caller's
-        # token (a request handler's) must not keep a virtual clock from jumping meanwhile.
-        # The bridge keeps the clock still until the runtime's token is in place.
-        bridge = self.ctx.clock.hold()
-        with bridge, self.ctx.clock.idle():
+        with handed_off(self.ctx.clock) as bridge:
             try:
                 code = await shell.run(
                     job.argv,

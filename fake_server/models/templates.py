@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from fake_server.models.dockerfile import BASE_IMAGES, Instruction, parse, parse_env
 from fake_server.models.errors import BadRequest, Conflict, NotFound
 from fake_server.models.resource_base import Forbidden, check_name
+from fake_server.models.waiting import handed_off
 
 if TYPE_CHECKING:
     from fake_server.models.context import Context
@@ -226,8 +227,7 @@ class _Build:
             output.append(data)
 
         shell = Shell(disk, self.ctx.clock, self.ctx.commands)
-        bridge = self.ctx.clock.hold()
-        with bridge, self.ctx.clock.idle():
+        with handed_off(self.ctx.clock) as bridge:
             try:
                 code = await shell.run(
                     ["bash", "-c", script],

@@ -15,9 +15,11 @@ import contextlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from fake_server.clock import Clock, Hold
 
-__all__ = ["Wakeup", "wait_event"]
+__all__ = ["Wakeup", "handed_off", "wait_event"]
 
 
 class Wakeup:
@@ -81,3 +83,12 @@ async def wait_event(clock: Clock, event: Wakeup, timeout: float | None) -> bool
         # After ``idle()`` gave this task its busy tokens back: only now may the hold go.
         event._leave()
     return event.is_set()
+
+
+@contextlib.contextmanager
+def handed_off(clock: Clock) -> Iterator[Hold]:
+    """The caller (a request handler) goes idle while a runtime runs its command; the hold it
+    yields keeps the clock still until the runtime holds its own token (``started=``)."""
+    bridge = clock.hold()
+    with bridge, clock.idle():
+        yield bridge

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
+from fake_server.clock import clock_transport
 from fake_server.faults import ExhaustCredit, Fault
 from fake_server.faults.spec import action_from_json
-from fake_server.httpx_clock import clock_transport
 
 if TYPE_CHECKING:
     from fake_server import FakeCreateOS

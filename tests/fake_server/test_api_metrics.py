@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from fake_server.httpx_clock import clock_transport
+from fake_server.clock import clock_transport
 from tests.fake_server._process_runtime import process_fake
 
 if TYPE_CHECKING:

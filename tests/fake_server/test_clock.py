@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import threading
 import time
@@ -16,7 +15,6 @@ from fake_server import (
     FakeCreateOS,
     TransitionPolicy,
     clock_transport,
-    httpx_event_hooks,
     tls_context,
 )
 from fake_server.clock import DEFAULT_EPOCH, EXCHANGE_HEADER, Clock, RealClock, VirtualClock
@@ -265,31 +263,41 @@ def test_replies_to_unknown_or_closed_exchanges_count_for_nothing(eager: Virtual
 
 
 @pytest.mark.asyncio
-async def test_httpx_event_hooks_open_and_close_an_exchange(eager: VirtualClock) -> None:
-    hooks = httpx_event_hooks(eager)
-    sleeper = asyncio.create_task(eager.sleep(5))
-    request = httpx.Request("GET", "http://fake.invalid/v1/sandboxes")
-    await hooks["request"][0](request)
-    exchange = request.headers[EXCHANGE_HEADER]
-    assert eager.in_transit == 1
-    await spin()
-    assert not sleeper.done()
-    assert eager.request_arrived(exchange) is True
-    eager.response_sent(exchange)
-    await hooks["response"][0](httpx.Response(200, request=request))
-    await sleeper
-    assert (eager.open_exchanges, eager.now()) == (0, 5.0)
+async def test_clock_transport_counts_the_reply_until_read_and_closes_the_exchange(
+    eager: VirtualClock,
+) -> None:
+    def serve(request: httpx.Request) -> httpx.Response:
+        exchange = request.headers[EXCHANGE_HEADER]
+        assert eager.in_transit == 1  # the request is on its way
+        assert eager.request_arrived(exchange) is True
+        eager.response_sent(exchange)
+        eager.response_sent(exchange, size=5)
+        return httpx.Response(200, stream=httpx.ByteStream(b"hello"))
 
-
-def test_httpx_event_hooks_close_a_failed_exchange_with_its_request(eager: VirtualClock) -> None:
-    """A request that never got a reply (connection refused) cannot hold time forever."""
-    hooks = httpx_event_hooks(eager)
-    request = httpx.Request("GET", "http://fake.invalid/v1/sandboxes")
-    asyncio.run(hooks["request"][0](request))
-    assert eager.open_exchanges == 1
-    del request
-    gc.collect()
+    transport = clock_transport(eager, httpx.MockTransport(serve))
+    async with httpx.AsyncClient(transport=transport) as client:
+        async with client.stream("GET", "http://fake.invalid/v1/sandboxes") as response:
+            assert (eager.in_transit, eager.open_exchanges) == (1, 1)  # five bytes unread
+            read = [
+                (chunk, eager.in_transit, eager.open_exchanges)
+                async for chunk in response.aiter_raw()
+            ]
+            assert read == [(b"hello", 0, 1)]  # claimed as read; closed once the body ended
     assert eager.open_exchanges == 0
+
+
+@pytest.mark.asyncio
+async def test_clock_transport_closes_the_exchange_of_a_failed_request(
+    eager: VirtualClock,
+) -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    transport = clock_transport(eager, httpx.MockTransport(refuse))
+    async with httpx.AsyncClient(transport=transport) as client:
+        with pytest.raises(httpx.ConnectError, match=r"^connection refused$"):
+            await client.get("http://fake.invalid/v1/sandboxes")
+    assert (eager.in_transit, eager.open_exchanges) == (0, 0)
 
 
 @pytest.mark.asyncio

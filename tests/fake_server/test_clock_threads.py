@@ -2,8 +2,8 @@
 
 A synchronous test's thread runs its own code between two calls where no loop watch can see
 it. Attending (``VirtualClock.attend()``), it holds time still except inside ``waiting()``; a
-thread blocked in a call nobody announced stops counting after ``threadwatch.STUCK`` real
-seconds, so time is never frozen for good.
+thread blocked in a call nobody announced stops counting after ``watch.STUCK`` real seconds,
+so time is never frozen for good.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+import httpx
 import pytest
 
-from fake_server import VirtualClock
+from fake_server import VirtualClock, sync_clock_transport
+from fake_server.clock import EXCHANGE_HEADER, watch
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -112,6 +114,42 @@ def test_attending_nests_and_ends_with_the_outermost(clock: VirtualClock) -> Non
                 sleeper.result.result(timeout=30)
             sleeper.close()
     assert clock.now() == 300.0
+
+
+def test_a_sync_request_through_the_clock_transport_waits_and_reports(
+    clock: VirtualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocked in the transport, the attending thread lets time move (no ``STUCK`` fallback
+    here); the exchange counts the reply until it is read and closes with the response."""
+    monkeypatch.setattr(watch, "STUCK", 3600.0)
+    with clock.attend():
+        sleeper = _Sleeper(clock, 300)
+
+        def serve(request: httpx.Request) -> httpx.Response:
+            exchange = request.headers[EXCHANGE_HEADER]
+            assert clock.request_arrived(exchange) is True
+            assert sleeper.woke.wait(timeout=30)  # time moved while this thread waited
+            clock.response_sent(exchange)
+            return httpx.Response(200, stream=httpx.ByteStream(b"done"))
+
+        try:
+            transport = sync_clock_transport(clock, httpx.MockTransport(serve))
+            with httpx.Client(transport=transport) as client:
+                response = client.get("http://fake.invalid/v1/sandboxes")
+            assert (response.content, clock.now()) == (b"done", 300.0)
+            assert (clock.in_transit, clock.open_exchanges) == (0, 0)
+        finally:
+            sleeper.close()
+
+
+def test_a_failed_sync_request_closes_its_exchange(clock: VirtualClock) -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    with httpx.Client(transport=sync_clock_transport(clock, httpx.MockTransport(refuse))) as client:
+        with pytest.raises(httpx.ConnectError, match=r"^connection refused$"):
+            client.get("http://fake.invalid/v1/sandboxes")
+    assert (clock.in_transit, clock.open_exchanges) == (0, 0)
 
 
 def test_waiting_outside_attend_changes_nothing(clock: VirtualClock) -> None:

@@ -21,7 +21,7 @@ from createos.models import CreateSandboxRequest, ManagedProcessCreateRequest
 
 from benchmarks._browser import chromium_missing, open_browser
 from fake_server import FakeCreateOS, TransitionPolicy
-from fake_server.clockbase import RealClock
+from fake_server.clock import RealClock
 from fake_server.runtime.api import RUNTIMES
 
 if TYPE_CHECKING:

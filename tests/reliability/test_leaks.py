@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 from conftest import open_fds
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, httpx_event_hooks, tls_context
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -70,11 +70,10 @@ async def _fake() -> AsyncIterator[FakeCreateOS]:
 @pytest.mark.asyncio
 async def test_runs_and_lifecycles_leave_fds_and_memory_flat(fake: FakeCreateOS) -> None:
     async with httpx.AsyncClient(
-        verify=tls_context(),
         base_url=fake.url,
         headers={"X-Api-Key": fake.api_key},
         timeout=10,
-        event_hooks=httpx_event_hooks(fake.clock),
+        transport=clock_transport(fake.clock),
     ) as client:
         await run_lifecycles(fake, client, 3)  # warm-up: imports, caches, the client's connection
         gc.collect()

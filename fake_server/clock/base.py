@@ -1,7 +1,4 @@
-"""The clock interface the fake waits on, its hand-off token and the wall-clock implementation.
-
-``fake_server.clock`` re-exports all of it next to ``VirtualClock``.
-"""
+"""The clock interface the fake waits on, its hand-off token and the wall-clock implementation."""
 
 from __future__ import annotations
 
@@ -47,6 +44,7 @@ class Clock(Protocol):
         """A busy token that belongs to no task: released explicitly, from anywhere."""
         ...
 
+    # The exchange reports of docs/time.md, rule 3 (``VirtualClock`` documents them).
     def request_sent(self) -> str | None: ...
     def request_arrived(self, exchange: str | None = None) -> bool: ...
     def response_sent(self, exchange: str | None = None, size: int = 0) -> None: ...

@@ -1,30 +1,70 @@
-"""Which event loops are parked in ``select()``: the ``VirtualClock``'s view of "idle".
+"""Who is provably waiting: event loops parked in ``select()`` and attending threads.
 
-A loop that waits in ``select()`` with nothing ready cannot be about to do anything; a loop
-between two callbacks can. The probe rides on the selector of an asyncio selector loop.
+The ``VirtualClock``'s view of "idle" (docs/time.md, rules 5 and 6). A loop waiting in
+``select()`` with nothing ready cannot be about to do anything; a loop between two callbacks
+can. A thread with no loop (a sync test's) attends and counts as working except inside
+``waiting()``. A loop out of ``select()``, or an attending thread whose frame stands still, for
+``STUCK`` real seconds is blocked in a call the clock was not told about and stops counting,
+so that an unknown wait never freezes time.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
-
-from fake_server.threadwatch import ThreadProbe
 
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import Callable
 
-__all__ = ["LoopProbe"]
+__all__ = ["STUCK", "LoopProbe", "ThreadProbe"]
+
+#: Real seconds a loop or an attending thread must stand still before it counts as blocked.
+STUCK = 0.5
+
+
+class ThreadProbe:
+    """One attending thread: how deep it is in ``waiting()``, and where it last stood."""
+
+    __slots__ = ("_where", "attending", "ident", "since", "waiting")
+
+    def __init__(self, ident: int, now: float) -> None:
+        self.ident = ident
+        self.attending = 0
+        self.waiting = 0
+        self._where: tuple[int, int] | None = None
+        self.since = now
+
+    def quiet(self, now: float) -> bool:
+        """Waiting on the fake, gone, or blocked in one call for ``STUCK`` seconds."""
+        if self.waiting or not self.attending:
+            return True
+        if not self.ident:
+            return False  # handed to a thread that has not started it yet
+        frame = sys._current_frames().get(self.ident)
+        if frame is None:
+            return True  # the thread has ended
+        where = (id(frame), frame.f_lasti)
+        if where != self._where:
+            self._where = where
+            self.since = now
+            return False
+        return now - self.since >= STUCK
+
+    def moved(self, now: float) -> None:
+        """The thread reported something: it is running, whatever its frame says."""
+        self._where = None
+        self.since = now
 
 
 class LoopProbe:
-    """Tells whether one event loop is parked in ``select()``: the loop's own idea of "idle".
+    """Whether one event loop is parked in ``select()`` with nothing ready.
 
-    It rides on the selector of an asyncio selector loop (a private attribute); other loops get
-    a probe that always reads as parked, leaving the decision to the other signals.
+    It rides on the selector of an asyncio selector loop (a private attribute); other loops
+    (uvloop) get a probe that always reads as parked, leaving the decision to the other rules.
     """
 
     __slots__ = ("_selector", "parked", "since")
@@ -34,18 +74,17 @@ class LoopProbe:
         self.since = time.perf_counter()
         self._selector = selector
 
-    def waiting(self) -> bool:
-        """Parked in ``select()`` with nothing ready: no connection queued, no data unread.
+    def waiting(self, now: float) -> bool:
+        """Parked with nothing ready, or stuck outside ``select()`` for ``STUCK`` seconds.
 
-        ``parked`` alone is set before the loop's thread enters ``select()`` and cleared after
-        it returns; a busy machine may leave that thread unscheduled for a while after its
-        socket became ready (a client's connection accepted by the kernel), so readiness is
-        asked of the selector too, without waiting and without consuming anything.
+        ``parked`` is set before the loop's thread enters ``select()``; a busy machine may
+        leave that thread unscheduled after its socket became ready, so readiness is asked of
+        the selector too, without waiting and without consuming anything.
         """
         if not self.parked:
-            return False
+            return now - self.since >= STUCK
         selector = self._selector
-        return selector is None or (selector.offloads_quiet() and not selector.ready())
+        return selector is None or (selector.offloads_quiet(now) and not selector.ready())
 
     @classmethod
     def install(cls, loop: asyncio.AbstractEventLoop) -> LoopProbe:
@@ -94,17 +133,12 @@ class _ProbedSelector:
                 probe.parked = False
                 probe.since = now
 
-    def offloads_quiet(self) -> bool:
+    def offloads_quiet(self, now: float) -> bool:
         """No executor call of the loop is running Python code right now."""
-        now = time.perf_counter()
         return all(probe.quiet(now) for probe in list(self.offloads))
 
     def ready(self) -> bool:
-        """Whether some registered file is ready now; callable from another thread.
-
-        Polls with a zero timeout: the loops' selectors are level-triggered, so this neither
-        waits nor takes anything from the loop's own ``select()``.
-        """
+        """Whether some registered file is ready now (a level-triggered zero-timeout poll)."""
         try:
             return bool(self._selector.select(0))  # type: ignore[attr-defined]
         except (OSError, ValueError, RuntimeError):
@@ -115,12 +149,10 @@ class _ProbedSelector:
 
 
 def _count_offloads(loop: asyncio.AbstractEventLoop, selector: _ProbedSelector) -> None:
-    """Watch the loop's executor calls: a loop waiting for its own thread's work is not idle.
+    """A loop waiting for its own executor's work (a provider packing an archive) is not idle.
 
-    ``asyncio.to_thread`` (a provider packing an archive, say) leaves the loop in ``select()``
-    while a worker thread computes for it; that is work, not waiting on the fake. A worker
-    blocked in one call (``thread.join``, a lock) stops counting after ``threadwatch.STUCK``
-    like any attending thread, so a loop waiting on a waiter never freezes time.
+    The worker is an attending thread of its own, so one blocked in a call (``join``, a lock)
+    stops counting after ``STUCK`` and a loop waiting on a waiter never freezes time.
     """
     run_in_executor = loop.run_in_executor
 

@@ -1,39 +1,8 @@
-"""Time for the fake and for the code under test: one injectable clock.
+"""``VirtualClock``: time that moves only when every party provably waits.
 
-The fake never reads the wall clock directly. Everything that waits (transitions, heartbeats,
-``sleep`` inside a sandbox, ``wait_process`` timeouts, injected latency) waits on a ``Clock``.
-
-``RealClock`` is wall time, for ``createos-fake serve``. ``VirtualClock`` only moves when the
-program waits: ``advance()`` moves it by hand and, with ``autojump`` on (the default), it jumps to
-the next deadline once every participant provably waits -- trio's ``MockClock`` autojump is the
-model. Real elapsed time is never the proof (``autojump_threshold`` only debounces). Because
-the fake usually runs in a background thread while the test runs in its own loop, waiting
-cannot be read off one event loop; instead participants report it:
-
-* tasks that do real work inside the fake hold a *busy* token (``with clock.busy():``), which
-  ``sleep()`` and ``idle()`` give back while the task waits;
-* an *exchange* (one request and its reply) of a clock-aware client is announced with
-  ``request_sent()``, which returns its id (sent in the ``X-Fake-Clock-Exchange`` header), and
-  ends only when the client calls ``exchange_closed()`` -- after the body, an error or an
-  abandon, never after some real time. Inside it, the request is in flight until the server's
-  ``request_arrived()``, the reply head from ``response_sent()`` until the client's
-  ``response_received()``, and every streamed body write from ``response_sent(size=n)`` until
-  the client has read those ``n`` bytes (``response_received(size=n)``). Between two writes of a
-  stream nothing is in flight, so a server waiting on the clock (heartbeats, ``sleep``) lets
-  time move while the client waits for the next bytes;
-* a hand-off between tasks (a handler starting a process) is bridged by a ``hold()``, a busy
-  token that belongs to no task; the fake's connections hold one while a request is partly
-  received, for clients that report nothing (``fake_server.http.connections``);
-* every call into the clock counts as activity and restarts the quiet period;
-* every event loop that uses the clock is watched at its selector: time only jumps while all of
-  them are parked in ``select()``, so code that runs between two awaits -- a test between two
-  requests -- is never skipped over. A loop that stays out of ``select()`` for
-  ``_STUCK_LOOP`` real seconds (blocked in a synchronous call, say) stops counting, so it cannot
-  freeze time for everybody; the rules above still hold for it. Loops without a selector
-  (uvloop) rely on the rest alone.
-
-The provider only needs ``now()`` and ``sleep()`` (its own structural protocol); the extra hooks
-are optional and looked up with ``getattr``.
+``advance()`` moves it by hand; with ``autojump`` on (the default) it jumps to the next deadline
+once nobody is busy, nothing is on the wire, every watched loop is parked and every attending
+thread waits -- trio's ``MockClock`` autojump is the model. The rules are in docs/time.md.
 """
 
 from __future__ import annotations
@@ -47,21 +16,17 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fake_server.clockbase import EXCHANGE_HEADER, Clock, Hold, RealClock
-from fake_server.exchanges import ExchangeLedger
-from fake_server.loopwatch import LoopProbe
-from fake_server.threadwatch import ThreadProbe
+from fake_server.clock.base import Hold
+from fake_server.clock.watch import LoopProbe, ThreadProbe
+from fake_server.clock.wire import ExchangeLedger
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["DEFAULT_EPOCH", "EXCHANGE_HEADER", "Clock", "Hold", "RealClock", "VirtualClock"]
+__all__ = ["DEFAULT_EPOCH", "VirtualClock"]
 
 #: Unix time at virtual ``now() == 0``: 2026-01-01T00:00:00Z, so timestamps are reproducible.
 DEFAULT_EPOCH = 1_767_225_600.0
-
-# A watched loop that has not been back in ``select()`` for this long is blocked elsewhere.
-_STUCK_LOOP = 0.5
 
 
 @dataclass(order=True)
@@ -305,23 +270,16 @@ class VirtualClock:
                     probe.moved(time.perf_counter())
                 self._touch()
 
-    def request_sent(self) -> str:
-        """Open an exchange for a request about to be sent; returns its id.
+    # -- exchanges of clock-aware clients (docs/time.md, rule 3; ``fake_server.clock.wire``) --
 
-        The client sends the id in the ``EXCHANGE_HEADER`` header and must call
-        ``exchange_closed(id)`` once it is done with the reply, whatever happened: until then
-        the request counts as in flight, however long it takes to reach the server.
-        """
+    def request_sent(self) -> str:
+        """Open an exchange; its id goes in ``EXCHANGE_HEADER`` until ``exchange_closed(id)``."""
         with self._cond:
             self._touch()
             return self._exchanges.open()
 
     def request_arrived(self, exchange: str | None = None) -> bool:
-        """The server has a request: True when it belongs to an open exchange of this clock.
-
-        Only announced requests get their replies counted in transit: a client that never
-        reports (curl, the official SDK) could never claim them.
-        """
+        """The server has the request: True (replies are counted) when the exchange is open."""
         with self._cond:
             self._touch()
             return self._exchanges.arrived(exchange)
@@ -329,13 +287,13 @@ class VirtualClock:
     def response_sent(self, exchange: str | None = None, size: int = 0) -> None:
         """The server is about to write a reply head (``size=0``) or ``size`` body bytes."""
         with self._cond:
-            self._exchanges.sent(exchange, size)
+            self._exchanges.sent(exchange, size or 1)
             self._touch()
 
     def response_received(self, exchange: str | None = None, size: int = 0) -> None:
         """The client has the reply head (``size=0``) or has read ``size`` more body bytes."""
         with self._cond:
-            self._exchanges.received(exchange, size)
+            self._exchanges.received(exchange, size or 1)
             self._touch()
 
     def exchange_closed(self, exchange: str | None = None) -> None:
@@ -370,17 +328,12 @@ class VirtualClock:
             self._loop_threads[loop] = threading.get_ident()
 
     def _loops_parked(self, real_now: float) -> bool:
-        """Every watched loop waits in ``select()`` (or is closed, or stuck elsewhere)."""
+        """Every watched loop waits in ``select()`` (or is closed, stopped or stuck)."""
         for loop, probe in list(self._loops.items()):
             if loop.is_closed():
                 del self._loops[loop]
                 self._loop_threads.pop(loop, None)
-            elif not loop.is_running():
-                continue  # between run_until_complete() calls: nothing can run there
-            elif probe.parked:
-                if not probe.waiting():
-                    return False  # a socket of it is ready: it runs as soon as it is scheduled
-            elif real_now - probe.since < _STUCK_LOOP:
+            elif loop.is_running() and not probe.waiting(real_now):
                 return False
         return True
 
@@ -420,9 +373,6 @@ class VirtualClock:
         if self._watcher_parked:
             self._cond.notify_all()
 
-    def _in_transit(self) -> bool:
-        return self._exchanges.in_flight() > 0
-
     def _ensure_watcher(self) -> None:
         if self._watcher is None and not self._closed:
             self._watcher = threading.Thread(
@@ -443,7 +393,7 @@ class VirtualClock:
                 quiet_for = real_now - self._last_activity
                 if (
                     self._busy > 0
-                    or self._in_transit()
+                    or self._exchanges.in_flight()
                     or quiet_for < self._threshold
                     or not self._loops_parked(real_now)
                     or not self._threads_quiet(real_now)

@@ -1,0 +1,138 @@
+"""httpx transports that report a client's exchanges to the fake's clock (docs/time.md, rule 3).
+
+Each request opens an exchange (its id in ``EXCHANGE_HEADER``), the reply head and every body
+chunk are claimed as they are read, and the exchange closes when the response is closed or the
+request fails: never after some real time. The synchronous transport also keeps the calling
+thread ``waiting()`` while it is blocked in httpx (rule 6), and claims what arrived only after
+it counts as working again, so neither the thread nor the wire lets time move in between.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+import httpx
+
+from fake_server.clock.base import EXCHANGE_HEADER
+from fake_server.tls import tls_context
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Iterator
+
+    from fake_server.clock.base import Clock
+    from fake_server.clock.virtual import VirtualClock
+
+__all__ = ["clock_transport", "sync_clock_transport"]
+
+
+class _Exchange(httpx.AsyncByteStream, httpx.SyncByteStream):
+    """One reported exchange, and then its response body: each chunk claimed as it is read."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        request: httpx.Request,
+        waiting: Callable[[], contextlib.AbstractContextManager[None]],
+    ) -> None:
+        self._clock = clock
+        self._waiting = waiting
+        self._id = clock.request_sent()
+        if self._id:
+            request.headers[EXCHANGE_HEADER] = self._id
+        self._inner: httpx.AsyncByteStream | httpx.SyncByteStream | None = None
+
+    def received(self, response: httpx.Response) -> httpx.Response:
+        self._clock.response_received(self._id)  # the head
+        self._inner, response.stream = response.stream, self
+        return response
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        assert isinstance(self._inner, httpx.AsyncByteStream)
+        async for chunk in self._inner:
+            self._clock.response_received(self._id, len(chunk))
+            yield chunk
+
+    def __iter__(self) -> Iterator[bytes]:
+        assert isinstance(self._inner, httpx.SyncByteStream)
+        chunks = iter(self._inner)
+        while True:
+            with self._waiting():
+                chunk = next(chunks, None)
+            if chunk is None:
+                return
+            self._clock.response_received(self._id, len(chunk))
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            if isinstance(self._inner, httpx.AsyncByteStream):
+                await self._inner.aclose()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        try:
+            if isinstance(self._inner, httpx.SyncByteStream):
+                self._inner.close()
+        finally:
+            self._clock.exchange_closed(self._id)
+
+
+class _ClockTransport(httpx.AsyncBaseTransport, httpx.BaseTransport):
+    """Wraps an httpx transport (async or sync) and reports every exchange to a clock."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        inner: httpx.AsyncBaseTransport | httpx.BaseTransport,
+        waiting: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext,
+    ) -> None:
+        self._clock = clock
+        self._inner = inner
+        self._waiting = waiting
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        assert isinstance(self._inner, httpx.AsyncBaseTransport)
+        exchange = _Exchange(self._clock, request, self._waiting)
+        try:
+            response = await self._inner.handle_async_request(request)
+        except BaseException:
+            exchange.close()
+            raise
+        return exchange.received(response)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        assert isinstance(self._inner, httpx.BaseTransport)
+        exchange = _Exchange(self._clock, request, self._waiting)
+        try:
+            with self._waiting():
+                response = self._inner.handle_request(request)
+        except BaseException:
+            exchange.close()
+            raise
+        return exchange.received(response)
+
+    async def aclose(self) -> None:
+        if isinstance(self._inner, httpx.AsyncBaseTransport):
+            await self._inner.aclose()
+
+    def close(self) -> None:
+        if isinstance(self._inner, httpx.BaseTransport):
+            self._inner.close()
+
+
+def clock_transport(
+    clock: Clock, transport: httpx.AsyncBaseTransport | None = None
+) -> httpx.AsyncBaseTransport:
+    """``transport=`` for an ``httpx.AsyncClient`` on ``clock`` (wraps ``transport`` if given)."""
+    return _ClockTransport(clock, transport or httpx.AsyncHTTPTransport(verify=tls_context()))
+
+
+def sync_clock_transport(
+    clock: VirtualClock, transport: httpx.BaseTransport | None = None
+) -> httpx.BaseTransport:
+    """``transport=`` for an ``httpx.Client`` on ``clock`` (wraps ``transport`` if given)."""
+    return _ClockTransport(
+        clock, transport or httpx.HTTPTransport(verify=tls_context()), clock.waiting
+    )
