@@ -13,7 +13,7 @@ import aiohttp
 import httpx
 import pytest
 
-from fake_server.httpx_clock import clock_transport
+from fake_server.clock import clock_transport
 from tests.fake_server._process_runtime import process_fake
 
 if TYPE_CHECKING:

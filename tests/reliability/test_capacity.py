@@ -25,7 +25,7 @@ CHILD = textwrap.dedent(
     """
     import asyncio, json, resource, sys
     import httpx
-    from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, httpx_event_hooks
+    from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
 
     NOFILE = resource.RLIMIT_NOFILE
     resource.setrlimit(NOFILE, (FD_LIMIT, resource.getrlimit(NOFILE)[1]))
@@ -39,7 +39,7 @@ CHILD = textwrap.dedent(
         fake = FakeCreateOS(clock=VirtualClock(), transitions=TransitionPolicy.immediate())
         async with fake, httpx.AsyncClient(
             base_url=fake.url, headers={"X-Api-Key": fake.api_key},
-            event_hooks=httpx_event_hooks(fake.clock),
+            transport=clock_transport(fake.clock),
         ) as client:
             ids, statuses = [], []
             while len(ids) < 1000:
