@@ -71,6 +71,7 @@ API_ROUTES: Final[tuple[Row, ...]] = (
     ),
     ("DELETE", _SB + "/access-token", "disable_access_token", "access_tokens.disable_access_token"),
     ("GET", _SB + "/shell-ws", "shell_ws", "shells.shell_ws"),
+    ("POST", _SB + "/shell", "shell", "shells.shell"),
     ("POST", _SB + "/tunnel/{port}", "tunnel", "tunnels.tunnel"),
     ("GET", _SB + "/metrics", "get_sandbox_metrics", "metrics.sandbox_metrics"),
     ("GET", "/v1/metrics", "get_account_metrics", "metrics.account_metrics"),

@@ -29,7 +29,7 @@ from aiohttp import web
 
 from fake_server.clock import EXCHANGE_HEADER
 from fake_server.http.keys import WORLD_KEY, sandbox_id
-from fake_server.http.relay import relay
+from fake_server.http.relay import relay, take_over
 from fake_server.models.errors import ApiError, BadGateway, BadRequest
 from fake_server.models.ingress import not_listening, preview
 from fake_server.runtime.api import FeatureUnavailable
@@ -158,8 +158,14 @@ async def _switch(
     response = web.StreamResponse(status=101)
     for key, value in answer.headers:
         response.headers.add(key.decode("latin-1"), value.decode("latin-1"))
-    await response.prepare(request)
-    await relay(request, _Switched(answer.extensions["network_stream"], stream))
+    client = take_over(request)
+    try:
+        await response.prepare(request)
+        if client is not None:
+            await relay(client, _Switched(answer.extensions["network_stream"], stream))
+    finally:
+        if client is not None:
+            client.transport.close()
     return response
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from aiohttp import web
 
-__all__ = ["HIGH_WATER", "READ_SIZE", "SandboxEnd", "relay"]
+__all__ = ["HIGH_WATER", "READ_SIZE", "ClientEnd", "SandboxEnd", "relay", "take_over"]
 
 #: Bytes read from the sandbox at a time (the size asyncio's transports read too).
 READ_SIZE = 256 * 1024
@@ -43,16 +43,9 @@ class SandboxEnd(Protocol):
     def write_eof(self) -> None: ...
 
 
-async def relay(request: web.Request, sandbox: SandboxEnd) -> None:
+async def relay(client: ClientEnd, sandbox: SandboxEnd) -> None:
     """Relay until one of the endings in the module's docstring; the client's connection is
     closed on return (the caller closes the sandbox's)."""
-    transport = request.transport
-    if transport is None or transport.is_closing():
-        return
-    client = _ClientEnd(transport, request.protocol)
-    # Bytes read past the head before the takeover come through aiohttp's upgrade seam.
-    request.protocol.set_parser(_Tail(client))  # type: ignore[arg-type]
-    transport.set_protocol(client)
     tasks = [
         asyncio.ensure_future(_inbound(client, sandbox)),
         asyncio.ensure_future(_outbound(client, sandbox)),
@@ -64,10 +57,25 @@ async def relay(request: web.Request, sandbox: SandboxEnd) -> None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, OSError):
                 await task
-        transport.close()  # flushes what is buffered, then closes
+        client.transport.close()  # flushes what is buffered, then closes
 
 
-async def _inbound(client: _ClientEnd, sandbox: SandboxEnd) -> None:
+def take_over(request: web.Request) -> ClientEnd | None:
+    """The client's connection, taken from aiohttp (``None`` if it already closed). Call it
+    before sending the ``101``: a client may send as soon as it reads the head, and bytes
+    aiohttp's protocol received would go to its HTTP parser (which treats only ``websocket``
+    as an upgrade) and be lost."""
+    transport = request.transport
+    if transport is None or transport.is_closing():
+        return None
+    client = ClientEnd(transport, request.protocol)
+    # Bytes read past the head before the takeover come through aiohttp's upgrade seam.
+    request.protocol.set_parser(_Tail(client))  # type: ignore[arg-type]
+    transport.set_protocol(client)
+    return client
+
+
+async def _inbound(client: ClientEnd, sandbox: SandboxEnd) -> None:
     """Client to sandbox; the client's EOF becomes the sandbox's."""
     while True:
         data = await client.take()
@@ -78,14 +86,14 @@ async def _inbound(client: _ClientEnd, sandbox: SandboxEnd) -> None:
         await sandbox.write(data)
 
 
-async def _outbound(client: _ClientEnd, sandbox: SandboxEnd) -> None:
+async def _outbound(client: ClientEnd, sandbox: SandboxEnd) -> None:
     """Sandbox to client, waiting while the client's socket buffer is full."""
     while data := await sandbox.read(READ_SIZE):
         client.transport.write(data)
         await client.writable()
 
 
-class _ClientEnd(asyncio.Protocol):
+class ClientEnd(asyncio.Protocol):
     """The client's connection after the upgrade: buffered input with flow control, EOF kept
     half-open, and its end passed on to aiohttp's protocol."""
 
@@ -126,10 +134,12 @@ class _ClientEnd(asyncio.Protocol):
     def pause_writing(self) -> None:
         if self._can_write is None or self._can_write.done():
             self._can_write = asyncio.get_running_loop().create_future()
+        self._previous.pause_writing()  # aiohttp's own writer (the 101 head) waits on it
 
     def resume_writing(self) -> None:
         if self._can_write is not None and not self._can_write.done():
             self._can_write.set_result(None)
+        self._previous.resume_writing()
 
     async def writable(self) -> None:
         if self._can_write is not None and not self._can_write.done():
@@ -158,7 +168,7 @@ class _ClientEnd(asyncio.Protocol):
 class _Tail:
     """aiohttp's payload-parser seam, used once: hands over what was read past the head."""
 
-    def __init__(self, client: _ClientEnd) -> None:
+    def __init__(self, client: ClientEnd) -> None:
         self._client = client
 
     def feed_data(self, data: bytes) -> tuple[bool, bytes]:

@@ -1,45 +1,39 @@
-"""``GET …/shell-ws``: a login shell on a PTY in the sandbox, over a WebSocket.
+"""The shell routes: a login shell on a PTY in the sandbox, over a WebSocket
+(``GET …/shell-ws``) or an HTTP Upgrade to a raw byte stream (``POST …/shell``).
 
-The shell is a managed PTY process (``/bin/bash -l``) on either runtime; the frame format is in
-``http.shell_frames``. Auth, the owner check and the sandbox's state are checked before the
-upgrade, so a bad key is 401, a foreign or unknown sandbox 404 and a paused one 409, as on
-the REST routes. A client that sends nothing for ``IDLE_SECONDS`` of fake time, or leaves
-more than ``MAX_PENDING_INPUT`` bytes the shell has not read, gets the socket closed and the
-shell killed: a vanished client or a flood leaves no process behind.
+The shell is a managed PTY process (``/bin/bash -l``) on either runtime and the session is
+``http.shell_session``'s; the frame formats are in ``http.shell_frames``. Auth, the owner
+check and the sandbox's state are checked before the upgrade, so a bad key is 401, a foreign
+or unknown sandbox 404 and a paused one 409, as on the REST routes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
 from aiohttp import WSMsgType, web
 
 from fake_server.http.keys import BACKEND_KEY, WORLD_KEY, sandbox_id
-from fake_server.http.shell_frames import (
-    CLOSE_FLOOD,
-    CLOSE_IDLE,
-    CLOSE_NORMAL,
-    Resize,
-    decode_text,
-    exit_frame,
+from fake_server.http.relay import take_over
+from fake_server.http.shell_frames import RawFrames, Resize, decode_text, exit_frame
+from fake_server.http.shell_session import (
+    IDLE_SECONDS,
+    MAX_FRAME,
+    MAX_PENDING_INPUT,
+    run_session,
 )
 from fake_server.http.wire.common import query_int
-from fake_server.models import ApiError, BadRequest, Conflict, OutputFrame
+from fake_server.models import ApiError
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from fake_server.clock import Clock
+    from fake_server.http.relay import ClientEnd
     from fake_server.models import Account, Process
 
-__all__ = ["IDLE_SECONDS", "MAX_FRAME", "MAX_PENDING_INPUT", "relay_shell", "shell_ws"]
-
-#: Fake-clock seconds without a frame from the client after which the shell is ended.
-IDLE_SECONDS = 600.0
-#: The largest frame a client may send.
-MAX_FRAME = 64 * 1024
-#: Input the shell has not read yet, beyond which the connection is a flood and is closed.
-MAX_PENDING_INPUT = 1024 * 1024
+__all__ = ["IDLE_SECONDS", "MAX_FRAME", "MAX_PENDING_INPUT", "relay_shell", "shell", "shell_ws"]
 
 
 async def shell_ws(request: web.Request) -> web.StreamResponse:
@@ -47,9 +41,9 @@ async def shell_ws(request: web.Request) -> web.StreamResponse:
     if not ws.can_prepare(request).ok:
         raise ApiError("expects a WebSocket upgrade", status=426, code="upgrade_required")
     backend, box = request[BACKEND_KEY], sandbox_id(request)
-    shell = backend.open_shell(box, query_int(request, "rows", 24), query_int(request, "cols", 80))
+    opened = backend.open_shell(box, query_int(request, "rows", 24), query_int(request, "cols", 80))
     await ws.prepare(request)
-    await relay_shell(ws, backend, box, shell, request.app[WORLD_KEY].ctx.clock)
+    await relay_shell(ws, backend, box, opened, request.app[WORLD_KEY].ctx.clock)
     return ws
 
 
@@ -58,107 +52,80 @@ async def relay_shell(
 ) -> None:
     """Relay a prepared socket and an open shell both ways until either ends; the shell is
     killed if it is still running then (the dashboard's terminal uses this too)."""
+    await run_session(_WebSocket(ws), backend, box, shell, clock)
+
+
+async def shell(request: web.Request) -> web.StreamResponse:
+    """``POST …/shell``: the same shell over an HTTP Upgrade (``101``), the official CLI's
+    ``createos sandbox shell``; input in ``RawFrames``, output as the PTY's raw bytes."""
+    if not request.headers.get("Upgrade"):
+        raise ApiError("expects an HTTP Upgrade", status=426, code="upgrade_required")
+    backend, box = request[BACKEND_KEY], sandbox_id(request)
+    opened = backend.open_shell(box, query_int(request, "rows", 24), query_int(request, "cols", 80))
+    clock = request.app[WORLD_KEY].ctx.clock
+    response = web.StreamResponse(
+        status=101, headers={"Connection": "Upgrade", "Upgrade": request.headers["Upgrade"]}
+    )
+    client = take_over(request)
     try:
-        await _Session(ws, backend, box, shell, clock).run()
+        await response.prepare(request)
+        if client is not None:
+            await run_session(_Raw(client), backend, box, opened, clock)
     finally:
-        if not shell.tree_exited:
-            shell.crash("SIGKILL")
+        if not opened.tree_exited:
+            opened.crash("SIGKILL")
+        if client is not None:
+            client.transport.close()
+    return response
 
 
-class _Session:
-    """Three tasks (output, input, idle watch); the first to end says how to close."""
+class _WebSocket:
+    """``…/shell-ws``'s channel: binary frames for terminal bytes, JSON text for control."""
 
-    def __init__(
-        self,
-        ws: web.WebSocketResponse,
-        backend: Account,
-        box: str,
-        shell: Process,
-        clock: Clock,
-    ) -> None:
-        self.ws = ws
-        self.shell = shell
-        self.backend = backend
-        self.sandbox_id = box
-        self.clock = clock
-        self.last_frame = self.clock.now()
-        #: The close code and reason, set by the task that ends the session.
-        self.close_with: tuple[int, str] = (CLOSE_NORMAL, "")
+    def __init__(self, ws: web.WebSocketResponse) -> None:
+        self._ws = ws
 
-    async def run(self) -> None:
-        tasks = [
-            asyncio.ensure_future(self._output()),
-            asyncio.ensure_future(self._input()),
-            asyncio.ensure_future(self._idle()),
-        ]
-        try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, ConnectionResetError):
-                    await task
-        if not self.ws.closed:
-            code, reason = self.close_with
-            with contextlib.suppress(ConnectionResetError):
-                await self.ws.close(code=code, message=reason.encode()[:120])
-
-    async def _output(self) -> None:
-        """The shell's output as it comes, then its exit; waiting takes no hold of the clock
-        (``Process.changed``), so a virtual clock can move while the shell is quiet."""
-        shell, cursor = self.shell, 0
-        while True:
-            changed = shell.changed()  # before reading: a change meanwhile still wakes it
-            for frame in shell.output.after(cursor):
-                if isinstance(frame, OutputFrame):
-                    await self.ws.send_bytes(frame.data)
-                cursor = frame.seq
-            if shell.tree_exited and cursor >= shell.output.newest_seq:
-                changed.close()
-                text, reason = exit_frame(shell.exit_code, shell.signal)
-                await self.ws.send_str(text)
-                self.close_with = (CLOSE_NORMAL, reason)
-                return
-            await changed
-
-    async def _input(self) -> None:
-        async for message in self.ws:
-            self.last_frame = self.clock.now()
+    async def incoming(self) -> AsyncIterator[bytes | Resize]:
+        async for message in self._ws:
             if message.type == WSMsgType.BINARY:
-                data: bytes | Resize = message.data
+                yield message.data
             elif message.type == WSMsgType.TEXT:
-                try:
-                    data = decode_text(message.data)
-                except ValueError as exc:
-                    self.close_with = (CLOSE_FLOOD, str(exc))
-                    return
+                yield decode_text(message.data)
             else:
                 return  # an error frame or a close: the shell ends with the connection
-            if not self._deliver(data):
-                return
 
-    def _deliver(self, data: bytes | Resize) -> bool:
-        """Pass one frame to the shell; False when the connection must end."""
-        try:
-            if isinstance(data, Resize):
-                self.backend.resize_process(
-                    self.sandbox_id, self.shell.process_id, data.rows, data.cols
-                )
-                return True
-            self.backend.write_process_input(self.sandbox_id, self.shell.process_id, data)
-        except (BadRequest, Conflict) as exc:
-            self.close_with = (CLOSE_FLOOD, exc.message)
-            return False
-        if self.shell.stdin.pending > MAX_PENDING_INPUT:
-            self.close_with = (CLOSE_FLOOD, "input flood: the shell is not reading")
-            return False
-        return True
+    async def send(self, data: bytes) -> None:
+        await self._ws.send_bytes(data)
 
-    async def _idle(self) -> None:
-        while True:
-            left = self.last_frame + IDLE_SECONDS - self.clock.now()
-            if left <= 0:
-                self.close_with = (CLOSE_IDLE, "idle timeout")
-                return
-            await self.clock.sleep(left)
+    async def exited(self, exit_code: int | None, signal: str | None) -> str:
+        text, reason = exit_frame(exit_code, signal)
+        await self._ws.send_str(text)
+        return reason
+
+    async def close(self, code: int, reason: str) -> None:
+        if not self._ws.closed:
+            await self._ws.close(code=code, message=reason.encode()[:120])
+
+
+class _Raw:
+    """``…/shell``'s channel: framed input, raw output, the end shown by closing."""
+
+    def __init__(self, client: ClientEnd) -> None:
+        self._client = client
+        self._frames = RawFrames(MAX_FRAME)
+
+    async def incoming(self) -> AsyncIterator[bytes | Resize]:
+        while data := await self._client.take():
+            for item in self._frames.feed(data):
+                yield item
+
+    async def send(self, data: bytes) -> None:
+        self._client.transport.write(data)
+        await self._client.writable()
+
+    async def exited(self, exit_code: int | None, signal: str | None) -> str:
+        return exit_frame(exit_code, signal)[1]  # a raw stream has no place for it
+
+    async def close(self, code: int, reason: str) -> None:
+        with contextlib.suppress(OSError):
+            self._client.transport.close()  # flushes the output first

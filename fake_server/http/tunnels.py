@@ -13,7 +13,7 @@ import asyncio
 from aiohttp import web
 
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
-from fake_server.http.relay import READ_SIZE, relay
+from fake_server.http.relay import READ_SIZE, relay, take_over
 from fake_server.models.errors import ApiError, BadGateway, BadRequest
 from fake_server.models.ingress import not_listening
 from fake_server.runtime.api import FeatureUnavailable
@@ -39,11 +39,15 @@ async def tunnel(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(
         status=101, headers={"Connection": "Upgrade", "Upgrade": request.headers["Upgrade"]}
     )
+    client = take_over(request)
     try:
         await response.prepare(request)
-        await relay(request, _Socket(reader, writer))
+        if client is not None:
+            await relay(client, _Socket(reader, writer))
     finally:
         writer.close()
+        if client is not None:
+            client.transport.close()
     return response
 
 
