@@ -46,7 +46,7 @@ class Persistence:
         self.store = Store(directory)
         try:
             self.blobs = Blobs(directory / "blobs")
-            fake.runtimes.keep_in(directory / "sandboxes")
+            fake.runtimes.keep_in(directory / "sandboxes", directory / "disks")
             self.saver = Saver(self.store, self.blobs, fake.world, on_error)
             if keep_key is None:
                 keep_key = fake.fixed_api_key is not None

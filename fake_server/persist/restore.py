@@ -92,6 +92,10 @@ def restore(
     for values, offset in events[-(ctx.journal.max_events or 0) :]:
         ctx.journal.record(decode_event(values, offset, ctx.clock))
     ctx.journal.tap = saver.events  # from here on, every event is saved
+    space = store.meta("bucket_space")
+    if isinstance(space, str):  # the process runtime's bucket directories are this start's
+        ctx.resources.bucket_space = space
+        saver.rows["m:bucket_space"] = json.dumps(space)
     _buckets(fake, saver.manifests, read, saver)
     sandboxes: dict[str, Sandbox] = {}
     saved = [(row[0], row[1], row[2], json.loads(row[2])) for row in store.rows("sandboxes")]
@@ -261,8 +265,8 @@ def _resources(
 
 
 def _remount(resources: AccountResources, attachment: Attachment, done: Restored) -> None:
-    """Mount a process-runtime sandbox's disk again (a fresh, empty bucket directory: those
-    last as long as the fake); one that cannot be is dropped with a note."""
+    """Mount a process-runtime sandbox's disk again (its bucket directory is in the state
+    directory, files and all); one that cannot be is dropped with a note."""
     try:
         resources.disks.mount(
             attachment.sandbox, attachment.disk, attachment.mount_path, attachment.sub_path

@@ -55,9 +55,11 @@ class _Batch:
     accounts: dict[str, tuple[int, str] | None] = field(default_factory=dict)
     sandboxes: dict[str, tuple[str, str] | None] = field(default_factory=dict)
     filesystems: dict[str, Manifest | str | None] = field(default_factory=dict)
+    #: Rows of the ``meta`` table (JSON text by key).
+    meta: dict[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.accounts or self.sandboxes or self.filesystems)
+        return bool(self.accounts or self.sandboxes or self.filesystems or self.meta)
 
 
 class Saver:
@@ -227,8 +229,13 @@ class Saver:
                 self._filesystem(batch, owner, template.image.fs, None)
 
     def _buckets(self, batch: _Batch) -> set[str]:
+        resources = self.world.ctx.resources
+        # Names the process runtime's bucket directories (a ``reset()`` draws another).
+        space = json.dumps(resources.bucket_space)
+        if self.rows.get("m:bucket_space") != space:
+            batch.meta["bucket_space"] = space
         owners = set()
-        for (endpoint, name), bucket in self.world.ctx.resources.buckets.items():
+        for (endpoint, name), bucket in resources.buckets.items():
             for part, fs in bucket.parts.items():
                 owner = bucket_owner(endpoint, name, part)
                 owners.add(owner)
@@ -302,6 +309,8 @@ class Saver:
             db.execute("DELETE FROM journal WHERE seq = ?", (seq,))
 
     def _remember(self, batch: _Batch) -> None:
+        for key, text in batch.meta.items():
+            self.rows["m:" + key] = text
         for key, account_row in batch.accounts.items():
             if account_row is None:
                 self.rows.pop("a:" + key, None)
@@ -324,6 +333,8 @@ class Saver:
 
 
 def _write(db: sqlite3.Connection, batch: _Batch) -> None:
+    for key, text in batch.meta.items():
+        db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, text))
     for key, account_row in batch.accounts.items():
         if account_row is None:
             db.execute("DELETE FROM accounts WHERE key = ?", (key,))

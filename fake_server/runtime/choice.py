@@ -56,6 +56,8 @@ class Runtimes:
         #: Where the process runtime keeps sandbox directories that outlive the fake
         #: (``serve --state-dir``); ``None``: a temporary directory removed at close.
         self.kept_root: Path | None = None
+        #: Where it keeps disk buckets' directories then.
+        self.kept_buckets: Path | None = None
         self.default = default
         for rootfs, name in (by_rootfs or {}).items():
             self.set_rootfs(rootfs, name)
@@ -87,6 +89,7 @@ class Runtimes:
                     network=self.network,
                     hostnames=self.hostnames,
                     kept=self.kept_root,
+                    kept_buckets=self.kept_buckets,
                     image_fallback=self._image_fallback,
                 )
             else:
@@ -96,15 +99,16 @@ class Runtimes:
             self._made[name] = runtime
         return runtime
 
-    def keep_in(self, path: Path) -> None:
-        """Process-runtime sandboxes live in ``path`` from now on and outlive the fake."""
-        self.kept_root = path
+    def keep_in(self, path: Path, buckets: Path | None = None) -> None:
+        """Process-runtime sandboxes live in ``path`` from now on, disk buckets' directories
+        in ``buckets``, and both outlive the fake."""
+        self.kept_root, self.kept_buckets = path, buckets
         made = self._made.get("process")
         if made is not None:
             from fake_server.runtime.process import ProcessRuntime
 
             if isinstance(made, ProcessRuntime):
-                made.keep_in(path)
+                made.keep_in(path, buckets)
 
     def new_sandbox(self, sandbox_id: str, rootfs: str, disk_mib: int) -> Machine:
         name = self.by_rootfs.get(rootfs, self._default)

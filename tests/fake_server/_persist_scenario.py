@@ -1,5 +1,5 @@
 """A world worth restoring, made and checked through the official SDK: files, a running, a
-paused and a forked sandbox, a network, a disk with files (bashkit), an access token and a
+paused and a forked sandbox, a network, a disk with files, an access token and a
 template; shared by the in-process restart tests and the ``serve`` subprocess ones."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Made:
 
 
 def make_world(client: Client, *, disks: bool) -> Made:
-    """``disks``: mount a disk too (the bashkit runtime only)."""
+    """``disks``: mount a disk too (the process runtime's host-directory layout has none)."""
     running = client.create_sandbox(
         CreateSandboxRequest(shape=SHAPE, environment_variables={"GREETING": "hello"})
     )

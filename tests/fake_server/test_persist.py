@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+    from createos.instance import SandboxInstance
+
 SHAPE = "s-1vcpu-1gb"
 
 
@@ -344,9 +346,12 @@ def test_the_database_holds_no_more_journal_than_the_limit(state: Path) -> None:
         again.close()
 
 
-def test_a_process_runtime_disk_is_mounted_again_after_a_restart(state: Path) -> None:
-    """The attachment comes back and mounts again (a fresh bucket directory: process-runtime
-    bucket files last as long as the fake, as docs/howto/disks.md says)."""
+def test_a_process_runtime_disk_keeps_its_files_across_restarts_and_a_reset(
+    state: Path,
+) -> None:
+    """The attachment comes back, mounted again on the bucket's directory in the state
+    directory (files written through the mount are there); a ``reset()`` starts every bucket
+    empty, and that empty start is what the next restart keeps."""
     from createos.models import (
         DiskAttachment,
         DiskConfig,
@@ -355,8 +360,7 @@ def test_a_process_runtime_disk_is_mounted_again_after_a_restart(state: Path) ->
         RunCommandRequest,
     )
 
-    fake, _ = _fake(state, runtime="process")
-    with Client(fake.api_key, base_url=fake.url) as client:
+    def register(client: Client) -> list[DiskAttachment]:
         disk = client.disks.create(
             DiskCreateRequest(
                 name="d",
@@ -364,9 +368,18 @@ def test_a_process_runtime_disk_is_mounted_again_after_a_restart(state: Path) ->
                 credentials=DiskCredentials(access_key="a", secret_key="s"),
             )
         )
-        attach = [DiskAttachment(disk_id=disk.id, mount_path="/mnt/d")]
-        sandbox = client.create_sandbox(CreateSandboxRequest(shape=SHAPE, disks=attach))
+        return [DiskAttachment(disk_id=disk.id, mount_path="/mnt/d")]
+
+    def sh(sandbox: SandboxInstance, script: str) -> str:
+        done = sandbox.run_command(RunCommandRequest(command="bash", arguments=["-c", script]))
+        assert done.result.exit_code == 0, done.result.standard_error
+        return done.result.standard_output
+
+    fake, _ = _fake(state, runtime="process")
+    with Client(fake.api_key, base_url=fake.url) as client:
+        sandbox = client.create_sandbox(CreateSandboxRequest(shape=SHAPE, disks=register(client)))
         sandbox.wait_until_running()
+        sh(sandbox, "mkdir -p /mnt/d/logs && echo kept > /mnt/d/logs/a.txt")
     key = fake.api_key
     fake.close()
     again, restored = _fake(state, runtime="process")
@@ -377,9 +390,25 @@ def test_a_process_runtime_disk_is_mounted_again_after_a_restart(state: Path) ->
             assert [d.mount_path for d in back.list_disks()] == ["/mnt/d"]
             back.resume()
             back.wait_until_running()
-            script = "echo kept > /mnt/d/f && findmnt -n -o TARGET /mnt/d"
-            done = back.run_command(RunCommandRequest(command="bash", arguments=["-c", script]))
-            assert done.result.standard_output == "/mnt/d\n", done.result.standard_error
+            assert sh(back, "cat /mnt/d/logs/a.txt; findmnt -n -o TARGET /mnt/d") == (
+                "kept\n/mnt/d\n"
+            )
+        again.reset()
+        with Client(again.api_key, base_url=again.url) as client:
+            fresh = client.create_sandbox(CreateSandboxRequest(shape=SHAPE, disks=register(client)))
+            fresh.wait_until_running()
+            assert sh(fresh, "ls -A /mnt/d; echo new > /mnt/d/n.txt") == ""
+        key = again.api_key
     finally:
         again.close()
     assert again.errors == []
+    third, _ = _fake(state, runtime="process")
+    try:
+        with Client(key, base_url=third.url) as client:
+            back = client.get_sandbox(fresh.id)
+            back.resume()
+            back.wait_until_running()
+            assert sh(back, "ls -A /mnt/d; cat /mnt/d/n.txt") == "n.txt\nnew\n"
+    finally:
+        third.close()
+    assert third.errors == []

@@ -70,7 +70,7 @@ def test_a_restart_brings_every_sandbox_back_paused(
     served.append(first)
     assert first.state == f"state: {state} (new)"
     with Client(first.key, base_url=first.origin) as client:
-        made = make_world(client, disks=runtime == "bashkit")
+        made = make_world(client, disks=True)
     out, err = first.stop(how)
     assert err == ""
     if how == signal.SIGTERM:
@@ -93,8 +93,10 @@ def test_a_restart_brings_every_sandbox_back_paused(
         check_world(client, second.key, made)
     assert second.stop(signal.SIGTERM)[1] == ""
     assert second.process.returncode == 0
-    if runtime == "process":  # destroyed sandboxes leave no directory behind
+    if runtime == "process":  # destroyed sandboxes leave no directory behind; the bucket stays
         assert sorted(p.name for p in (state / "sandboxes").iterdir()) == []
+        buckets = list((state / "disks").iterdir())
+        assert [(b / "kept.txt").read_text() for b in buckets] == ["on-disk\n"]
 
 
 def _refused(state: Path, *prefix: str) -> subprocess.CompletedProcess[str]:

@@ -71,11 +71,13 @@ class ProcessRuntime:
         network: NetworkOptions | None = None,
         hostnames: HostnameMode | None = None,
         kept: Path | None = None,
+        kept_buckets: Path | None = None,
         system: System | None = None,
         image_fallback: bool = False,
         progress: Callable[[str], None] | None = None,
     ) -> None:
-        """``kept``: a directory of sandboxes that outlives the fake (``KeptRoot``)."""
+        """``kept``: a directory of sandboxes that outlives the fake (``KeptRoot``);
+        ``kept_buckets``: one of disk buckets that does (else they are in the fake's)."""
         self.bwrap = require_bwrap()
         self.hostnames = hostnames if hostnames is not None else HostnameMode()
         nsenter_path()  # every process enters its sandbox's init with it
@@ -88,19 +90,24 @@ class ProcessRuntime:
         )
         self.base = base
         self.kept = kept
+        self.kept_buckets = kept_buckets
         self._root: FakeRoot | None = None
         self._images: ImageSpace | None = None
         self.machines: dict[str, ProcessMachine] = {}
         self.hubs: dict[str, Hub] = {}
         self._forks = 0
-        #: Disk buckets' host directories, in the fake's directory (gone at close).
-        self.buckets = buckets.BucketDirs(lambda: self.fake_root.path)
+        #: Disk buckets' host directories, in the fake's directory (gone at close) unless kept.
+        self.buckets = buckets.BucketDirs(self._bucket_base)
 
     @property
     def fake_root(self) -> FakeRoot:
         if self._root is None:
             self._root = FakeRoot(self.base) if self.kept is None else KeptRoot(self.kept)
         return self._root
+
+    def _bucket_base(self) -> Path:
+        kept = self.kept_buckets
+        return self.fake_root.path / ".disks" if kept is None else kept
 
     def new_sandbox(
         self,
@@ -140,11 +147,13 @@ class ProcessRuntime:
             )
         return self._images
 
-    def keep_in(self, path: Path) -> None:
-        """Make sandboxes in ``path`` (a ``KeptRoot``); only before the first sandbox."""
+    def keep_in(self, path: Path, buckets: Path | None = None) -> None:
+        """Make sandboxes in ``path`` (a ``KeptRoot``) and disk buckets in ``buckets``; only
+        before the first sandbox."""
         if self._root is not None:
             raise RuntimeError("the process runtime already made its sandbox directory")
         self.kept = path
+        self.kept_buckets = buckets
 
     def adopt(self, name: str) -> ProcessMachine:
         """The machine of a sandbox directory an earlier start left in a kept root."""

@@ -1,7 +1,8 @@
 """Account disks on the process runtime: a host directory per bucket, bound into sandboxes.
 
 A bucket's files are one directory in the fake's directory (``BucketDirs``), so they go at
-close. Attaching binds it (or its ``sub_path`` folder) on the mount path inside the
+close, or in the state directory of ``serve --state-dir``, where they outlive the fake.
+Attaching binds it (or its ``sub_path`` folder) on the mount path inside the
 sandbox's mount namespace (``SandboxRoot.bind``): no copy, so sandboxes sharing a disk see
 each other's writes at once, and the files API sees them too. Both paths are resolved with
 ``DirDisk``'s walk, inside the sandbox and inside the bucket, so a symlink planted in either
@@ -26,7 +27,8 @@ __all__ = ["BucketDirs", "bind", "unbind"]
 
 
 class BucketDirs:
-    """The host directories of one fake's buckets, under ``base`` (made on first use)."""
+    """The host directories of one fake's buckets, in the directory ``base`` names (made on
+    first use; asked late because the fake's own directory is made with its first sandbox)."""
 
     def __init__(self, base: Callable[[], Path]) -> None:
         self._base = base
@@ -37,7 +39,7 @@ class BucketDirs:
         path = self._dirs.get(bucket)
         if path is None:
             digest = hashlib.sha256(bucket.encode()).hexdigest()[:24]
-            path = self._base() / ".disks" / digest
+            path = self._base() / digest
             path.mkdir(parents=True, exist_ok=True, mode=0o755)
             self._dirs[bucket] = path
         return path
