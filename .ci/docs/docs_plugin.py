@@ -16,6 +16,8 @@ directory of its own, and its blocks run there in order, through the installed
   it is compared with that output as ``shown.py`` says (in order, normalised);
   ``<!-- illustrative: "why" -->`` says it is no block's output here (a diagram, a listing,
   a sample from a terminal CI has not). An unmarked one fails.
+  ``<!-- output: createos-fake serve -->`` compares it with what the page's server (started
+  ``until Ctrl-C``) printed so far: its start-up lines and request log.
 - ``<!-- exit: N -->``: the next block must exit with status N (a failing test, a usage
   error) instead of 0.
 - ``<!-- until Ctrl-C -->``: the next shell block serves until interrupted; it runs in the
@@ -184,12 +186,18 @@ def check_shown(example: Example) -> None:
     """An output block is compared with the real output; an illustrative one is left alone."""
     if example.namespace.pop("illustrative", False):
         return
-    if not example.namespace.pop("expect_output", False):
+    expected = example.namespace.pop("expect_output", False)
+    if not expected:
         raise AssertionError(
             "a block that shows output needs <!-- output --> (compared with the block before "
             'it) or <!-- illustrative: "why" --> before it'
         )
-    real = example.namespace.get("last", "").splitlines()
+    if expected == "server":  # what the page's server printed so far (its request log)
+        servers = _servers(example)
+        assert servers, "<!-- output: createos-fake serve --> on a page that started none"
+        real = servers[-1].text().splitlines()
+    else:
+        real = example.namespace.get("last", "").splitlines()
     problem = compare(example.parsed.splitlines(), real, str(_project(example)))
     if problem is not None:
         raise AssertionError(problem)
@@ -199,8 +207,8 @@ class Markers:
     """The page's instructions to the runner, as HTML comments (see the module's docstring)."""
 
     PATTERN = (
-        r"^[ \t]*<!-- (output|illustrative: .+|exit: (\d+)|until Ctrl-C|save: (\S+)"
-        r"|with: createos-fake serve) -->$"
+        r"^[ \t]*<!-- (output|output: createos-fake serve|illustrative: .+|exit: (\d+)"
+        r"|until Ctrl-C|save: (\S+)|with: createos-fake serve) -->$"
     )
 
     def __call__(self, document: Any) -> Any:
@@ -214,6 +222,8 @@ class Markers:
         marker = str(example.parsed)
         if marker == "output":
             example.namespace["expect_output"] = True
+        elif marker == "output: createos-fake serve":
+            example.namespace["expect_output"] = "server"
         elif marker.startswith("illustrative: "):
             example.namespace["illustrative"] = True
         elif marker.startswith("exit: "):

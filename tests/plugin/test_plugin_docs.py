@@ -78,7 +78,9 @@ def test_docs_link_only_to_existing_pages(doc: pathlib.Path) -> None:
 
 
 #: What the docs run (.ci/docs) does with a shown block: compare it, or leave it alone.
-SHOWN_MARKERS = re.compile(r'^[ \t]*<!-- (output|illustrative: "[^"]+") -->$', re.MULTILINE)
+SHOWN_MARKERS = re.compile(
+    r'^[ \t]*<!-- (output|output: createos-fake serve|illustrative: "[^"]+") -->$', re.MULTILINE
+)
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
