@@ -108,6 +108,8 @@ class ClientEnd(asyncio.Protocol):
         self._wake: asyncio.Future[None] | None = None
         self._can_write: asyncio.Future[None] | None = None
         self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._held = False
+        self._lost_with: list[Exception | None] = []
 
     def data_received(self, data: bytes) -> None:
         self._chunks.append(data)
@@ -123,6 +125,9 @@ class ClientEnd(asyncio.Protocol):
         return True  # keep the connection open for the sandbox's answer
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._held:  # the socket lives on in other hands: aiohttp hears of it on release
+            self._lost_with.append(exc)
+            return
         self._eof = True
         self._wakeup()
         if not self.lost.done():
@@ -130,6 +135,26 @@ class ClientEnd(asyncio.Protocol):
         if self._can_write is not None and not self._can_write.done():
             self._can_write.set_result(None)
         self._previous.connection_lost(exc)
+
+    async def flushed(self) -> None:
+        """Until everything written so far has gone to the socket."""
+        self.transport.set_write_buffer_limits(high=0)
+        await self.writable()
+
+    def hand_over(self) -> bytes:
+        """What the client sent so far; from now on the connection's end reaches aiohttp only
+        through ``release`` (its handler would be cancelled otherwise)."""
+        self._held = True
+        data = b"".join(self._chunks)
+        self._chunks.clear()
+        self._size = 0
+        return data
+
+    def release(self) -> None:
+        """Tell aiohttp the connection ended, once whoever took it over is done."""
+        self._held = False
+        if self._lost_with:
+            self.connection_lost(self._lost_with.pop())
 
     def pause_writing(self) -> None:
         if self._can_write is None or self._can_write.done():

@@ -3,20 +3,28 @@ sandbox (HTTP Upgrade; the reply is ``101 Switching Protocols``).
 
 On the process runtime the stream goes to the sandbox's ``eth0`` through its network
 namespace, as preview URLs do; nothing listening there is a 502 before the upgrade. Bashkit
-sandboxes run no servers, so every tunnel into one is a 502.
+sandboxes run no servers, so every tunnel into one is a 502. The bytes are spliced in the
+kernel (``http.splice``): the fake serves plain HTTP, and the process runtime, the only one
+with servers to reach, runs on Linux only.
 """
 
 from __future__ import annotations
 
-import asyncio
+import os
+import socket
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from fake_server.http import splice
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
-from fake_server.http.relay import READ_SIZE, relay, take_over
+from fake_server.http.relay import take_over
 from fake_server.models.errors import ApiError, BadGateway, BadRequest
 from fake_server.models.ingress import not_listening
 from fake_server.runtime.api import FeatureUnavailable
+
+if TYPE_CHECKING:
+    from fake_server.http.relay import ClientEnd
 
 __all__ = ["tunnel"]
 
@@ -35,7 +43,6 @@ async def tunnel(request: web.Request) -> web.StreamResponse:
         raise BadGateway(str(exc)) from None
     except OSError:
         raise not_listening(port) from None
-    reader, writer = await asyncio.open_connection(sock=sock, limit=READ_SIZE)
     response = web.StreamResponse(
         status=101, headers={"Connection": "Upgrade", "Upgrade": request.headers["Upgrade"]}
     )
@@ -43,27 +50,23 @@ async def tunnel(request: web.Request) -> web.StreamResponse:
     try:
         await response.prepare(request)
         if client is not None:
-            await relay(client, _Socket(reader, writer))
+            await _splice(client, sock)
     finally:
-        writer.close()
+        sock.close()
         if client is not None:
             client.transport.close()
     return response
 
 
-class _Socket:
-    """The tunnel's connection into the sandbox (``relay.SandboxEnd``)."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader = reader
-        self._writer = writer
-
-    async def read(self, max_bytes: int) -> bytes:
-        return await self._reader.read(max_bytes)
-
-    async def write(self, data: bytes) -> None:
-        self._writer.write(data)
-        await self._writer.drain()
-
-    def write_eof(self) -> None:
-        self._writer.write_eof()
+async def _splice(client: ClientEnd, sandbox: socket.socket) -> None:
+    """Hand the client's socket over to ``http.splice`` once the ``101`` has gone out."""
+    await client.flushed()
+    own = client.transport.get_extra_info("socket")
+    duplicate = socket.socket(fileno=os.dup(own.fileno()))
+    early = client.hand_over()  # nothing can arrive between this and the close below
+    client.transport.close()
+    try:
+        await splice.splice_relay(duplicate, sandbox, early)
+    finally:
+        duplicate.close()
+        client.release()

@@ -4,6 +4,7 @@ sandbox (process runtime); 502 when nothing listens; every refusal before the up
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 from collections.abc import Awaitable, Callable
 
@@ -113,6 +114,7 @@ async def test_a_half_closed_tunnel_still_carries_the_answer_then_closes() -> No
                     break
                 except OSError:
                     await asyncio.sleep(0.01)
+            open_fds = len(os.listdir("/proc/self/fd"))
             loop = asyncio.get_running_loop()
             sock = socket.socket()
             sock.setblocking(False)
@@ -133,6 +135,11 @@ async def test_a_half_closed_tunnel_still_carries_the_answer_then_closes() -> No
                 rest += chunk
             sock.close()
             assert rest == b"3000005 bytes: HELLO"  # then EOF: the tunnel closed
+            for _ in range(2000):  # the fake closes its side on its loop (bounded)
+                if len(os.listdir("/proc/self/fd")) <= open_fds:
+                    break
+                await asyncio.sleep(0.005)
+            assert len(os.listdir("/proc/self/fd")) <= open_fds  # sockets and pipes closed
             assert (await client.delete(f"/v1/sandboxes/{sandbox_id}")).status_code == 200
 
 
