@@ -11,6 +11,7 @@ import os
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
 
 from fake_server.runtime.process.rootdir import BASE_NAME, processes_naming
 
@@ -18,6 +19,12 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 _STRAYS = pytest.StashKey[list[int]]()
+
+#: Property tests of the main suite try a few examples each (hypothesis's default is 100),
+#: which keeps the suite within its time budget; each has a twin marked ``reliability`` that
+#: sets its own, larger ``max_examples``.
+settings.register_profile("main", max_examples=20, deadline=None)
+settings.load_profile("main")
 
 
 @pytest.fixture(autouse=True, scope="session")

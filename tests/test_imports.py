@@ -6,11 +6,12 @@ is still a circle for whoever reads the code), so the check needs nothing import
 
 from __future__ import annotations
 
-import ast
 import functools
 from pathlib import Path
 
 import pytest
+
+from tests._source_facts import source_facts
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fake_server"
@@ -44,16 +45,16 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The project modules ``name`` imports (``from pkg import mod`` names the module)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     targets: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            targets.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+    for statement in source_facts(path).imports:
+        if not statement.is_from:
+            targets.update(statement.names)
+        else:
+            base = statement.module or ""
+            if statement.level:
+                anchor = package.split(".")[: len(package.split(".")) - statement.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            for alias in node.names:
-                full = f"{base}.{alias.name}"
+            for alias in statement.names:
+                full = f"{base}.{alias}"
                 targets.add(full if full in modules else base)
     return {t for t in targets if t in modules and t != name}
 
@@ -171,18 +172,9 @@ def test_the_check_sees_a_circle_and_an_upward_import() -> None:
 def test_pure_layers_do_not_import_aiohttp(module: str) -> None:
     for name, path in _modules().items():
         if _under(name, (module,)):
-            tree = ast.parse(path.read_text())
-            roots = {
-                alias.name.split(".")[0]
-                for n in ast.walk(tree)
-                if isinstance(n, ast.Import)
-                for alias in n.names
-            }
-            roots |= {
-                (n.module or "").split(".")[0]
-                for n in ast.walk(tree)
-                if isinstance(n, ast.ImportFrom)
-            }
+            imports = source_facts(path).imports
+            roots = {alias.split(".")[0] for i in imports if not i.is_from for alias in i.names}
+            roots |= {(i.module or "").split(".")[0] for i in imports if i.is_from}
             assert "aiohttp" not in roots, name
 
 
@@ -190,11 +182,11 @@ def test_serialisers_live_in_the_wire_package() -> None:
     """A model's JSON is written in ``http/wire/`` (one module per resource family), so a
     handler or the dashboard reuses it instead of spelling the fields again."""
     outside = [
-        f"{name}.{node.name}"
+        f"{name}.{function}"
         for name, path in _modules().items()
         if _under(name, ("fake_server.http", "fake_server.dashboard"))
         and not _under(name, ("fake_server.http.wire",))
-        for node in ast.parse(path.read_text()).body
-        if isinstance(node, ast.FunctionDef) and node.name.endswith("_json")
+        for function in source_facts(path).top_functions
+        if function.endswith("_json")
     ]
     assert outside == []

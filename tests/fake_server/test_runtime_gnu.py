@@ -292,12 +292,11 @@ _WORDS = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    command=st.sampled_from(["tar", "realpath", "sleep", "timeout 1 sleep", "cat", "head"]),
-    args=st.lists(_WORDS, max_size=6),
-)
-def test_overridden_commands_never_crash_on_any_arguments(command: str, args: list[str]) -> None:
+_COMMANDS = st.sampled_from(["tar", "realpath", "sleep", "timeout 1 sleep", "cat", "head"])
+_ARGS = st.lists(_WORDS, max_size=6)
+
+
+def _check_no_crash(command: str, args: list[str]) -> None:
     async def scenario() -> Result:
         clock = VirtualClock()
         disk = SandboxDisk()
@@ -318,3 +317,17 @@ def test_overridden_commands_never_crash_on_any_arguments(command: str, args: li
     assert result.code in {0, 1, 2, 124, 125, 127}
     assert re.search(r"\w(Error|Exception):|Traceback", result.stderr) is None  # no Python leak
     assert "Unexpected error" not in result.stderr
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(command=_COMMANDS, args=_ARGS)
+def test_overridden_commands_never_crash_on_any_arguments(command: str, args: list[str]) -> None:
+    """A few examples here (the suite's hypothesis profile); many in the reliability twin."""
+    _check_no_crash(command, args)
+
+
+@pytest.mark.reliability
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(command=_COMMANDS, args=_ARGS)
+def test_overridden_commands_never_crash_on_many_arguments(command: str, args: list[str]) -> None:
+    _check_no_crash(command, args)

@@ -7,6 +7,8 @@ import re
 
 import pytest
 
+from tests._source_facts import source_facts
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 #: Every page: each sample in it must be an example file (other blocks are ```text/```bash).
@@ -125,25 +127,10 @@ def test_code_and_docs_cite_only_what_this_repository_holds() -> None:
 def test_messages_point_to_no_file_an_installed_package_lacks() -> None:
     """The wheel holds no docs/ and no examples/: a message naming one sends a user to a
     file they do not have. Docstrings and comments (read in a checkout) may name them."""
-    import ast
-
-    pointing = []
-    for path in [*ROOT.glob("pytest_createos/**/*.py"), *ROOT.glob("fake_server/**/*.py")]:
-        tree = ast.parse(path.read_text())
-        docstrings = {
-            id(node.body[0].value)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-            and node.body
-            and isinstance(node.body[0], ast.Expr)
-            and isinstance(node.body[0].value, ast.Constant)
-        }
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Constant)
-                and isinstance(node.value, str)
-                and id(node) not in docstrings
-                and re.search(r"\b(docs|examples)/", node.value)
-            ):
-                pointing.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    pointing = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in [*ROOT.glob("pytest_createos/**/*.py"), *ROOT.glob("fake_server/**/*.py")]
+        for line, text in source_facts(path).strings
+        if re.search(r"\b(docs|examples)/", text)
+    ]
     assert pointing == []

@@ -328,6 +328,7 @@ JSON_VALUES = st.recursive(
 CONFIG_KEYS = st.sampled_from(
     ["apiUrl", "apiKey", "shape", "timeoutMs", "reuseLease", "rootfs", "region", "other"]
 )
+CONFIGS = st.dictionaries(CONFIG_KEYS, JSON_VALUES, max_size=8)
 URLS = st.one_of(
     st.text(max_size=60),
     st.builds(
@@ -339,9 +340,7 @@ URLS = st.one_of(
 )
 
 
-@settings(max_examples=100, deadline=None)
-@given(config=st.dictionaries(CONFIG_KEYS, JSON_VALUES, max_size=8), url=URLS)
-def test_validation_never_raises(config: dict[str, Any], url: str) -> None:
+def _check_validation(config: dict[str, Any], url: str) -> None:
     """Any JSON config gets a verdict: ok with a normalized config, or exactly one message."""
     provider = CreateosProvider()
     for candidate in (config, {**config, "apiUrl": url, "shape": "s"}):
@@ -355,3 +354,16 @@ def test_validation_never_raises(config: dict[str, Any], url: str) -> None:
         else:
             assert len(result.errors) == 1
             assert result.errors[0].endswith(".")
+
+
+@given(config=CONFIGS, url=URLS)
+def test_validation_never_raises(config: dict[str, Any], url: str) -> None:
+    """A few examples here (the suite's hypothesis profile); many in the reliability twin."""
+    _check_validation(config, url)
+
+
+@pytest.mark.reliability
+@settings(max_examples=200)
+@given(config=CONFIGS, url=URLS)
+def test_validation_never_raises_on_many_configs(config: dict[str, Any], url: str) -> None:
+    _check_validation(config, url)
