@@ -7,6 +7,7 @@ host's resolver (each is answered REFUSED at once) unless a test names a resolve
 
 from __future__ import annotations
 
+import gc
 import os
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,13 @@ def _no_host_resolver() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(network, "host_resolver", lambda: None)
         yield
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Objects alive after collection (modules, test items) live to the end of the run: frozen,
+    Python's full garbage collections (about thirty in a run) no longer walk them."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

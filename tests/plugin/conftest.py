@@ -6,7 +6,10 @@ and pytest-benchmark, when installed, warns inside xdist workers).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import importlib.metadata
+from collections.abc import Callable, Iterator
+from typing import Any
 
 # httpx imports httpcore lazily, at its first transport. Imported inside an in-process inner
 # run, pytester would drop it from ``sys.modules`` afterwards; the next import makes new
@@ -26,6 +29,47 @@ filterwarnings =
 """
 
 MakeIni = Callable[..., None]
+
+
+class _ReadOnce(importlib.metadata.Distribution):
+    """An installed distribution whose entry points, files and metadata are read once."""
+
+    def __init__(self, dist: importlib.metadata.Distribution) -> None:
+        self._dist = dist
+
+    def read_text(self, filename: str) -> str | None:
+        return self._dist.read_text(filename)
+
+    def locate_file(self, path: Any) -> Any:
+        return self._dist.locate_file(path)
+
+    @functools.cached_property
+    def entry_points(self) -> importlib.metadata.EntryPoints:  # type: ignore[override]
+        return self._dist.entry_points
+
+    @functools.cached_property
+    def files(self) -> list[importlib.metadata.PackagePath] | None:  # type: ignore[override]
+        return self._dist.files
+
+    @functools.cached_property
+    def metadata(self) -> Any:  # type: ignore[override]
+        return self._dist.metadata
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _distributions_read_once() -> Iterator[None]:
+    """Every inner run lists the installed distributions twice (plugin autoload, and which
+    modules to rewrite), parsing each one's metadata: about 40 ms a run. Nothing is installed
+    during the tests, so they read one snapshot; the inner runs load the same plugins."""
+    everything = importlib.metadata.distributions
+    snapshot = [_ReadOnce(dist) for dist in everything()]
+
+    def distributions(**kwargs: Any) -> Iterator[importlib.metadata.Distribution]:
+        return everything(**kwargs) if kwargs else iter(snapshot)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(importlib.metadata, "distributions", distributions)
+        yield
 
 
 @pytest.fixture(name="make_ini")
