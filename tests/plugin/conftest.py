@@ -7,6 +7,7 @@ and pytest-benchmark, when installed, warns inside xdist workers).
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.metadata
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,6 +18,21 @@ from typing import Any
 # escapes as a raw ``httpcore.RemoteProtocolError``. Importing it here keeps one copy.
 import httpcore  # noqa: F401
 import pytest
+
+# Modules the fake and the plugin import lazily, inside an inner run: imported here, pytester
+# keeps them instead of dropping them after each run (each was imported again 15 to 70 times).
+for _lazy in (
+    "_pytest.stepwise",
+    "fake_server.models.disks",
+    "fake_server.models.dockerfile",
+    "fake_server.models.networks",
+    "fake_server.models.resources",
+    "fake_server.models.templates",
+    "fake_server.runtime.bashkit.mounts",
+    "pytest_createos._leases",
+    "pytest_createos._ui",
+):
+    importlib.import_module(_lazy)
 
 INI = """\
 [pytest]
