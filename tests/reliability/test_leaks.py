@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 import pytest_asyncio
-from conftest import open_fds
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
+from tests.reliability._helpers import open_fds
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 import pytest_asyncio
-from conftest import sh, until
 
 from fake_server import (
     FakeCreateOS,
@@ -30,6 +29,7 @@ from fake_server import (
 from fake_server.http import ingress
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime
 from tests.fake_server._process_runtime import process_fake
+from tests.reliability._helpers import sh, until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
-from conftest import sh, until
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.runtime.process import ProcessMachine, netmode, tree
+from tests.reliability._helpers import sh, until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable

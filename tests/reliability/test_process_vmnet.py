@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 import pytest_asyncio
-from conftest import sh, until
 
 from fake_server import FakeCreateOS, NetworkOptions, TransitionPolicy, VirtualClock
 from fake_server.runtime.process import ProcessRuntime, hostcheck, nft, router
 from fake_server.runtime.process.resolver import host_resolver
 from tests.fake_server._netstubs import DnsStub, Upstream, on_host
 from tests.fake_server._process_runtime import no_bwrap_left
+from tests.reliability._helpers import sh, until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import bashkit_differs, settled
 from createos.errors import APIError
 from createos.models import (
     CreateSandboxRequest,
@@ -29,6 +28,7 @@ from createos.models import (
 
 from fake_server.faults import CrashProcess, Fault
 from fake_server.runtime.process import ProcessMachine
+from tests.reliability._helpers import bashkit_differs, settled
 
 if TYPE_CHECKING:
     from createos import Client

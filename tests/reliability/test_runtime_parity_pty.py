@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import bashkit_differs, settled
 from createos.models import (
     ManagedProcessConnectEventType,
     ManagedProcessConnectOptions,
@@ -21,6 +20,7 @@ from createos.models import (
 )
 
 from fake_server.runtime.process import ProcessMachine, tree
+from tests.reliability._helpers import bashkit_differs, settled
 
 if TYPE_CHECKING:
     from createos.instance import SandboxInstance

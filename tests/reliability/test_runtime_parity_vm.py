@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import bashkit_differs
 from createos.models import RunCommandRequest
+
+from tests.reliability._helpers import bashkit_differs
 
 if TYPE_CHECKING:
     from createos.instance import SandboxInstance

@@ -1,0 +1,64 @@
+"""Helpers the reliability modules share, imported as ``tests.reliability._helpers`` (never
+``from conftest import``: that resolves to whichever ``conftest`` module was collected first,
+so a run listing another folder's test file before a reliability one failed to collect).
+The fixtures stay in ``conftest.py``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    import httpx
+
+    from fake_server import FakeCreateOS
+
+__all__ = ["bashkit_differs", "open_fds", "settled", "sh", "until"]
+
+
+async def until(check: Callable[[], Awaitable[bool]], bound: float = 20.0) -> None:
+    """Wait (real time, bounded) until ``check()`` holds: a real program decides when."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + bound
+    while not await check():
+        if loop.time() > end:
+            raise AssertionError("condition not reached within the bound")
+        await asyncio.sleep(0.01)
+
+
+async def sh(client: httpx.AsyncClient, sandbox_id: str, script: str) -> dict[str, Any]:
+    """``bash -c script`` in the sandbox through the API; its result."""
+    done = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "/bin/bash", "args": ["-c", script]}
+    )
+    assert done.status_code == 200, done.text
+    result: dict[str, Any] = done.json()["data"]["result"]
+    return result
+
+
+def settled(predicate: Callable[[], bool], bound: float = 10.0) -> bool:
+    """Whether ``predicate()`` holds within ``bound`` real seconds: a real process decides
+    when it is reaped or has printed, so the test polls what it waits for (never a duration)."""
+    end = time.monotonic() + bound
+    while not predicate():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def open_fds() -> int:
+    """Descriptors this process holds now (Linux: ``/proc/self/fd``)."""
+    return len(os.listdir("/proc/self/fd"))
+
+
+def bashkit_differs(rt_fake: FakeCreateOS, request: pytest.FixtureRequest, reason: str) -> None:
+    """Mark the test a strict xfail on the bashkit runtime: a documented runtime difference."""
+    if rt_fake.runtime == "bashkit":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"difference: {reason}"))
