@@ -63,22 +63,9 @@ def _script(index: int) -> tuple[str, bool]:
     return (LONG_SCRIPT if long else SCRIPT), long
 
 
-#: bashkit 0.20.1 schedules the callbacks of one ``execute()`` with one copied context, and
-#: under CPU load one of them was seen failing to enter it ("cannot enter context: ... is
-#: already entered", logged by asyncio) once in about four runs; the exec then never
-#: completed and the client timed out. Not strict until that is fixed: the process runtime's
-#: half of the stress still fails the step on any lost byte.
-_BASHKIT_CONTEXT = pytest.mark.xfail(
-    strict=False, reason="bashkit callback context re-entry under load (see the comment)"
-)
-
-
 @pytest.fixture(
     name="sandboxes",
-    params=[
-        pytest.param(name, marks=_BASHKIT_CONTEXT) if name == "bashkit" else name
-        for name in RUNTIMES
-    ],
+    params=RUNTIMES,
 )
 def _sandboxes(request: pytest.FixtureRequest) -> Iterator[list[SandboxInstance]]:
     """One sandbox per client on a fresh fake of the runtime; nothing may fail inside it."""

@@ -13,7 +13,7 @@ import bashkit
 
 from fake_server.runtime import capacity
 from fake_server.runtime.argv import check_argv, check_env, utf8
-from fake_server.runtime.bashkit import adapters, braces, devices, vfs
+from fake_server.runtime.bashkit import adapters, braces, callctx, devices, vfs
 from fake_server.runtime.bashkit.disk import IMAGE_COMMANDS
 from fake_server.runtime.bashkit.gnu import endless, netclients
 from fake_server.runtime.bashkit.gnu.cat import cat_command
@@ -173,6 +173,7 @@ class Shell:
                 username="root", hostname="sandbox", cwd=workdir, env=environment, **_LIMITS
             )
         )
+        callctx.isolate()  # bashkit makes the helper it patches with the first Bash
         bash.mount("/", self._disk.fs)
         for point in sorted(self._disk.mounts, key=len):  # a folder before what nests in it
             bash.mount(point, self._disk.mounts[point])
