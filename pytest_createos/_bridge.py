@@ -18,10 +18,13 @@ import math
 import threading
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from fake_server.clock import Hold
 from pytest_createos.provider import CreateosProvider
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
+
+    from fake_server.clock import VirtualClock
 
 __all__ = ["BRIDGED_METHODS", "BackgroundLoop", "BridgedProvider", "RunSync"]
 
@@ -66,41 +69,33 @@ class _Handoff:
     wake-up is on its way: without a hold, a clock could jump to a pending deadline right then.
     """
 
-    __slots__ = ("_back", "_clock", "_done", "_lock", "_there")
+    __slots__ = ("_back", "_clock", "_lock", "_there")
 
-    def __init__(self, clock: object | None) -> None:
+    def __init__(self, clock: VirtualClock | None) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._done = False
-        self._back: Any = None
-        self._there: Any = self._hold()
+        self._back: Hold | None = None  # taken at the end unless the caller has resumed
+        self._there = self._hold()
 
-    def _hold(self) -> Any:
-        hold = getattr(self._clock, "hold", None)
-        return hold() if callable(hold) else None
+    def _hold(self) -> Hold:
+        return self._clock.hold() if self._clock else Hold()
 
     async def run(self, awaitable: Awaitable[_T]) -> _T:
-        self._release_there()  # running on the background loop now
+        self._there.release()  # running on the background loop now
         try:
             return await awaitable
         finally:
             with self._lock:
-                if not self._done:
+                if self._back is None:
                     self._back = self._hold()  # until the caller has resumed
 
     def caller_resumed(self) -> None:
         """Called once by the caller after it got the result (or gave up); idempotent."""
         with self._lock:
-            self._done = True
-            back, self._back = self._back, None
-        self._release_there()  # the coroutine may never have started
+            back, self._back = self._back, Hold()
+        self._there.release()  # the coroutine may never have started
         if back is not None:
             back.release()
-
-    def _release_there(self) -> None:
-        there, self._there = self._there, None
-        if there is not None:
-            there.release()
 
 
 class BackgroundLoop:
@@ -111,7 +106,7 @@ class BackgroundLoop:
     """
 
     def __init__(self) -> None:
-        self.clock: object | None = None
+        self.clock: VirtualClock | None = None
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()
         self._thread = threading.Thread(
@@ -141,7 +136,8 @@ class BackgroundLoop:
         handoff = _Handoff(self.clock)
         future = asyncio.run_coroutine_threadsafe(handoff.run(awaitable), self.loop)
         try:
-            with _waiting(self.clock):  # a sync test's thread blocks on the fake's work here
+            # A sync test's thread blocks on the fake's work here.
+            with self.clock.waiting() if self.clock else contextlib.nullcontext():
                 return future.result(timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
@@ -180,12 +176,6 @@ class BackgroundLoop:
             return
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
-
-
-def _waiting(clock: object | None) -> contextlib.AbstractContextManager[object]:
-    """The clock's ``waiting()`` for the calling thread, or nothing for a clock without one."""
-    waiting = getattr(clock, "waiting", None)
-    return waiting() if callable(waiting) else contextlib.nullcontext()
 
 
 async def _as_asyncio(coroutine: Coroutine[Any, Any, _T]) -> _T:

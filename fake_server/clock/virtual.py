@@ -14,16 +14,18 @@ import itertools
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from fake_server.clock.base import Hold
 from fake_server.clock.watch import LoopProbe, ThreadProbe
 from fake_server.clock.wire import ExchangeLedger
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 __all__ = ["DEFAULT_EPOCH", "VirtualClock"]
+
+_T = TypeVar("_T")
 
 #: Unix time at virtual ``now() == 0``: 2026-01-01T00:00:00Z, so timestamps are reproducible.
 DEFAULT_EPOCH = 1_767_225_600.0
@@ -69,14 +71,12 @@ class VirtualClock:
         self._heap: list[_Sleeper] = []
         self._seq = itertools.count()
         self._busy = 0
-        self._held: dict[asyncio.Task[object] | None, int] = {}
+        self._held: dict[object, int] = {}  # busy tokens by task (None: outside a task)
         self._exchanges = ExchangeLedger()
         self._last_activity = time.perf_counter()
         self._jumps = 0
         self._loops: dict[asyncio.AbstractEventLoop, LoopProbe] = {}
         self._threads: dict[int, ThreadProbe] = {}
-        #: The thread each watched loop runs on: an attending thread running one is watched there.
-        self._loop_threads: dict[asyncio.AbstractEventLoop, int] = {}
         self._closed = False
         self._watcher: threading.Thread | None = None
         #: The watcher waits with nothing to jump to (no sleeper, or autojump off).
@@ -182,57 +182,45 @@ class VirtualClock:
     @contextlib.contextmanager
     def busy(self) -> Iterator[None]:
         task = _current_task()
-        with self._cond:
-            self._busy += 1
-            self._held[task] = self._held.get(task, 0) + 1
-            self._touch()
+        self._hold_for(task, 1)
         try:
             yield
         finally:
-            with self._cond:
-                self._busy -= 1
-                left = self._held.get(task, 0) - 1
-                if left > 0:
-                    self._held[task] = left
-                else:
-                    self._held.pop(task, None)
-                self._touch()
+            self._hold_for(task, -1)
 
     @contextlib.contextmanager
     def idle(self) -> Iterator[None]:
         task = _current_task()
         with self._cond:
-            held = self._held.pop(task, 0)
-            self._busy -= held
-            self._touch()
+            held = self._held.get(task, 0)
+            self._hold_for(task, -held)
         try:
             yield
         finally:
-            with self._cond:
-                if held:
-                    self._busy += held
-                    self._held[task] = self._held.get(task, 0) + held
-                self._touch()
+            self._hold_for(task, held)
 
     def hold(self) -> Hold:
+        self._hold_for(_NO_TASK, 1)
+        return Hold(lambda: self._hold_for(_NO_TASK, -1))
+
+    def _hold_for(self, task: object, tokens: int) -> None:
+        """Add (or give back) busy tokens of ``task``; a hold's belong to no task."""
         with self._cond:
-            self._busy += 1
+            self._busy += tokens
+            if task is not _NO_TASK:
+                left = self._held.get(task, 0) + tokens
+                if left > 0:
+                    self._held[task] = left
+                else:
+                    self._held.pop(task, None)
             self._touch()
-
-        def release() -> None:
-            with self._cond:
-                self._busy -= 1
-                self._touch()
-
-        return Hold(release)
 
     @contextlib.contextmanager
     def attend(self) -> Iterator[None]:
         """The calling thread's own code counts as work: time moves only while it ``waiting()``.
 
-        For a thread with no event loop to watch, such as a synchronous test's: between two
-        calls to the fake its code runs unseen, and time must not jump then. Nests.
-        """
+        For a thread with no event loop to watch (a sync test's), whose code between two calls
+        to the fake runs unseen. Nests."""
         ident = threading.get_ident()
         with self._cond:
             probe = self._threads.get(ident)
@@ -253,9 +241,8 @@ class VirtualClock:
     def waiting(self) -> Iterator[None]:
         """An attending thread waits on the fake (a request, a stream, a relayed coroutine).
 
-        Time may move meanwhile; on the way out the thread counts as working again before
-        anything it waited for is claimed. A no-op on a thread that does not attend.
-        """
+        Time may move meanwhile; it counts as working again before it claims what it waited
+        for. A no-op on a thread that does not attend."""
         with self._cond:
             probe = self._threads.get(threading.get_ident())
             if probe is not None:
@@ -274,40 +261,34 @@ class VirtualClock:
 
     def request_sent(self) -> str:
         """Open an exchange; its id goes in ``EXCHANGE_HEADER`` until ``exchange_closed(id)``."""
-        with self._cond:
-            self._touch()
-            return self._exchanges.open()
+        return self._report(self._exchanges.open)
 
     def request_arrived(self, exchange: str | None = None) -> bool:
         """The server has the request: True (replies are counted) when the exchange is open."""
-        with self._cond:
-            self._touch()
-            return self._exchanges.arrived(exchange)
+        return self._report(self._exchanges.arrived, exchange)
 
     def response_sent(self, exchange: str | None = None, size: int = 0) -> None:
         """The server is about to write a reply head (``size=0``) or ``size`` body bytes."""
-        with self._cond:
-            self._exchanges.sent(exchange, size or 1)
-            self._touch()
+        self._report(self._exchanges.sent, exchange, size or 1)
 
     def response_received(self, exchange: str | None = None, size: int = 0) -> None:
         """The client has the reply head (``size=0``) or has read ``size`` more body bytes."""
-        with self._cond:
-            self._exchanges.received(exchange, size or 1)
-            self._touch()
+        self._report(self._exchanges.received, exchange, size or 1)
 
     def exchange_closed(self, exchange: str | None = None) -> None:
         """The client is done with the exchange (body read, error or abandon); idempotent."""
+        self._report(self._exchanges.close, exchange)
+
+    def _report(self, change: Callable[..., _T], *args: object) -> _T:
         with self._cond:
-            self._exchanges.close(exchange)
             self._touch()
+            return change(*args)
 
     def close(self) -> None:
         """Stop the autojump thread; sleepers still pending are left for ``advance()``."""
         with self._cond:
             self._closed = True
             loops, self._loops = self._loops, {}
-            self._loop_threads.clear()
             self._cond.notify_all()
         for loop, probe in loops.items():
             LoopProbe.uninstall(loop, probe)
@@ -325,14 +306,12 @@ class VirtualClock:
             return
         if loop not in self._loops and not self._closed:
             self._loops[loop] = LoopProbe.install(loop)
-            self._loop_threads[loop] = threading.get_ident()
 
     def _loops_parked(self, real_now: float) -> bool:
         """Every watched loop waits in ``select()`` (or is closed, stopped or stuck)."""
         for loop, probe in list(self._loops.items()):
             if loop.is_closed():
                 del self._loops[loop]
-                self._loop_threads.pop(loop, None)
             elif loop.is_running() and not probe.waiting(real_now):
                 return False
         return True
@@ -341,7 +320,8 @@ class VirtualClock:
         """Every attending thread waits on the fake (or is blocked in a call it did not say)."""
         if not self._threads:
             return True
-        in_loops = {ident for loop, ident in self._loop_threads.items() if loop.is_running()}
+        # An attending thread running a watched loop is watched there.
+        in_loops = {probe.ident for loop, probe in self._loops.items() if loop.is_running()}
         return all(
             probe.ident in in_loops or probe.quiet(real_now) for probe in self._threads.values()
         )
@@ -365,11 +345,8 @@ class VirtualClock:
     def _wake_watcher(self) -> None:
         """Wake the watcher out of its wait with nothing to jump to (a deadline arrived).
 
-        The reports (busy, idle, holds, exchanges) never wake it: each restarts the quiet
-        period, so no jump can come before ``threshold`` from then, and the watcher's own
-        timeout checks again by that time. Waking it on each report cost every request
-        several thread switches.
-        """
+        Reports never wake it (a thread switch each): they restart the quiet period, and the
+        watcher's own timeout checks again once that has passed."""
         if self._watcher_parked:
             self._cond.notify_all()
 
@@ -406,6 +383,10 @@ class VirtualClock:
                 self._now = max(self._now, deadline)
                 self._jumps += 1
                 self._touch()
+
+
+#: The owner of holds' busy tokens: no task, so no ``idle()`` can give them back.
+_NO_TASK = object()
 
 
 def _wake(future: asyncio.Future[None]) -> None:

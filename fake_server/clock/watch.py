@@ -67,12 +67,13 @@ class LoopProbe:
     (uvloop) get a probe that always reads as parked, leaving the decision to the other rules.
     """
 
-    __slots__ = ("_selector", "parked", "since")
+    __slots__ = ("_selector", "ident", "parked", "since")
 
     def __init__(self, *, watched: bool, selector: _ProbedSelector | None = None) -> None:
         self.parked = not watched
         self.since = time.perf_counter()
         self._selector = selector
+        self.ident = threading.get_ident()  # the loop's thread: probes install from there
 
     def waiting(self, now: float) -> bool:
         """Parked with nothing ready, or stuck outside ``select()`` for ``STUCK`` seconds.
