@@ -11,6 +11,7 @@ one, do not count: the handler is busy, or done with them.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -26,7 +27,7 @@ class _WatchedHandler(RequestHandler):
     """aiohttp's per-connection protocol, telling the clock when a request is on its way."""
 
     def __init__(self, manager: web.Server, *, clock: Clock, **kwargs: Any) -> None:
-        super().__init__(manager, **kwargs)
+        super().__init__(manager, loop=asyncio.get_running_loop(), **kwargs)
         self._clock = clock
         self._receiving: Hold | None = None
         self._serving = 0
@@ -76,20 +77,6 @@ def request_finished(request: web.BaseRequest) -> None:
         protocol.finished()
 
 
-class _HandlerFactory:
-    """The protocol factory ``TCPSite`` gives the event loop: one watched handler a connection."""
-
-    def __init__(self, server: web.Server, clock: Clock, kwargs: dict[str, Any]) -> None:
-        self._server = server
-        self._clock = clock
-        self._kwargs = kwargs
-
-    def __call__(self) -> _WatchedHandler:
-        return _WatchedHandler(
-            self._server, clock=self._clock, loop=asyncio.get_running_loop(), **self._kwargs
-        )
-
-
 class WatchedRunner(web.AppRunner):
     """An ``AppRunner`` whose connections report partly received requests to ``clock``.
 
@@ -108,4 +95,5 @@ class WatchedRunner(web.AppRunner):
         server = super().server
         if server is None:
             return None
-        return _HandlerFactory(server, self._clock, self._handler_kwargs)
+        # The protocol factory ``TCPSite`` gives the event loop: one watched handler a connection.
+        return functools.partial(_WatchedHandler, server, clock=self._clock, **self._handler_kwargs)
