@@ -432,6 +432,7 @@ class FakeCreateOS:
 
         def clear() -> None:
             self.world.clear()
+            self.runtimes.clear_buckets()  # after the sandboxes that mounted them went
             self.commands.clear()  # one test's ``node`` must not answer in the next
             self.journal.clear()
             self.journal.rebase(self.clock.now())

@@ -121,6 +121,13 @@ class Runtimes:
             if kill is not None:
                 kill()
 
+    def clear_buckets(self) -> None:
+        """Empty every disk bucket a runtime keeps itself (a reset; bashkit's are models)."""
+        for runtime in list(self._made.values()):
+            clear = getattr(runtime, "clear_buckets", None)
+            if clear is not None:
+                clear()
+
     def close(self) -> None:
         """Kill what every runtime runs and remove its files (runtimes are made again on use)."""
         made, self._made = self._made, {}

@@ -4,6 +4,7 @@ at once, ``sub_path`` shows one folder, detach unmounts, and the files outlive t
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 import pytest
@@ -18,6 +19,8 @@ from createos.models import (
     DiskCredentials,
     RunCommandRequest,
 )
+
+from fake_server.runtime.process import ProcessRuntime
 
 if TYPE_CHECKING:
     from createos.instance import SandboxInstance
@@ -110,3 +113,19 @@ def test_a_planted_symlink_cannot_reach_outside_the_bucket_or_the_sandbox(sdk: C
     assert on_file.status_code == 400
     assert "mount_path: names a file in the sandbox, not a folder" in str(on_file)
     assert len(sandbox.list_disks()) == 3
+
+
+def test_a_reset_empties_every_bucket_and_removes_its_directory(
+    sdk: Client, rfake: FakeCreateOS
+) -> None:
+    writer = _create(sdk, [DiskAttachment(disk_id=_register(sdk), mount_path="/mnt/data")])
+    _sh(writer, "echo old > /mnt/data/a.txt")
+    runtime = rfake.runtimes.get("process")
+    assert isinstance(runtime, ProcessRuntime)
+    base = runtime.fake_root.path / ".disks"
+    assert [sorted(os.listdir(d)) for d in base.iterdir()] == [["a.txt"]]
+    rfake.reset()
+    assert list(base.iterdir()) == []
+    with Client(rfake.api_key, base_url=rfake.url) as client:
+        fresh = _create(client, [DiskAttachment(disk_id=_register(client), mount_path="/m")])
+        assert _sh(fresh, "ls -A /m") == ""

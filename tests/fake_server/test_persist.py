@@ -394,6 +394,7 @@ def test_a_process_runtime_disk_keeps_its_files_across_restarts_and_a_reset(
                 "kept\n/mnt/d\n"
             )
         again.reset()
+        assert list((state / "disks").iterdir()) == []  # the old buckets' files went
         with Client(again.api_key, base_url=again.url) as client:
             fresh = client.create_sandbox(CreateSandboxRequest(shape=SHAPE, disks=register(client)))
             fresh.wait_until_running()

@@ -109,6 +109,11 @@ class ProcessRuntime:
         kept = self.kept_buckets
         return self.fake_root.path / ".disks" if kept is None else kept
 
+    def clear_buckets(self) -> None:
+        """Every disk bucket starts empty (a reset): their directories go, kept ones too."""
+        made = self.kept_buckets is not None or self._root is not None
+        self.buckets.clear(self._bucket_base() if made else None)
+
     def new_sandbox(
         self,
         sandbox_id: str | None,

@@ -16,6 +16,7 @@ import os
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.process.dirdisk import DirDisk
+from fake_server.runtime.process.rootdir import remove_tree
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -43,6 +44,16 @@ class BucketDirs:
             path.mkdir(parents=True, exist_ok=True, mode=0o755)
             self._dirs[bucket] = path
         return path
+
+    def clear(self, base: Path | None) -> None:
+        """Remove every bucket's directory: those made here, and every other one in ``base``
+        (a kept base holds those of earlier starts too). A reset starts every bucket empty."""
+        made, self._dirs = self._dirs, {}
+        found = set(made.values())
+        if base is not None and base.is_dir():
+            found.update(child for child in base.iterdir() if child.is_dir())
+        for path in found:
+            remove_tree(path)
 
 
 def bind(rootfs: SandboxRoot, disk: DirDisk, store: Path, mount_path: str, sub_path: str) -> None:
