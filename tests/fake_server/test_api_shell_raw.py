@@ -86,8 +86,8 @@ async def test_process_runtime_shell_is_a_real_login_shell_on_a_pty() -> None:
             created = await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
             sandbox_id = created.json()["data"]["id"]
             reader, writer = await open_shell(fake, sandbox_id)
-            writer.write(keys(b"shopt -q login_shell && echo LOGIN-$((6*7))\n"))
-            await read_until(reader, b"LOGIN-42\r\n")
+            writer.write(keys(b"PS1='ready> '; shopt -q login_shell && echo LOGIN-$((6*7))\n"))
+            await read_until(reader, b"LOGIN-42\r\nready> ")  # the shell waits for a line
             writer.write(resize(33, 99) + keys(b"stty size\n"))
             await read_until(reader, b"33 99\r\n")
             writer.write(keys(b"exit 5\n"))
