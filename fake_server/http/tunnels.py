@@ -1,8 +1,10 @@
 """``POST …/tunnel/{port}``: the connection becomes a raw byte stream to ``port`` inside the
 sandbox (HTTP Upgrade; the reply is ``101 Switching Protocols``).
 
-On the process runtime the stream goes to the sandbox's ``eth0`` through its network
-namespace, as preview URLs do; nothing listening there is a 502 before the upgrade. Bashkit
+On the process runtime the stream goes to ``127.0.0.1:{port}`` inside the sandbox's network
+namespace, so a server bound to loopback is reached too (the service's CLI: a tunnel reaches
+"loopback-only services"; preview URLs reach ``eth0`` only); nothing listening is a 502
+before the upgrade. Bashkit
 sandboxes run no servers, so every tunnel into one is a 502. The bytes are spliced in the
 kernel (``http.splice``): the fake serves plain HTTP, and the process runtime, the only one
 with servers to reach, runs on Linux only.
@@ -38,7 +40,7 @@ async def tunnel(request: web.Request) -> web.StreamResponse:
         raise ApiError("expects an HTTP Upgrade", status=426, code="upgrade_required")
     sandbox = request[BACKEND_KEY].tunnel_target(sandbox_id(request), port)
     try:
-        sock = await sandbox.machine.connect(port)
+        sock = await sandbox.machine.connect(port, loopback=True)
     except FeatureUnavailable as exc:
         raise BadGateway(str(exc)) from None
     except OSError:

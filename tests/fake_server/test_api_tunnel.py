@@ -92,6 +92,51 @@ async def test_a_tunnel_carries_bytes_both_ways_to_a_server_in_the_sandbox() -> 
             assert (await client.delete(f"/v1/sandboxes/{sandbox_id}")).status_code == 200
 
 
+async def test_a_tunnel_reaches_a_server_bound_to_loopback_that_preview_urls_do_not() -> None:
+    """The service's CLI: a tunnel reaches "loopback-only services (e.g. a dev server bound to
+    127.0.0.1:3000)"; ingress goes to eth0 only."""
+    loopback_echo = ECHO.replace("('0.0.0.0', 7000)", "('127.0.0.1', 7002)")
+    async with process_fake() as fake:
+        async with httpx.AsyncClient(
+            base_url=fake.url,
+            headers={"X-Api-Key": fake.api_key},
+            transport=clock_transport(fake.clock),
+            timeout=30,
+        ) as client:
+            created = await client.post(
+                "/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "ingress_enabled": True}
+            )
+            sandbox_id = created.json()["data"]["id"]
+            started = await client.post(
+                f"/v1/sandboxes/{sandbox_id}/processes",
+                json={"cmd": "python3", "args": ["-c", loopback_echo]},
+            )
+            assert started.status_code == 201
+            sandbox = fake.sandbox(sandbox_id)
+            for _ in range(2000):  # a real program decides when it listens (bounded)
+                try:
+                    (await sandbox.machine.connect(7002, loopback=True)).close()
+                    break
+                except OSError:
+                    await asyncio.sleep(0.01)
+            preview = await client.get(f"/_ingress/{sandbox_id}/7002/")
+            assert (preview.status_code, preview.json()["message"]) == (
+                502,
+                "no server is listening on port 7002 in the sandbox",
+            )
+            reader, writer = await asyncio.open_connection(fake.host, fake.port)
+            writer.write(upgrade_request(sandbox_id, fake.api_key, 7002))
+            head = await reader.readuntil(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 101 Switching Protocols\r\n")
+            writer.write(b"on loopback")
+            await writer.drain()
+            assert await reader.readexactly(11) == b"ON LOOPBACK"
+            writer.write_eof()
+            assert await reader.read() == b""
+            writer.close()
+            assert (await client.delete(f"/v1/sandboxes/{sandbox_id}")).status_code == 200
+
+
 async def test_a_half_closed_tunnel_still_carries_the_answer_then_closes() -> None:
     async with process_fake() as fake:
         async with httpx.AsyncClient(

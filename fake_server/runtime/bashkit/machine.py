@@ -118,7 +118,7 @@ class BashkitMachine:
         applies its documented estimate, ``models.metrics_ops``)."""
         return None
 
-    async def connect(self, port: int) -> socket.socket:
+    async def connect(self, port: int, *, loopback: bool = False) -> socket.socket:
         """Bashkit runs no servers: nothing ever listens."""
         raise ConnectionRefusedError(errno.ECONNREFUSED, "bashkit sandboxes run no servers")
 

@@ -6,6 +6,7 @@ account-network bridges, the disk buckets' directories, and new sandboxes for a 
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import signal as signals
 from pathlib import Path
@@ -247,14 +248,24 @@ class ProcessMachine:
 
         return tree_usage(run.pid for run in list(self.runs.values()))
 
-    async def connect(self, port: int) -> socket.socket:
-        """A TCP connection to ``port`` on the sandbox's ``eth0`` address, from the router.
+    async def connect(self, port: int, *, loopback: bool = False) -> socket.socket:
+        """A TCP connection to ``port`` on the sandbox's ``eth0`` address, from the router;
+        with ``loopback``, to ``127.0.0.1`` from inside its network namespace (a tunnel,
+        which reaches a server bound to loopback, as the service's CLI says).
 
-        Raises ``ConnectionRefusedError`` when nothing listens there (a server bound to
-        ``127.0.0.1`` included, as on the service), ``FeatureUnavailable`` when each process
-        has a loopback-only network of its own (no server is reachable from outside)."""
+        Raises ``ConnectionRefusedError`` when nothing listens there (on ``eth0``, a server
+        bound to ``127.0.0.1`` included, as on the service), ``FeatureUnavailable`` when each
+        process has a loopback-only network of its own (no server is reachable from outside)."""
         if self.net is None:
             raise self.network_mode.unsupported("preview URLs to servers in the sandbox")
+        if loopback:
+            sock = self.net.socket()  # TCP over IPv4
+            try:
+                await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+            except BaseException:
+                sock.close()
+                raise
+            return sock
         if self.link is None:
             raise ConnectionRefusedError(errno.ECONNREFUSED, "the sandbox has no address yet")
         return await self._owner.network().connect(self.link, port)
