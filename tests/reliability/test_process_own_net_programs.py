@@ -74,7 +74,8 @@ async def test_processes_pause_fork_and_destroy_work_with_a_network_per_process(
     await start(client, sandbox_id, "sleep 300 & touch up; wait")
 
     async def up() -> bool:
-        return found.disk.exists("/root/up")
+        # ``touch`` may run before the fake's task, back from starting bwrap, registers the run
+        return found.disk.exists("/root/up") and len(found.runs) == 1
 
     await until(up)
     [nsenter] = [run.pid for run in found.runs.values()]
