@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 _STRAYS = pytest.StashKey[list[int]]()
+_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 #: Property tests of the main suite try a few examples each (hypothesis's default is 100),
 #: which keeps the suite within its time budget; each has a twin marked ``reliability`` that
@@ -35,6 +37,18 @@ def _no_host_resolver() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(network, "host_resolver", lambda: None)
         yield
+
+
+#: Examples slow by nature (a ``createos-fake serve`` subprocess, about 1.5 s of CPU): run in the
+#: reliability step with the other subprocess tests, keeping the main suite within its budget.
+_SLOW_EXAMPLES = ("cli_example.py",)
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.parent == _EXAMPLES and item.path.name in _SLOW_EXAMPLES:
+            item.add_marker(pytest.mark.reliability)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
