@@ -11,6 +11,8 @@ from createos import CreateSandboxRequest, ForkSandboxRequest, RunCommandRequest
 from createos.errors import APIError
 from createos.models import ManagedProcessCreateRequest, PTYSize, SandboxStatus
 
+from fake_server import tls_context
+
 if TYPE_CHECKING:
     from fake_server import FakeCreateOS
 
@@ -39,13 +41,18 @@ def test_create_answers_a_running_sandbox_with_every_field(createos_sdk: Any) ->
 def test_optional_fields_are_absent_not_null(createos_fake: FakeCreateOS) -> None:
     headers = {"X-Api-Key": createos_fake.api_key}
     created = httpx.post(
-        f"{createos_fake.api_url}/sandboxes", json={"shape": "s-1vcpu-1gb"}, headers=headers
+        f"{createos_fake.api_url}/sandboxes",
+        json={"shape": "s-1vcpu-1gb"},
+        headers=headers,
+        verify=tls_context(),
     ).json()["data"]
     assert None not in created.values()
     assert "paused_at" not in created
     assert "ingress_url_template" not in created
     assert created["bandwidth_quota_bytes"] == 10 * 1024**3
-    httpx.delete(f"{createos_fake.api_url}/sandboxes/{created['id']}", headers=headers)
+    httpx.delete(
+        f"{createos_fake.api_url}/sandboxes/{created['id']}", headers=headers, verify=tls_context()
+    )
 
 
 def test_ingress_gives_a_preview_url_that_answers_502_with_nothing_listening(
@@ -54,12 +61,12 @@ def test_ingress_gives_a_preview_url_that_answers_502_with_nothing_listening(
     sandbox = _create(createos_sdk, ingress_enabled=True)
     url = sandbox.preview_url(8080)
     assert url == f"{createos_fake.url}/_ingress/{sandbox.id}/8080/"
-    answer = httpx.get(url + "index.html")  # public: no API key
+    answer = httpx.get(url + "index.html", verify=tls_context())  # public: no API key
     assert answer.status_code == 502
     assert answer.json()["message"] == "no server is listening on port 8080 in the sandbox"
     sandbox.set_ingress(False)
     assert sandbox.data.ingress_enabled is False
-    assert httpx.get(url).status_code == 404
+    assert httpx.get(url, verify=tls_context()).status_code == 404
     with pytest.raises(ValueError, match="ingress is not enabled"):
         sandbox.preview_url(8080)
     sandbox.set_ingress(True)
@@ -87,11 +94,14 @@ def test_auto_pause_is_set_cleared_and_pauses_an_idle_sandbox(
 def test_auto_pause_out_of_range_is_a_400_naming_the_field(createos_fake: FakeCreateOS) -> None:
     headers = {"X-Api-Key": createos_fake.api_key}
     api = createos_fake.api_url
-    sid = httpx.post(f"{api}/sandboxes", json={"shape": "s-1vcpu-1gb"}, headers=headers).json()[
-        "data"
-    ]["id"]
+    sid = httpx.post(
+        f"{api}/sandboxes", json={"shape": "s-1vcpu-1gb"}, headers=headers, verify=tls_context()
+    ).json()["data"]["id"]
     answer = httpx.patch(
-        f"{api}/sandboxes/{sid}", json={"auto_pause_after_seconds": 5}, headers=headers
+        f"{api}/sandboxes/{sid}",
+        json={"auto_pause_after_seconds": 5},
+        headers=headers,
+        verify=tls_context(),
     )
     assert (answer.status_code, answer.json()) == (
         400,
@@ -100,7 +110,7 @@ def test_auto_pause_out_of_range_is_a_400_naming_the_field(createos_fake: FakeCr
             "data": {"auto_pause_after_seconds": "must be between 60 and 86400 seconds"},
         },
     )
-    httpx.delete(f"{api}/sandboxes/{sid}", headers=headers)
+    httpx.delete(f"{api}/sandboxes/{sid}", headers=headers, verify=tls_context())
 
 
 def test_fork_of_a_paused_sandbox_copies_files_and_diverges(createos_sdk: Any) -> None:

@@ -28,7 +28,9 @@ def test_thread_mode_serves_sync_clients_and_closes_idempotently() -> None:
     fake.close()
     # The freed port may already serve another fake of this process: it must not be this one.
     try:
-        answer = httpx.get(fake.url + "/v1/whoami", headers={"X-Api-Key": fake.api_key})
+        answer = httpx.get(
+            fake.url + "/v1/whoami", headers={"X-Api-Key": fake.api_key}, verify=tls_context()
+        )
     except httpx.ConnectError:
         return
     assert answer.status_code == 401
@@ -36,7 +38,7 @@ def test_thread_mode_serves_sync_clients_and_closes_idempotently() -> None:
 
 def test_context_manager_starts_a_thread() -> None:
     with FakeCreateOS() as fake:
-        assert httpx.get(fake.url + "/healthz").json()["data"] == {"up": True}
+        assert httpx.get(fake.url + "/healthz", verify=tls_context()).json()["data"] == {"up": True}
 
 
 def test_reset_restores_a_fresh_fake_on_the_same_port() -> None:
@@ -53,7 +55,10 @@ def test_reset_restores_a_fresh_fake_on_the_same_port() -> None:
             assert client.get("/v1/sandboxes").json()["data"]["data"] == []
             assert client.get(f"/v1/sandboxes/{first['id']}").status_code == 404
             assert (
-                httpx.get(fake.url + "/v1/whoami", headers={"X-Api-Key": other}).status_code == 401
+                httpx.get(
+                    fake.url + "/v1/whoami", headers={"X-Api-Key": other}, verify=tls_context()
+                ).status_code
+                == 401
             )
             again = client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}).json()["data"]
         assert again["id"] == first["id"]
