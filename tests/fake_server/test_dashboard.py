@@ -13,6 +13,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
+from fake_server import tls_context
 from fake_server.dashboard.security import SECURITY_HEADERS
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 @pytest_asyncio.fixture(name="ui")
 async def _ui(fake: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
     """A browser-like client: logged in, cookie kept, CSRF token in its headers."""
-    async with httpx.AsyncClient(base_url=fake.url, timeout=10) as ui:
+    async with httpx.AsyncClient(base_url=fake.url, timeout=10, verify=tls_context()) as ui:
         answer = await ui.post(UI + "login", json={"key": fake.control_key})
         assert answer.status_code == 200
         ui.headers["X-CSRF-Token"] = answer.json()["csrf"]
@@ -68,7 +69,7 @@ async def _events(
 async def test_login_sets_a_strict_httponly_cookie_scoped_to_the_dashboard(
     fake: FakeCreateOS,
 ) -> None:
-    async with httpx.AsyncClient(base_url=fake.url, timeout=10) as browser:
+    async with httpx.AsyncClient(base_url=fake.url, timeout=10, verify=tls_context()) as browser:
         assert (await browser.get(UI + "api/overview")).json() == {
             "error": "log in with the fake's control key"
         }
