@@ -30,6 +30,7 @@ from fake_server.models import (
 from fake_server.models.calls import Calls
 from fake_server.models.ids import check_seed
 from fake_server.runtime.bashkit import CommandRegistry
+from fake_server.runtime.bashkit.ports import PortRegistry
 from fake_server.runtime.choice import Runtimes
 
 if TYPE_CHECKING:
@@ -118,8 +119,16 @@ class FakeCreateOS:
         self._policy = transitions if transitions is not None else TransitionPolicy.realistic()
         self._ids = IdGenerator(seed, self.clock)
         self._fixed_key = api_key
+        #: Servers a test puts into every bashkit sandbox: ``ports.register(8080, handler)``
+        #: (``asyncio.start_server``'s callback); preview URLs and tunnels reach them.
+        self.ports = PortRegistry(on_error=lambda trace: self.errors.append(("port", trace)))
         self.runtimes = Runtimes(
-            self.commands, runtime, rootfs_runtime, network, image_fallback=image_fallback
+            self.commands,
+            runtime,
+            rootfs_runtime,
+            network,
+            image_fallback=image_fallback,
+            ports=self.ports,
         )
         self.runtimes.hostnames.set(egress_hostnames)
         self._initial_runtime = runtime
@@ -308,6 +317,7 @@ class FakeCreateOS:
         self.runtimes.kill_processes()
         if runner is not None:
             await runner.cleanup()
+        await self.ports.aclose()
         if tasks:
             # Cancelled interpreters stop at once; the bound only guards against a stuck one.
             await asyncio.wait(tasks, timeout=1.0)
@@ -434,6 +444,7 @@ class FakeCreateOS:
             self.world.clear()
             self.runtimes.clear_buckets()  # after the sandboxes that mounted them went
             self.commands.clear()  # one test's ``node`` must not answer in the next
+            self.ports.clear()
             self.journal.clear()
             self.journal.rebase(self.clock.now())
             self.errors.clear()

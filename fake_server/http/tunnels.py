@@ -4,10 +4,9 @@ sandbox (HTTP Upgrade; the reply is ``101 Switching Protocols``).
 On the process runtime the stream goes to ``127.0.0.1:{port}`` inside the sandbox's network
 namespace, so a server bound to loopback is reached too (the service's CLI: a tunnel reaches
 "loopback-only services"; preview URLs reach ``eth0`` only); nothing listening is a 502
-before the upgrade. Bashkit
-sandboxes run no servers, so every tunnel into one is a 502. The bytes are spliced in the
-kernel (``http.splice``): the fake serves plain HTTP, and the process runtime, the only one
-with servers to reach, runs on Linux only.
+before the upgrade. In a bashkit sandbox only a server the test registered
+(``fake.ports``) listens. The bytes are spliced in the kernel (``http.splice``): the fake
+serves plain HTTP and runs on Linux.
 """
 
 from __future__ import annotations

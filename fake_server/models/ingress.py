@@ -3,7 +3,8 @@
 The service proxies a preview URL to the port inside the sandbox. ``preview()`` decides
 whether a request may reach the sandbox at all; the HTTP layer (``fake_server.http.ingress``)
 then connects to the port through the sandbox's runtime: a process-runtime sandbox's servers
-answer; with nothing listening (always so on bashkit, which runs no servers) the answer is
+answer (on bashkit, a server the test registered: ``fake.ports``); with nothing listening
+the answer is
 the service proxy's: a 502 naming the port (``not_listening()``).
 """
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from fake_server.runtime.api import RUNTIMES
 from fake_server.runtime.bashkit.machine import BashkitRuntime
 from fake_server.runtime.bashkit.missing import DEFAULT_CHOICE
+from fake_server.runtime.bashkit.ports import PortRegistry
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
 
 if TYPE_CHECKING:
@@ -41,8 +42,11 @@ class Runtimes:
         network: NetworkOptions | None = None,
         *,
         image_fallback: bool = False,
+        ports: PortRegistry | None = None,
     ) -> None:
         self._commands = commands
+        #: Servers a test registers in bashkit sandboxes (``FakeCreateOS.ports``).
+        self.ports = ports if ports is not None else PortRegistry()
         #: How a user of this fake chooses the process runtime; bashkit's ``command not found``
         #: for a program the host has says so (the plugin sets its marker here).
         self.process_choice = DEFAULT_CHOICE
@@ -94,7 +98,7 @@ class Runtimes:
                 )
             else:
                 runtime = BashkitRuntime(
-                    self._commands, self.hostnames, lambda: self.process_choice
+                    self._commands, self.hostnames, lambda: self.process_choice, self.ports
                 )
             self._made[name] = runtime
         return runtime

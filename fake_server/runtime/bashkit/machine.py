@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import errno
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime import egress
 from fake_server.runtime.bashkit.disk import SandboxDisk
 from fake_server.runtime.bashkit.missing import DEFAULT_CHOICE
+from fake_server.runtime.bashkit.ports import PortRegistry
 from fake_server.runtime.bashkit.shell import Shell
 from fake_server.runtime.environment import HOME
 from fake_server.runtime.netoptions import HostnameMode
@@ -43,9 +43,11 @@ class BashkitMachine:
         disk: SandboxDisk | None = None,
         hostnames: HostnameMode | None = None,
         process_choice: Callable[[], str] = lambda: DEFAULT_CHOICE,
+        ports: PortRegistry | None = None,
     ) -> None:
         self._commands = commands
         self._process_choice = process_choice
+        self._ports = ports if ports is not None else PortRegistry()
         self._disk = disk if disk is not None else SandboxDisk()
         self._egress: tuple[str, ...] = ()
         #: Whether host-name rules are enforced (the fake's setting; the service's: not).
@@ -119,8 +121,9 @@ class BashkitMachine:
         return None
 
     async def connect(self, port: int, *, loopback: bool = False) -> socket.socket:
-        """Bashkit runs no servers: nothing ever listens."""
-        raise ConnectionRefusedError(errno.ECONNREFUSED, "bashkit sandboxes run no servers")
+        """Bashkit runs no servers of its own: only a test's registered ones listen (on
+        ``eth0`` and loopback alike, ``fake.ports``)."""
+        return await self._ports.connect(port)
 
 
 class BashkitRuntime:
@@ -131,20 +134,24 @@ class BashkitRuntime:
         commands: CommandRegistry,
         hostnames: HostnameMode | None = None,
         process_choice: Callable[[], str] = lambda: DEFAULT_CHOICE,
+        ports: PortRegistry | None = None,
     ) -> None:
         self._commands = commands
         self.hostnames = hostnames if hostnames is not None else HostnameMode()
         self._process_choice = process_choice
+        self.ports = ports if ports is not None else PortRegistry()
 
     def new_sandbox(self, sandbox_id: str, disk_mib: int = 0) -> BashkitMachine:
         """``disk_mib`` is not enforced: the in-memory disk keeps its fixed ``DISK_LIMIT``."""
         from fake_server.runtime.bashkit.mounts import MountingDisk
 
-        return BashkitMachine(self._commands, MountingDisk(), self.hostnames, self._process_choice)
+        return BashkitMachine(
+            self._commands, MountingDisk(), self.hostnames, self._process_choice, self.ports
+        )
 
     def adopt(self, disk: SandboxDisk) -> BashkitMachine:
         """The machine of a sandbox whose files were saved and are back in ``disk``."""
-        return BashkitMachine(self._commands, disk, self.hostnames)
+        return BashkitMachine(self._commands, disk, self.hostnames, ports=self.ports)
 
     def close(self) -> None:
         pass
