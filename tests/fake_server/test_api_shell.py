@@ -34,9 +34,11 @@ def shell_url(fake: FakeCreateOS, sandbox_id: str) -> str:
 
 
 async def read_until(ws: aiohttp.ClientWebSocketResponse, marker: bytes) -> bytes:
+    """What the shell printed up to ``marker``; a shell that never prints it fails the test
+    (bounded in real time: a real program decides) instead of hanging the suite."""
     seen = b""
     while marker not in seen:
-        message = await ws.receive()
+        message = await ws.receive(timeout=30)
         assert message.type == aiohttp.WSMsgType.BINARY, message
         seen += message.data
     return seen
@@ -83,8 +85,10 @@ async def test_process_runtime_shell_is_a_real_login_shell(
             sandbox_id = created.json()["data"]["id"]
             headers = {"X-Api-Key": fake.api_key}
             async with session.ws_connect(shell_url(fake, sandbox_id), headers=headers) as ws:
-                await ws.send_bytes(b"shopt -q login_shell && echo LOGIN-$((6*7))\n")
-                assert b"LOGIN-42\r\n" in await read_until(ws, b"LOGIN-42\r\n")
+                await ws.send_bytes(b"PS1='ready> '; shopt -q login_shell && echo LOGIN-$((6*7))\n")
+                # the shell waits for a line before it is resized: a resize landing while it
+                # still runs the previous one could be read before stty asks (24 80, a hang)
+                assert b"LOGIN-42\r\n" in await read_until(ws, b"LOGIN-42\r\nready> ")
                 await ws.send_str(json.dumps({"type": "resize", "rows": 33, "cols": 99}))
                 await ws.send_bytes(b"stty size\n")
                 await read_until(ws, b"33 99\r\n")
