@@ -172,6 +172,18 @@ async def test_kill_of_a_plain_program_ends_it_with_sigterm(
     assert killed.json()["data"]["signal"] == "SIGTERM"
 
 
+async def test_a_process_starting_when_the_fake_stops_is_killed_as_it_runs(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: MakeSandbox
+) -> None:
+    """The stop's kill reaches a process whose bwrap was still starting (it was not among the
+    runs yet): its exec is answered at once instead of holding the stop."""
+    sandbox_id = await make_sandbox()
+    fake.runtimes.kill_processes()  # a stop begins, before this exec's process has started
+    result = await run(client, sandbox_id, cmd="sleep", args=["300"])
+    assert (result["exit_code"], result["error"]) == (137, "command killed by SIGKILL")
+    assert machine(fake, sandbox_id).runs == {}
+
+
 async def test_signal_reaches_the_program_which_may_handle_it(
     client: httpx.AsyncClient, make_sandbox: MakeSandbox
 ) -> None:

@@ -199,6 +199,7 @@ class ProcessRuntime:
         """Kill every process tree of every sandbox, keeping files and networks (a stop
         begins: a request waiting on a process gets its reply)."""
         for machine in list(self.machines.values()):
+            machine.stopping = True  # a run still starting is killed as it registers
             for run in list(machine.runs.values()):
                 run.signal(signals.SIGKILL, tree_scope=True)
 

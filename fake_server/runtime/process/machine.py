@@ -93,6 +93,9 @@ class ProcessMachine:
         #: Its process limit (a ``pids`` cgroup), made with its first process.
         self._pids: PidsGroup | None = None
         self.paused = False
+        #: Set when the fake stops (``kill_processes``): a process still starting is killed
+        #: as soon as it runs, not left out of the stop.
+        self.stopping = False
         self.network_mode = owner.network_mode
         self._net: NetNamespace | None = None
         #: Its ``eth0`` on the fake's network, once the API gave it an address.
@@ -163,6 +166,7 @@ class ProcessMachine:
             guest=self.guest,
             rootfs=self.rootfs,
             pids=self.pids,
+            stopping=lambda: self.stopping,
         )
 
     def set_disk_size(self, disk_mib: int) -> None:

@@ -179,8 +179,11 @@ class Runner:
         guest: Guest,
         rootfs: SandboxRoot | None = None,
         pids: PidsGroup | None = None,
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         self._bwrap = bwrap
+        #: Whether the fake is stopping: a run registered from now on is killed at once.
+        self._stopping = stopping
         #: The sandbox's process limit, which every process joins before it runs.
         self._pids = pids
         self._guest = guest
@@ -214,7 +217,9 @@ class Runner:
         self._runs[task] = run
         for signum, tree_scope in self._early.pop(task, []):
             run.signal(signum, tree_scope=tree_scope)
-        if self._paused():  # paused while bwrap started: stop the tree once it runs
+        if self._stopping():  # the stop's kill came while bwrap started: it reaches this too
+            run.signal(signals.SIGKILL, tree_scope=True)
+        elif self._paused():  # paused while bwrap started: stop the tree once it runs
             run.stop(signals.SIGSTOP)
         return run
 
