@@ -1,4 +1,5 @@
-"""Helpers for the process-runtime tests: leftover checks on the host."""
+"""Helpers for the process-runtime tests: leftover checks on the host, a sandbox's machine and a
+shell in it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
-from fake_server.runtime.process import tree
+from fake_server.runtime.process import ProcessMachine, tree
 from fake_server.runtime.process.rootdir import BASE_NAME
 
 if TYPE_CHECKING:
@@ -93,3 +94,23 @@ async def process_fake() -> AsyncIterator[FakeCreateOS]:
         yield fake
         assert fake.errors == []
     assert await no_bwrap_left()
+
+
+def machine(fake: FakeCreateOS, sandbox_id: str) -> ProcessMachine:
+    """The process-runtime machine of ``sandbox_id``."""
+    found = fake.sandbox(sandbox_id).machine
+    assert isinstance(found, ProcessMachine)
+    return found
+
+
+async def sh(machine: ProcessMachine, script: str, stdin: bytes | None = None) -> tuple[int, str]:
+    """Exit status and stdout+stderr of ``sh -c script`` in the sandbox, run on its machine."""
+    output: list[bytes] = []
+
+    async def sink(data: bytes) -> None:
+        output.append(data)
+
+    code = await machine.runner(VirtualClock()).run(
+        ["sh", "-c", script], stdin=stdin, on_stdout=sink, on_stderr=sink
+    )
+    return code, b"".join(output).decode()

@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
-from _process_runtime import host_bytes, netns_holders, no_bwrap_left, until
+from _process_runtime import host_bytes, netns_holders, no_bwrap_left, sh, until
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.runtime.api import RuntimeUnavailable
 from fake_server.runtime.pipes import StdinPipe
 from fake_server.runtime.process import (
-    ProcessMachine,
     ProcessRuntime,
     bwrap,
     netmode,
@@ -40,19 +39,6 @@ async def _runtime(tmp_path: Path) -> AsyncIterator[ProcessRuntime]:
     runtime.close()
     assert await no_bwrap_left()
     assert list((tmp_path / "sandboxes").iterdir()) == []
-
-
-async def sh(machine: ProcessMachine, script: str, stdin: bytes | None = None) -> tuple[int, str]:
-    """Exit status and stdout+stderr of ``sh -c script`` in the sandbox."""
-    output: list[bytes] = []
-
-    async def sink(data: bytes) -> None:
-        output.append(data)
-
-    code = await machine.runner(VirtualClock()).run(
-        ["sh", "-c", script], stdin=stdin, on_stdout=sink, on_stderr=sink
-    )
-    return code, b"".join(output).decode()
 
 
 @pytest.fixture(name="secret")

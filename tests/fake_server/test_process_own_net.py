@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
-from _process_runtime import no_bwrap_left
+from _process_runtime import no_bwrap_left, sh
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
-from fake_server.runtime.process import ProcessMachine, ProcessRuntime, netmode
+from fake_server.runtime.process import ProcessRuntime, netmode
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -42,18 +42,6 @@ async def _fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeCreateOS]:
         yield fake
         assert fake.errors == []
     assert await no_bwrap_left()
-
-
-async def sh(machine: ProcessMachine, script: str) -> tuple[int, str]:
-    output: list[bytes] = []
-
-    async def sink(data: bytes) -> None:
-        output.append(data)
-
-    code = await machine.runner(VirtualClock()).run(
-        ["sh", "-c", script], on_stdout=sink, on_stderr=sink
-    )
-    return code, b"".join(output).decode()
 
 
 async def test_each_sandbox_has_a_network_of_its_own_with_nothing_beyond_loopback(

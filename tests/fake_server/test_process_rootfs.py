@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
-from _process_runtime import no_bwrap_left
+from _process_runtime import no_bwrap_left, sh
 
-from fake_server import VirtualClock
-from fake_server.runtime.process import ProcessMachine, ProcessRuntime
+from fake_server.runtime.process import ProcessRuntime
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -22,18 +21,6 @@ pytestmark = pytest.mark.asyncio
 FILL = (
     "head -c 20971520 /dev/zero > /root/big; echo $?; df -m / | tail -1 | tr -s ' ' | cut -d' ' -f2"
 )
-
-
-async def sh(machine: ProcessMachine, script: str) -> tuple[int, str]:
-    output: list[bytes] = []
-
-    async def sink(data: bytes) -> None:
-        output.append(data)
-
-    code = await machine.runner(VirtualClock()).run(
-        ["sh", "-c", script], on_stdout=sink, on_stderr=sink
-    )
-    return code, b"".join(output).decode()
 
 
 @pytest_asyncio.fixture(name="kept")

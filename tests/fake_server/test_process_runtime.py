@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
-from _process_runtime import no_bwrap_left, process_fake, until
+from _process_runtime import machine, no_bwrap_left, process_fake, until
 
 from fake_server.runtime.process import (
     DISKS_NEED_ROOT,
-    ProcessMachine,
     ProcessRuntime,
     bridges,
     system,
@@ -42,12 +41,6 @@ async def run(client: httpx.AsyncClient, sandbox_id: str, **body: Any) -> dict[s
     assert response.status_code == 200, response.text
     result: dict[str, Any] = response.json()["data"]["result"]
     return result
-
-
-def machine(fake: FakeCreateOS, sandbox_id: str) -> ProcessMachine:
-    found = fake.sandbox(sandbox_id).machine
-    assert isinstance(found, ProcessMachine)
-    return found
 
 
 async def test_exec_returns_status_streams_cwd_env_stdin_and_user(

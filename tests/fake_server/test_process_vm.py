@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
-from _process_runtime import netns_holders, process_fake, until
+from _process_runtime import machine, netns_holders, process_fake, until
 
 from fake_server.runtime.process import ProcessMachine, rootdir
 
@@ -43,12 +43,6 @@ async def sh(client: httpx.AsyncClient, sandbox_id: str, script: str) -> dict[st
     assert response.status_code == 200, response.text
     result: dict[str, Any] = response.json()["data"]["result"]
     return result
-
-
-def machine(fake: FakeCreateOS, sandbox_id: str) -> ProcessMachine:
-    found = fake.sandbox(sandbox_id).machine
-    assert isinstance(found, ProcessMachine)
-    return found
 
 
 def sleeps(found: ProcessMachine, seconds: int) -> list[int]:

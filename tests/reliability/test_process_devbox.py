@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 import pytest_asyncio
 
-from fake_server import VirtualClock
-from fake_server.runtime.process import ProcessMachine, ProcessRuntime
-from tests.fake_server._process_runtime import no_bwrap_left
+from fake_server.runtime.process import ProcessRuntime
+from tests.fake_server._process_runtime import no_bwrap_left, sh
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -36,18 +35,6 @@ async def _runtime(tmp_path: Path) -> AsyncIterator[ProcessRuntime]:
     runtime.close()
     assert await no_bwrap_left()
     assert list((tmp_path / "sandboxes").iterdir()) == []
-
-
-async def sh(machine: ProcessMachine, script: str) -> tuple[int, str]:
-    output: list[bytes] = []
-
-    async def sink(data: bytes) -> None:
-        output.append(data)
-
-    code = await machine.runner(VirtualClock()).run(
-        ["sh", "-c", script], on_stdout=sink, on_stderr=sink
-    )
-    return code, b"".join(output).decode()
 
 
 async def test_npm_install_g_lands_in_the_system_survives_pause_and_is_forked(
