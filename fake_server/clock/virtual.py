@@ -225,7 +225,8 @@ class VirtualClock:
         with self._cond:
             probe = self._threads.get(ident)
             if probe is None:
-                probe = self._threads[ident] = ThreadProbe(ident, time.perf_counter())
+                probe = ThreadProbe(ident, time.perf_counter(), threading.get_native_id())
+                self._threads[ident] = probe
             probe.attending += 1
             self._touch()
         try:

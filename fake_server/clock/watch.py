@@ -5,7 +5,9 @@ The ``VirtualClock``'s view of "idle" (docs/time.md, rules 5 and 6). A loop wait
 can. A thread with no loop (a sync test's) attends and counts as working except inside
 ``waiting()``. A loop out of ``select()``, or an attending thread whose frame stands still, for
 ``STUCK`` real seconds is blocked in a call the clock was not told about and stops counting,
-so that an unknown wait never freezes time.
+so that an unknown wait never freezes time, unless the kernel shows the thread running or
+ready to run: C code that released the GIL (hashing, compression) and a thread a loaded
+machine leaves unscheduled are working, not blocked.
 """
 
 from __future__ import annotations
@@ -20,19 +22,40 @@ if TYPE_CHECKING:
     import asyncio
     from collections.abc import Callable
 
-__all__ = ["STUCK", "LoopProbe", "ThreadProbe"]
+__all__ = ["STUCK", "LoopProbe", "ThreadProbe", "runnable"]
 
 #: Real seconds a loop or an attending thread must stand still before it counts as blocked.
 STUCK = 0.5
 
 
+def runnable(native: int) -> bool:
+    """Whether the kernel shows the thread running or ready to run (state ``R``).
+
+    Such a thread is computing, whatever its Python frame shows: in C code that released the
+    GIL, or waiting for a CPU on a loaded machine. Reading the state releases the GIL, so a
+    thread that waits only for the GIL is handed it and reads as running too. False where
+    ``/proc`` cannot tell (another system, a thread that has ended): the frame alone decides.
+    """
+    if not native:
+        return False
+    try:
+        with open(f"/proc/self/task/{native}/stat", "rb") as stat:
+            line = stat.read()
+    except OSError:
+        return False
+    # "pid (comm) S ...": the name may hold spaces and ")"; the state follows the last one.
+    end = line.rfind(b")")
+    return line[end + 2 : end + 3] == b"R"
+
+
 class ThreadProbe:
     """One attending thread: how deep it is in ``waiting()``, and where it last stood."""
 
-    __slots__ = ("_where", "attending", "ident", "since", "waiting")
+    __slots__ = ("_where", "attending", "ident", "native", "since", "waiting")
 
-    def __init__(self, ident: int, now: float) -> None:
+    def __init__(self, ident: int, now: float, native: int = 0) -> None:
         self.ident = ident
+        self.native = native  # the kernel's id of the thread (``threading.get_native_id()``)
         self.attending = 0
         self.waiting = 0
         self._where: tuple[int, int] | None = None
@@ -52,7 +75,7 @@ class ThreadProbe:
             self._where = where
             self.since = now
             return False
-        return now - self.since >= STUCK
+        return now - self.since >= STUCK and not runnable(self.native)
 
     def moved(self, now: float) -> None:
         """The thread reported something: it is running, whatever its frame says."""
@@ -67,13 +90,14 @@ class LoopProbe:
     (uvloop) get a probe that always reads as parked, leaving the decision to the other rules.
     """
 
-    __slots__ = ("_selector", "ident", "parked", "since")
+    __slots__ = ("_selector", "ident", "native", "parked", "since")
 
     def __init__(self, *, watched: bool, selector: _ProbedSelector | None = None) -> None:
         self.parked = not watched
         self.since = time.perf_counter()
         self._selector = selector
         self.ident = threading.get_ident()  # the loop's thread: probes install from there
+        self.native = threading.get_native_id()
 
     def waiting(self, now: float) -> bool:
         """Parked with nothing ready, or stuck outside ``select()`` for ``STUCK`` seconds.
@@ -83,7 +107,7 @@ class LoopProbe:
         the selector too, without waiting and without consuming anything.
         """
         if not self.parked:
-            return now - self.since >= STUCK
+            return now - self.since >= STUCK and not runnable(self.native)
         selector = self._selector
         return selector is None or (selector.offloads_quiet(now) and not selector.ready())
 
@@ -171,5 +195,6 @@ def _count_offloads(loop: asyncio.AbstractEventLoop, selector: _ProbedSelector) 
 
 
 def _offloaded(probe: ThreadProbe, func: Callable[..., Any], *args: Any) -> Any:
-    probe.ident = threading.get_ident()
+    probe.native = threading.get_native_id()
+    probe.ident = threading.get_ident()  # last: a probe with an ident is read as started
     return func(*args)

@@ -9,6 +9,7 @@ so time is never frozen for good.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -29,6 +30,18 @@ def _spin(seconds: float) -> None:
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         sum(range(50))
+
+
+def _compute_in_c() -> None:
+    """One call of C code that releases the GIL for a long while (well over the patched
+    ``STUCK``): the caller's frame stands still, yet the thread computes."""
+    hashlib.pbkdf2_hmac("sha256", b"password", b"salt", 150_000)
+
+
+@pytest.fixture(name="short_stuck")
+def _short_stuck(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frame still for 30 ms counts as stuck, so one C call outlasts it several times."""
+    monkeypatch.setattr(watch, "STUCK", 0.03)
 
 
 class _Sleeper:
@@ -101,6 +114,42 @@ def test_a_thread_blocked_in_a_call_nobody_announced_stops_counting(clock: Virtu
             sleeper.close()
 
 
+@pytest.mark.usefixtures("short_stuck")
+def test_an_attending_thread_computing_in_c_code_holds_time(clock: VirtualClock) -> None:
+    """Its frame stands still in the C call, but the kernel shows it running: not blocked."""
+    with clock.attend():
+        sleeper = _Sleeper(clock, 300)
+        try:
+            _compute_in_c()
+            assert (clock.now(), sleeper.woke.is_set()) == (0.0, False)
+            with clock.waiting():
+                assert sleeper.result.result(timeout=30) == 300.0
+        finally:
+            sleeper.close()
+
+
+def test_the_kernel_tells_a_running_thread_from_a_blocked_one() -> None:
+    assert watch.runnable(threading.get_native_id()) is True
+    started, released = threading.Event(), threading.Event()
+    native: list[int] = []
+
+    def wait() -> None:
+        native.append(threading.get_native_id())
+        started.set()
+        released.wait()
+
+    blocked = threading.Thread(target=wait)
+    blocked.start()
+    try:
+        assert started.wait(timeout=30)
+        # Running until it enters the wait; from then on sleeping, for as long as it waits.
+        assert any(not watch.runnable(native[0]) for _ in range(100_000))
+    finally:
+        released.set()
+        blocked.join(timeout=30)
+    assert (watch.runnable(native[0]), watch.runnable(0)) == (False, False)  # ended; unknown
+
+
 def test_attending_nests_and_ends_with_the_outermost(clock: VirtualClock) -> None:
     with clock.attend():
         with clock.attend():
@@ -170,6 +219,38 @@ async def test_a_loop_waiting_for_its_executor_is_not_idle() -> None:
         sleeper = asyncio.ensure_future(clock.sleep(300))
         await asyncio.sleep(0)
         await asyncio.to_thread(_spin, 0.05)
+        assert (clock.now(), sleeper.done()) == (0.0, False)
+        await sleeper
+        assert clock.now() == 300.0
+    finally:
+        clock.close()
+
+
+@pytest.mark.asyncio
+@pytest.mark.usefixtures("short_stuck")
+async def test_a_loop_computing_in_c_code_is_not_idle() -> None:
+    """A loop out of ``select()`` for longer than ``STUCK`` that the kernel shows running is
+    working (hashing a large upload, say), not blocked in an unknown call."""
+    clock = VirtualClock()
+    try:
+        sleeper = asyncio.ensure_future(clock.sleep(300))
+        await asyncio.sleep(0)
+        _compute_in_c()
+        assert (clock.now(), sleeper.done()) == (0.0, False)
+        await sleeper
+        assert clock.now() == 300.0
+    finally:
+        clock.close()
+
+
+@pytest.mark.asyncio
+@pytest.mark.usefixtures("short_stuck")
+async def test_executor_work_in_c_code_keeps_its_loop_busy() -> None:
+    clock = VirtualClock()
+    try:
+        sleeper = asyncio.ensure_future(clock.sleep(300))
+        await asyncio.sleep(0)
+        await asyncio.to_thread(_compute_in_c)
         assert (clock.now(), sleeper.done()) == (0.0, False)
         await sleeper
         assert clock.now() == 300.0
