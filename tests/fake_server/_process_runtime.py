@@ -1,5 +1,5 @@
 """Helpers for the process-runtime tests: leftover checks on the host, a sandbox's machine and a
-shell in it."""
+shell in it, directly or through the API."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.runtime.process import ProcessMachine, tree
@@ -15,6 +15,8 @@ from fake_server.runtime.process.rootdir import BASE_NAME
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
+
+    import httpx
 
 
 def bwrap_descendants() -> list[int]:
@@ -114,3 +116,13 @@ async def sh(machine: ProcessMachine, script: str, stdin: bytes | None = None) -
         ["sh", "-c", script], stdin=stdin, on_stdout=sink, on_stderr=sink
     )
     return code, b"".join(output).decode()
+
+
+async def api_sh(client: httpx.AsyncClient, sandbox_id: str, script: str) -> dict[str, Any]:
+    """``bash -c script`` in the sandbox through the exec API, as a client runs it; its result."""
+    response = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "bash", "args": ["-c", script]}
+    )
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()["data"]["result"]
+    return result

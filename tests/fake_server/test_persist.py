@@ -3,6 +3,7 @@ state directory's refusals, and the 503 of a request that races a shutdown."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from typing import TYPE_CHECKING
@@ -12,7 +13,7 @@ import pytest
 from createos import Client
 from createos.models import CreateSandboxRequest
 
-from fake_server import FakeCreateOS, TransitionPolicy
+from fake_server import FakeCreateOS, TransitionPolicy, tls_context
 from fake_server.__main__ import main
 from fake_server.clock import RealClock
 from fake_server.models import Sandbox
@@ -42,6 +43,16 @@ def _fail(message: str) -> None:
     raise AssertionError(message)
 
 
+@contextlib.contextmanager
+def sdk(api_key: str, base_url: str) -> Iterator[Client]:
+    """The official client over one shared TLS context (a client's own costs about 25 ms)."""
+    with (
+        httpx.Client(verify=tls_context()) as http,
+        Client(api_key, base_url=base_url, http_client=http) as client,
+    ):
+        yield client
+
+
 @pytest.fixture(name="state")
 def _state(tmp_path: Path) -> Path:
     return tmp_path / "state"
@@ -57,7 +68,7 @@ def _served(state: Path) -> Iterator[tuple[FakeCreateOS, Persistence]]:
 
 def test_a_clean_stop_and_a_new_fake_bring_the_world_back(state: Path) -> None:
     fake, persistence = _fake(state)
-    with Client(fake.api_key, base_url=fake.url) as client:
+    with sdk(fake.api_key, fake.url) as client:
         made = make_world(client, disks=True)
         user_id = client.who_am_i().user_id
     key = fake.api_key
@@ -71,7 +82,7 @@ def test_a_clean_stop_and_a_new_fake_bring_the_world_back(state: Path) -> None:
             f"state: {state} (restored 1 account(s) and 3 sandbox(es); "
             "1 that were running came back paused)"
         ]
-        with Client(key, base_url=again.url) as client:
+        with sdk(key, again.url) as client:
             assert client.who_am_i().user_id == user_id
             check_world(client, key, made)
         # The journal kept the first start's requests, and request ids go on from there.
@@ -93,14 +104,14 @@ def _crash(fake: FakeCreateOS, persistence: Persistence) -> None:
 
 def test_each_change_is_saved_before_its_reply(state: Path) -> None:
     fake, persistence = _fake(state)
-    with Client(fake.api_key, base_url=fake.url) as client:
+    with sdk(fake.api_key, fake.url) as client:
         fresh = client.create_sandbox(CreateSandboxRequest(shape=SHAPE))  # the image's files
         written = client.create_sandbox(CreateSandboxRequest(shape=SHAPE))
         assert written.shell("echo one > /tmp/a; rm /usr/bin/yes").result.exit_code == 0
     _crash(fake, persistence)
 
     again, persistence = _fake(state)
-    with Client(again.api_key, base_url=again.url) as client:
+    with sdk(again.api_key, again.url) as client:
         for sandbox_id in (fresh.id, written.id):
             client.get_sandbox(sandbox_id).resume()
         restored = client.get_sandbox(written.id)
@@ -112,7 +123,7 @@ def test_each_change_is_saved_before_its_reply(state: Path) -> None:
 
     third, _ = _fake(state)
     try:
-        with Client(third.api_key, base_url=third.url) as client:
+        with sdk(third.api_key, third.url) as client:
             sandbox = client.get_sandbox(fresh.id)
             sandbox.resume()
             assert sandbox.files.download("/tmp/b").read() == b"two\n"
@@ -125,7 +136,7 @@ def test_each_change_is_saved_before_its_reply(state: Path) -> None:
 
 def test_restored_files_are_made_on_first_use_and_never_for_a_destroy(state: Path) -> None:
     fake, _ = _fake(state)
-    with Client(fake.api_key, base_url=fake.url) as client:
+    with sdk(fake.api_key, fake.url) as client:
         used, dropped = (client.create_sandbox(CreateSandboxRequest(shape=SHAPE)) for _ in "ab")
         used.files.upload("/tmp/kept", b"kept")
     fake.close()
@@ -136,7 +147,7 @@ def test_restored_files_are_made_on_first_use_and_never_for_a_destroy(state: Pat
             used.id: False,
             dropped.id: False,
         }
-        with Client(again.api_key, base_url=again.url) as client:
+        with sdk(again.api_key, again.url) as client:
             client.get_sandbox(dropped.id).destroy()
             restored = client.get_sandbox(used.id)
             restored.resume()
@@ -158,14 +169,14 @@ def test_restored_files_are_made_on_first_use_and_never_for_a_destroy(state: Pat
 def test_ids_keys_and_names_are_not_drawn_again_after_a_restart(state: Path) -> None:
     first, _ = _fake(state, seed=7)
     first_key = first.add_account()
-    with Client(first.api_key, base_url=first.url) as client:
+    with sdk(first.api_key, first.url) as client:
         first_name = client.create_sandbox(CreateSandboxRequest(shape=SHAPE)).name
     first.close()
     second, _ = _fake(state, seed=7)
     try:
         assert second.api_key == first.api_key  # the same seeded default account
         assert second.add_account() != first_key
-        with Client(second.api_key, base_url=second.url) as client:
+        with sdk(second.api_key, second.url) as client:
             assert client.create_sandbox(CreateSandboxRequest(shape=SHAPE)).name != first_name
     finally:
         second.close()
@@ -173,14 +184,14 @@ def test_ids_keys_and_names_are_not_drawn_again_after_a_restart(state: Path) -> 
 
 def test_sandboxes_are_listed_in_the_order_they_were_created(state: Path) -> None:
     fake, _ = _fake(state)
-    with Client(fake.api_key, base_url=fake.url) as client:
+    with sdk(fake.api_key, fake.url) as client:
         made = [client.create_sandbox(CreateSandboxRequest(shape=SHAPE)) for _ in range(3)]
         made[0].pause()  # the newest write: its row is rewritten last
         before = [s.id for s in client.list_sandboxes()]
     fake.close()
     again, _ = _fake(state)
     try:
-        with Client(again.api_key, base_url=again.url) as client:
+        with sdk(again.api_key, again.url) as client:
             assert [s.id for s in client.list_sandboxes()] == before
     finally:
         again.close()
@@ -190,7 +201,7 @@ def test_a_restored_sandbox_has_every_attribute_a_new_one_has(
     served: tuple[FakeCreateOS, Persistence], state: Path
 ) -> None:
     fake, _ = served
-    with Client(fake.api_key, base_url=fake.url) as client:
+    with sdk(fake.api_key, fake.url) as client:
         sandbox_id = client.create_sandbox(CreateSandboxRequest(shape=SHAPE)).id
     made = set(vars(fake.sandbox(sandbox_id)))
     fake.close()
@@ -208,7 +219,9 @@ def test_a_request_racing_a_shutdown_gets_503_and_changes_nothing(
 ) -> None:
     fake, persistence = served
     persistence.gate.closing = True  # what ``drain()`` does first on SIGTERM
-    with httpx.Client(base_url=fake.api_url, headers={"X-Api-Key": fake.api_key}) as http:
+    with httpx.Client(
+        verify=tls_context(), base_url=fake.api_url, headers={"X-Api-Key": fake.api_key}
+    ) as http:
         reply = http.post("/sandboxes", json={"shape": SHAPE})
     assert reply.status_code == 503
     assert reply.json() == {
@@ -260,7 +273,7 @@ def test_a_corrupt_database_is_moved_aside_and_reported(state: Path) -> None:
 
 def test_a_row_that_cannot_be_read_is_refused_and_left_alone(state: Path) -> None:
     fake, _ = _fake(state)
-    with Client(fake.api_key, base_url=fake.url) as client:
+    with sdk(fake.api_key, fake.url) as client:
         client.create_sandbox(CreateSandboxRequest(shape=SHAPE))
     fake.close()
     with sqlite3.connect(state / "state.sqlite3") as db:
@@ -326,7 +339,9 @@ def test_the_database_holds_no_more_journal_than_the_limit(state: Path) -> None:
         return fake.start()
 
     fake = limited()
-    with httpx.Client(base_url=fake.api_url, headers={"X-Api-Key": fake.api_key}) as http:
+    with httpx.Client(
+        verify=tls_context(), base_url=fake.api_url, headers={"X-Api-Key": fake.api_key}
+    ) as http:
         for index in range(3):  # each one change, one batch of events
             assert http.post("/networks", json={"name": f"n{index}"}).status_code == 201
     last = fake.journal.events
@@ -376,7 +391,7 @@ def test_a_process_runtime_disk_keeps_its_files_across_restarts_and_a_reset(
         return done.result.standard_output
 
     fake, _ = _fake(state, runtime="process")
-    with Client(fake.api_key, base_url=fake.url) as client:
+    with sdk(fake.api_key, fake.url) as client:
         sandbox = client.create_sandbox(CreateSandboxRequest(shape=SHAPE, disks=register(client)))
         sandbox.wait_until_running()
         sh(sandbox, "mkdir -p /mnt/d/logs && echo kept > /mnt/d/logs/a.txt")
@@ -385,7 +400,7 @@ def test_a_process_runtime_disk_keeps_its_files_across_restarts_and_a_reset(
     again, restored = _fake(state, runtime="process")
     try:
         assert "lost disk" not in "\n".join(restored.describe())
-        with Client(key, base_url=again.url) as client:
+        with sdk(key, again.url) as client:
             back = client.get_sandbox(sandbox.id)
             assert [d.mount_path for d in back.list_disks()] == ["/mnt/d"]
             back.resume()
@@ -395,7 +410,7 @@ def test_a_process_runtime_disk_keeps_its_files_across_restarts_and_a_reset(
             )
         again.reset()
         assert list((state / "disks").iterdir()) == []  # the old buckets' files went
-        with Client(again.api_key, base_url=again.url) as client:
+        with sdk(again.api_key, again.url) as client:
             fresh = client.create_sandbox(CreateSandboxRequest(shape=SHAPE, disks=register(client)))
             fresh.wait_until_running()
             assert sh(fresh, "ls -A /mnt/d; echo new > /mnt/d/n.txt") == ""
@@ -405,7 +420,7 @@ def test_a_process_runtime_disk_keeps_its_files_across_restarts_and_a_reset(
     assert again.errors == []
     third, _ = _fake(state, runtime="process")
     try:
-        with Client(key, base_url=third.url) as client:
+        with sdk(key, third.url) as client:
             back = client.get_sandbox(fresh.id)
             back.resume()
             back.wait_until_running()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
-from _process_runtime import machine, netns_holders, process_fake, until
+from _process_runtime import api_sh, machine, netns_holders, process_fake, until
 
 from fake_server.runtime.process import ProcessMachine, rootdir
 
@@ -34,15 +34,6 @@ DAEMON = "nohup setsid sleep 313 >/tmp/log 2>&1 &"
 async def _fake() -> AsyncIterator[FakeCreateOS]:
     async with process_fake() as fake:
         yield fake
-
-
-async def sh(client: httpx.AsyncClient, sandbox_id: str, script: str) -> dict[str, Any]:
-    response = await client.post(
-        f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "bash", "args": ["-c", script]}
-    )
-    assert response.status_code == 200, response.text
-    result: dict[str, Any] = response.json()["data"]["result"]
-    return result
 
 
 def sleeps(found: ProcessMachine, seconds: int) -> list[int]:
@@ -68,17 +59,17 @@ async def test_a_detached_daemon_outlives_its_exec_and_ps_shows_it(
     client: httpx.AsyncClient, make_sandbox: Any
 ) -> None:
     sandbox_id = await make_sandbox()
-    assert await sh(client, sandbox_id, f"{DAEMON} echo started") == {
+    assert await api_sh(client, sandbox_id, f"{DAEMON} echo started") == {
         "exit_code": 0, "stdout": "started\n", "stderr": "", "error": "",
     }  # fmt: skip
     script = "until pgrep -x sleep >/dev/null; do :; done; ps -eo args"
-    listed = await sh(client, sandbox_id, script)
+    listed = await api_sh(client, sandbox_id, script)
     assert "sleep 313" in listed["stdout"].splitlines()
-    assert (await sh(client, sandbox_id, "pkill -x sleep; kill -9 -1; echo alive"))[
+    assert (await api_sh(client, sandbox_id, "pkill -x sleep; kill -9 -1; echo alive"))[
         "stdout"
     ] == "alive\n"
     # pid 1 is shielded from signals sent inside: the sandbox keeps serving
-    assert (await sh(client, sandbox_id, "echo still"))["stdout"] == "still\n"
+    assert (await api_sh(client, sandbox_id, "echo still"))["stdout"] == "still\n"
 
 
 async def test_a_server_started_with_the_tutorials_pattern_answers_the_next_exec(
@@ -86,12 +77,12 @@ async def test_a_server_started_with_the_tutorials_pattern_answers_the_next_exec
 ) -> None:
     sandbox_id = await make_sandbox()
     start = "nohup setsid python3 -m http.server 8080 >/tmp/server.log 2>&1 &"
-    assert (await sh(client, sandbox_id, start))["exit_code"] == 0
+    assert (await api_sh(client, sandbox_id, start))["exit_code"] == 0
     probe = (
         "for i in $(seq 500); do (echo > /dev/tcp/127.0.0.1/8080) 2>/dev/null && exit 0; "
         "sleep 0.02; done; exit 1"
     )  # as waitForPortReady probes
-    assert (await sh(client, sandbox_id, probe))["exit_code"] == 0
+    assert (await api_sh(client, sandbox_id, probe))["exit_code"] == 0
 
 
 async def test_a_background_job_holding_the_pipes_keeps_the_exec_until_it_is_cut(
@@ -99,7 +90,7 @@ async def test_a_background_job_holding_the_pipes_keeps_the_exec_until_it_is_cut
 ) -> None:
     sandbox_id = await make_sandbox()
     found = machine(fake, sandbox_id)
-    exec_task = asyncio.ensure_future(sh(client, sandbox_id, "sleep 314 & echo bg"))
+    exec_task = asyncio.ensure_future(api_sh(client, sandbox_id, "sleep 314 & echo bg"))
     await until(lambda: bool(sleeps(found, 314)))
     [job] = sleeps(found, 314)
     await until(lambda: not found.runs or all(_gone(r.pid) for r in found.runs.values()))
@@ -108,7 +99,7 @@ async def test_a_background_job_holding_the_pipes_keeps_the_exec_until_it_is_cut
     with pytest.raises(asyncio.CancelledError):
         await exec_task
     await until(lambda: _gone(job))
-    assert (await sh(client, sandbox_id, "echo next"))["stdout"] == "next\n"
+    assert (await api_sh(client, sandbox_id, "echo next"))["stdout"] == "next\n"
 
 
 def _gone(pid: int) -> bool:
@@ -122,7 +113,7 @@ async def test_pause_freezes_daemons_and_resume_thaws_them(
     fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: Any
 ) -> None:
     sandbox_id = await make_sandbox()
-    await sh(client, sandbox_id, DAEMON)
+    await api_sh(client, sandbox_id, DAEMON)
     found = machine(fake, sandbox_id)
     await until(lambda: len(sleeps(found, 313)) == 1)  # setsid and nohup exec it soon after
     [daemon] = sleeps(found, 313)
@@ -136,7 +127,7 @@ async def test_fork_copies_files_not_processes(
     fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: Any
 ) -> None:
     sandbox_id = await make_sandbox()
-    await sh(client, sandbox_id, f"echo kept > /tmp/f; {DAEMON}")
+    await api_sh(client, sandbox_id, f"echo kept > /tmp/f; {DAEMON}")
     await until(lambda: len(sleeps(machine(fake, sandbox_id), 313)) == 1)
     assert (await client.post(f"/v1/sandboxes/{sandbox_id}/pause")).status_code in (200, 202)
     forked = await client.post(f"/v1/sandboxes/{sandbox_id}/fork", json={})
@@ -145,7 +136,7 @@ async def test_fork_copies_files_not_processes(
     for _ in range(10):
         if (await client.get(f"/v1/sandboxes/{child_id}")).json()["data"]["status"] == "running":
             break
-    result = await sh(client, child_id, "cat /tmp/f; ps -eo args | grep -c '^sleep 313'")
+    result = await api_sh(client, child_id, "cat /tmp/f; ps -eo args | grep -c '^sleep 313'")
     assert result["stdout"] == "kept\n0\n"
     assert len(sleeps(machine(fake, sandbox_id), 313)) == 1
 
@@ -155,7 +146,7 @@ async def test_destroy_kills_a_daemon_that_ignores_sigterm_and_leaves_nothing(
 ) -> None:
     sandbox_id = await make_sandbox()
     stubborn = "nohup setsid sh -c 'trap \"\" TERM; sleep 313' >/dev/null 2>&1 &"
-    await sh(client, sandbox_id, f"{stubborn} {DAEMON}")
+    await api_sh(client, sandbox_id, f"{stubborn} {DAEMON}")
     found = machine(fake, sandbox_id)
     await until(lambda: len(sleeps(found, 313)) == 2)
     init = found.guest.pid
@@ -173,7 +164,7 @@ async def test_reset_ends_every_daemon(
     fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: Any
 ) -> None:
     sandbox_id = await make_sandbox()
-    await sh(client, sandbox_id, DAEMON)
+    await api_sh(client, sandbox_id, DAEMON)
     found = machine(fake, sandbox_id)
     await until(lambda: len(sleeps(found, 313)) == 1)
     pids = [found.guest.pid, *found.guest.processes()]
@@ -197,11 +188,11 @@ async def test_the_agent_pauses_its_own_sandbox_and_journals_the_reason(
     reason = "r" * 200
     fake.sandbox(sandbox_id).disk.write_file("/tmp/self.py", SELF.encode())
     call = f"python3 /tmp/self.py 'pause?reason={reason}' >/tmp/out 2>&1"
-    await sh(client, sandbox_id, f'nohup setsid sh -c "{call}" >/dev/null 2>&1 &')
+    await api_sh(client, sandbox_id, f'nohup setsid sh -c "{call}" >/dev/null 2>&1 &')
     await until(lambda: fake.sandbox(sandbox_id).status in ("pausing", "paused"))
     assert (await client.post(f"/v1/sandboxes/{sandbox_id}/resume")).status_code in (200, 202)
     script = "until [ -s /tmp/out ]; do sleep 0.01; done; cat /tmp/out"
-    assert (await sh(client, sandbox_id, script))["stdout"] == "202\n"
+    assert (await api_sh(client, sandbox_id, script))["stdout"] == "202\n"
     [event] = fake.journal.filter(kind="agent", sandbox_id=sandbox_id)
     assert (event.operation, event.body) == ("self_pause", "r" * 128)
     assert len(fake.calls.filter("pause_sandbox", sandbox_id=sandbox_id)) == 0  # no API call
@@ -212,7 +203,7 @@ async def test_the_agent_deletes_its_own_sandbox(
 ) -> None:
     sandbox_id = await make_sandbox()
     fake.sandbox(sandbox_id).disk.write_file("/tmp/self.py", SELF.encode())
-    result = await sh(client, sandbox_id, "python3 /tmp/self.py delete; sleep 30")
+    result = await api_sh(client, sandbox_id, "python3 /tmp/self.py delete; sleep 30")
     assert result["error"] == "command killed by SIGTERM"
     assert fake.sandbox(sandbox_id).status in ("destroying", "destroyed")
     [event] = fake.journal.filter(kind="agent", sandbox_id=sandbox_id)
@@ -228,6 +219,6 @@ async def test_the_agent_answers_only_its_two_routes_and_only_inside(
         "curl -s -o /dev/null -w '%{http_code} ' -X POST http://127.0.0.1:1029/self/reboot; "
         "curl -s -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:1029/"
     )
-    assert (await sh(client, sandbox_id, probe))["stdout"] == "405 404 404"
+    assert (await api_sh(client, sandbox_id, probe))["stdout"] == "405 404 404"
     with pytest.raises(OSError):  # the host's loopback: nothing listens there
         await asyncio.open_connection("127.0.0.1", 1029)

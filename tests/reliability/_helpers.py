@@ -8,18 +8,16 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    import httpx
-
     from fake_server import FakeCreateOS
 
-__all__ = ["bashkit_differs", "open_fds", "settled", "sh", "until"]
+__all__ = ["bashkit_differs", "open_fds", "settled", "until"]
 
 
 async def until(check: Callable[[], Awaitable[bool]], bound: float = 20.0) -> None:
@@ -30,16 +28,6 @@ async def until(check: Callable[[], Awaitable[bool]], bound: float = 20.0) -> No
         if loop.time() > end:
             raise AssertionError("condition not reached within the bound")
         await asyncio.sleep(0.01)
-
-
-async def sh(client: httpx.AsyncClient, sandbox_id: str, script: str) -> dict[str, Any]:
-    """``bash -c script`` in the sandbox through the API; its result."""
-    done = await client.post(
-        f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "/bin/bash", "args": ["-c", script]}
-    )
-    assert done.status_code == 200, done.text
-    result: dict[str, Any] = done.json()["data"]["result"]
-    return result
 
 
 def settled(predicate: Callable[[], bool], bound: float = 10.0) -> bool:

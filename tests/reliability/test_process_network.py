@@ -28,8 +28,8 @@ from fake_server import (
 )
 from fake_server.http import ingress
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime
-from tests.fake_server._process_runtime import process_fake
-from tests.reliability._helpers import sh, until
+from tests.fake_server._process_runtime import api_sh, process_fake
+from tests.reliability._helpers import until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -169,7 +169,7 @@ async def test_http_server_is_reached_through_the_preview_url_and_by_other_execs
     assert used - before[0] >= len(big) + len(page)
     assert received > before[1]
 
-    same = await sh(client, sid, "curl -s http://127.0.0.1:8080/index.html")
+    same = await api_sh(client, sid, "curl -s http://127.0.0.1:8080/index.html")
     assert same["stdout"] == page.decode()
 
 
@@ -246,7 +246,7 @@ async def test_nothing_listening_is_a_clear_502_and_sandboxes_do_not_share_ports
         "message": "no server is listening on port 8080 in the sandbox",
         "data": {"code": "bad_gateway"},
     }
-    reached = await sh(client, second["id"], "curl -sS http://127.0.0.1:8080/")
+    reached = await api_sh(client, second["id"], "curl -sS http://127.0.0.1:8080/")
     assert reached["exit_code"] == 7  # couldn't connect: its own loopback
     await start(client, second["id"], "python3", "-m", "http.server", "8080")  # no collision
     await listening(client, second["ingress_url_template"].replace("<port>", "8080"))
@@ -360,11 +360,11 @@ async def test_sandboxes_on_one_network_reach_each_other_by_member_ip_and_no_oth
     fetch = f"curl -s -m 5 http://{server_ip}:8080/hostname; echo $?"
 
     async def served() -> bool:
-        return (await sh(client, peer["id"], fetch))["stdout"] == "sandbox\n0\n"
+        return (await api_sh(client, peer["id"], fetch))["stdout"] == "sandbox\n0\n"
 
     await until(served)
-    assert (await sh(client, outsider["id"], fetch))["stdout"] == "7\n"  # no route to it
-    own = await sh(client, peer["id"], "ip -br addr show eth1 | tr -s ' '")
+    assert (await api_sh(client, outsider["id"], fetch))["stdout"] == "7\n"  # no route to it
+    own = await api_sh(client, peer["id"], "ip -br addr show eth1 | tr -s ' '")
     assert own["stdout"].split()[2] == f"{ips[peer['id']]}/24"
 
     runtime = fake.runtimes.get("process")
@@ -372,7 +372,7 @@ async def test_sandboxes_on_one_network_reach_each_other_by_member_ip_and_no_oth
     assert set(runtime.hubs) == {network_id}
     left = await client.delete(f"/v1/sandboxes/{peer['id']}/networks/{network_id}")
     assert left.status_code == 200, left.text
-    assert (await sh(client, peer["id"], fetch))["stdout"] == "7\n"
+    assert (await api_sh(client, peer["id"], fetch))["stdout"] == "7\n"
     hub_inode = runtime.hubs[network_id].net.inode
     destroyed = await client.delete(f"/v1/sandboxes/{server['id']}")
     assert destroyed.status_code == 200, destroyed.text

@@ -15,7 +15,8 @@ import pytest_asyncio
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.runtime.process import ProcessMachine, netmode, tree
-from tests.reliability._helpers import sh, until
+from tests.fake_server._process_runtime import api_sh
+from tests.reliability._helpers import until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -70,7 +71,7 @@ async def test_processes_pause_fork_and_destroy_work_with_a_network_per_process(
     base = f"/v1/sandboxes/{sandbox_id}"
     found = fake.sandbox(sandbox_id).machine
     assert isinstance(found, ProcessMachine)
-    assert (await sh(client, sandbox_id, "echo kept > f"))["exit_code"] == 0
+    assert (await api_sh(client, sandbox_id, "echo kept > f"))["exit_code"] == 0
     await start(client, sandbox_id, "sleep 300 & touch up; wait")
 
     async def up() -> bool:
@@ -118,7 +119,7 @@ async def test_a_server_is_reached_by_the_next_exec_but_not_by_the_preview_url(
     )
     assert put.status_code in (200, 201), put.text
     await start(client, sandbox_id, "exec python3 server.py")
-    own = await sh(
+    own = await api_sh(
         client, sandbox_id, "until [ -e up ]; do sleep 0.01; done; echo > /dev/tcp/127.0.0.1/8080"
     )
     assert own["exit_code"] == 0

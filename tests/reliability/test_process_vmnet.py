@@ -19,8 +19,8 @@ from fake_server import FakeCreateOS, NetworkOptions, TransitionPolicy, VirtualC
 from fake_server.runtime.process import ProcessRuntime, hostcheck, nft, router
 from fake_server.runtime.process.resolver import host_resolver
 from tests.fake_server._netstubs import DnsStub, Upstream, on_host
-from tests.fake_server._process_runtime import no_bwrap_left
-from tests.reliability._helpers import sh, until
+from tests.fake_server._process_runtime import api_sh, no_bwrap_left
+from tests.reliability._helpers import until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -84,7 +84,7 @@ async def new_sandbox(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any
 
 
 async def run(client: httpx.AsyncClient, sid: str, script: str) -> tuple[int, str]:
-    result = await sh(client, sid, script)
+    result = await api_sh(client, sid, script)
     return result["exit_code"], result["stdout"] + result["stderr"]
 
 
