@@ -226,7 +226,8 @@ def test_an_async_test_without_pytest_asyncio_names_the_extra(pytester: pytest.P
     """Without pytest-asyncio, an async test of ours fails at setup with the install line,
     not with pytest's "async def functions are not natively supported" and an unknown mark."""
     pytester.makeini(
-        "[pytest]\naddopts = -p no:asyncio -p no:hypothesispytest -p no:cacheprovider\n"
+        "[pytest]\n"
+        "addopts = -p no:asyncio -p no:hypothesispytest -p no:benchmark -p no:cacheprovider\n"
         "filterwarnings =\n    error\n"
     )
     pytester.makepyfile(

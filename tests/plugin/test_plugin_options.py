@@ -95,13 +95,15 @@ def test_pytest_asyncio_loop_scope_is_set_only_when_unset(pytester: pytest.Pytes
     """pytest-asyncio warns on every run while its fixture loop scope is unset: the plugin sets
     it to ``function`` then, and leaves a project's own choice alone."""
     pytester.makepyfile("def test_nothing():\n    pass\n")
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest\n")
+    pytester.makeini(
+        "[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest -p no:benchmark\n"
+    )
     unset = pytester.runpytest("-W", "error::pytest.PytestDeprecationWarning")
     unset.assert_outcomes(passed=1)
     unset.stdout.fnmatch_lines(["asyncio: *asyncio_default_fixture_loop_scope=function*"])
     assert 'asyncio_default_fixture_loop_scope" is unset' not in unset.stderr.str()
     pytester.makeini(
-        "[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest\n"
+        "[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest -p no:benchmark\n"
         "asyncio_default_fixture_loop_scope = module\n"
     )
     chosen = pytester.runpytest()
@@ -119,7 +121,8 @@ def test_the_loop_scope_default_reaches_pytest_asyncio_loaded_by_a_conftest(
     pytester.makepyfile("def test_nothing():\n    pass\n")
     pytester.makeconftest('pytest_plugins = ["pytest_asyncio.plugin"]\n')
     pytester.makeini(
-        "[pytest]\naddopts = -p no:cacheprovider -p no:hypothesispytest -p no:asyncio\n"
+        "[pytest]\n"
+        "addopts = -p no:cacheprovider -p no:hypothesispytest -p no:benchmark -p no:asyncio\n"
     )
     result = pytester.runpytest("-W", "error::pytest.PytestDeprecationWarning")
     result.assert_outcomes(passed=1)
