@@ -6,9 +6,9 @@ a daemon started with ``nohup setsid ... &``, a managed process left running, fi
 down, pause and resume, a fork, an account network, a disk where the runtime mounts them, and
 an armed fault that must fire; then destroys everything. After each wave it waits (bounded,
 in real time) for the server to settle and compares what the server holds with the baseline
-taken after a warm-up wave: open fds, processes under it, mounts, network namespaces,
-network links and the runtime's sandbox directories must be back exactly; RSS may grow by
-``RSS_BOUND``. Exits 1 on the first wave that does not return, naming what grew.
+taken after a warm-up wave: open fds, processes under it, mounts, network namespaces, its
+network links on the host and the runtime's sandbox directories must be back exactly; RSS may
+grow by ``RSS_BOUND``. Exits 1 on the first wave that does not return, naming what grew.
 
     python -m benchmarks.soak [--waves 20] [--sandboxes 8] [--runtime process|bashkit]
 
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from benchmarks import _serve
+from fake_server.runtime.process.router import host_link_prefix
 
 if TYPE_CHECKING:
     from benchmarks._serve import Serve
@@ -105,7 +106,9 @@ def _links(path: str) -> list[str]:
 
 def holdings(pid: int, root: Path | None) -> Holdings:
     """Read what process ``pid`` and its descendants hold, from ``/proc`` and ``/sys``;
-    ``dirs`` counts the entries of the runtime's directory (one per fake) under ``root``."""
+    ``dirs`` counts the entries of the runtime's directory (one per fake) under ``root``;
+    ``links`` the host's network links of that fake alone (other fakes may run meanwhile)."""
+    own_links = host_link_prefix(pid)
     descendants = _descendants(pid)
     netns = {link for link in _links(f"/proc/{pid}/fd") if link.startswith("net:")}
     for child in descendants:
@@ -123,7 +126,7 @@ def holdings(pid: int, root: Path | None) -> Holdings:
         processes=len(descendants),
         mounts=mounts,
         netns=len(netns),
-        links=len(os.listdir("/sys/class/net")),
+        links=sum(1 for name in os.listdir("/sys/class/net") if name.startswith(own_links)),
         dirs=dirs,
         rss=rss,
     )

@@ -37,7 +37,7 @@ from fake_server.runtime.process.netns import NetNamespace
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["GATEWAY", "METADATA", "Router"]
+__all__ = ["GATEWAY", "METADATA", "Router", "host_link_prefix"]
 
 #: The sandboxes' gateway and resolver (the router's end of every sandbox's link).
 GATEWAY = "169.254.0.1"
@@ -47,6 +47,12 @@ METADATA = "169.254.169.254"
 _TRANSIT = ipaddress.IPv4Network("100.64.0.0/10")
 _SCOPE_LINK = 253
 _routers = itertools.count(1)
+
+
+def host_link_prefix(pid: int) -> str:
+    """How the host-side links of the fake in process ``pid`` begin (unique per process), so
+    that a leak check counts its own links, not those of other fakes on the machine."""
+    return f"cos{_base36(pid)}x"
 
 
 def _base36(number: int) -> str:
@@ -84,7 +90,7 @@ class Router:
         pid, number = os.getpid(), next(_routers)
         #: The host's table and the host's end of the transit link: unique per fake.
         self.host_table = f"createos_{pid}_{number}"
-        self.host_end = f"cos{_base36(pid)}x{_base36(number)}"[:15]
+        self.host_end = f"{host_link_prefix(pid)}{_base36(number)}"[:15]
         self.uplink_missing: str | None = None
         self._devices = itertools.count(1)
         self._host_table_made = False
