@@ -32,8 +32,8 @@ def runnable(native: int) -> bool:
     """Whether the kernel shows the thread running or ready to run (state ``R``).
 
     Such a thread is computing, whatever its Python frame shows: in C code that released the
-    GIL, or waiting for a CPU on a loaded machine. Reading the state releases the GIL, so a
-    thread that waits only for the GIL is handed it and reads as running too. False where
+    GIL, or waiting for a CPU on a loaded machine. Reading the state releases the GIL, which
+    wakes a thread waiting for it, so such a thread reads as running too. False where
     ``/proc`` cannot tell (another system, a thread that has ended): the frame alone decides.
     """
     if not native:
