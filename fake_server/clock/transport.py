@@ -3,8 +3,9 @@
 Each request opens an exchange (its id in ``EXCHANGE_HEADER``), the reply head and every body
 chunk are claimed as they are read, and the exchange closes when the response is closed or the
 request fails: never after some real time. The synchronous transport also keeps the calling
-thread ``waiting()`` while it is blocked in httpx (rule 6), and claims what arrived only after
-it counts as working again, so neither the thread nor the wire lets time move in between.
+thread ``waiting()`` while it is blocked in httpx (rule 6), never for the end of a body it has
+read whole, and claims what arrived only after it counts as working again, so neither the
+thread nor the wire lets time move in between.
 """
 
 from __future__ import annotations
@@ -41,10 +42,13 @@ class _Exchange(httpx.AsyncByteStream, httpx.SyncByteStream):
         if self._id:
             request.headers[EXCHANGE_HEADER] = self._id
         self._inner: httpx.AsyncByteStream | httpx.SyncByteStream | None = None
+        self._length: int | None = None  # body bytes the head announced, if it did
 
     def received(self, response: httpx.Response) -> httpx.Response:
         self._clock.response_received(self._id)  # the head
         self._inner, response.stream = response.stream, self
+        length = response.headers.get("content-length", "")
+        self._length = int(length) if length.isdigit() else None
         return response
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -56,12 +60,20 @@ class _Exchange(httpx.AsyncByteStream, httpx.SyncByteStream):
     def __iter__(self) -> Iterator[bytes]:
         assert isinstance(self._inner, httpx.SyncByteStream)
         chunks = iter(self._inner)
+        left = self._length
         while True:
-            with self._waiting():
+            if left == 0:
+                # The whole body is here: its end takes no wait on the fake, so the thread
+                # does not count as waiting for it (time must not move in between).
                 chunk = next(chunks, None)
+            else:
+                with self._waiting():
+                    chunk = next(chunks, None)
             if chunk is None:
                 return
             self._clock.response_received(self._id, len(chunk))
+            if left is not None:
+                left = max(0, left - len(chunk))
             yield chunk
 
     async def aclose(self) -> None:

@@ -280,13 +280,31 @@ def event_of(
 
 async def reply_head(request: web.Request, response: web.StreamResponse) -> None:
     """``on_response_prepare``: every reply, streamed ones included, names its request; the
-    head of an announced exchange is on the wire from here until its client claims it."""
+    head of an announced exchange is on the wire from here until its client claims it, and so
+    is a whole body written with it (a streamed body counts as each piece is written)."""
     announced = request.get(ANNOUNCED_KEY)
     if announced:
-        request.app[WORLD_KEY].ctx.clock.response_sent(announced)
+        clock = request.app[WORLD_KEY].ctx.clock
+        clock.response_sent(announced)
+        size = _body_size(response)
+        if size:
+            clock.response_sent(announced, size)
     request_id = request.get(REQUEST_ID_KEY)
     if request_id is not None:
         response.headers["X-Request-Id"] = request_id
+
+
+def _body_size(response: web.StreamResponse) -> int:
+    """Bytes of the body a ``web.Response`` sends with its head; 0 for a streamed reply, a
+    reply that sends none (to HEAD, 204, 304: the client then claims none, and closing the
+    exchange drops the count) and a payload of unknown size."""
+    if not isinstance(response, web.Response):
+        return 0
+    body = response.body
+    if isinstance(body, (bytes, bytearray)):
+        return len(body)
+    size = getattr(body, "size", None)
+    return size if isinstance(size, int) else 0
 
 
 def _token_account(request: web.Request, owner: tuple[Account, str] | None) -> Account | None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
-from fake_server import VirtualClock, sync_clock_transport
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, sync_clock_transport
 from fake_server.clock import EXCHANGE_HEADER, watch
 
 if TYPE_CHECKING:
@@ -256,3 +256,47 @@ async def test_executor_work_in_c_code_keeps_its_loop_busy() -> None:
         assert clock.now() == 300.0
     finally:
         clock.close()
+
+
+def test_a_reply_body_counts_on_the_wire_until_the_client_reads_it(clock: VirtualClock) -> None:
+    """The fake writes a JSON reply's body with its head; until the client has read it, the
+    body is on the wire. Counting only the head let time jump while a sync test's thread,
+    inside the transport between the head and the body, was off the CPU for the debounce."""
+    fake = FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()).start()
+    try:
+        transport = sync_clock_transport(clock)
+        headers = {"X-Api-Key": fake.api_key}
+        with httpx.Client(transport=transport, base_url=fake.api_url, headers=headers) as client:
+            with client.stream("GET", "/sandboxes") as response:
+                assert (response.status_code, clock.in_transit) == (200, 1)  # head claimed
+                body = response.read()
+                assert clock.in_transit == 0
+            assert body.startswith(b'{"status": "success"')
+            assert (clock.in_transit, clock.open_exchanges) == (0, 0)
+    finally:
+        fake.close()
+
+
+def test_the_end_of_a_body_read_whole_is_not_a_wait(clock: VirtualClock) -> None:
+    """Once the bytes its head announced are read, the thread learns that the body ended
+    without a wait on the fake: counting it as waiting there let time jump while a loaded
+    machine kept the thread off the CPU between the last byte and its own next call."""
+    seen: list[int] = []
+
+    class Body(httpx.SyncByteStream):
+        def __iter__(self) -> Iterator[bytes]:
+            yield b"do"
+            yield b"ne"
+            # The end of the body, read after its last byte: is the thread waiting here?
+            seen.append(clock._threads[threading.get_ident()].waiting)
+
+    def serve(request: httpx.Request) -> httpx.Response:
+        assert clock.request_arrived(request.headers[EXCHANGE_HEADER]) is True
+        return httpx.Response(200, headers={"Content-Length": "4"}, stream=Body())
+
+    with clock.attend():
+        transport = sync_clock_transport(clock, httpx.MockTransport(serve))
+        with httpx.Client(transport=transport) as client:
+            assert client.get("http://fake.invalid/v1/sandboxes").content == b"done"
+    assert seen == [0]
+    assert (clock.in_transit, clock.open_exchanges) == (0, 0)
