@@ -197,7 +197,9 @@ async def _serve(request: web.Request, handler: Handler, clock: Clock) -> web.St
             request.app[ERRORS_KEY].append((operation, traceback.format_exc()))
             response = error_response(InternalError("internal error in the fake"))
     account = request.get(ACCOUNT_KEY)
-    headers, text = response_message(request, response, secrets) if messages else ((), None)
+    headers, text = (
+        response_message(request, response, secrets, state.reply_texts) if messages else ((), None)
+    )
     journal.record(
         event_of(
             call,

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from fake_server.faults import Call
     from fake_server.http.state import AppState
+    from fake_server.models.recording import BodyTexts
 
 __all__ = [
     "BODY_KEY",
@@ -104,9 +105,13 @@ def request_message(
 
 
 def response_message(
-    request: web.Request, response: web.StreamResponse, secrets: Collection[str]
+    request: web.Request,
+    response: web.StreamResponse,
+    secrets: tuple[str, ...],
+    texts: BodyTexts | None = None,
 ) -> tuple[tuple[tuple[str, str], ...], str | None]:
-    """The reply's headers and body (a summary if it was streamed) as the journal keeps them."""
+    """The reply's headers and body (a summary if it was streamed) as the journal keeps them;
+    ``texts`` remembers the text of bodies sent again unchanged."""
     headers = redacted(response.headers.items(), secrets)
     if response.prepared:  # streamed by its handler; a plain reply is sent after the chain
         tally = request.get(TALLY_KEY)
@@ -117,7 +122,9 @@ def response_message(
     if raw is None:
         return headers, None
     if type(raw) is bytes:
-        return headers, body_text(raw, secrets=secrets)
+        return headers, body_text(raw, secrets=secrets) if texts is None else texts.text(
+            raw, secrets
+        )
     if isinstance(raw, bytearray):
         return headers, body_text(bytes(raw), secrets=secrets)
     size = getattr(raw, "size", None)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from fake_server.models.recording import BodyTexts
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
@@ -41,3 +43,5 @@ class AppState:
     middlewares: Sequence[Middleware] = field(default=())
     #: The default account's API key (``PUT /_fake/credit`` without ``account``).
     default_key: Callable[[], str] = field(default=lambda: "")
+    #: The journal's text of recent reply bodies, each redacted once (``recorder``).
+    reply_texts: BodyTexts = field(default_factory=BodyTexts)

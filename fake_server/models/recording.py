@@ -26,6 +26,7 @@ __all__ = [
     "REDACTED",
     "SECRET_HEADERS",
     "UNKEPT_HEADERS",
+    "BodyTexts",
     "binary_summary",
     "body_text",
     "query_text",
@@ -146,6 +147,29 @@ def body_text(data: bytes, limit: int = BODY_LIMIT, secrets: Collection[str] = (
     if len(text) > limit:
         return f"{text[:limit]}… ({len(text) - limit} more characters)"
     return text
+
+
+class BodyTexts:
+    """``body_text`` of the latest small bodies, each worked out once: a reply sent again
+    unchanged (a sandbox polled until it runs) is not decoded, searched for credentials and
+    capped again per request. The answer depends on the bytes and the secrets only, so it is
+    the same as ``body_text``'s; the oldest entry goes first past ``size`` entries."""
+
+    def __init__(self, size: int = 64, largest: int = 16384) -> None:
+        self._texts: dict[tuple[bytes, tuple[str, ...]], str] = {}
+        self._size = size
+        self._largest = largest
+
+    def text(self, data: bytes, secrets: tuple[str, ...]) -> str:
+        if len(data) > self._largest:  # uploads and downloads: kept out of memory
+            return body_text(data, secrets=secrets)
+        key = (data, secrets)
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = body_text(data, secrets=secrets)
+            if len(self._texts) > self._size:
+                del self._texts[next(iter(self._texts))]
+        return text
 
 
 def _may_be_text(data: bytes) -> bool:
