@@ -128,6 +128,12 @@ class FaultRegistry:
             return [armed.fault for armed in self._armed]
 
     @property
+    def idle(self) -> bool:
+        """No fault is armed: ``plan`` would be empty for any call, so a caller need not
+        describe its request at all (one read of the list, as ``plan`` makes first)."""
+        return not self._armed
+
+    @property
     def fired(self) -> list[FaultFiring]:
         with self._lock:
             return list(self._fired)

@@ -65,9 +65,9 @@ DROPPED_STATUS = 499
 @web.middleware
 async def fault_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Consults the app's faults for every API request (the control API is never faulted)."""
-    if is_control(request):
-        return await handler(request)
     faults = request.app[STATE_KEY].faults
+    if faults.idle or is_control(request):  # idle: no call to describe, no plan to make
+        return await handler(request)
     plan = faults.plan(_call(request))
     if plan.empty:
         return await handler(request)

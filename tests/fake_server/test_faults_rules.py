@@ -53,6 +53,22 @@ def test_a_fault_fires_once_by_default_and_is_then_no_longer_unfired() -> None:
     assert faults.fire_count(fault) == 1
 
 
+def test_idle_only_while_no_fault_is_armed_spent_ones_included() -> None:
+    """The HTTP layer skips describing a request to an idle registry: idle must mean that
+    ``plan`` has nothing to consult."""
+    faults = Faults()
+    assert faults.idle
+    fault = faults.add(Fault("get_sandbox", HttpError(503)))
+    assert not faults.idle
+    assert fires(faults, 2) == [True, False]
+    assert not faults.idle  # spent, still armed: plan still counts its calls
+    faults.remove(fault)
+    assert faults.idle
+    faults.add(Fault("get_sandbox", HttpError(503)))
+    faults.clear()
+    assert faults.idle
+
+
 def test_times_and_after_select_which_matching_calls_fire() -> None:
     faults = Faults()
     fault = faults.add(Fault("get_sandbox", HttpError(429, retry_after=2), times=3, after=1))
