@@ -4,6 +4,7 @@ JSON within its limit, and the typed field parsers that answer 400 naming the fi
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from datetime import UTC, datetime
@@ -45,8 +46,15 @@ def success(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def iso(timestamp: float | None) -> str | None:
+    """``2026-01-01T00:00:00.000Z``; ``None`` stays ``None``."""
     if timestamp is None:
         return None
+    return _iso(timestamp)
+
+
+@functools.lru_cache(maxsize=1024)
+def _iso(timestamp: float) -> str:
+    """Formatted once per moment: a sandbox's times are sent with every reply about it."""
     moment = datetime.fromtimestamp(timestamp, UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
