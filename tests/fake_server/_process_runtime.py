@@ -106,14 +106,17 @@ def machine(fake: FakeCreateOS, sandbox_id: str) -> ProcessMachine:
 
 
 async def sh(machine: ProcessMachine, script: str, stdin: bytes | None = None) -> tuple[int, str]:
-    """Exit status and stdout+stderr of ``sh -c script`` in the sandbox, run on its machine."""
+    """Exit status and stdout+stderr of ``sh -c script`` in the sandbox, run on its machine.
+
+    stderr joins stdout inside the shell (``exec 2>&1``), so the output keeps the order the
+    commands wrote it in: two pipes read as bytes arrive have no order between them."""
     output: list[bytes] = []
 
     async def sink(data: bytes) -> None:
         output.append(data)
 
     code = await machine.runner(VirtualClock()).run(
-        ["sh", "-c", script], stdin=stdin, on_stdout=sink, on_stderr=sink
+        ["sh", "-c", "exec 2>&1\n" + script], stdin=stdin, on_stdout=sink, on_stderr=sink
     )
     return code, b"".join(output).decode()
 

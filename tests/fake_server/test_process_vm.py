@@ -62,7 +62,8 @@ async def test_a_detached_daemon_outlives_its_exec_and_ps_shows_it(
     assert await api_sh(client, sandbox_id, f"{DAEMON} echo started") == {
         "exit_code": 0, "stdout": "started\n", "stderr": "", "error": "",
     }  # fmt: skip
-    script = "until pgrep -x sleep >/dev/null; do :; done; ps -eo args"
+    # The daemon's own command line: every sandbox's init keeps a "sleep 2147483647" too.
+    script = "until pgrep -fx 'sleep 313' >/dev/null; do :; done; ps -eo args"
     listed = await api_sh(client, sandbox_id, script)
     assert "sleep 313" in listed["stdout"].splitlines()
     assert (await api_sh(client, sandbox_id, "pkill -x sleep; kill -9 -1; echo alive"))[

@@ -41,7 +41,9 @@ def test_a_background_job_ends_before_or_with_the_exec(box: SandboxInstance) -> 
 @pytest.mark.usefixtures("daemons_outlive_exec")
 def test_a_detached_daemon_outlives_its_exec(box: SandboxInstance) -> None:
     assert bash(box, "nohup setsid sleep 300 >/tmp/log 2>&1 & echo started") == (0, "started\n")
-    wait = "for i in $(seq 500); do pgrep -x sleep >/dev/null && break; sleep 0.01; done"
+    # Until setsid has become the daemon: the init of a process-runtime sandbox runs a
+    # "sleep 2147483647" of its own, so a bare "pgrep -x sleep" finds that one at once.
+    wait = "for i in $(seq 500); do pgrep -fx 'sleep 300' >/dev/null && break; sleep 0.01; done"
     _, listed = bash(box, f"{wait}; ps -eo args")
     assert "sleep 300" in listed.splitlines()
 
