@@ -33,15 +33,15 @@ def _spin(seconds: float) -> None:
 
 
 def _compute_in_c() -> None:
-    """One call of C code that releases the GIL for a long while (well over the patched
-    ``STUCK``): the caller's frame stands still, yet the thread computes."""
-    hashlib.pbkdf2_hmac("sha256", b"password", b"salt", 150_000)
-
-
-@pytest.fixture(name="short_stuck")
-def _short_stuck(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A frame still for 30 ms counts as stuck, so one C call outlasts it several times."""
-    monkeypatch.setattr(watch, "STUCK", 0.03)
+    """One call of C code that releases the GIL for a long while: its caller's frame stands
+    still, yet the thread computes. ``STUCK`` is 30 ms for the call only, so the call
+    outlasts it several times; set earlier, a wait of the test's own set-up (a thread
+    starting, a garbage collection) would count as blocked and let time move first."""
+    stuck, watch.STUCK = watch.STUCK, 0.03
+    try:
+        hashlib.pbkdf2_hmac("sha256", b"password", b"salt", 150_000)
+    finally:
+        watch.STUCK = stuck
 
 
 class _Sleeper:
@@ -114,7 +114,6 @@ def test_a_thread_blocked_in_a_call_nobody_announced_stops_counting(clock: Virtu
             sleeper.close()
 
 
-@pytest.mark.usefixtures("short_stuck")
 def test_an_attending_thread_computing_in_c_code_holds_time(clock: VirtualClock) -> None:
     """Its frame stands still in the C call, but the kernel shows it running: not blocked."""
     with clock.attend():
@@ -227,7 +226,6 @@ async def test_a_loop_waiting_for_its_executor_is_not_idle() -> None:
 
 
 @pytest.mark.asyncio
-@pytest.mark.usefixtures("short_stuck")
 async def test_a_loop_computing_in_c_code_is_not_idle() -> None:
     """A loop out of ``select()`` for longer than ``STUCK`` that the kernel shows running is
     working (hashing a large upload, say), not blocked in an unknown call."""
@@ -244,7 +242,6 @@ async def test_a_loop_computing_in_c_code_is_not_idle() -> None:
 
 
 @pytest.mark.asyncio
-@pytest.mark.usefixtures("short_stuck")
 async def test_executor_work_in_c_code_keeps_its_loop_busy() -> None:
     clock = VirtualClock()
     try:
