@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import asyncio
     from collections.abc import Callable
 
-__all__ = ["STUCK", "LoopProbe", "ThreadProbe", "runnable"]
+__all__ = ["STUCK", "LoopProbe", "ThreadProbe", "runnable", "sleeps_at"]
 
 #: Real seconds a loop or an attending thread must stand still before it counts as blocked.
 STUCK = 0.5
@@ -46,6 +46,19 @@ def runnable(native: int) -> bool:
     # "pid (comm) S ...": the name may hold spaces and ")"; the state follows the last one.
     end = line.rfind(b")")
     return line[end + 2 : end + 3] == b"R"
+
+
+def _where(ident: int) -> tuple[int, int] | None:
+    frame = sys._current_frames().get(ident)
+    return None if frame is None else (id(frame), frame.f_lasti)
+
+
+def sleeps_at(ident: int, native: int, where: tuple[int, int] | None) -> bool:
+    """Whether the thread sleeps in the kernel, still where it stood (``where``, taken from a
+    frame the caller still holds) after its state was read: reading the state lets it run,
+    and it may move meanwhile, into the clock's own lock, say (a sleep there is no wait on
+    the fake)."""
+    return not runnable(native) and _where(ident) == where
 
 
 class ThreadProbe:
@@ -75,7 +88,7 @@ class ThreadProbe:
             self._where = where
             self.since = now
             return False
-        return now - self.since >= STUCK and not runnable(self.native)
+        return now - self.since >= STUCK and sleeps_at(self.ident, self.native, where)
 
     def moved(self, now: float) -> None:
         """The thread reported something: it is running, whatever its frame says."""
@@ -107,7 +120,12 @@ class LoopProbe:
         the selector too, without waiting and without consuming anything.
         """
         if not self.parked:
-            return now - self.since >= STUCK and not runnable(self.native)
+            if now - self.since < STUCK:
+                return False
+            frame = sys._current_frames().get(self.ident)  # held: its id stays its own
+            if frame is None:
+                return True  # the loop's thread has ended
+            return sleeps_at(self.ident, self.native, (id(frame), frame.f_lasti))
         selector = self._selector
         return selector is None or (selector.offloads_quiet(now) and not selector.ready())
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -147,6 +148,34 @@ def test_the_kernel_tells_a_running_thread_from_a_blocked_one() -> None:
         released.set()
         blocked.join(timeout=30)
     assert (watch.runnable(native[0]), watch.runnable(0)) == (False, False)  # ended; unknown
+
+
+def test_a_sleeping_thread_is_blocked_only_where_it_was_seen() -> None:
+    """The state is read after the frame: a thread that moved meanwhile (out of a C call
+    into the clock's own lock, say) sleeps elsewhere and does not count as stuck."""
+    started, released = threading.Event(), threading.Event()
+    native: list[int] = []
+
+    def wait() -> None:
+        native.append(threading.get_native_id())
+        started.set()
+        released.wait()
+
+    blocked = threading.Thread(target=wait)
+    blocked.start()
+    try:
+        assert started.wait(timeout=30)
+        ident = blocked.ident or 0
+
+        def seen_sleeping() -> bool:  # once inside the wait, it sleeps where it was seen
+            frame = sys._current_frames()[ident]
+            return watch.sleeps_at(ident, native[0], (id(frame), frame.f_lasti))
+
+        assert any(seen_sleeping() for _ in range(100_000))
+        assert watch.sleeps_at(ident, native[0], (0, 0)) is False
+    finally:
+        released.set()
+        blocked.join(timeout=30)
 
 
 def test_attending_nests_and_ends_with_the_outermost(clock: VirtualClock) -> None:
