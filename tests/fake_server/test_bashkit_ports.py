@@ -35,11 +35,18 @@ async def until_eof(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) 
     await writer.drain()
 
 
-def tunnel_request(sandbox_id: str, key: str, port: int) -> bytes:
-    return (
+async def open_tunnel(
+    fake: FakeCreateOS, sandbox_id: str, port: int
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """``POST …/tunnel/{port}`` upgraded (101): the raw stream to the port in the sandbox."""
+    reader, writer = await asyncio.open_connection(fake.host, fake.port)
+    writer.write(
         f"POST /v1/sandboxes/{sandbox_id}/tunnel/{port} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        f"X-Api-Key: {key}\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n"
-    ).encode()
+        f"X-Api-Key: {fake.api_key}\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n".encode()
+    )
+    head = await reader.readuntil(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 101 Switching Protocols\r\n")
+    return reader, writer
 
 
 async def test_a_preview_url_reaches_a_registered_server(
@@ -62,10 +69,7 @@ async def test_a_tunnel_reaches_a_registered_server_and_keeps_a_half_close(
 ) -> None:
     sandbox_id = await make_sandbox()
     fake.ports.register(5432, until_eof)
-    reader, writer = await asyncio.open_connection(fake.host, fake.port)
-    writer.write(tunnel_request(sandbox_id, fake.api_key, 5432))
-    head = await reader.readuntil(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 101 Switching Protocols\r\n")
+    reader, writer = await open_tunnel(fake, sandbox_id, 5432)
     writer.write(b"select 1")
     writer.write_eof()
     assert await reader.read() == b"8 bytes: SELECT 1"  # then EOF: the tunnel closed
@@ -77,9 +81,7 @@ async def test_a_reset_removes_the_servers_and_ends_their_connections(
 ) -> None:
     sandbox_id = await make_sandbox()
     fake.ports.register(5432, until_eof)
-    reader, writer = await asyncio.open_connection(fake.host, fake.port)
-    writer.write(tunnel_request(sandbox_id, fake.api_key, 5432))
-    await reader.readuntil(b"\r\n\r\n")
+    reader, writer = await open_tunnel(fake, sandbox_id, 5432)
     fake.reset()
     assert fake.ports.ports() == []
     assert await reader.read() == b""  # the handler was cancelled: the tunnel closed

@@ -9,6 +9,7 @@ so time is never frozen for good.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import sys
 import threading
@@ -23,7 +24,7 @@ from fake_server.clock import EXCHANGE_HEADER, watch
 
 if TYPE_CHECKING:
     import concurrent.futures
-    from collections.abc import Iterator
+    from collections.abc import Awaitable, Callable, Iterator
 
 
 def _spin(seconds: float) -> None:
@@ -128,8 +129,10 @@ def test_an_attending_thread_computing_in_c_code_holds_time(clock: VirtualClock)
             sleeper.close()
 
 
-def test_the_kernel_tells_a_running_thread_from_a_blocked_one() -> None:
-    assert watch.runnable(threading.get_native_id()) is True
+@contextlib.contextmanager
+def _blocked_thread() -> Iterator[tuple[int, int]]:
+    """A thread that has started and blocks on an event until the block ends: its ident and
+    its kernel id. It may still be on its way into the wait when the block starts."""
     started, released = threading.Event(), threading.Event()
     native: list[int] = []
 
@@ -142,40 +145,31 @@ def test_the_kernel_tells_a_running_thread_from_a_blocked_one() -> None:
     blocked.start()
     try:
         assert started.wait(timeout=30)
-        # Running until it enters the wait; from then on sleeping, for as long as it waits.
-        assert any(not watch.runnable(native[0]) for _ in range(100_000))
+        yield blocked.ident or 0, native[0]
     finally:
         released.set()
         blocked.join(timeout=30)
-    assert (watch.runnable(native[0]), watch.runnable(0)) == (False, False)  # ended; unknown
+
+
+def test_the_kernel_tells_a_running_thread_from_a_blocked_one() -> None:
+    assert watch.runnable(threading.get_native_id()) is True
+    with _blocked_thread() as (_, native):
+        # Running until it enters the wait; from then on sleeping, for as long as it waits.
+        assert any(not watch.runnable(native) for _ in range(100_000))
+    assert (watch.runnable(native), watch.runnable(0)) == (False, False)  # ended; unknown
 
 
 def test_a_sleeping_thread_is_blocked_only_where_it_was_seen() -> None:
     """The state is read after the frame: a thread that moved meanwhile (out of a C call
     into the clock's own lock, say) sleeps elsewhere and does not count as stuck."""
-    started, released = threading.Event(), threading.Event()
-    native: list[int] = []
-
-    def wait() -> None:
-        native.append(threading.get_native_id())
-        started.set()
-        released.wait()
-
-    blocked = threading.Thread(target=wait)
-    blocked.start()
-    try:
-        assert started.wait(timeout=30)
-        ident = blocked.ident or 0
+    with _blocked_thread() as (ident, native):
 
         def seen_sleeping() -> bool:  # once inside the wait, it sleeps where it was seen
             frame = sys._current_frames()[ident]
-            return watch.sleeps_at(ident, native[0], (id(frame), frame.f_lasti))
+            return watch.sleeps_at(ident, native, (id(frame), frame.f_lasti))
 
         assert any(seen_sleeping() for _ in range(100_000))
-        assert watch.sleeps_at(ident, native[0], (0, 0)) is False
-    finally:
-        released.set()
-        blocked.join(timeout=30)
+        assert watch.sleeps_at(ident, native, (0, 0)) is False
 
 
 def test_attending_nests_and_ends_with_the_outermost(clock: VirtualClock) -> None:
@@ -239,49 +233,40 @@ def test_waiting_outside_attend_changes_nothing(clock: VirtualClock) -> None:
         sleeper.close()
 
 
-@pytest.mark.asyncio
-async def test_a_loop_waiting_for_its_executor_is_not_idle() -> None:
-    """``asyncio.to_thread`` work (a provider packing an archive) is the loop's own work."""
+async def _loop_busy_during(work: Callable[[], Awaitable[object]]) -> None:
+    """A fake sleep of 300 s stays pending while the loop awaits ``work``, and ends after."""
     clock = VirtualClock()
     try:
         sleeper = asyncio.ensure_future(clock.sleep(300))
         await asyncio.sleep(0)
-        await asyncio.to_thread(_spin, 0.05)
+        await work()
         assert (clock.now(), sleeper.done()) == (0.0, False)
         await sleeper
         assert clock.now() == 300.0
     finally:
         clock.close()
+
+
+@pytest.mark.asyncio
+async def test_a_loop_waiting_for_its_executor_is_not_idle() -> None:
+    """``asyncio.to_thread`` work (a provider packing an archive) is the loop's own work."""
+    await _loop_busy_during(lambda: asyncio.to_thread(_spin, 0.05))
 
 
 @pytest.mark.asyncio
 async def test_a_loop_computing_in_c_code_is_not_idle() -> None:
     """A loop out of ``select()`` for longer than ``STUCK`` that the kernel shows running is
     working (hashing a large upload, say), not blocked in an unknown call."""
-    clock = VirtualClock()
-    try:
-        sleeper = asyncio.ensure_future(clock.sleep(300))
-        await asyncio.sleep(0)
-        _compute_in_c()
-        assert (clock.now(), sleeper.done()) == (0.0, False)
-        await sleeper
-        assert clock.now() == 300.0
-    finally:
-        clock.close()
+
+    async def compute() -> None:
+        _compute_in_c()  # on the loop's own thread
+
+    await _loop_busy_during(compute)
 
 
 @pytest.mark.asyncio
 async def test_executor_work_in_c_code_keeps_its_loop_busy() -> None:
-    clock = VirtualClock()
-    try:
-        sleeper = asyncio.ensure_future(clock.sleep(300))
-        await asyncio.sleep(0)
-        await asyncio.to_thread(_compute_in_c)
-        assert (clock.now(), sleeper.done()) == (0.0, False)
-        await sleeper
-        assert clock.now() == 300.0
-    finally:
-        clock.close()
+    await _loop_busy_during(lambda: asyncio.to_thread(_compute_in_c))
 
 
 def test_a_reply_body_counts_on_the_wire_until_the_client_reads_it(clock: VirtualClock) -> None:
