@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -202,3 +203,22 @@ def per_second(seconds: float, count: float = 1.0) -> float:
 
 def timer() -> float:
     return time.perf_counter()
+
+
+def rss_bytes() -> int:
+    """This process's resident set in bytes, from /proc (Linux); 0 where it is not available."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def growth_per(before: int, after: int, count: int) -> float:
+    """Bytes each of ``count`` new things added to a resident set; never below zero.
+
+    The set can shrink while they are made (the allocator hands back pages earlier work freed,
+    as it does when a test suite runs the benchmark after other tests); that says no growth was
+    seen, not that a thing costs negative memory.
+    """
+    return max(0, after - before) / count

@@ -31,7 +31,16 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from benchmarks._common import Report, finish, interleave_async, median, parse_args, timer
+from benchmarks._common import (
+    Report,
+    finish,
+    growth_per,
+    interleave_async,
+    median,
+    parse_args,
+    rss_bytes,
+    timer,
+)
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_context
 from fake_server.runtime.environment import BASE_ENV
 from fake_server.runtime.pipes import StdinPipe
@@ -211,14 +220,6 @@ def _upper_bytes(machine: ProcessMachine) -> int:
         os.close(fd)
 
 
-def _rss() -> int:
-    """This process's resident set, in bytes."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
 def _pss(pid: int) -> int:
     """A process's proportional set size in bytes (shared pages split among their users)."""
     try:
@@ -235,11 +236,11 @@ async def _alive(
     runtime: ProcessRuntime, clock: VirtualClock, count: int
 ) -> tuple[float, float, float]:
     """Disk and fake memory per idle sandbox, then process memory per sandbox running sleep."""
-    before = _rss()
+    before = rss_bytes()
     machines = [runtime.new_sandbox(f"alive{index}") for index in range(count)]
     for index, machine in enumerate(machines):
         machine.set_address(_address(index))
-    fake_bytes = max(0, _rss() - before) / count
+    fake_bytes = growth_per(before, rss_bytes(), count)
     disk = median([_upper_bytes(m) for m in machines])
     tasks = [
         asyncio.ensure_future(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import sys
 import tracemalloc
 from typing import TYPE_CHECKING
@@ -22,7 +21,16 @@ from typing import TYPE_CHECKING
 import aiohttp
 from aiohttp import web
 
-from benchmarks._common import Report, finish, interleave_async, median, parse_args, timer
+from benchmarks._common import (
+    Report,
+    finish,
+    growth_per,
+    interleave_async,
+    median,
+    parse_args,
+    rss_bytes,
+    timer,
+)
 from benchmarks._servers import SHAPE, BareServer, serve_fake
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 
@@ -57,15 +65,6 @@ def _thread_cycle(clock: VirtualClock) -> float:
     return timer() - start
 
 
-def _rss_bytes() -> int:
-    """Resident set size from /proc (Linux); 0 where it is not available."""
-    try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 async def _idle_sandboxes(count: int) -> tuple[float, float]:
     """Bytes per sandbox (tracemalloc, RSS) with ``count`` running sandboxes on one fake."""
     async with serve_fake() as fake, aiohttp.ClientSession() as session:
@@ -81,7 +80,7 @@ async def _idle_sandboxes(count: int) -> tuple[float, float]:
             tracemalloc.start()
         try:
             traced_before = tracemalloc.get_traced_memory()[0]
-            rss_before = _rss_bytes()
+            rss_before = rss_bytes()
             for _ in range(count):
                 async with session.post(create, json={"shape": SHAPE}) as response:
                     await response.read()
@@ -92,12 +91,12 @@ async def _idle_sandboxes(count: int) -> tuple[float, float]:
                 raise RuntimeError("not every sandbox reached running")
             del alive
             gc.collect()
-            traced = tracemalloc.get_traced_memory()[0] - traced_before
-            rss = _rss_bytes() - rss_before
+            traced_after = tracemalloc.get_traced_memory()[0]
+            rss_after = rss_bytes()
         finally:
             if not tracing_already:
                 tracemalloc.stop()
-    return traced / count, rss / count
+    return growth_per(traced_before, traced_after, count), growth_per(rss_before, rss_after, count)
 
 
 async def run(rounds: int, cycles: int, sandboxes: int) -> Report:
@@ -127,7 +126,7 @@ async def run(rounds: int, cycles: int, sandboxes: int) -> Report:
     traced, rss = await _idle_sandboxes(sandboxes)
     report.add("idle sandboxes alive", sandboxes + 1, "sandboxes")
     report.add("per sandbox (tracemalloc)", traced / 1024, "KiB")
-    report.add("per sandbox (RSS delta)", rss / 1024, "KiB", "includes native memory")
+    report.add("per sandbox (RSS delta)", rss / 1024, "KiB", "native memory too; 0 if it shrank")
     report.goal("fake start+stop", fake_ms, START_STOP_GOAL_MS, "ms", higher_is_better=False)
     worst = max(traced, rss) / MIB
     report.goal("memory per idle sandbox", worst, SANDBOX_GOAL_MIB, "MiB", higher_is_better=False)

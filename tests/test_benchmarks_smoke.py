@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from benchmarks import run_all
-from benchmarks._common import Goal, Report
+from benchmarks import bench_startup, run_all
+from benchmarks._common import Goal, Report, growth_per
 from benchmarks._sleepspy import SleepSpy
 
 SMOKE = ["--smoke"]
@@ -172,3 +172,15 @@ def test_plugin_reference_suite_has_the_tests_it_was_asked_for(tmp_path: Any) ->
         compile(source, str(module), "exec")
     assert [source.count("\ndef test_") for source in sources] == [5, 5, 2]
     assert all(source.count("    spin()\n") == source.count("\ndef test_") for source in sources)
+
+
+def test_a_resident_set_that_shrinks_reads_as_no_growth(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run after other tests, the allocator may hand back pages they freed while the sandboxes
+    are made; the set then shrinks, and the per-sandbox figure must say 0, not a negative size."""
+    readings = iter([600 << 20, 500 << 20])
+    monkeypatch.setattr(bench_startup, "rss_bytes", lambda: next(readings))
+    report = bench_startup.main(SMOKE, quiet=True)
+    figure = next(f for f in report.figures if f.name == "per sandbox (RSS delta)")
+    assert figure.value == 0
+    assert growth_per(1000, 600, 4) == 0
+    assert growth_per(1000, 1600, 4) == 150
