@@ -21,6 +21,10 @@ from benchmarks._common import Goal, Report, growth_per
 from benchmarks._sleepspy import SleepSpy
 
 SMOKE = ["--smoke"]
+#: The smoke runs together take about 3 s, a twentieth of the main suite's budget; they check
+#: that scripts outside the product still run, so they go with the slow tests in CI's
+#: reliability step (``pytest -m reliability``), and the cheap checks below stay in the main run.
+SMOKE_RUN = pytest.mark.reliability
 
 #: The goals each benchmark exists to check (benchmarks not listed: at least one figure).
 EXPECTED_GOALS = {
@@ -72,6 +76,7 @@ def smoke_report(name: str) -> Report:
     return report
 
 
+@SMOKE_RUN
 @pytest.mark.parametrize("name", [name for name in BENCHMARKS if name not in IMPORT_ONLY])
 def test_benchmark_runs_and_reports_its_goals(name: str) -> None:
     """A smoke run completes and reports finite figures and every goal it is there to check."""
@@ -90,6 +95,7 @@ def test_slow_benchmark_still_imports_and_has_a_main(name: str) -> None:
     assert callable(module.main)
 
 
+@SMOKE_RUN
 def test_provider_lifecycle_never_sleeps_on_the_wall_clock() -> None:
     """With a virtual clock injected, a whole reuse lifecycle sleeps for real zero times."""
     report = smoke_report("bench_provider")
@@ -174,6 +180,7 @@ def test_plugin_reference_suite_has_the_tests_it_was_asked_for(tmp_path: Any) ->
     assert all(source.count("    spin()\n") == source.count("\ndef test_") for source in sources)
 
 
+@SMOKE_RUN
 def test_a_resident_set_that_shrinks_reads_as_no_growth(monkeypatch: pytest.MonkeyPatch) -> None:
     """Run after other tests, the allocator may hand back pages they freed while the sandboxes
     are made; the set then shrinks, and the per-sandbox figure must say 0, not a negative size."""
