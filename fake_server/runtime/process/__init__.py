@@ -29,9 +29,10 @@ import signal as signals
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
-from fake_server.runtime.process import buckets, netmode
+from fake_server.runtime.process import buckets, idmap, netmode
 from fake_server.runtime.process.bridges import Hub
-from fake_server.runtime.process.bwrap import require_bwrap
+from fake_server.runtime.process.bwrap import reachable_copy, require_bwrap
+from fake_server.runtime.process.confine import Confinement
 from fake_server.runtime.process.image import DEVBOX
 from fake_server.runtime.process.machine import DISKS_NEED_ROOT, ProcessMachine
 from fake_server.runtime.process.netns import nsenter_path
@@ -88,22 +89,52 @@ class ProcessRuntime:
         self.system = (
             choose(fallback=image_fallback, progress=progress) if system is None else system
         )
+        #: The host ids of sandboxes' users: a range of the fake's own where they boot the image
+        #: (root inside is an unprivileged id outside), none on the host-directory layout.
+        self.ids = idmap.host_range() if self.system.image else None
         self.base = base
         self.kept = kept
         self.kept_buckets = kept_buckets
         self._root: FakeRoot | None = None
+        #: The fake's temporary directory when its sandboxes are kept elsewhere (``scratch``).
+        self._scratch: FakeRoot | None = None
+        self._confinement: Confinement | None = None
         self._images: ImageSpace | None = None
         self.machines: dict[str, ProcessMachine] = {}
         self.hubs: dict[str, Hub] = {}
         self._forks = 0
         #: Disk buckets' host directories, in the fake's directory (gone at close) unless kept.
-        self.buckets = buckets.BucketDirs(self._bucket_base)
+        self.buckets = buckets.BucketDirs(
+            self._bucket_base, lambda: None if self.ids is None else self.ids.owner
+        )
 
     @property
     def fake_root(self) -> FakeRoot:
         if self._root is None:
             self._root = FakeRoot(self.base) if self.kept is None else KeptRoot(self.kept)
         return self._root
+
+    @property
+    def scratch(self) -> FakeRoot:
+        """The fake's own directory in the system's temporary directory: its sandboxes'
+        directory, or one of its own where they are elsewhere (kept by ``serve --state-dir``,
+        or in a ``base`` of the caller's, which the sandboxes' ids may not be able to pass
+        through). The copy of bwrap their inits run from lives there, so a leftover init names
+        a directory the next fake sweeps."""
+        if self.kept is None and self.base is None:
+            return self.fake_root
+        if self._scratch is None:
+            self._scratch = FakeRoot()
+        return self._scratch
+
+    @property
+    def confinement(self) -> Confinement | None:
+        """How sandboxes booting the image are confined (``confine``); ``None`` on the
+        host-directory layout."""
+        if self._confinement is None and self.ids is not None:
+            init_bwrap = reachable_copy(self.bwrap, self.scratch.programs)
+            self._confinement = Confinement(self.ids, init_bwrap, self.bwrap)
+        return self._confinement
 
     def _bucket_base(self) -> Path:
         kept = self.kept_buckets
@@ -147,8 +178,9 @@ class ProcessRuntime:
     def images(self) -> ImageSpace:
         """The image namespace every sandbox's is a copy of, made on first use."""
         if self._images is None:
+            assert self.ids is not None
             self._images = ImageSpace(
-                self.fake_root.path / ".image", name=DEVBOX, bun=self.system.bun
+                self.fake_root.path / ".image", name=DEVBOX, bun=self.system.bun, ids=self.ids
             )
         return self._images
 
@@ -223,3 +255,7 @@ class ProcessRuntime:
         root, self._root = self._root, None
         if root is not None:
             root.close()
+        scratch, self._scratch = self._scratch, None
+        if scratch is not None:
+            scratch.close()
+        self._confinement = None

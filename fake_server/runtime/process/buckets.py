@@ -16,7 +16,7 @@ import os
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.process.dirdisk import DirDisk
-from fake_server.runtime.process.rootdir import remove_tree
+from fake_server.runtime.process.rootdir import remove_tree, shift_owners
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -31,8 +31,13 @@ class BucketDirs:
     """The host directories of one fake's buckets, in the directory ``base`` names (made on
     first use; asked late because the fake's own directory is made with its first sandbox)."""
 
-    def __init__(self, base: Callable[[], Path]) -> None:
+    def __init__(
+        self, base: Callable[[], Path], owner: Callable[[], tuple[int, int] | None] = lambda: None
+    ) -> None:
+        """``owner()``: the host uid and gid of the sandboxes' root (``idmap``), who owns each
+        bucket's directory and what the fake writes in it; ``None``: the fake itself."""
         self._base = base
+        self._owner = owner
         self._dirs: dict[str, Path] = {}
 
     def get(self, bucket: str) -> Path:
@@ -42,8 +47,15 @@ class BucketDirs:
             digest = hashlib.sha256(bucket.encode()).hexdigest()[:24]
             path = self._base() / digest
             path.mkdir(parents=True, exist_ok=True, mode=0o755)
+            owner = self._owner()
+            if owner is not None:  # a kept bucket of a version before id ranges too
+                shift_owners(path, owner[0])
             self._dirs[bucket] = path
         return path
+
+    @property
+    def owner(self) -> tuple[int, int] | None:
+        return self._owner()
 
     def clear(self, base: Path | None) -> None:
         """Remove every bucket's directory: those made here, and every other one in ``base``
@@ -56,12 +68,20 @@ class BucketDirs:
             remove_tree(path)
 
 
-def bind(rootfs: SandboxRoot, disk: DirDisk, store: Path, mount_path: str, sub_path: str) -> None:
-    """Bind ``store`` (or its ``sub_path`` folder, made if missing) on ``mount_path``.
+def bind(
+    rootfs: SandboxRoot,
+    disk: DirDisk,
+    store: Path,
+    mount_path: str,
+    sub_path: str,
+    owner: tuple[int, int] | None = None,
+) -> None:
+    """Bind ``store`` (or its ``sub_path`` folder, made if missing, given to ``owner``) on
+    ``mount_path``.
 
     ``FileExistsError`` when ``mount_path`` runs through a file of the sandbox,
     ``NotADirectoryError`` when ``sub_path`` runs through a file of the bucket."""
-    bucket = DirDisk(store)
+    bucket = DirDisk(store, owner=owner)
     try:
         target = disk.open_dir(mount_path)
     except NotADirectoryError:

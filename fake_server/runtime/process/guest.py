@@ -26,11 +26,14 @@ import subprocess
 import time
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.process import tree
+from fake_server.runtime.process import confine, tree
 from fake_server.runtime.process.spawn import make_pipes
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+
+    from fake_server.runtime.process.confine import Handoff
+    from fake_server.runtime.process.idmap import IdRange
 
 __all__ = ["GRACE", "INIT", "Guest"]
 
@@ -52,14 +55,20 @@ class Guest:
         self.pid: int | None = None
         self._closed = False
 
-    async def start(self, argv: Callable[[], list[str]]) -> int:
-        """The init's host pid; the first call starts it with ``argv()`` (bwrap's argv)."""
+    async def start(
+        self, argv: Callable[[Handoff | None], list[str]], ids: IdRange | None = None
+    ) -> int:
+        """The init's host pid; the first call starts it with ``argv(handoff)`` (bwrap's argv).
+
+        With ``ids`` the init makes a user namespace the fake maps onto ``ids`` before it goes
+        on (``confine``: ``handoff`` names the descriptors it gets); without, ``handoff`` is
+        ``None`` and bwrap maps one id itself."""
         if self.pid is not None:
             return self.pid
         if self._closed:
             raise RuntimeError("the sandbox was destroyed")
         if self._starting is None:
-            self._starting = asyncio.ensure_future(self._start(argv()))
+            self._starting = asyncio.ensure_future(self._start(argv, ids))
         try:
             return await asyncio.shield(self._starting)
         except BaseException:
@@ -67,28 +76,42 @@ class Guest:
                 self._starting = None  # a failed start is tried again by the next process
             raise
 
-    async def _start(self, argv: list[str]) -> int:
+    async def _start(
+        self, make_argv: Callable[[Handoff | None], list[str]], ids: IdRange | None
+    ) -> int:
         pipes, ends = await make_pipes()
+        handoff, block, info = confine.handoff() if ids is not None else (None, -1, -1)
         try:
             # Popen, not asyncio: the fake reaps it itself at close, whether a loop runs or not
             # (fork and exec block as long as in asyncio's own subprocess start)
             proc = subprocess.Popen(  # noqa: ASYNC220
-                argv,
+                make_argv(handoff),
                 stdin=subprocess.DEVNULL,
                 stdout=ends[0],
                 stderr=ends[1],
                 start_new_session=True,
                 env={},
+                pass_fds=handoff.fds if handoff is not None else (),
             )
         except BaseException:
             pipes.close()
+            for fd in (block, info):
+                if fd >= 0:
+                    os.close(fd)
             raise
         finally:
-            for fd in ends:
+            for fd in [*ends, *(handoff.fds if handoff is not None else ())]:
                 os.close(fd)
         self._proc = proc
         try:
-            line = await pipes.stdout.readline()
+            mapped = True
+            if ids is not None:
+                try:
+                    await confine.map_when_ready(info, block, ids)
+                except OSError:  # bwrap failed first (its message is on stderr), or the map
+                    mapped = False
+                    self._kill()
+            line = await pipes.stdout.readline() if mapped else b""
             if line != b"ready\n":
                 error = (await pipes.stderr.read()).decode(errors="replace").strip().splitlines()
                 self._kill()

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from fake_server.clock import Clock
     from fake_server.runtime.api import Meter
     from fake_server.runtime.process.bridges import Hub
+    from fake_server.runtime.process.confine import Confinement
+    from fake_server.runtime.process.idmap import IdRange
     from fake_server.runtime.process.netmode import NetworkMode
     from fake_server.runtime.process.network import Link, Network
     from fake_server.runtime.process.rootfs import SandboxRoot
@@ -49,6 +51,12 @@ class Owner(Protocol):
 
     bwrap: str
     network_mode: NetworkMode
+    #: The host ids of its sandboxes' users (the image), ``None`` on the host-directory layout.
+    ids: IdRange | None
+
+    @property
+    def confinement(self) -> Confinement | None: ...
+
     buckets: buckets.BucketDirs
     machines: dict[str, ProcessMachine]
 
@@ -86,7 +94,8 @@ class ProcessMachine:
         self._rootfs = rootfs
         self._make_rootfs = make_rootfs
         self.home = HOME if rootfs is not None or make_rootfs is not None else USER_HOME
-        self._disk = DirDisk(lambda: self.root)
+        ids = owner.ids if rootfs is not None or make_rootfs is not None else None
+        self._disk = DirDisk(lambda: self.root, owner=None if ids is None else ids.owner)
         self.runs: dict[Any, Run] = {}
         #: Its init, whose namespaces every process enters (started by the first one).
         self.guest = Guest()
@@ -167,6 +176,7 @@ class ProcessMachine:
             rootfs=self.rootfs,
             pids=self.pids,
             stopping=lambda: self.stopping,
+            confinement=self._owner.confinement if self.rootfs is not None else None,
         )
 
     def set_disk_size(self, disk_mib: int) -> None:
@@ -218,7 +228,8 @@ class ProcessMachine:
         rootfs = self.rootfs
         if rootfs is None:
             raise FeatureUnavailable(DISKS_NEED_ROOT)
-        buckets.bind(rootfs, self._disk, self._owner.buckets.get(bucket), mount_path, sub_path)
+        store = self._owner.buckets.get(bucket)
+        buckets.bind(rootfs, self._disk, store, mount_path, sub_path, self._owner.buckets.owner)
         self.buckets[mount_path] = bucket
 
     def unmount_bucket(self, mount_path: str) -> None:

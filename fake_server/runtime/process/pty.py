@@ -59,8 +59,10 @@ async def run_on_pty(
     on_output: Sink,
     track: Callable[[int], _Run],
     env: dict[str, str] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> tuple[int, _Run]:
-    """Run ``command`` (``nsenter``'s argv, ending in ``setsid -cw …``) with a PTY as its stdio.
+    """Run ``command`` (``nsenter``'s argv, ending in ``setsid -cw …``) with a PTY as its stdio
+    and the descriptors ``pass_fds`` (handed over: closed once the child started).
 
     Returns its exit status and the ``Run`` that ``track`` made for its pid. Output is
     read until every holder of the PTY closed it.
@@ -77,6 +79,7 @@ async def run_on_pty(
                 stderr=slave,
                 start_new_session=True,
                 env=env or {},
+                pass_fds=pass_fds,
             )
         )
         try:
@@ -93,6 +96,8 @@ async def run_on_pty(
         raise
     finally:
         os.close(slave)
+        for fd in pass_fds:
+            os.close(fd)
     run = track(proc.pid)
     stop_listening = terminal.listen(lambda rows, cols: _resize(master, rows, cols))
     reader = _Reader(master, on_output)

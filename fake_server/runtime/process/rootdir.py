@@ -27,6 +27,7 @@ __all__ = [
     "kill_processes_of",
     "make_layout",
     "processes_naming",
+    "shift_owners",
 ]
 
 BASE_NAME = "createos-fake-process"
@@ -107,20 +108,47 @@ def remove_tree(path: Path) -> None:
         shutil.rmtree(path, onerror=retry)
 
 
+def shift_owners(top: Path, base: int) -> None:
+    """Give ``top`` (a sandbox's upper layer) to the sandbox's root (host uid ``base``), and
+    move what is below it from host ids into the range where a version of the fake before id
+    ranges left it so (a kept disk): id ``n`` becomes ``base + n``. Nothing else to do when
+    ``top`` already belongs to ``base``."""
+    info = os.lstat(top)
+    if info.st_uid >= base:
+        return
+    for path, dirs, files in os.walk(top):
+        for name in (*dirs, *files):
+            entry = os.path.join(path, name)
+            found = os.lstat(entry)
+            if found.st_uid < base:
+                os.lchown(entry, base + found.st_uid, base + found.st_gid)
+    os.lchown(top, base + info.st_uid, base + info.st_gid)
+
+
 class FakeRoot:
     """One fake's directory of sandboxes, locked while the fake lives."""
 
     def __init__(self, base: Path | None = None) -> None:
         self.base = base if base is not None else Path(tempfile.gettempdir()) / BASE_NAME
-        self.base.mkdir(mode=0o700, exist_ok=True)
+        self.base.mkdir(mode=0o711, exist_ok=True)
         self.removed_leftovers = sweep(self.base)
         self.path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=self.base))
+        # Others may pass through (not list) both: a sandbox's init starts the copy of bwrap
+        # kept here (``programs``) as the sandbox's root, an unprivileged id on the host.
+        for path in (self.base, self.path):
+            if os.stat(path).st_uid == os.geteuid():
+                os.chmod(path, 0o711)
         self._lock_fd: int | None = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.write(self._lock_fd, f"{os.getpid()}\n".encode())
 
     def sandbox_dir(self, sandbox_id: str) -> Path:
         return self.path / sandbox_id
+
+    @property
+    def programs(self) -> Path:
+        """Where programs the sandboxes' own ids run from are copied (``bwrap``)."""
+        return self.path / ".programs"
 
     def close(self) -> None:
         """Remove every sandbox directory and the root itself; idempotent."""

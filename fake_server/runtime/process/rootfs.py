@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fake_server.runtime.process import idmap
 from fake_server.runtime.process.image import BUN_GUEST, Image, write_mask
 from fake_server.runtime.process.mountns import (
     MS_BIND,
@@ -32,12 +33,17 @@ from fake_server.runtime.process.mountns import (
     MS_REMOUNT,
     MS_SHARED,
     MountSpace,
+    attach,
+    idmapped,
     mount,
     unmount,
 )
+from fake_server.runtime.process.rootdir import shift_owners
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from fake_server.runtime.process.idmap import IdRange
 
 __all__ = ["DISK_MIB", "ImageSpace", "SandboxRoot"]
 
@@ -54,26 +60,51 @@ _GROW = "disk.grow"
 #: How long a kept disk may take to be released by a closed namespace (real seconds, tries).
 _RELEASE_POLL, _RELEASE_TRIES = 0.01, 1000
 _PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+#: Where a sandbox's root is mounted in its own mount namespace (nowhere else): a path the
+#: sandbox's root, an unprivileged id on the host, can reach, as its init's bwrap must.
+_MOUNT_POINT = Path("/mnt")
 
 
 class ImageSpace:
-    """The runtime's image namespace: ``layer`` (the mask, on a tmpfs) over the host's root."""
+    """The runtime's image namespace: the mask layer (on a tmpfs) over the host's root, both
+    seen through idmapped mounts with the sandboxes' id range (``idmap``), so the host's root
+    owns nothing a sandbox sees: its files belong to the sandbox's root."""
 
-    def __init__(self, layer: Path, *, name: str, bun: Path | None) -> None:
-        layer.mkdir(mode=0o700, exist_ok=True)  # a kept root may hold it from a killed fake
+    def __init__(self, layer: Path, *, name: str, bun: Path | None, ids: IdRange) -> None:
+        layer.mkdir(mode=0o711, exist_ok=True)  # a kept root may hold it from a killed fake
         self.layer = layer
+        self.ids = ids
+        mask, lower_mask, lower_host = layer / "mask", layer / "idmask", layer / "idhost"
+        for path in (mask, lower_mask, lower_host):
+            path.mkdir(mode=0o700, exist_ok=True)
+        #: The map idmapped mounts take (host uid 0 shows as the sandbox's root).
+        self.userns = idmap.userns(ids)
+        userns = self.userns
 
         def setup() -> None:
-            mount("tmpfs", str(layer), "tmpfs", MS_NOSUID | MS_NODEV, f"size={_MASK_SIZE}")
-            write_mask(layer, _HOST_ROOT, bun=bun is not None)
-            mount("none", str(layer), None, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_RDONLY)
+            mount("tmpfs", str(mask), "tmpfs", MS_NOSUID | MS_NODEV, f"size={_MASK_SIZE}")
+            write_mask(mask, _HOST_ROOT, bun=bun is not None)
+            mount("none", str(mask), None, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_RDONLY)
+            for source, target in ((str(mask), lower_mask), (str(_HOST_ROOT), lower_host)):
+                clone = idmapped(source, userns, readonly=True)
+                try:
+                    attach(clone, str(target))
+                finally:
+                    os.close(clone)
 
-        self.space: MountSpace[None] = MountSpace(setup)
+        try:
+            self.space: MountSpace[None] = MountSpace(setup)
+        except BaseException:
+            os.close(self.userns)
+            raise
         binds = ((str(bun), BUN_GUEST),) if bun is not None else ()
-        self.image = Image(name, f"{layer}:/", binds)
+        self.image = Image(name, f"{lower_mask}:{lower_host}", binds)
 
     def close(self) -> None:
         self.space.close()
+        if self.userns >= 0:
+            os.close(self.userns)
+        self.userns = -1
 
 
 class SandboxRoot:
@@ -95,11 +126,11 @@ class SandboxRoot:
         kept: bool = False,
     ) -> None:
         self.directory = directory
-        disk, root = directory / "disk", directory / "root"
+        disk = directory / "disk"
+        root = _MOUNT_POINT
         self._file = directory / "disk.img" if kept else None
         directory.mkdir(mode=0o700, exist_ok=kept)
         disk.mkdir(exist_ok=kept)
-        root.mkdir(exist_ok=kept)
         if self._file is not None and self._file.exists():
             _released(self._file)
             size_mib = self._file.stat().st_size // _MIB
@@ -110,6 +141,7 @@ class SandboxRoot:
             _make_ext4(self._file, size_mib)
         self.size_mib = size_mib
         image = images.image
+        userns, owner = images.userns, images.ids.owner
         upper_fd = source.open_upper() if source is not None else None
         copy_from = None if upper_fd is None else f"/proc/{os.getpid()}/fd/{upper_fd}"
         image_file = self._file
@@ -120,15 +152,19 @@ class SandboxRoot:
             else:
                 _run(["mount", "-o", "loop,nosuid", str(image_file), str(disk)], "mount")
             (disk / "work").mkdir(exist_ok=True)
-            (disk / "upper").mkdir(exist_ok=True)
+            upper = disk / "upper"
+            upper.mkdir(exist_ok=True)
             if copy_from is not None:
-                _copy(copy_from + "/.", str(disk / "upper"))
-            options = f"lowerdir={image.lowerdir},upperdir={disk}/upper,workdir={disk}/work"
+                _copy(copy_from + "/.", str(upper))
+            shift_owners(upper, owner[0])  # made here, or kept by a version before id ranges
+            options = f"lowerdir={image.lowerdir},upperdir={upper},workdir={disk}/work"
             mount("overlay", str(root), "overlay", 0, options)
             for host, guest in image.binds:
-                target = str(root) + guest
-                mount(host, target, None, MS_BIND | MS_REC)
-                mount("none", target, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+                clone = idmapped(host, userns, readonly=True)
+                try:
+                    attach(clone, str(root) + guest)
+                finally:
+                    os.close(clone)
             # what ``bind`` mounts later under it reaches the init's namespace (a slave copy)
             mount("none", str(root), None, MS_SHARED | MS_REC)
             return os.open(root, _DIR)
@@ -143,7 +179,7 @@ class SandboxRoot:
     @property
     def root(self) -> str:
         """The merged root as the sandbox's processes get it, a path inside the namespace."""
-        return str(self.directory / "root")
+        return str(_MOUNT_POINT)
 
     @property
     def view(self) -> str:
@@ -247,7 +283,7 @@ def _grow_offline(path: Path) -> None:
 
 def _make_ext4(path: Path, size_mib: int) -> None:
     """A sparse ext4 image of ``size_mib`` (blocks are taken as files are written)."""
-    with open(path, "wb") as handle:
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600), "wb") as handle:
         handle.truncate(size_mib * _MIB)
     options = "lazy_itable_init=1,lazy_journal_init=1,nodiscard"
     _run([_tool("mkfs.ext4"), "-q", "-F", "-m", "0", "-E", options, str(path)], "mkfs.ext4")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from fake_server.runtime.argv import check_argv, check_env
 from fake_server.runtime.environment import BASE_ENV
 from fake_server.runtime.pipes import ProcessSignal, StdinPipe
-from fake_server.runtime.process import pty, tree
+from fake_server.runtime.process import pty, seccomp, tree
 from fake_server.runtime.process.guest import INIT
 from fake_server.runtime.process.netns import nsenter_path
 from fake_server.runtime.process.spawn import feed, pump, reap, spawn
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from fake_server.runtime.api import Sink
+    from fake_server.runtime.process.confine import Confinement, Handoff
     from fake_server.runtime.process.dirdisk import DirDisk
     from fake_server.runtime.process.guest import Guest
     from fake_server.runtime.process.netns import NetNamespace
@@ -110,12 +111,16 @@ class Run:
     pipes: frozenset[int] = frozenset()
     #: Every process of the sandbox (where holders of ``pipes`` are looked for).
     sandbox: Callable[[], list[int]] = list
+    #: Levels of the tree above ``nsenter``'s child that only wrap it (the bwrap installing a
+    #: confined sandbox's seccomp filter): signals meant for the command skip them.
+    wrappers: int = 0
 
     def signal(self, signum: int, *, tree_scope: bool, tries: int = _LEADER_TRIES) -> None:
-        levels = tree.descendants(self.pid)
+        every = tree.descendants(self.pid)
+        levels = every[self.wrappers :]
         self.sent.add(signum)
         if signum == signals.SIGKILL:
-            tree.send([p for level in levels for p in level], signum)
+            tree.send([p for level in every for p in level], signum)
             tree.send(tree.holding(self.sandbox(), self.pipes), signum)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signum)
@@ -138,9 +143,9 @@ class Run:
         """
         self.paused = signum == signals.SIGSTOP
         levels = tree.descendants(self.pid)
-        for level in levels:
+        for level in levels:  # the wrappers too: nsenter stops itself while its child is
             tree.send(level, signum)
-        if self.paused and tries > 0 and not _started(levels):
+        if self.paused and tries > 0 and not _started(levels[self.wrappers :]):
             asyncio.get_running_loop().call_later(_LEADER_POLL, self._stop_later, tries - 1)
 
     def _stop_later(self, tries: int) -> None:
@@ -180,8 +185,11 @@ class Runner:
         rootfs: SandboxRoot | None = None,
         pids: PidsGroup | None = None,
         stopping: Callable[[], bool] = lambda: False,
+        confinement: Confinement | None = None,
     ) -> None:
+        """``confinement``: how an image sandbox is confined (its ids, seccomp, masks)."""
         self._bwrap = bwrap
+        self._confinement = confinement if rootfs is not None else None
         #: Whether the fake is stopping: a run registered from now on is killed at once.
         self._stopping = stopping
         #: The sandbox's process limit, which every process joins before it runs.
@@ -265,15 +273,30 @@ class Runner:
         name = BASE_ENV["USER"] if image else USER
         user = {"HOME": home, "USER": name, "LOGNAME": name}
         environment = {**BASE_ENV, **user, **await self._extra_env(), **check_env(env or {})}
-        init = await self._guest.start(self._init_argv)
+        confinement = self._confinement
+        init = await self._guest.start(
+            self._init_argv, None if confinement is None else confinement.ids
+        )
         prefix = enter_argv(nsenter_path(), init, workdir, uid=0 if image else UID)
+        passed: tuple[int, ...] = ()
+        if confinement is not None:  # the filter's descriptor is handed over to the spawn
+            passed = (seccomp.program_fd(),)
+            prefix = [*confinement.exec_prefix(passed[0]), *prefix]
+        wrappers = 1 if passed else 0  # the bwrap installing the filter
         if self._pids is not None:
             prefix = self._pids.wrap(prefix)
         if terminal is not None:
-            return await self._run_on_pty(prefix, args, terminal, stdin, on_stdout, environment)
-        proc, pipes = await spawn([*prefix, *args], piped=stdin is not None, env=environment)
+            return await self._run_on_pty(
+                prefix, args, terminal, stdin, on_stdout, environment, passed
+            )
+        proc, pipes = await spawn(
+            [*prefix, *args], piped=stdin is not None, env=environment, pass_fds=passed
+        )
         task = asyncio.current_task()
-        run = self._register(task, Run(proc.pid, pipes=pipes.inodes, sandbox=self._guest.processes))
+        run = self._register(
+            task,
+            Run(proc.pid, pipes=pipes.inodes, sandbox=self._guest.processes, wrappers=wrappers),
+        )
         missing = _NotFound(args[0], on_stderr)
         pumps = [
             asyncio.ensure_future(pump(pipes.stdout, on_stdout)),
@@ -295,20 +318,33 @@ class Runner:
             pipes.close()
         return _status(code, run, missing.seen)
 
-    def _init_argv(self) -> list[str]:
+    def _init_argv(self, handoff: Handoff | None) -> list[str]:
         """The command line of the sandbox's init (``guest``)."""
         image = self._rootfs is not None
         root = self._rootfs.root if self._rootfs is not None else self._root
+        if self._confinement is not None and self._rootfs is not None and handoff is not None:
+            enter = [nsenter_path(), *self._net_enter(), *self._rootfs.enter_args()]
+            env = {"PATH": BASE_ENV["PATH"]}
+            command = self._confinement.init_argv(
+                enter, str(root), env, handoff, own_net=self._net is None
+            )
+            argv = [*command, "/bin/sh"]
+            argv += ["-c", INIT]
+            return argv if self._pids is None else self._pids.wrap(argv)
         command = bwrap_argv(
             self._bwrap, root, "/", {"PATH": BASE_ENV["PATH"]},
             own_net=self._net is None, image=image, init=True,
         )  # fmt: skip
-        enter = [] if self._net is None else [f"--net={self._net.path}"]
+        enter = self._net_enter()
         if self._rootfs is not None:
             enter += self._rootfs.enter_args()
         prefix = [nsenter_path(), *enter, "--"] if enter else []
         argv = [*prefix, *command, "/bin/sh", "-c", INIT]
         return argv if self._pids is None else self._pids.wrap(argv)
+
+    def _net_enter(self) -> list[str]:
+        """``nsenter``'s option joining the sandbox's network namespace (none: its own)."""
+        return [] if self._net is None else [f"--net={self._net.path}"]
 
     async def _run_on_pty(
         self,
@@ -318,18 +354,21 @@ class Runner:
         stdin: bytes | StdinPipe | None,
         sink: Sink,
         env: dict[str, str],
+        pass_fds: Sequence[int] = (),
     ) -> int:
         """``args`` as the session leader of a real PTY (``pty.run_on_pty``)."""
         task = asyncio.current_task()
 
         def track(pid: int) -> Run:
-            return self._register(task, Run(pid))
+            return self._register(task, Run(pid, wrappers=1 if pass_fds else 0))
 
         if pty.SETSID is None:
+            for fd in pass_fds:
+                os.close(fd)
             raise RuntimeError("a PTY on the process runtime needs util-linux setsid in /usr")
         command = [*prefix, pty.SETSID, "-cw", *args]
         try:
-            code, run = await pty.run_on_pty(command, terminal, stdin, sink, track, env)
+            code, run = await pty.run_on_pty(command, terminal, stdin, sink, track, env, pass_fds)
         finally:
             self._runs.pop(task, None)
         return _status(code, run, False)

@@ -103,11 +103,20 @@ async def make_pipes() -> tuple[Pipes, list[int]]:
 
 
 async def spawn(
-    command: Sequence[str], *, piped: bool, env: dict[str, str] | None = None
+    command: Sequence[str],
+    *,
+    piped: bool,
+    env: dict[str, str] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> tuple[asyncio.subprocess.Process, Pipes]:
-    """Start ``command`` with ``env``; cancelled meanwhile, it is killed with its whole process
-    group (asyncio would kill only the first process)."""
-    pipes, ends = await make_pipes()
+    """Start ``command`` with ``env`` and the descriptors ``pass_fds`` (handed over: they are
+    closed here once the child has its copies); cancelled meanwhile, it is killed with its
+    whole process group (asyncio would kill only the first process)."""
+    try:
+        pipes, ends = await make_pipes()
+    except BaseException:
+        _close(pass_fds)
+        raise
     spawn = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
             *command,
@@ -116,6 +125,7 @@ async def spawn(
             stderr=ends[1],
             start_new_session=True,
             env=env or {},
+            pass_fds=pass_fds,
         )
     )
     try:
@@ -132,11 +142,11 @@ async def spawn(
         pipes.close()
         raise
     finally:
+        owned = [*ends, *pass_fds]
         if spawn.done():
-            for fd in ends:
-                os.close(fd)
+            _close(owned)
         else:  # still starting: close once it has (the child has its copies by then)
-            spawn.add_done_callback(lambda _: _close(ends))
+            spawn.add_done_callback(lambda _: _close(owned))
 
 
 def _close(fds: Sequence[int]) -> None:

@@ -1,0 +1,157 @@
+"""How a sandbox booting the image is confined: its ids, its system calls, its view of /proc.
+
+``Confinement`` holds what a runtime decided once (the sandboxes' host id range, the copy of
+bwrap their init runs from, whether the seccomp filter can be made) and builds two command
+lines:
+
+``init_argv``
+    The sandbox's init: ``nsenter`` puts it in the sandbox's network and mount namespaces and
+    becomes the range's first id (the sandbox's root, an unprivileged id on the host) before
+    bwrap makes the user namespace. bwrap waits (``--userns-block-fd``) until the fake has
+    written the namespace's map (``idmap``: all 65,536 ids, as the host's ``newuidmap``
+    would), then makes the PID, IPC and UTS namespaces, binds the sandbox's root, mounts
+    ``/proc`` with the OCI runtimes' masked and read-only paths (``MASKED``, ``READ_ONLY``)
+    and installs the seccomp filter (``seccomp``) before pid 1 runs.
+``exec_prefix``
+    Every exec and managed process: a bwrap run by the fake installs the same filter, then
+    ``nsenter`` enters the init's namespaces (user namespace included) as root inside.
+
+Both run bwrap with ``no_new_privs`` (bwrap always sets it), so a setuid program inside gains
+nothing: root inside is the highest a sandbox's process gets, as ``sudo`` would give anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from fake_server.runtime.process import idmap, seccomp
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from fake_server.runtime.process.idmap import IdRange
+
+__all__ = ["MASKED", "READ_ONLY", "Confinement", "Handoff", "mask_argv"]
+
+#: Paths of ``/proc`` a sandbox sees empty, as OCI runtimes mask them: the host's memory, its
+#: kernel keys, timers and scheduler internals, its hardware.
+MASKED = (
+    "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+    "/proc/sched_debug", "/proc/acpi", "/proc/asound", "/proc/scsi",
+)  # fmt: skip
+#: Paths of ``/proc`` a sandbox may read but never write (the kernel's knobs).
+READ_ONLY = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
+
+
+def mask_argv() -> list[str]:
+    """bwrap's options masking ``MASKED`` and protecting ``READ_ONLY`` (after ``--proc``);
+    paths this kernel lacks are left out."""
+    argv: list[str] = []
+    for path in MASKED:
+        if os.path.isdir(path):
+            argv += ["--tmpfs", path, "--remount-ro", path]
+        elif os.path.exists(path):
+            argv += ["--ro-bind", "/dev/null", path]
+    for path in READ_ONLY:
+        if os.path.exists(path):
+            argv += ["--ro-bind", path, path]
+    return argv
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """Descriptors the init's bwrap gets: it waits on ``block`` until the fake has mapped its
+    user namespace, reports its child's pid on ``info``, reads the filter from ``filter``."""
+
+    block: int
+    info: int
+    filter: int
+
+    @property
+    def fds(self) -> tuple[int, int, int]:
+        return self.block, self.info, self.filter
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """The confinement of one runtime's image sandboxes."""
+
+    ids: IdRange
+    #: bwrap as the range's first id can run it (``bwrap.reachable_copy``).
+    init_bwrap: str
+    #: bwrap as the fake runs it (the exec wrapper).
+    bwrap: str
+
+    def init_argv(
+        self,
+        enter: list[str],
+        root: str,
+        env: Mapping[str, str],
+        handoff: Handoff,
+        *,
+        own_net: bool,
+    ) -> list[str]:
+        """The init's command line, up to its program: ``enter`` are ``nsenter``'s options
+        joining the sandbox's mount namespace and its network namespace, or, with
+        ``own_net``, bwrap makes one of its own (loopback only)."""
+        owner = self.ids.base
+        argv = [
+            "--unshare-user", "--userns-block-fd", str(handoff.block),
+            "--info-fd", str(handoff.info), "--uid", "0", "--gid", "0",
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            *(["--unshare-net"] if own_net else []), "--hostname", "sandbox",
+            "--die-with-parent", "--seccomp", str(handoff.filter),
+            "--bind", root, "/", "--proc", "/proc", *mask_argv(), "--dev", "/dev", "--clearenv",
+        ]  # fmt: skip
+        for key, value in env.items():
+            argv += ["--setenv", key, value]
+        argv += ["--chdir", "/", "--as-pid-1", "--"]
+        return [*enter, f"--setuid={owner}", f"--setgid={owner}", "--", self.init_bwrap, *argv]
+
+    def exec_prefix(self, filter_fd: int) -> list[str]:
+        """What runs before ``nsenter`` for an exec: bwrap installing the filter read from
+        ``filter_fd`` (every file system stays as it is; ``nsenter`` then changes them)."""
+        return [self.bwrap, "--seccomp", str(filter_fd), "--bind", "/", "/", "--"]
+
+
+def handoff() -> tuple[Handoff, int, int]:
+    """A ``Handoff`` for the child, and the fake's ends: the block pipe's write end and the
+    info pipe's read end."""
+    block_read, block_write = os.pipe()
+    info_read, info_write = os.pipe()
+    try:
+        program = seccomp.program_fd()
+    except BaseException:
+        for fd in (block_read, block_write, info_read, info_write):
+            os.close(fd)
+        raise
+    return Handoff(block_read, info_write, program), block_write, info_read
+
+
+async def map_when_ready(info: int, block: int, ids: IdRange) -> None:
+    """Read the init's child pid from ``info``, give its user namespace ``ids``, let it go on
+    (``block``). Both descriptors are closed. ``OSError`` when bwrap failed before."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=4096, loop=loop)
+    try:
+        with os.fdopen(info, "rb", buffering=0) as handle:
+            transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), handle
+            )
+            try:
+                text = await reader.readuntil(b"}")
+            except asyncio.IncompleteReadError:
+                raise OSError("the sandbox's init did not start (bwrap failed)") from None
+            finally:
+                transport.close()
+        pid = json.loads(text)["child-pid"]
+        idmap.map_user_namespace(int(pid), ids)
+        os.write(block, b"1")
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(block)
