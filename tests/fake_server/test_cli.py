@@ -74,7 +74,8 @@ def _exercise(process: subprocess.Popen[str]) -> None:
     assert lines[1:] == [
         # --runtime auto: bubblewrap runs here, as root with nftables
         "runtime: process (sandboxes: eth0, DNS, NAT to the host's uplink)",
-        "process limit: 1024 per sandbox (pids cgroup in /sys/fs/cgroup/pids)",
+        "limits: the shape's memory and vCPUs, 1024 processes per sandbox (cgroup v1: memory, "
+        "cpu, pids)",
         "images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, python:3.12 boot devbox:1: "
         f"this host's {HOST_OS} programs on a copy-on-write root per sandbox "
         "(user root; apt-get, pip, npm -g; bun)",
@@ -255,16 +256,16 @@ def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_miss
     """Not root: bubblewrap runs, so ``auto`` serves it, with a network per process and the
     host's programs instead of the image."""
     from fake_server.__main__ import _runtime
-    from fake_server.runtime.process import netmode, pids, system
+    from fake_server.runtime.process import cgroups, netmode, system
 
     monkeypatch.setattr(netmode, "detect", lambda: netmode.NetworkMode("not root"))
     monkeypatch.setattr(system, "_no_mounts", lambda: "not root")
-    monkeypatch.setattr(pids.os, "access", lambda path, mode: False)
-    monkeypatch.setattr(pids, "pids_root", pids.pids_root.__wrapped__)
+    monkeypatch.setattr(cgroups.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(cgroups, "hierarchy", cgroups.hierarchy.__wrapped__)
     line = (
         "runtime: process (no shared sandbox network: not root)\n"
-        "process limit: none per sandbox (/sys/fs/cgroup/pids is not writable (not root); "
-        "a fork bomb can exhaust the host)\n"
+        "limits: none per sandbox (/sys/fs/cgroup/pids is not writable (not root); a "
+        "sandbox can exhaust the host's memory and processes)\n"
         "images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, python:3.12 boot the "
         "host's programs on a read-only /usr as user sandbox (no devbox:1 image: not root)"
     )
@@ -273,7 +274,8 @@ def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_miss
     monkeypatch.undo()
     assert _runtime("auto")[1].startswith(
         "runtime: process (sandboxes: eth0, DNS, NAT to the host's uplink)\n"
-        "process limit: 1024 per sandbox (pids cgroup in /sys/fs/cgroup/pids)\n"
+        "limits: the shape's memory and vCPUs, 1024 processes per sandbox (cgroup v1: memory, "
+        "cpu, pids)\n"
         "images: rootfs devbox:1, "
     )
 
@@ -291,7 +293,7 @@ def test_serve_says_sandboxes_have_no_way_out_without_nft(
     assert _runtime("process")[1].startswith(
         "runtime: process (sandboxes reach nothing past the fake: no NAT and no egress rules, "
         "since nftables' nft is not installed (apt-get install nftables); eth0, preview URLs "
-        "and account networks work)\nprocess limit: 1024 per sandbox"
+        "and account networks work)\nlimits: the shape's memory and vCPUs, 1024 processes"
     )
 
 

@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 from _process_runtime import process_fake, until
 
-from fake_server.runtime.process import ProcessMachine, pids
+from fake_server.runtime.process import ProcessMachine, cgroups
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -26,10 +26,13 @@ if TYPE_CHECKING:
 #: Slow (subprocesses, real programs): in the reliability step, keeping the main suite fast.
 pytestmark = [
     pytest.mark.reliability,
-    pytest.mark.skipif(isinstance(pids.pids_root(), str), reason="no pids cgroup here"),
+    pytest.mark.skipif(
+        isinstance(cgroups.hierarchy(), str) or "pids" not in cgroups.hierarchy().dirs,  # type: ignore[union-attr]
+        reason="no pids cgroup here",
+    ),
 ]
 
-#: A small limit keeps the flood short; the mechanism is the one ``LIMIT`` uses.
+#: A small limit keeps the flood short; the mechanism is the one ``PIDS`` uses.
 SMALL = 40
 #: Forks sleepers until ``fork`` fails (bounded: never more than 4x the limit), then the errno.
 FLOOD = (
@@ -50,17 +53,21 @@ FLOOD = (
 
 @pytest_asyncio.fixture(name="fake")
 async def _fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeCreateOS]:
-    monkeypatch.setattr(pids, "LIMIT", SMALL)
+    monkeypatch.setattr(cgroups, "PIDS", SMALL)
     async with process_fake() as fake:
         yield fake
     assert _groups() == []
 
 
+def _root() -> Path:
+    found = cgroups.hierarchy()
+    assert not isinstance(found, str)
+    return found.dirs["pids"]
+
+
 def _groups() -> list[Path]:
-    """This process's sandbox cgroups still on the host."""
-    root = pids.pids_root()
-    assert isinstance(root, Path)
-    return sorted(root.glob(f"createos-fake-{os.getpid()}-*"))
+    """This process's sandbox ``pids`` cgroups still on the host."""
+    return sorted(_root().glob(f"createos-fake-{os.getpid()}-*"))
 
 
 async def _exec(client: httpx.AsyncClient, sandbox_id: str, *args: str) -> dict[str, Any]:
@@ -87,16 +94,17 @@ async def test_a_fork_flood_stops_at_the_limit_and_other_sandboxes_keep_running(
     flood = await _exec(client, bombed, "python3", "-c", FLOOD)
     assert (flood["exit_code"], flood["stdout"]) == (0, "EAGAIN True\n")
     found = _machine(fake, bombed)
-    group = found.pids.path
+    group = found.cgroup.path
     assert group is not None
     assert (group / "pids.max").read_text() == f"{SMALL}\n"
-    assert len(found.pids.members()) >= SMALL - 2  # the sleepers hold the group full
+    # the sleepers hold the group full (beside them: the init, the exec and its wrappers)
+    assert len(found.cgroup.members()) >= SMALL - 6
     assert (await _exec(client, other, "echo", "ok"))["stdout"] == "ok\n"
-    members = [found.guest.pid, *found.pids.members()]
+    members = [found.guest.pid, *found.cgroup.members()]
     assert (await client.delete(f"/v1/sandboxes/{bombed}")).status_code in (200, 202)
     await until(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in members))
     assert not group.exists()
-    assert _groups() == [_machine(fake, other).pids.path]
+    assert _groups() == [_machine(fake, other).cgroup.path]
 
 
 @pytest.mark.asyncio
@@ -105,7 +113,7 @@ async def test_reset_removes_every_sandbox_cgroup(
 ) -> None:
     sandbox_id = await make_sandbox()
     await _exec(client, sandbox_id, "sh", "-c", "nohup setsid sleep 313 >/dev/null 2>&1 &")
-    group = _machine(fake, sandbox_id).pids.path
+    group = _machine(fake, sandbox_id).cgroup.path
     assert group is not None
     assert group in _groups()
     fake.reset()
@@ -113,15 +121,14 @@ async def test_reset_removes_every_sandbox_cgroup(
 
 
 def test_the_groups_of_a_fake_that_died_are_swept_and_live_ones_kept() -> None:
-    root = pids.pids_root()
-    assert isinstance(root, Path)
+    root = _root()
     dead = int(Path("/proc/sys/kernel/pid_max").read_text())  # never a live process's pid
     stale = root / f"createos-fake-{dead}-1"
     mine = root / f"createos-fake-{os.getpid()}-999999"
     stale.mkdir()
     mine.mkdir()
     try:
-        pids.sweep(root)  # (another fake's sweep may take a dead group first: same result)
+        cgroups.sweep(root)  # (another fake's sweep may take a dead group first: same result)
         assert not stale.exists()
         assert mine.exists()
     finally:

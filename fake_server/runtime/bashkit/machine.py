@@ -73,6 +73,9 @@ class BashkitMachine:
     def wait_clock(self, clock: Clock) -> Clock:
         return clock
 
+    def set_shape(self, vcpus: int, memory_mib: int) -> None:
+        """Nothing: bashkit's commands run inside the fake (its own limits apply)."""
+
     def set_disk_size(self, disk_mib: int) -> None:
         """bashkit's in-memory disk keeps its fixed ``DISK_LIMIT`` whatever the sandbox's disk
         size (a documented difference: ``docs/reference/runtime-parity.md``)."""

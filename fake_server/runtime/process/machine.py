@@ -16,10 +16,10 @@ from fake_server.runtime.api import FeatureUnavailable, Usage
 from fake_server.runtime.environment import HOME
 from fake_server.runtime.process import buckets, tree
 from fake_server.runtime.process.agent import Agent
+from fake_server.runtime.process.cgroups import Limits, SandboxGroup
 from fake_server.runtime.process.dirdisk import DirDisk
 from fake_server.runtime.process.guest import Guest
 from fake_server.runtime.process.netns import NetNamespace
-from fake_server.runtime.process.pids import PidsGroup
 from fake_server.runtime.process.realwait import RealWaits
 from fake_server.runtime.process.rootdir import remove_tree
 from fake_server.runtime.process.runner import USER_HOME, Run, Runner
@@ -99,8 +99,9 @@ class ProcessMachine:
         self.runs: dict[Any, Run] = {}
         #: Its init, whose namespaces every process enters (started by the first one).
         self.guest = Guest()
-        #: Its process limit (a ``pids`` cgroup), made with its first process.
-        self._pids: PidsGroup | None = None
+        #: Its shape's limits, and the cgroups holding them (made with its first process).
+        self._limits = Limits()
+        self._cgroup: SandboxGroup | None = None
         self.paused = False
         #: Set when the fake stops (``kill_processes``): a process still starting is killed
         #: as soon as it runs, not left out of the stop.
@@ -158,10 +159,17 @@ class ProcessMachine:
                 self._owner.network().set_rules(self.link, self._rules)
 
     @property
-    def pids(self) -> PidsGroup:
-        if self._pids is None:
-            self._pids = PidsGroup()
-        return self._pids
+    def cgroup(self) -> SandboxGroup:
+        """The sandbox's cgroups (``cgroups``), made on first use with its limits."""
+        if self._cgroup is None:
+            self._cgroup = SandboxGroup(self._limits)
+        return self._cgroup
+
+    def set_shape(self, vcpus: int, memory_mib: int) -> None:
+        """The shape's vCPUs and memory become the sandbox's limits (``cgroups``)."""
+        self._limits = Limits(vcpus=vcpus, memory_mib=memory_mib)
+        if self._cgroup is not None:
+            self._cgroup.apply(self._limits)
 
     def runner(self, clock: Clock) -> Runner:
         return Runner(
@@ -174,7 +182,7 @@ class ProcessMachine:
             lambda: self.paused,
             guest=self.guest,
             rootfs=self.rootfs,
-            pids=self.pids,
+            cgroup=self.cgroup,
             stopping=lambda: self.stopping,
             confinement=self._owner.confinement if self.rootfs is not None else None,
         )
@@ -258,10 +266,16 @@ class ProcessMachine:
         return {}
 
     def usage(self) -> Usage:
-        """CPU and memory of every live process tree, from ``/proc``."""
+        """CPU and memory of every process of the sandbox, daemons included: from its
+        cgroups, or (without them) of every live process tree, from ``/proc``."""
         from fake_server.runtime.process.usage import tree_usage
 
-        return tree_usage(run.pid for run in list(self.runs.values()))
+        used = self._cgroup.usage() if self._cgroup is not None else None
+        if used is None:
+            return tree_usage(run.pid for run in list(self.runs.values()))
+        cpu, memory = used
+        processes = len(self._cgroup.members()) if self._cgroup is not None else 0
+        return Usage(cpu_seconds=cpu, memory_bytes=memory, processes=processes)
 
     async def connect(self, port: int, *, loopback: bool = False) -> socket.socket:
         """A TCP connection to ``port`` on the sandbox's ``eth0`` address, from the router;
@@ -324,9 +338,9 @@ class ProcessMachine:
         for run in self.runs.values():
             run.sent.update((signals.SIGTERM, signals.SIGKILL))
         self.guest.close(self._run_pids())
-        pids, self._pids = self._pids, None
-        if pids is not None:
-            pids.close()  # kills a straggler that forked past the guest's sweep
+        cgroup, self._cgroup = self._cgroup, None
+        if cgroup is not None:
+            cgroup.close()  # kills a straggler that forked past the guest's sweep
         link, self.link = self.link, None
         if link is not None:
             self._owner.network().unplug(link)

@@ -27,11 +27,11 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from fake_server.runtime.api import Sink
+    from fake_server.runtime.process.cgroups import SandboxGroup
     from fake_server.runtime.process.confine import Confinement, Handoff
     from fake_server.runtime.process.dirdisk import DirDisk
     from fake_server.runtime.process.guest import Guest
     from fake_server.runtime.process.netns import NetNamespace
-    from fake_server.runtime.process.pids import PidsGroup
     from fake_server.runtime.process.rootfs import SandboxRoot
     from fake_server.runtime.terminal import Terminal
 
@@ -169,7 +169,7 @@ class Runner:
     """Runs processes of one sandbox; ``runs`` is shared with its machine (pause, destroy).
 
     ``net`` is the sandbox's network namespace, ``None`` when its init has one of its own;
-    ``guest`` its init, whose namespaces every process enters; ``pids`` its process limit."""
+    ``guest`` its init, whose namespaces every process enters; ``cgroup`` its limits."""
 
     def __init__(
         self,
@@ -183,7 +183,7 @@ class Runner:
         *,
         guest: Guest,
         rootfs: SandboxRoot | None = None,
-        pids: PidsGroup | None = None,
+        cgroup: SandboxGroup | None = None,
         stopping: Callable[[], bool] = lambda: False,
         confinement: Confinement | None = None,
     ) -> None:
@@ -193,7 +193,7 @@ class Runner:
         #: Whether the fake is stopping: a run registered from now on is killed at once.
         self._stopping = stopping
         #: The sandbox's process limit, which every process joins before it runs.
-        self._pids = pids
+        self._cgroup = cgroup
         self._guest = guest
         #: The sandbox's own root file system (the image); ``None``: the host-directory layout.
         self._rootfs = rootfs
@@ -283,8 +283,8 @@ class Runner:
             passed = (seccomp.program_fd(),)
             prefix = [*confinement.exec_prefix(passed[0]), *prefix]
         wrappers = 1 if passed else 0  # the bwrap installing the filter
-        if self._pids is not None:
-            prefix = self._pids.wrap(prefix)
+        if self._cgroup is not None:
+            prefix = self._cgroup.wrap(prefix)
         if terminal is not None:
             return await self._run_on_pty(
                 prefix, args, terminal, stdin, on_stdout, environment, passed
@@ -330,7 +330,7 @@ class Runner:
             )
             argv = [*command, "/bin/sh"]
             argv += ["-c", INIT]
-            return argv if self._pids is None else self._pids.wrap(argv)
+            return argv if self._cgroup is None else self._cgroup.wrap(argv)
         command = bwrap_argv(
             self._bwrap, root, "/", {"PATH": BASE_ENV["PATH"]},
             own_net=self._net is None, image=image, init=True,
@@ -340,7 +340,7 @@ class Runner:
             enter += self._rootfs.enter_args()
         prefix = [nsenter_path(), *enter, "--"] if enter else []
         argv = [*prefix, *command, "/bin/sh", "-c", INIT]
-        return argv if self._pids is None else self._pids.wrap(argv)
+        return argv if self._cgroup is None else self._cgroup.wrap(argv)
 
     def _net_enter(self) -> list[str]:
         """``nsenter``'s option joining the sandbox's network namespace (none: its own)."""
