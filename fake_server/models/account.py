@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fake_server.models.access_tokens import TokenOps
-from fake_server.models.admin_ops import AdminOps
+from fake_server.models.admin_ops import MAX_DISK_MIB, AdminOps
 from fake_server.models.base import AccountBase
 from fake_server.models.envs import check_envs
 from fake_server.models.errors import ApiError, BadRequest, at_capacity
@@ -72,6 +72,8 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, MetricsOps, AccountBase):
         if spec.name is not None and not 1 <= len(spec.name) <= MAX_NAME:
             raise BadRequest(f"must be 1 to {MAX_NAME} characters", field="name")
         check_envs(spec.envs)
+        if (spec.extras.get("disk_mib") or 0) > MAX_DISK_MIB:  # as a resize is bounded
+            raise BadRequest(f"must be at most {MAX_DISK_MIB}", field="disk_mib")
         from fake_server.runtime import CapacityError
 
         ids = self.ctx.ids

@@ -98,6 +98,8 @@ async def test_create_defaults_rootfs_and_region(client: httpx.AsyncClient) -> N
             "must be at most 65536 bytes in total",
         ),
         ({"shape": "s-1vcpu-1gb", "egress": "all"}, "egress", "must be a list of strings"),
+        # bounded as a resize is (a disk of 90 EiB was accepted, and df showed 11E)
+        ({"shape": "s-1vcpu-1gb", "disk_mib": 1048577}, "disk_mib", "must be at most 1048576"),
     ],
 )
 async def test_create_rejects_bad_fields(

@@ -38,11 +38,14 @@ from fake_server.runtime.process.machine import DISKS_NEED_ROOT, ProcessMachine
 from fake_server.runtime.process.netns import nsenter_path
 from fake_server.runtime.process.network import Network
 from fake_server.runtime.process.rootdir import (
+    BASE_NAME,
     FakeRoot,
     KeptRoot,
     copy_tree,
     make_layout,
+    public_temp,
     remove_tree,
+    traversable,
 )
 from fake_server.runtime.process.rootfs import DISK_MIB, ImageSpace, SandboxRoot
 from fake_server.runtime.process.system import System, choose
@@ -121,10 +124,10 @@ class ProcessRuntime:
         or in a ``base`` of the caller's, which the sandboxes' ids may not be able to pass
         through). The copy of bwrap their inits run from lives there, so a leftover init names
         a directory the next fake sweeps."""
-        if self.kept is None and self.base is None:
+        if self.kept is None and self.base is None and traversable(self.fake_root.path):
             return self.fake_root
         if self._scratch is None:
-            self._scratch = FakeRoot()
+            self._scratch = FakeRoot(public_temp() / BASE_NAME)
         return self._scratch
 
     @property
@@ -158,9 +161,18 @@ class ProcessRuntime:
             sandbox_id = f"fork-{self._forks}"
         directory = self.fake_root.sandbox_dir(sandbox_id)
         if self.system.image:
-            size = disk_mib if source is None or source.rootfs is None else source.rootfs.size_mib
-            rootfs = self._rootfs(directory, size, None if source is None else source.rootfs)
-            machine = ProcessMachine(self, directory, rootfs)
+            copied = source.rootfs if source is not None and source.made else None
+            if copied is not None:  # a fork's copy of its source's files, made now
+                rootfs = self._rootfs(directory, copied.size_mib, copied)
+                machine = ProcessMachine(self, directory, rootfs)
+            else:  # an empty disk, made on first use
+                size = disk_mib if source is None else source.disk_size
+                machine = ProcessMachine(
+                    self,
+                    directory,
+                    make_rootfs=lambda size: self._rootfs(directory, size, None),
+                    disk_mib=size,
+                )
         else:
             if source is None:
                 make_layout(directory)
@@ -171,7 +183,8 @@ class ProcessRuntime:
         return machine
 
     def _rootfs(self, directory: Path, size: int, source: SandboxRoot | None) -> SandboxRoot:
-        """A sandbox's root: its disk in memory, or in an image file where sandboxes are kept."""
+        """A sandbox's root: its disk an ext4 image file in its directory (in memory it would
+        count against the shape's memory)."""
         return SandboxRoot(self.images, directory, size, source, kept=self.kept is not None)
 
     @property
@@ -200,10 +213,12 @@ class ProcessRuntime:
         make = None
         if self.system.image:
 
-            def make() -> SandboxRoot:
-                return self._rootfs(directory, DISK_MIB, None)
+            def make(size: int) -> SandboxRoot:
+                return self._rootfs(directory, size, None)
 
-        machine = ProcessMachine(self, directory, lazy_net=True, make_rootfs=make)
+        machine = ProcessMachine(
+            self, directory, lazy_net=True, make_rootfs=make, disk_mib=DISK_MIB
+        )
         self.machines[name] = machine
         return machine
 

@@ -83,16 +83,20 @@ class ProcessMachine:
         rootfs: SandboxRoot | None = None,
         *,
         lazy_net: bool = False,
-        make_rootfs: Callable[[], SandboxRoot] | None = None,
+        make_rootfs: Callable[[int], SandboxRoot] | None = None,
+        disk_mib: int = 0,
     ) -> None:
         """``lazy_net``, ``make_rootfs``: make the network namespace and the root file system
-        on first use, not now (a restart brings back many paused sandboxes at once; each
-        costs milliseconds, a kept disk's mount more)."""
+        (``make_rootfs(disk_mib)``) on first use, not now: a disk image costs milliseconds to
+        make and mount, a restart brings back many paused sandboxes at once, and a sandbox
+        nobody runs anything in needs neither."""
         self._owner = owner
         #: The sandbox's directory on the host (mount points, and its disk image if kept).
         self.directory = directory
         self._rootfs = rootfs
         self._make_rootfs = make_rootfs
+        #: The disk size the root file system is made with, while it is not made yet.
+        self._disk_mib = disk_mib
         self.home = HOME if rootfs is not None or make_rootfs is not None else USER_HOME
         ids = owner.ids if rootfs is not None or make_rootfs is not None else None
         self._disk = DirDisk(lambda: self.root, owner=None if ids is None else ids.owner)
@@ -132,7 +136,7 @@ class ProcessMachine:
         """Its own root file system (the image), ``None`` for the host-directory layout."""
         make, self._make_rootfs = self._make_rootfs, None
         if make is not None:
-            self._rootfs = make()
+            self._rootfs = make(self._disk_mib)
         return self._rootfs
 
     @property
@@ -189,8 +193,10 @@ class ProcessMachine:
 
     def set_disk_size(self, disk_mib: int) -> None:
         """Writes past ``disk_mib`` fail with ENOSPC (the image's upper layer is that big)."""
-        if self.rootfs is not None and disk_mib != self.rootfs.size_mib:
-            self.rootfs.resize(disk_mib)
+        if self._make_rootfs is not None:  # not made yet: made with this size
+            self._disk_mib = disk_mib
+        elif self._rootfs is not None and disk_mib != self._rootfs.size_mib:
+            self._rootfs.resize(disk_mib)
 
     def set_address(self, address: str) -> None:
         """Plug ``eth0`` with the address the API reports (once; idempotent)."""
@@ -323,6 +329,16 @@ class ProcessMachine:
     def fork(self) -> ProcessMachine:
         """A new sandbox with a copy of this one's files (copy-on-write where possible)."""
         return self._owner.new_sandbox(None, source=self)
+
+    @property
+    def disk_size(self) -> int:
+        """Its disk's size in MiB (the one it will be made with, if not made yet)."""
+        return self._rootfs.size_mib if self._rootfs is not None else self._disk_mib
+
+    @property
+    def made(self) -> bool:
+        """Whether its root file system exists yet (``False``: still a plan, nothing to copy)."""
+        return self._make_rootfs is None
 
     def destroy(self) -> None:
         """Kill every process (SIGTERM, SIGKILL after a grace) and remove the directory;

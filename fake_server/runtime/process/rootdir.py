@@ -27,7 +27,9 @@ __all__ = [
     "kill_processes_of",
     "make_layout",
     "processes_naming",
+    "public_temp",
     "shift_owners",
+    "traversable",
 ]
 
 BASE_NAME = "createos-fake-process"
@@ -123,6 +125,28 @@ def shift_owners(top: Path, base: int) -> None:
             if found.st_uid < base:
                 os.lchown(entry, base + found.st_uid, base + found.st_gid)
     os.lchown(top, base + info.st_uid, base + info.st_gid)
+
+
+def traversable(path: Path) -> bool:
+    """Whether any user may pass through ``path`` and every directory above it (``o+x``)."""
+    for directory in [path, *path.parents]:
+        try:
+            if not os.stat(directory).st_mode & 0o001:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def public_temp() -> Path:
+    """A temporary directory any user can reach: the system's (``$TMPDIR``), else ``/tmp``,
+    ``/var/tmp`` or ``/dev/shm`` (where a sandbox's own ids, unprivileged on the host, find
+    the programs their init runs)."""
+    for candidate in (tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"):
+        path = Path(candidate)
+        if path.is_dir() and traversable(path):
+            return path
+    raise OSError("no temporary directory that every user may pass through (/tmp is o+x)")
 
 
 class FakeRoot:

@@ -1,16 +1,19 @@
-"""A sandbox's copy-on-write root file system: overlayfs over the image, upper layer in memory.
+"""A sandbox's copy-on-write root file system: overlayfs over the image, on a disk of its own.
 
 Each sandbox has a mount namespace of its own (``mountns``), a copy of the runtime's image
-namespace (``ImageSpace``: the mask layer on a small tmpfs). In it the sandbox's directory
-holds two mount points: ``disk``, a tmpfs of the sandbox's disk size with the overlay's
-``upper`` and ``work`` directories, and ``root``, the overlay of ``upper`` over the image that
-the sandbox's processes get as ``/`` (they enter the namespace with ``nsenter --mount``).
-Writing past the disk size fails with ENOSPC inside the sandbox; nothing a sandbox writes
-reaches the host's disk. The fake reaches the files through descriptors opened inside
-(``view``), fork copies ``upper`` into the new sandbox's tmpfs before mounting its overlay, and
-closing the namespace (destroy, or the fake's death) frees it all. Where sandboxes are kept
-across restarts (``serve --state-dir``), ``disk`` is an ext4 image file in the sandbox's
-directory instead, mounted through a loop device that goes with the namespace.
+namespace (``ImageSpace``: the mask layer on a small tmpfs over the host's root, both seen
+through idmapped mounts with the sandboxes' id range, ``idmap``). In it the sandbox's
+directory holds ``disk``, the mount point of its disk: an ext4 image file of the disk's size
+(``disk.img``, sparse: blocks are taken as files are written) on a loop device, with the
+overlay's ``upper`` and ``work`` directories. The overlay of ``upper`` over the image is
+mounted at ``/mnt`` of that namespace (nowhere else), and the sandbox's processes get it as
+``/`` (they enter the namespace with ``nsenter --mount``). A disk, not memory, as on a VM: what
+a sandbox writes never counts against its shape's memory (``cgroups``), and writing past the
+disk size fails with ENOSPC inside. The fake reaches the files through descriptors opened
+inside (``view``), fork copies ``upper`` into the new sandbox's disk before mounting its
+overlay, and closing the namespace (destroy, or the fake's death) unmounts it all; the image
+file goes with the sandbox's directory, or stays where sandboxes are kept across restarts
+(``serve --state-dir``).
 """
 
 from __future__ import annotations
@@ -110,10 +113,9 @@ class ImageSpace:
 class SandboxRoot:
     """One sandbox's overlay root in its own mount namespace (see the module's docstring).
 
-    ``kept`` (``serve --state-dir``): the disk is an ext4 image file in the sandbox's directory
-    (``disk.img``, sparse, of the disk size) instead of a tmpfs, so the files outlive the fake;
-    a directory that already holds one (a restart) mounts it again as it was. Growing it while
-    mounted needs ``CAP_SYS_RESOURCE``; without it the file system grows at the next start.
+    ``kept`` (``serve --state-dir``): the directory outlives the fake, and one that already
+    holds a disk image (a restart) mounts it again as it was. Growing a disk while mounted
+    needs ``CAP_SYS_RESOURCE``; without it the file system grows at the next start.
     """
 
     def __init__(
@@ -128,7 +130,7 @@ class SandboxRoot:
         self.directory = directory
         disk = directory / "disk"
         root = _MOUNT_POINT
-        self._file = directory / "disk.img" if kept else None
+        self._file = directory / "disk.img"
         directory.mkdir(mode=0o700, exist_ok=kept)
         disk.mkdir(exist_ok=kept)
         if self._file is not None and self._file.exists():
@@ -147,10 +149,7 @@ class SandboxRoot:
         image_file = self._file
 
         def setup() -> int:
-            if image_file is None:
-                mount("tmpfs", str(disk), "tmpfs", MS_NOSUID, f"size={size_mib}m,mode=0755")
-            else:
-                _run(["mount", "-o", "loop,nosuid", str(image_file), str(disk)], "mount")
+            _run(["mount", "-o", "loop,nosuid", str(image_file), str(disk)], "mount")
             (disk / "work").mkdir(exist_ok=True)
             upper = disk / "upper"
             upper.mkdir(exist_ok=True)
@@ -218,11 +217,7 @@ class SandboxRoot:
         """Grow the disk: ENOSPC comes at ``size_mib`` from now on."""
         disk = str(self.directory / "disk")
         image_file = self._file
-        if image_file is None:
-            self._space.run(
-                lambda: mount("none", disk, None, MS_REMOUNT | MS_NOSUID, f"size={size_mib}m")
-            )
-        elif size_mib > self.size_mib:  # an ext4 image grows only (the API only grows disks)
+        if size_mib > self.size_mib:  # an ext4 image grows only (the API only grows disks)
             os.truncate(image_file, size_mib * _MIB)
 
             def grow() -> None:

@@ -1,0 +1,108 @@
+"""Limits: the shape is the machine, and a sandbox can neither lift nor leave its limits.
+
+A hog past the shape's memory is killed inside its sandbox (exit 137, as the kernel's OOM
+killer does on a VM) while the fake and the other sandboxes carry on; ``nproc`` shows the
+shape's vCPUs; a fork flood stops at the process limit; what a sandbox writes to its disk is
+not its memory; a disk cannot be asked bigger at create than a resize allows. The limits are
+the host's cgroup files of the ``serve`` under test, which the sandbox cannot reach.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import pytest
+
+from fake_server.runtime.process import cgroups
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tests.security._attack import Target
+
+pytestmark = pytest.mark.skipif(
+    isinstance(cgroups.hierarchy(), str), reason="no cgroup controller can be used here"
+)
+
+_HOG = (
+    "python3 -c 'import mmap; m = mmap.mmap(-1, 2 << 30); "
+    '[m.__setitem__(i, 1) for i in range(0, 2 << 30, 4096)]; print("survived")\'; '
+    "echo status=$?"
+)
+
+
+def _groups(serve: Target, controller: str) -> list[Path]:
+    found = cgroups.hierarchy()
+    assert not isinstance(found, str)
+    return sorted(found.dirs[controller].glob(f"createos-fake-{serve.serve.process.pid}-*"))
+
+
+def test_a_hog_past_the_shapes_memory_is_killed_inside_and_nothing_else_notices(
+    serve: Target,
+) -> None:
+    hog, other = serve.create(shape="s-1vcpu-1gb"), serve.create()
+    code, out = serve.sh(hog, _HOG)
+    assert (code, out.splitlines()[-1]) == (0, "status=137")
+    assert "survived" not in out.splitlines()
+    assert serve.ready()
+    assert serve.sh(other, "echo ok") == (0, "ok\n")
+    assert serve.sh(hog, "echo still here") == (0, "still here\n")
+    metrics = serve.api.get(f"/v1/sandboxes/{hog}/metrics").json()["data"]
+    assert metrics["memory"]["limit_bytes"] == 1 << 30
+    limits = {path.read_text().strip() for path in _groups(serve, "memory") for path in
+              [path / "memory.limit_in_bytes"] if path.exists()}  # fmt: skip
+    assert str(1 << 30) in limits or not limits  # v2 hosts keep memory.max instead
+
+
+def test_nproc_and_the_cpu_quota_are_the_shapes(serve: Target) -> None:
+    sandbox = serve.create(shape="s-1vcpu-1gb")
+    code, out = serve.sh(sandbox, "nproc")
+    host = len(os.sched_getaffinity(0))
+    assert (code, out) == (0, "1\n" if host > 1 else f"{host}\n")
+    quotas = [
+        (path / "cpu.cfs_quota_us").read_text().strip()
+        for path in _groups(serve, "cpu")
+        if (path / "cpu.cfs_quota_us").exists()
+    ]
+    assert quotas
+    assert set(quotas) == {str(cgroups.PERIOD_US)}  # one vCPU: one CPU's time per period
+
+
+def test_a_fork_flood_stops_at_the_process_limit(serve: Target) -> None:
+    bombed, other = serve.create(), serve.create()
+    flood = (
+        "import errno, os, time\n"
+        "n = 0\n"
+        "try:\n"
+        f"    while n < 4 * {cgroups.PIDS}:\n"
+        "        if os.fork() == 0:\n"
+        "            os.closerange(0, 3)\n"
+        "            time.sleep(30)\n"
+        "            os._exit(0)\n"
+        "        n += 1\n"
+        "    print('unbounded', n)\n"
+        "except OSError as exc:\n"
+        f"    print(errno.errorcode[exc.errno], n <= {cgroups.PIDS})\n"
+    )
+    code, out = serve.sh(bombed, "python3 -c '" + flood.replace("'", "'\\''") + "'")
+    assert (code, out) == (0, "EAGAIN True\n")
+    assert serve.ready()
+    assert serve.sh(other, "echo ok") == (0, "ok\n")
+    assert serve.api.delete(f"/v1/sandboxes/{bombed}").status_code in (200, 202)
+
+
+def test_what_a_sandbox_writes_to_its_disk_is_not_its_memory(serve: Target) -> None:
+    sandbox = serve.create(shape="s-1vcpu-1gb")
+    code, out = serve.sh(
+        sandbox, "head -c 1400M /dev/zero > /root/big; echo $?; stat -c %s /root/big; rm /root/big"
+    )
+    assert (code, out) == (0, f"0\n{1400 << 20}\n")
+
+
+def test_a_disk_bigger_than_a_resize_allows_is_refused_at_create(serve: Target) -> None:
+    reply = serve.api.post(
+        "/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "disk_mib": 99_999_999_999_999}
+    )
+    assert reply.status_code == 400
+    assert reply.json() == {"status": "fail", "data": {"disk_mib": "must be at most 1048576"}}
