@@ -171,7 +171,12 @@ class Sandbox:
 
     @disk_mib.setter
     def disk_mib(self, size: int) -> None:
-        self.machine.set_disk_size(size)
+        from fake_server.runtime.api import FeatureUnavailable
+
+        try:
+            self.machine.set_disk_size(size)
+        except FeatureUnavailable as exc:  # the disk stays as it was
+            raise Conflict(str(exc), code="runtime_unsupported") from None
         self._disk_mib = size
 
     # -- the state machine --------------------------------------------------------------------

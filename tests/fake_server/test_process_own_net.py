@@ -116,11 +116,8 @@ async def test_egress_rules_are_409_runtime_unsupported_and_change_nothing(
     assert (at_fork.status_code, at_fork.json()["data"]) == (409, refusal)
     assert [s.id for s in fake.sandboxes()] == [sandbox_id]
     assert sorted(runtime.machines) == [sandbox_id]
-    assert sorted(p.name for p in runtime.fake_root.path.iterdir()) == [
-        ".image",
-        "lock",
-        sandbox_id,
-    ]
+    # (no image namespace either: nothing ran, so no disk was made)
+    assert sorted(p.name for p in runtime.fake_root.path.iterdir()) == ["lock", sandbox_id]
 
 
 async def test_account_networks_are_409_runtime_unsupported_and_keep_nothing(

@@ -392,3 +392,24 @@ async def test_a_pty_process_output_is_read_to_its_end_however_slow_the_reader(
     )
     assert code == 0
     assert b"".join(received) == b"".join(b"%d\r\n" % i for i in range(1, 3001))
+
+
+async def test_a_resize_the_disk_cannot_take_while_mounted_is_a_409_saying_why(
+    client: httpx.AsyncClient, make_sandbox: MakeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fake_server.runtime.process import diskimage
+
+    monkeypatch.setattr(diskimage, "grows_online", lambda: False)
+    sandbox_id = await make_sandbox()
+    assert (await run(client, sandbox_id, cmd="true"))["exit_code"] == 0  # the disk is made
+    too_far = diskimage.HEADROOM_MIB + 1
+    response = await client.post(f"/v1/sandboxes/{sandbox_id}/resize", json={"disk_mib": too_far})
+    assert response.status_code == 409
+    assert response.json()["data"] == {
+        "code": "runtime_unsupported",
+        "message": f"the disk can grow to at most {diskimage.HEADROOM_MIB} MiB while its "
+        "sandbox runs: growing an ext4 disk in use needs CAP_SYS_RESOURCE, which this host "
+        "withholds from the fake",
+    }
+    got = await client.get(f"/v1/sandboxes/{sandbox_id}")
+    assert got.json()["data"]["disk_mib"] == 10240  # unchanged

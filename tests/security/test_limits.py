@@ -69,7 +69,16 @@ def test_nproc_and_the_cpu_quota_are_the_shapes(serve: Target) -> None:
     assert set(quotas) == {str(cgroups.PERIOD_US)}  # one vCPU: one CPU's time per period
 
 
-def test_a_fork_flood_stops_at_the_process_limit(serve: Target) -> None:
+#: The attack that lifted the limit before: a cgroup namespace of its own, the v1 ``pids``
+#: hierarchy mounted there, ``max`` written to its own group's ``pids.max``.
+_LIFT = (
+    "g=$(grep ':pids:' /proc/self/cgroup | cut -d: -f3); mkdir -p /tmp/cg; "
+    'unshare -C sh -c "mount -t cgroup -o pids none /tmp/cg && '
+    '(echo max > /tmp/cg/pids.max || echo max > /tmp/cg$g/pids.max)" 2>/dev/null; '
+)
+
+
+def test_a_fork_flood_stops_at_the_process_limit_it_cannot_lift(serve: Target) -> None:
     bombed, other = serve.create(), serve.create()
     flood = (
         "import errno, os, time\n"
@@ -85,7 +94,7 @@ def test_a_fork_flood_stops_at_the_process_limit(serve: Target) -> None:
         "except OSError as exc:\n"
         f"    print(errno.errorcode[exc.errno], n <= {cgroups.PIDS})\n"
     )
-    code, out = serve.sh(bombed, "python3 -c '" + flood.replace("'", "'\\''") + "'")
+    code, out = serve.sh(bombed, _LIFT + "python3 -c '" + flood.replace("'", "'\\''") + "'")
     assert (code, out) == (0, "EAGAIN True\n")
     assert serve.ready()
     assert serve.sh(other, "echo ok") == (0, "ok\n")

@@ -165,7 +165,8 @@ class ProcessRuntime:
             if copied is not None:  # a fork's copy of its source's files, made now
                 rootfs = self._rootfs(directory, copied.size_mib, copied)
                 machine = ProcessMachine(self, directory, rootfs)
-            else:  # an empty disk, made on first use
+            else:  # an empty disk, made on first use (the directory now: a restart finds it)
+                directory.mkdir(mode=0o700)
                 size = disk_mib if source is None else source.disk_size
                 machine = ProcessMachine(
                     self,
@@ -185,7 +186,7 @@ class ProcessRuntime:
     def _rootfs(self, directory: Path, size: int, source: SandboxRoot | None) -> SandboxRoot:
         """A sandbox's root: its disk an ext4 image file in its directory (in memory it would
         count against the shape's memory)."""
-        return SandboxRoot(self.images, directory, size, source, kept=self.kept is not None)
+        return SandboxRoot(self.images, directory, size, source)
 
     @property
     def images(self) -> ImageSpace:

@@ -19,13 +19,12 @@ file goes with the sandbox's directory, or stays where sandboxes are kept across
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.process import idmap
+from fake_server.runtime.process.diskimage import DiskImage
 from fake_server.runtime.process.image import BUN_GUEST, Image, write_mask
 from fake_server.runtime.process.mountns import (
     MS_BIND,
@@ -57,12 +56,6 @@ _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 #: Size of the tmpfs holding the mask layer (a few hundred small entries).
 _MASK_SIZE = "4m"
 _HOST_ROOT = Path("/")
-_MIB = 1024 * 1024
-#: A kept disk's marker: its image file grew, its file system grows at the next mount.
-_GROW = "disk.grow"
-#: How long a kept disk may take to be released by a closed namespace (real seconds, tries).
-_RELEASE_POLL, _RELEASE_TRIES = 0.01, 1000
-_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 #: Where a sandbox's root is mounted in its own mount namespace (nowhere else): a path the
 #: sandbox's root, an unprivileged id on the host, can reach, as its init's bwrap must.
 _MOUNT_POINT = Path("/mnt")
@@ -113,9 +106,8 @@ class ImageSpace:
 class SandboxRoot:
     """One sandbox's overlay root in its own mount namespace (see the module's docstring).
 
-    ``kept`` (``serve --state-dir``): the directory outlives the fake, and one that already
-    holds a disk image (a restart) mounts it again as it was. Growing a disk while mounted
-    needs ``CAP_SYS_RESOURCE``; without it the file system grows at the next start.
+    A directory that already holds a disk image (a restart of ``serve --state-dir``) mounts it
+    again as it was (``diskimage``).
     """
 
     def __init__(
@@ -124,32 +116,21 @@ class SandboxRoot:
         directory: Path,
         size_mib: int,
         source: SandboxRoot | None,
-        *,
-        kept: bool = False,
     ) -> None:
         self.directory = directory
         disk = directory / "disk"
         root = _MOUNT_POINT
-        self._file = directory / "disk.img"
-        directory.mkdir(mode=0o700, exist_ok=kept)
-        disk.mkdir(exist_ok=kept)
-        if self._file is not None and self._file.exists():
-            _released(self._file)
-            size_mib = self._file.stat().st_size // _MIB
-            if (directory / _GROW).exists():  # a resize the kernel refused while mounted
-                _grow_offline(self._file)
-                (directory / _GROW).unlink()
-        elif self._file is not None:
-            _make_ext4(self._file, size_mib)
-        self.size_mib = size_mib
+        directory.mkdir(mode=0o700, exist_ok=True)  # made with the sandbox, if not a fork's
+        disk.mkdir(exist_ok=True)
+        self._image = DiskImage(directory / "disk.img", size_mib)
+        image_file = self._image
         image = images.image
         userns, owner = images.userns, images.ids.owner
         upper_fd = source.open_upper() if source is not None else None
         copy_from = None if upper_fd is None else f"/proc/{os.getpid()}/fd/{upper_fd}"
-        image_file = self._file
 
         def setup() -> int:
-            _run(["mount", "-o", "loop,nosuid", str(image_file), str(disk)], "mount")
+            image_file.mount(str(disk))
             (disk / "work").mkdir(exist_ok=True)
             upper = disk / "upper"
             upper.mkdir(exist_ok=True)
@@ -213,25 +194,15 @@ class SandboxRoot:
         """Undo ``bind`` (``target``: a descriptor of the mounted directory)."""
         self._space.run(lambda: unmount(f"/proc/self/fd/{target}"))
 
+    @property
+    def size_mib(self) -> int:
+        """The disk's size: ENOSPC past it."""
+        return self._image.size_mib
+
     def resize(self, size_mib: int) -> None:
-        """Grow the disk: ENOSPC comes at ``size_mib`` from now on."""
-        disk = str(self.directory / "disk")
-        image_file = self._file
-        if size_mib > self.size_mib:  # an ext4 image grows only (the API only grows disks)
-            os.truncate(image_file, size_mib * _MIB)
-
-            def grow() -> None:
-                device = _run(["findmnt", "-n", "-o", "SOURCE", disk], "findmnt").strip()
-                _run(["losetup", "-c", device], "losetup")
-                _run([_tool("resize2fs"), device], "resize2fs")
-
-            try:
-                self._space.run(grow)
-            except OSError:  # online growth needs CAP_SYS_RESOURCE: at the next start, then
-                (self.directory / _GROW).touch()
-        else:
-            return
-        self.size_mib = size_mib
+        """Grow the disk: ENOSPC comes at ``size_mib`` from now on (the API only grows disks).
+        ``FeatureUnavailable`` where this host cannot grow it that far while it is mounted."""
+        self._space.run(lambda: self._image.resize(size_mib))
 
     def close(self) -> None:
         """Release the namespace: its mounts go once the last process in it has died."""
@@ -239,49 +210,6 @@ class SandboxRoot:
             os.close(self._root_fd)
         self._root_fd = -1
         self._space.close()
-
-
-def _tool(name: str) -> str:
-    """A program of e2fsprogs (in ``/sbin``, which may not be on the fake's ``PATH``)."""
-    found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin:/bin")
-    if found is None:
-        raise OSError(f"{name} (e2fsprogs) is not installed: apt-get install e2fsprogs")
-    return found
-
-
-def _run(argv: list[str], what: str) -> str:
-    done = subprocess.run(argv, capture_output=True, check=False, env={"PATH": _PATH})
-    if done.returncode != 0:
-        raise OSError(f"{what} failed (status {done.returncode}) for a sandbox's disk")
-    return done.stdout.decode()
-
-
-def _released(path: Path) -> None:
-    """Wait (bounded) until no loop device holds ``path``: the kernel unmounts a closed
-    namespace's file systems a moment after the close, and ext4 must never be mounted twice."""
-    for _ in range(_RELEASE_TRIES):
-        if not _run(["losetup", "-j", str(path)], "losetup").strip():
-            return
-        time.sleep(_RELEASE_POLL)
-    raise OSError("a sandbox's disk is still mounted by an earlier fake")
-
-
-def _grow_offline(path: Path) -> None:
-    """Grow the file system in an unmounted image to the file's size."""
-    fsck = subprocess.run(
-        [_tool("e2fsck"), "-f", "-p", str(path)], capture_output=True, check=False, env={}
-    )
-    if fsck.returncode > 1:  # 0: clean, 1: errors corrected
-        raise OSError(f"e2fsck failed (status {fsck.returncode}) for a sandbox's disk")
-    _run([_tool("resize2fs"), str(path)], "resize2fs")
-
-
-def _make_ext4(path: Path, size_mib: int) -> None:
-    """A sparse ext4 image of ``size_mib`` (blocks are taken as files are written)."""
-    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600), "wb") as handle:
-        handle.truncate(size_mib * _MIB)
-    options = "lazy_itable_init=1,lazy_journal_init=1,nodiscard"
-    _run([_tool("mkfs.ext4"), "-q", "-F", "-m", "0", "-E", options, str(path)], "mkfs.ext4")
 
 
 def _copy(source: str, target: str) -> None:

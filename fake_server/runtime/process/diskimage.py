@@ -1,0 +1,161 @@
+"""A sandbox's disk: an ext4 image file (sparse) on a loop device, of the sandbox's disk size.
+
+On a disk, not in memory, as on a VM: what a sandbox writes never counts against its shape's
+memory (``cgroups``), and writing past the disk's size fails with ENOSPC inside.
+
+Growing a disk while it is mounted (``resize``) needs ``CAP_SYS_RESOURCE``, which some hosts
+withhold even from root (a container, or a VM such as the one this project's CI runs on). On
+such a host a disk is made with room to grow (``HEADROOM_MIB``) and the space past its size is
+held back from everyone (ext4's ``reserved_clusters``): a write past the size fails with ENOSPC
+exactly as on a disk of that size, and a resize within the room releases it at once; only
+``df``'s Size column shows the room (Used, Avail and Use% are the disk's). The disk's size is
+kept with the image (an extended attribute), so a kept disk comes back with it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import time
+from typing import TYPE_CHECKING
+
+from fake_server.runtime.api import FeatureUnavailable
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = ["HEADROOM_MIB", "DiskImage", "grows_online"]
+
+#: The room a disk is made with where it cannot grow while mounted (sparse: costs a few MiB).
+HEADROOM_MIB = 256 * 1024
+_MIB = 1024 * 1024
+_SIZE_ATTR = "user.createos.disk_mib"
+_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+#: How long a kept disk may take to be released by a closed namespace (real seconds, tries).
+_RELEASE_POLL, _RELEASE_TRIES = 0.01, 1000
+_CAP_SYS_RESOURCE = 24
+
+
+@functools.cache
+def grows_online() -> bool:
+    """Whether this process may grow a mounted ext4 file system (``CAP_SYS_RESOURCE``)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> _CAP_SYS_RESOURCE & 1)
+    except OSError:
+        pass
+    return False
+
+
+class DiskImage:
+    """The image file ``path``: made of ``size_mib`` if missing, else reopened with the size
+    it had (a kept disk)."""
+
+    def __init__(self, path: Path, size_mib: int) -> None:
+        self.path = path
+        if path.exists():
+            released(path)
+            self.capacity_mib = path.stat().st_size // _MIB
+            stored = _stored_size(path)
+            self.size_mib = stored if stored is not None else self.capacity_mib
+        else:
+            self.size_mib = size_mib
+            self.capacity_mib = size_mib if grows_online() else max(size_mib, HEADROOM_MIB)
+            _make_ext4(path, self.capacity_mib)
+        os.setxattr(path, _SIZE_ATTR, str(self.size_mib).encode())
+        #: The mount point (``mount``), and the clusters ext4 reserves of its own there.
+        self._target: str | None = None
+        self._own_reserve = 0
+
+    def mount(self, target: str) -> None:
+        """Mount it on ``target`` (in the calling thread's mount namespace), sized."""
+        _run(["mount", "-o", "loop,nosuid", str(self.path), target], "mount")
+        self._target = target
+        self._own_reserve = int(_reserve_file(target).read_text())
+        self._hold_back()
+
+    def resize(self, size_mib: int) -> None:
+        """Grow to ``size_mib`` (call inside the mount's namespace). ``FeatureUnavailable``
+        past the room where a mounted disk cannot grow (nothing changed)."""
+        if size_mib <= self.size_mib:
+            return
+        if size_mib > self.capacity_mib:
+            if not grows_online():
+                raise FeatureUnavailable(
+                    f"the disk can grow to at most {self.capacity_mib} MiB while its sandbox "
+                    "runs: growing an ext4 disk in use needs CAP_SYS_RESOURCE, which this host "
+                    "withholds from the fake"
+                )
+            os.truncate(self.path, size_mib * _MIB)
+            if self._target is not None:
+                device = _device(self._target)
+                _run(["losetup", "-c", device], "losetup")
+                _run([_tool("resize2fs"), device], "resize2fs")
+            self.capacity_mib = size_mib
+        self.size_mib = size_mib
+        os.setxattr(self.path, _SIZE_ATTR, str(size_mib).encode())
+        self._hold_back()
+
+    def _hold_back(self) -> None:
+        """Reserve the room past the disk's size: what the file system holds beyond it, and
+        ext4's own reserve scaled to the disk's size (2%, as ext4 keeps on a small disk)."""
+        if self._target is None:
+            return
+        stats = os.statvfs(self._target)
+        size = self.size_mib * _MIB // stats.f_frsize
+        reserve = min(self._own_reserve, size // 50) + max(0, stats.f_blocks - size)
+        _reserve_file(self._target).write_text(f"{reserve}\n")
+
+
+def _device(target: str) -> str:
+    return _run(["findmnt", "-n", "-o", "SOURCE", target], "findmnt").strip()
+
+
+def _reserve_file(target: str) -> Path:
+    from pathlib import Path
+
+    return Path("/sys/fs/ext4") / os.path.basename(_device(target)) / "reserved_clusters"
+
+
+def _stored_size(path: Path) -> int | None:
+    try:
+        return int(os.getxattr(path, _SIZE_ATTR))
+    except (OSError, ValueError):
+        return None
+
+
+def _tool(name: str) -> str:
+    """A program of e2fsprogs (in ``/sbin``, which may not be on the fake's ``PATH``)."""
+    found = shutil.which(name) or shutil.which(name, path=_PATH)
+    if found is None:
+        raise OSError(f"{name} (e2fsprogs) is not installed: apt-get install e2fsprogs")
+    return found
+
+
+def _run(argv: list[str], what: str) -> str:
+    done = subprocess.run(argv, capture_output=True, check=False, env={"PATH": _PATH})
+    if done.returncode != 0:
+        raise OSError(f"{what} failed (status {done.returncode}) for a sandbox's disk")
+    return done.stdout.decode()
+
+
+def released(path: Path) -> None:
+    """Wait (bounded) until no loop device holds ``path``: the kernel unmounts a closed
+    namespace's file systems a moment after the close, and ext4 must never be mounted twice."""
+    for _ in range(_RELEASE_TRIES):
+        if not _run(["losetup", "-j", str(path)], "losetup").strip():
+            return
+        time.sleep(_RELEASE_POLL)
+    raise OSError("a sandbox's disk is still mounted by an earlier fake")
+
+
+def _make_ext4(path: Path, size_mib: int) -> None:
+    """A sparse ext4 image of ``size_mib`` (blocks are taken as files are written)."""
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600), "wb") as handle:
+        handle.truncate(size_mib * _MIB)
+    options = "lazy_itable_init=1,lazy_journal_init=1,nodiscard"
+    _run([_tool("mkfs.ext4"), "-q", "-F", "-m", "0", "-E", options, str(path)], "mkfs.ext4")
