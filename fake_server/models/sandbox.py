@@ -111,7 +111,7 @@ class Sandbox:
         #: The runtime's side of this sandbox: files, processes, pause, destroy.
         self.machine = machine
         machine.set_address(ip)
-        machine.set_shape(shape.vcpu, shape.mem_mib)
+        machine.set_shape(shape.vcpu, shape.mem_mib, shape.cpu_quota_pct)
         machine.set_agent(self._self_signal)
         self.disk = machine.disk
         self.ctx = ctx

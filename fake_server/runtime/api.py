@@ -12,7 +12,8 @@ under bubblewrap, on real time; ``fake_server.runtime.process``). The models onl
     ``resume()``, ``fork()`` and ``destroy()``; ``connect(port)`` opens a TCP connection to a
     server inside (preview URLs), ``ConnectionRefusedError`` when none listens;
     ``set_address(ip)`` is told the address the API reports for it, once, before anything
-    else; ``set_shape(vcpus, memory_mib)`` its shape (the process runtime's limits);
+    else; ``set_shape(vcpus, memory_mib, cpu_percent)`` its shape (the process runtime's
+    limits);
     ``set_egress(rules, meter)`` is told the sandbox's egress rules whenever they change;
     ``join_network(id, "ip/prefix")`` / ``leave_network(id)`` follow its account networks.
     ``set_agent(handler)``: what the in-guest agent's ``/self/pause`` and ``/self/delete``
@@ -148,8 +149,9 @@ class Machine(Protocol):
     def set_agent(self, handler: Callable[[str, str], None]) -> None: ...
     def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None: ...
     def set_disk_size(self, disk_mib: int) -> None: ...
-    def set_shape(self, vcpus: int, memory_mib: int) -> None:
-        """The shape's vCPUs and memory: limits where the runtime enforces them."""
+    def set_shape(self, vcpus: int, memory_mib: int, cpu_percent: int | None = None) -> None:
+        """The shape's vCPUs, memory and CPU quota (percent of one CPU): limits where the
+        runtime enforces them."""
 
     def join_network(self, network_id: str, address: str) -> None: ...
     def leave_network(self, network_id: str) -> None: ...

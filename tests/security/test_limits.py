@@ -57,16 +57,18 @@ def test_a_hog_past_the_shapes_memory_is_killed_inside_and_nothing_else_notices(
 
 def test_nproc_and_the_cpu_quota_are_the_shapes(serve: Target) -> None:
     sandbox = serve.create(shape="s-1vcpu-1gb")
+    quarter = serve.create(shape="s-0.25vcpu-512mb")
     code, out = serve.sh(sandbox, "nproc")
     host = len(os.sched_getaffinity(0))
     assert (code, out) == (0, "1\n" if host > 1 else f"{host}\n")
+    assert serve.sh(quarter, "nproc") == (code, out)
     quotas = [
         (path / "cpu.cfs_quota_us").read_text().strip()
         for path in _groups(serve, "cpu")
         if (path / "cpu.cfs_quota_us").exists()
     ]
-    assert quotas
-    assert set(quotas) == {str(cgroups.PERIOD_US)}  # one vCPU: one CPU's time per period
+    # one vCPU: one CPU's time per period; a quarter vCPU: a quarter of it
+    assert set(quotas) == {str(cgroups.PERIOD_US), str(cgroups.PERIOD_US // 4)}
 
 
 #: The attack that lifted the limit before: a cgroup namespace of its own, the v1 ``pids``

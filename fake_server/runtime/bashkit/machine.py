@@ -73,7 +73,7 @@ class BashkitMachine:
     def wait_clock(self, clock: Clock) -> Clock:
         return clock
 
-    def set_shape(self, vcpus: int, memory_mib: int) -> None:
+    def set_shape(self, vcpus: int, memory_mib: int, cpu_percent: int | None = None) -> None:
         """Nothing: bashkit's commands run inside the fake (its own limits apply)."""
 
     def set_disk_size(self, disk_mib: int) -> None:

@@ -6,7 +6,8 @@ one group with every controller (v2, where the root delegates them), allowing:
 - memory: the shape's MiB (swap included where the kernel accounts it). A process that goes
   past it is killed by the kernel's OOM killer inside the sandbox (exit 137), as on a VM; the
   fake and the other sandboxes are untouched.
-- CPU: a quota of one CPU per vCPU (``cpu.cfs_quota_us`` or ``cpu.max``) and, where the host
+- CPU: the shape's quota, one CPU per vCPU or a share of one for a fractional shape
+  (``cpu.cfs_quota_us`` or ``cpu.max``), and, where the host
   has more CPUs than the shape, a ``cpuset`` of that many (spread over the host's CPUs), so
   ``nproc`` shows the shape's vCPUs.
 - processes: ``PIDS`` (threads included, as the kernel counts them); a fork bomb gets
@@ -58,6 +59,9 @@ class Limits:
 
     vcpus: int | None = None
     memory_mib: int | None = None
+    #: CPU time per period in percent of one CPU (a quarter-vCPU shape: 25); ``None``: one
+    #: CPU per vCPU.
+    cpu_percent: int | None = None
     #: Processes at once; ``None``: ``PIDS``.
     pids: int | None = None
 
@@ -200,7 +204,10 @@ class SandboxGroup:
                 _write(swap, f"{size}\n")
         cpu = self.paths.get("cpu")
         if cpu is not None:
-            quota = -1 if limits.vcpus is None else limits.vcpus * PERIOD_US
+            percent = limits.cpu_percent
+            if percent is None and limits.vcpus is not None:
+                percent = 100 * limits.vcpus
+            quota = -1 if percent is None else percent * PERIOD_US // 100
             if v2:
                 text = "max" if quota < 0 else str(quota)
                 (cpu / "cpu.max").write_text(f"{text} {PERIOD_US}\n")

@@ -169,9 +169,9 @@ class ProcessMachine:
             self._cgroup = SandboxGroup(self._limits)
         return self._cgroup
 
-    def set_shape(self, vcpus: int, memory_mib: int) -> None:
-        """The shape's vCPUs and memory become the sandbox's limits (``cgroups``)."""
-        self._limits = Limits(vcpus=vcpus, memory_mib=memory_mib)
+    def set_shape(self, vcpus: int, memory_mib: int, cpu_percent: int | None = None) -> None:
+        """The shape's vCPUs, memory and CPU quota become the sandbox's limits (``cgroups``)."""
+        self._limits = Limits(vcpus=vcpus, memory_mib=memory_mib, cpu_percent=cpu_percent)
         if self._cgroup is not None:
             self._cgroup.apply(self._limits)
 
