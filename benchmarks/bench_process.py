@@ -1,7 +1,7 @@
 """Benchmark 7: the process runtime (real programs under bubblewrap) against bwrap alone.
 
 * sandbox create: a fresh sandbox booting the cached devbox:1 image (its mount namespace,
-  tmpfs and overlay), its network namespace and ``eth0`` on the fake's router (goal < 30 ms
+  disk and overlay), its network namespace and ``eth0`` on the fake's router (goal < 30 ms
   once the router exists);
 * ``exec true``: the runtime's ``run()`` (``nsenter`` into the sandbox's init) against
   starting ``bwrap … true`` directly with asyncio (the host's root as ``/``, no namespace
@@ -200,7 +200,7 @@ def _netns_create(runtime: ProcessRuntime, count: int) -> float:
 
 
 def _rootfs_create(runtime: ProcessRuntime, base: Path, count: int) -> float:
-    """A sandbox's root file system alone (mount namespace, tmpfs, overlay), and its release."""
+    """A sandbox's root file system alone (mount namespace, disk image, overlay), and its release."""
     times = []
     for index in range(count):
         start = timer()
@@ -313,7 +313,7 @@ async def run(rounds: int, creates: int, execs: int, alive: int) -> Report:
     resume_ms = median([r for _, r in pauses]) * 1e3
     report.add("sandbox create (with its network namespace and eth0)", create_ms, "ms")
     report.add("network namespace with eth0, made and removed", netns_ms, "ms")
-    report.add("root file system (image overlay on a tmpfs), made and released", rootfs_ms, "ms")
+    report.add("root file system (disk image, image overlay), made and released", rootfs_ms, "ms")
     report.add("preview GET round trip", preview_s * 1e3, "ms")
     report.add("same GET on a direct connection to eth0", direct_s * 1e3, "ms")
     report.add("exec true (runtime)", runtime_ms, "ms")
