@@ -255,7 +255,7 @@ def _runtime(choice: str, image_fallback: bool = False) -> tuple[str, str]:
     network mode, reduced where sandboxes cannot share a network namespace, and the image
     each rootfs name boots, built first if need be with a progress line)."""
     from fake_server.models.catalog import Catalog
-    from fake_server.runtime.process import cgroups, netmode, system
+    from fake_server.runtime.process import cgroups, confine, idmap, netmode, system
     from fake_server.runtime.process.bwrap import require_bwrap
 
     if choice == "bashkit":
@@ -267,7 +267,9 @@ def _runtime(choice: str, image_fallback: bool = False) -> tuple[str, str]:
             return "bashkit", f"runtime: bashkit ({str(exc).split('. ')[0]})"
     chosen = system.choose(fallback=image_fallback, progress=lambda line: print(line, flush=True))
     images = chosen.describe(Catalog().rootfs)
-    return "process", f"runtime: {netmode.detect().describe()}\n{cgroups.describe()}\n{images}"
+    contained = confine.describe(idmap.host_range() if chosen.image else None)
+    lines = [f"runtime: {netmode.detect().describe()}", cgroups.describe(), contained, images]
+    return "process", "\n".join(lines)
 
 
 def serve_key(api_key: str | None, seed: int | None) -> str | None:

@@ -76,6 +76,8 @@ def _exercise(process: subprocess.Popen[str]) -> None:
         "runtime: process (sandboxes: eth0, DNS, NAT to the host's uplink)",
         "limits: the shape's memory and vCPUs, 1024 processes per sandbox (cgroup v1: memory, "
         "cpu, pids)",
+        "containment: root inside is host id 983040000 (ids up to 983105535), /proc masked, a "
+        "seccomp filter",
         "images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, python:3.12 boot devbox:1: "
         f"this host's {HOST_OS} programs on a copy-on-write root per sandbox "
         "(user root; apt-get, pip, npm -g; bun)",
@@ -266,6 +268,8 @@ def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_miss
         "runtime: process (no shared sandbox network: not root)\n"
         "limits: none per sandbox (/sys/fs/cgroup/pids is not writable (not root); a "
         "sandbox can exhaust the host's memory and processes)\n"
+        "containment: user sandbox is the caller's own id on the host; no seccomp filter (run "
+        "serve as root to contain sandboxes: docs/security.md)\n"
         "images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, python:3.12 boot the "
         "host's programs on a read-only /usr as user sandbox (no devbox:1 image: not root)"
     )
@@ -276,6 +280,8 @@ def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_miss
         "runtime: process (sandboxes: eth0, DNS, NAT to the host's uplink)\n"
         "limits: the shape's memory and vCPUs, 1024 processes per sandbox (cgroup v1: memory, "
         "cpu, pids)\n"
+        "containment: root inside is host id 983040000 (ids up to 983105535), /proc masked, a "
+        "seccomp filter\n"
         "images: rootfs devbox:1, "
     )
 

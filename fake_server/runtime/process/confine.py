@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from fake_server.runtime.process.idmap import IdRange
 
-__all__ = ["MASKED", "READ_ONLY", "Confinement", "Handoff", "mask_argv"]
+__all__ = ["MASKED", "READ_ONLY", "Confinement", "Handoff", "describe", "mask_argv"]
 
 #: Paths of ``/proc`` a sandbox sees empty, as OCI runtimes mask them: the host's memory, its
 #: kernel keys, timers and scheduler internals, its hardware.
@@ -46,6 +46,20 @@ MASKED = (
 )  # fmt: skip
 #: Paths of ``/proc`` a sandbox may read but never write (the kernel's knobs).
 READ_ONLY = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
+
+
+def describe(ids: IdRange | None) -> str:
+    """``serve``'s start-up line about how sandboxes are confined."""
+    if ids is None:
+        return (
+            "containment: user sandbox is the caller's own id on the host; no seccomp filter "
+            "(run serve as root to contain sandboxes: docs/security.md)"
+        )
+    why = seccomp.available()
+    syscalls = "a seccomp filter" if why is None else f"no seccomp filter ({why})"
+    last = ids.base + ids.size - 1
+    root = f"root inside is host id {ids.base} (ids up to {last})"
+    return f"containment: {root}, /proc masked, {syscalls}"
 
 
 def mask_argv() -> list[str]:
@@ -70,11 +84,12 @@ class Handoff:
 
     block: int
     info: int
+    #: ``-1`` where the filter cannot be made here (``seccomp.available()`` says why).
     filter: int
 
     @property
-    def fds(self) -> tuple[int, int, int]:
-        return self.block, self.info, self.filter
+    def fds(self) -> tuple[int, ...]:
+        return tuple(fd for fd in (self.block, self.info, self.filter) if fd >= 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +120,8 @@ class Confinement:
             "--info-fd", str(handoff.info), "--uid", "0", "--gid", "0",
             "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             *(["--unshare-net"] if own_net else []), "--hostname", "sandbox",
-            "--die-with-parent", "--seccomp", str(handoff.filter),
+            "--die-with-parent",
+            *(["--seccomp", str(handoff.filter)] if handoff.filter >= 0 else []),
             "--bind", root, "/", "--proc", "/proc", *mask_argv(), "--dev", "/dev", "--clearenv",
         ]  # fmt: skip
         for key, value in env.items():
@@ -125,7 +141,7 @@ def handoff() -> tuple[Handoff, int, int]:
     block_read, block_write = os.pipe()
     info_read, info_write = os.pipe()
     try:
-        program = seccomp.program_fd()
+        program = seccomp.program_fd() if seccomp.available() is None else -1
     except BaseException:
         for fd in (block_read, block_write, info_read, info_write):
             os.close(fd)

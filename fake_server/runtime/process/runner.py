@@ -279,7 +279,7 @@ class Runner:
         )
         prefix = enter_argv(nsenter_path(), init, workdir, uid=0 if image else UID)
         passed: tuple[int, ...] = ()
-        if confinement is not None:  # the filter's descriptor is handed over to the spawn
+        if confinement is not None and seccomp.available() is None:  # handed over to the spawn
             passed = (seccomp.program_fd(),)
             prefix = [*confinement.exec_prefix(passed[0]), *prefix]
         wrappers = 1 if passed else 0  # the bwrap installing the filter
