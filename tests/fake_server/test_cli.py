@@ -269,7 +269,7 @@ def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_miss
         "limits: none per sandbox (/sys/fs/cgroup/pids is not writable (not root); a "
         "sandbox can exhaust the host's memory and processes)\n"
         "containment: user sandbox is the caller's own id on the host; no seccomp filter (run "
-        "serve as root to contain sandboxes: docs/security.md)\n"
+        "serve as root to contain sandboxes)\n"
         "images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, python:3.12 boot the "
         "host's programs on a read-only /usr as user sandbox (no devbox:1 image: not root)"
     )

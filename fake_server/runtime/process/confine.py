@@ -53,7 +53,7 @@ def describe(ids: IdRange | None) -> str:
     if ids is None:
         return (
             "containment: user sandbox is the caller's own id on the host; no seccomp filter "
-            "(run serve as root to contain sandboxes: docs/security.md)"
+            "(run serve as root to contain sandboxes)"
         )
     why = seccomp.available()
     syscalls = "a seccomp filter" if why is None else f"no seccomp filter ({why})"
