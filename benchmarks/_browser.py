@@ -4,8 +4,10 @@ browser tests (tests/reliability/test_dashboard_browser.py) and its benchmark.
 Chromium aborts requests in flight (``ERR_NETWORK_CHANGED``) whenever an interface or an
 address changes on the machine, which other programs (other fakes' sandbox networks) do all the
 time. So, where the machine lets us (root), the browser runs in a network namespace holding only
-``lo``, and a relay listening there forwards each connection to the fake on the host's
-loopback. Without that right it runs beside the fake, as any browser would.
+``lo``, and a relay per port of the fake (its API and dashboard, its preview URLs) listens there
+and forwards each connection to that port on the host's loopback. Without that right it runs
+beside the fake, as any browser would. Either way ``*.localhost`` names resolve to the
+browser's own loopback, as in any browser, so a preview hostname reaches its relay.
 """
 
 from __future__ import annotations
@@ -52,13 +54,13 @@ def chromium_missing() -> str | None:
 class _Relay:
     """Accepts connections on a socket in the browser's namespace, pipes each to ``port``."""
 
-    def __init__(self, listener: Any) -> None:
+    def __init__(self, listener: Any, target: int) -> None:
         self.port = 0
         self._listener = listener
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.Server | None = None
-        self.target = 0
+        self.target = target
 
     def start(self) -> None:
         self._thread.start()
@@ -106,23 +108,37 @@ class _Relay:
 class Browser:
     """A launched Chromium; ``origin(fake_url)`` is where its pages reach that fake."""
 
-    def __init__(self, browser: Any, relay: _Relay | None) -> None:
+    def __init__(self, browser: Any, namespace: Any) -> None:
         self.browser = browser
-        self._relay = relay
+        self._namespace = namespace
+        self._relays: dict[int, _Relay] = {}
 
     def origin(self, fake_url: str) -> str:
-        if self._relay is None:
-            return fake_url
-        self._relay.target = int(fake_url.rsplit(":", 1)[1])
-        return f"http://127.0.0.1:{self._relay.port}"
+        """``http://127.0.0.1:PORT`` of the fake (or of its preview URLs) as pages reach it."""
+        return f"http://127.0.0.1:{self.port(int(fake_url.rsplit(':', 1)[1].strip('/')))}"
+
+    def port(self, target: int) -> int:
+        """The port pages use for the fake's port ``target`` (its relay's, when isolated)."""
+        if self._namespace is None:
+            return target
+        relay = self._relays.get(target)
+        if relay is None:
+            relay = self._relays[target] = _Relay(self._namespace.socket(), target)
+            relay.start()
+        return relay.port
+
+    def close(self) -> None:
+        for relay in self._relays.values():
+            relay.close()
+        self._relays.clear()
 
     def page(self) -> Any:
         """A fresh page in a fresh context (no cookies shared between tests)."""
         return self.browser.new_context().new_page()
 
 
-def _isolated() -> tuple[Any, _Relay, Path] | None:
-    """A namespace with only ``lo``, a relay into it and a launcher that enters it."""
+def _isolated() -> tuple[Any, Path] | None:
+    """A namespace with only ``lo`` and a launcher that enters it."""
     try:
         from fake_server.runtime.process.netns import NetNamespace, nsenter_path
 
@@ -130,8 +146,6 @@ def _isolated() -> tuple[Any, _Relay, Path] | None:
         nsenter = nsenter_path()
     except (OSError, Exception):
         return None
-    relay = _Relay(namespace.socket())
-    relay.start()
     folder = Path(tempfile.mkdtemp(prefix="createos-chromium-"))
     launcher = folder / "chromium"
     launcher.write_text(
@@ -140,7 +154,7 @@ def _isolated() -> tuple[Any, _Relay, Path] | None:
         f'{CHROMIUM} "$@"\n'
     )
     launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
-    return namespace, relay, launcher
+    return namespace, launcher
 
 
 @contextlib.contextmanager
@@ -149,18 +163,19 @@ def open_browser() -> Iterator[Browser]:
     from playwright.sync_api import sync_playwright
 
     isolated = _isolated()
-    executable = str(isolated[2]) if isolated else CHROMIUM
+    executable = str(isolated[1]) if isolated else CHROMIUM
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+            launched = Browser(browser, isolated[0] if isolated else None)
             try:
-                yield Browser(browser, isolated[1] if isolated else None)
+                yield launched
             finally:
                 browser.close()
+                launched.close()
     finally:
         if isolated is not None:
-            namespace, relay, launcher = isolated
-            relay.close()
+            namespace, launcher = isolated
             namespace.close()
             launcher.unlink()
             launcher.parent.rmdir()

@@ -12,7 +12,7 @@
   one of them runs ``sleep`` (the init's bwrap, pid 1 and its idle child, nsenter and the
   program).
 * the sandbox's network namespace and ``eth0`` alone (part of create), and a preview URL's
-  round trip (``GET`` through the fake's ``/_ingress/…`` proxy to ``python3 -m http.server``
+  round trip (``GET`` through the preview port's ``/_ingress/…`` proxy to ``python3 -m http.server``
   in the sandbox) against the same request on a direct connection to the sandbox's ``eth0``
   (goal: within 5 ms).
 
@@ -170,7 +170,7 @@ async def _preview(requests: int) -> tuple[float, float]:
                 break
         server = {"cmd": "python3", "args": ["-m", "http.server", "8080", "--directory", "/etc"]}
         await client.post(f"/v1/sandboxes/{sandbox_id}/processes", json=server)
-        url = f"/_ingress/{sandbox_id}/8080/hostname"
+        url = f"{fake.preview_origin}/_ingress/{sandbox_id}/8080/hostname"
         for _ in range(2000):  # the server starts in real time (about 100 ms)
             if (await client.get(url)).status_code != 502:
                 break

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fake_server.clock import RealClock
-from fake_server.dashboard import is_dashboard
+from fake_server.dashboard import dashboard_request
 from fake_server.http.routes import CONTROL_KEY_HEADER
 from fake_server.http.serve_guards import allowed_hosts, host_guard, request_log
 from fake_server.models import TransitionPolicy
@@ -141,6 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve the fake API until Ctrl-C or SIGTERM")
     serve.add_argument("--host", type=_listen_host, default="127.0.0.1")
     serve.add_argument("--port", type=_port, default=8080, help="0 picks a free port")
+    serve.add_argument(
+        "--preview-port",
+        type=_port,
+        default=0,
+        help="where preview URLs are served, apart from the API and the dashboard (default 0: "
+        "a free port)",
+    )
     serve.add_argument(
         "--api-key",
         type=_api_key,
@@ -307,6 +314,10 @@ def connection_help(
         json.dumps(config),
         "# curl and other HTTP clients send the key in the X-Api-Key header:",
         f"curl -H {shlex.quote('X-Api-Key: ' + key)} {origin}/v1/sandboxes",
+        "# preview URLs (a sandbox's ingress_url_template) have a port of their own; a browser"
+        " is sent on to a host per sandbox and port, http://<id after sb->-<port>.localhost:"
+        f"{fake.preview_port}/",
+        f"preview URLs: {fake.preview_origin}/_ingress/<sandbox id>/<port>/",
     ]
     lines += [
         f"# the fake's control API (/_fake/...) takes its own key in {CONTROL_KEY_HEADER},",
@@ -368,6 +379,7 @@ def serve_fake(args: argparse.Namespace, runtime: str) -> FakeCreateOS:
         journal_limit=args.journal_limit,
         host=args.host,
         port=args.port,
+        preview_port=args.preview_port,
         runtime=runtime,
         network=NetworkOptions(private=args.egress_private == "allow"),
         egress_hostnames=args.egress_hostnames,
@@ -400,7 +412,7 @@ async def _serve(args: argparse.Namespace) -> int:
     outer = [host_guard(allowed_hosts(args.host, args.allow_host))]
     if not args.quiet:
         outer.insert(
-            0, request_log(fake.faults, lambda line: print(line, flush=True), is_dashboard)
+            0, request_log(fake.faults, lambda line: print(line, flush=True), dashboard_request)
         )
     try:
         await fake.start_async(
@@ -408,7 +420,8 @@ async def _serve(args: argparse.Namespace) -> int:
         )
     except OSError as exc:
         reason = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror
-        print(f"createos-fake: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
+        ports = f"{args.port}" if not args.preview_port else f"{args.port} or {args.preview_port}"
+        print(f"createos-fake: cannot listen on {args.host}:{ports}: {reason}", file=sys.stderr)
         await fake.aclose()
         return 1
     state_lines = persistence.describe() if persistence is not None else ()

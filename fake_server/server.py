@@ -13,7 +13,7 @@ from fake_server.clock import DEFAULT_EPOCH, VirtualClock
 from fake_server.dashboard import dashboard_url, install_dashboard
 from fake_server.faults import Faults
 from fake_server.faults.world import WorldTarget
-from fake_server.http import AppState, create_app
+from fake_server.http import AppState, create_app, create_preview_app
 from fake_server.http.connections import WatchedRunner
 from fake_server.http.fault_middleware import applied_listener, journal_listener
 from fake_server.http.ratelimit import RateLimiter
@@ -64,6 +64,9 @@ class FakeCreateOS:
             ``X-Fake-Control-Key``); random per fake unless given. Account keys do not open it.
         journal_limit: keep only this many newest journal events (``None``: all of them).
         host, port: where to listen; port 0 picks a free port.
+        preview_port: where preview URLs are served (on ``host``; 0 picks a free port): a port
+            of their own, so nothing a sandbox serves shares the dashboard's origin
+            (``preview_origin``; ``fake_server.http.preview``).
         runtime: what runs inside new sandboxes: ``"bashkit"`` (default; in-memory, on the
             fake's clock) or ``"process"`` (real programs under bubblewrap, on real time;
             ``RuntimeUnavailable`` where bubblewrap cannot run). Settable later.
@@ -91,6 +94,7 @@ class FakeCreateOS:
         control_key: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        preview_port: int = 0,
         runtime: str = "bashkit",
         rootfs_runtime: Mapping[str, str] | None = None,
         network: NetworkOptions | None = None,
@@ -104,6 +108,7 @@ class FakeCreateOS:
         self._initial_rate_limit = rate_limit
         self.host = host
         self.port = port
+        self.preview_port = preview_port
         if control_key is not None and (not control_key or control_key != control_key.strip()):
             raise ValueError("control_key must be non-empty, without outer whitespace")
         #: The control API's credential, sent as ``X-Fake-Control-Key``.
@@ -153,6 +158,7 @@ class FakeCreateOS:
         self.faults.listeners.append(journal_listener(self.journal))
         self.faults.applied_listeners.append(applied_listener(self.journal, self.clock))
         self._runner: web.AppRunner | None = None
+        self._preview_runner: web.AppRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -177,6 +183,12 @@ class FakeCreateOS:
     def url(self) -> str:
         """The origin, e.g. ``http://127.0.0.1:41234``; the API lives under ``url + "/v1"``."""
         return f"http://{self.host}:{self.port}"
+
+    @property
+    def preview_origin(self) -> str:
+        """Where preview URLs live, e.g. ``http://127.0.0.1:41235``: a sandbox's is
+        ``{preview_origin}/_ingress/{id}/{port}/`` (its ``ingress_url_template``)."""
+        return f"http://{self.host}:{self.preview_port}"
 
     @property
     def api_url(self) -> str:
@@ -252,57 +264,65 @@ class FakeCreateOS:
         idle_timeout: float | None = None,
         shutdown_grace: float = 0.0,
     ) -> Self:
-        """Serve in the running loop.
+        """Serve in the running loop: the API (``url``) and preview URLs (``preview_origin``).
 
-        ``outer_middlewares`` run before all others (``createos-fake serve``'s Host check and
-        request log); ``idle_timeout`` closes a connection that has no complete request after
-        that many real seconds, from its opening and between requests (aiohttp's keepalive
-        timer; its default is an hour). ``shutdown_grace``: real seconds ``aclose()`` lets a
-        request in flight finish its reply (its processes are killed first) before cutting it.
+        ``outer_middlewares`` run before all others on both ports (``createos-fake serve``'s
+        Host check and request log); ``idle_timeout`` closes a connection that has no
+        complete request after that many real seconds, from its opening and between requests
+        (aiohttp's keepalive timer; its default is an hour). ``shutdown_grace``: real seconds
+        ``aclose()`` lets a request in flight finish its reply (its processes are killed
+        first) before cutting it.
         """
         if self._runner is not None:
             raise RuntimeError("this fake is already serving")
         self._loop = asyncio.get_running_loop()
-        app = create_app(
-            AppState(
-                world=self.world,
-                errors=self.errors,
-                faults=self.faults,
-                limiter=self._limiter,
-                control_key=self.control_key,
-                reset=self.reset,
-                origin=lambda: self.url,
-                middlewares=tuple(self.middlewares),
-                default_key=lambda: self.api_key,
-            )
+        state = AppState(
+            world=self.world,
+            errors=self.errors,
+            faults=self.faults,
+            limiter=self._limiter,
+            control_key=self.control_key,
+            reset=self.reset,
+            origin=lambda: self.url,
+            preview_origin=lambda: self.preview_origin,
+            middlewares=tuple(self.middlewares),
+            default_key=lambda: self.api_key,
         )
+        app = create_app(state)
         install_dashboard(app)
+        preview = create_preview_app(state)
         for index, middleware in enumerate(outer_middlewares):
             app.middlewares.insert(index, middleware)
+            preview.middlewares.insert(index, middleware)
         timeouts: dict[str, Any] = {}
         if idle_timeout is not None:
             timeouts["keepalive_timeout"] = idle_timeout
-        runner = WatchedRunner(
-            app,
-            clock=self.clock,
-            handler_kwargs={"access_log": None, **timeouts},
-            handle_signals=False,
-            handler_cancellation=True,
-            shutdown_timeout=shutdown_grace,
-        )
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
+        runners = [
+            WatchedRunner(
+                served,
+                clock=self.clock,
+                handler_kwargs={"access_log": None, **timeouts},
+                handle_signals=False,
+                handler_cancellation=True,
+                shutdown_timeout=shutdown_grace,
+            )
+            for served in (app, preview)
+        ]
         try:
             # A hold taken on the serving loop gets that loop watched by the clock before the
             # first connection can arrive: a connection the kernel has queued but the loop has
             # not yet accepted is then seen (the loop is not parked), never jumped over.
             with self.clock.hold():
-                await site.start()
+                for runner, port in zip(runners, (self.port, self.preview_port), strict=True):
+                    await runner.setup()
+                    await web.TCPSite(runner, self.host, port).start()
         except BaseException:
-            await runner.cleanup()
+            for runner in runners:
+                await runner.cleanup()
             raise
-        self._runner = runner
-        self.port = int(runner.addresses[0][1])
+        self._runner, self._preview_runner = runners
+        self.port = int(runners[0].addresses[0][1])
+        self.preview_port = int(runners[1].addresses[0][1])
         self._closed = False
         return self
 
@@ -312,11 +332,13 @@ class FakeCreateOS:
         Processes die before the server stops, so a request waiting on one (an exec of
         ``sleep 40``) ends with a reply instead of holding the close.
         """
-        runner, self._runner = self._runner, None
+        runners = (self._runner, self._preview_runner)
+        self._runner = self._preview_runner = None
         tasks = self._kill_processes()
         self.runtimes.kill_processes()
-        if runner is not None:
-            await runner.cleanup()
+        for runner in runners:
+            if runner is not None:
+                await runner.cleanup()
         await self.ports.aclose()
         if tasks:
             # Cancelled interpreters stop at once; the bound only guards against a stuck one.

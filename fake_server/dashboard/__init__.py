@@ -29,13 +29,14 @@ from fake_server.dashboard.security import (
 )
 from fake_server.http.connections import request_finished, request_started
 from fake_server.http.keys import STATE_KEY
+from fake_server.http.preview import preview_of_host
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-__all__ = ["UI_PATH", "dashboard_url", "install_dashboard", "is_dashboard"]
+__all__ = ["UI_PATH", "dashboard_request", "dashboard_url", "install_dashboard", "is_dashboard"]
 
 #: Where the dashboard lives; its cookie is scoped to this path.
 UI_PATH = "/_fake/ui/"
@@ -52,6 +53,11 @@ def dashboard_url(origin: str, sandbox_id: str | None = None) -> str:
 
 def is_dashboard(path: str) -> bool:
     return path == _PREFIX or path.startswith(UI_PATH)
+
+
+def dashboard_request(request: web.Request) -> bool:
+    """A request the dashboard answers: on the API's port (the preview port has none)."""
+    return HUB_KEY in request.app and is_dashboard(request.path)
 
 
 async def index(request: web.Request) -> web.StreamResponse:
@@ -114,6 +120,9 @@ async def dashboard_middleware(request: web.Request, handler: Handler) -> web.St
     limit or faults), with its security headers on every answer."""
     if not is_dashboard(request.path):
         return await handler(request)
+    if preview_of_host(request.headers.get("Host")) is not None:
+        # Its cookie would be that preview hostname's, which the sandbox's server receives.
+        return fail(404, "the dashboard is not served on a preview hostname")
     request_started(request)
     try:
         try:

@@ -92,7 +92,9 @@ async def sandbox(request: web.Request) -> web.Response:
     if found is None:
         return fail(404, "no sandbox has this id")
     journal = state.world.ctx.journal
-    detail = sandbox_detail(state.world, found, journal.events, journal.origin, state.origin())
+    detail = sandbox_detail(
+        state.world, found, journal.events, journal.origin, state.preview_origin()
+    )
     detail["now"] = state.world.ctx.clock.time()
     return web.json_response(detail)
 

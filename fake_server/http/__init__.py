@@ -3,7 +3,7 @@ the control API, rate limiting and the fault middleware."""
 
 from __future__ import annotations
 
-from fake_server.http.app import CLIENT_MAX_SIZE, create_app
+from fake_server.http.app import CLIENT_MAX_SIZE, create_app, create_preview_app
 from fake_server.http.keys import (
     ACCOUNT_KEY,
     BACKEND_KEY,
@@ -33,4 +33,5 @@ __all__ = [
     "BodyWriter",
     "FrameWriter",
     "create_app",
+    "create_preview_app",
 ]

@@ -1,4 +1,4 @@
-"""The aiohttp application factory."""
+"""The aiohttp application factories: the API's app and the preview port's."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from aiohttp import web
 
 from fake_server.http.control import control_routes
 from fake_server.http.fault_middleware import fault_middleware
+from fake_server.http.ingress import HOST_FORM, ingress, nowhere
 from fake_server.http.keys import ERRORS_KEY, STATE_KEY, WORLD_KEY
 from fake_server.http.middlewares import (
     auth_middleware,
@@ -16,6 +17,7 @@ from fake_server.http.middlewares import (
     rate_limit_middleware,
     reply_head,
 )
+from fake_server.http.preview import PREVIEW_APP_KEY, PreviewHostResource
 from fake_server.http.routes import ROUTES, UNIMPLEMENTED
 
 if TYPE_CHECKING:
@@ -23,14 +25,14 @@ if TYPE_CHECKING:
 
     from fake_server.http.state import AppState
 
-__all__ = ["CLIENT_MAX_SIZE", "create_app"]
+__all__ = ["CLIENT_MAX_SIZE", "create_app", "create_preview_app"]
 
 #: For JSON bodies; uploads stream in chunks and are bounded separately.
 CLIENT_MAX_SIZE = 64 * 1024 * 1024
 
 
-def create_app(state: AppState) -> web.Application:
-    """The fake's app: API routes, control routes, and middlewares in a fixed order.
+def _app(state: AppState) -> web.Application:
+    """An app with the fake's middlewares in their fixed order, serving ``state``.
 
     Outermost first: core (operation name, journal, clock, envelopes, 500 capture) → auth →
     rate limit (per authenticated account) → ``state.middlewares`` → faults → handler.
@@ -43,9 +45,31 @@ def create_app(state: AppState) -> web.Application:
     app[WORLD_KEY] = state.world
     app[ERRORS_KEY] = state.errors
     app.on_response_prepare.append(reply_head)
+    return app
+
+
+def create_app(state: AppState) -> web.Application:
+    """The fake's app: API routes and control routes (``/_ingress/…`` here moves to the
+    preview port's app)."""
+    app = _app(state)
     for method, path, operation, handler in ROUTES:
         app.router.add_route(method, path, handler, name=operation)
     for method, path, real_name in UNIMPLEMENTED:
         app.router.add_route(method, path, not_implemented, name=f"not_implemented:{real_name}")
     app.router.add_routes(control_routes())
+    return app
+
+
+def create_preview_app(state: AppState) -> web.Application:
+    """The preview port's app (``http.preview``): the hostname form, the path form, and a 404
+    for anything else; no API, control or dashboard route, whatever the path."""
+    app = _app(state)
+    app[PREVIEW_APP_KEY] = True
+    host_form = PreviewHostResource(HOST_FORM)
+    app.router.register_resource(host_form)
+    host_form.add_route("*", ingress)
+    for method, path, operation, handler in ROUTES:
+        if operation == "ingress":
+            app.router.add_route(method, path, handler, name=operation)
+    app.router.add_route("*", "/{tail:.*}", nowhere, name="ingress:elsewhere")
     return app

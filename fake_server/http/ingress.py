@@ -1,4 +1,7 @@
-"""Preview URLs: ``/_ingress/{sandbox}/{port}/{tail}`` proxied to a server inside the sandbox.
+"""Preview URLs proxied to a server inside the sandbox, on the preview port only
+(``http.preview``: the path form ``/_ingress/{sandbox}/{port}/{tail}`` and the hostname form
+``{ulid}-{port}.localhost``). On the API's port ``/_ingress/…`` answers ``307`` to the same
+path on the preview port, so nothing a sandbox serves ever shares the dashboard's origin.
 
 The connection is made by the sandbox's runtime (``Machine.connect``): on the process runtime
 a socket created inside the sandbox's network namespace, so no host port is opened, sandboxes
@@ -28,7 +31,14 @@ import httpcore
 from aiohttp import web
 
 from fake_server.clock import EXCHANGE_HEADER
-from fake_server.http.keys import WORLD_KEY, sandbox_id
+from fake_server.http.keys import STATE_KEY, WORLD_KEY, sandbox_id
+from fake_server.http.preview import (
+    PATH_FORM_CSP,
+    PREVIEW_APP_KEY,
+    browser_navigation,
+    hostname_form,
+    scoped_cookie,
+)
 from fake_server.http.relay import relay, take_over
 from fake_server.models.errors import ApiError, BadGateway, BadRequest
 from fake_server.models.ingress import not_listening, preview
@@ -39,11 +49,13 @@ if TYPE_CHECKING:
 
     from fake_server.models.bandwidth import Bandwidth
 
-__all__ = ["ANSWER_TIMEOUT", "ingress"]
+__all__ = ["ANSWER_TIMEOUT", "HOST_FORM", "ingress", "nowhere"]
 
 #: Real seconds a preview request waits for each read from the sandbox's server.
 ANSWER_TIMEOUT = 60.0
 _CHUNK = 64 * 1024
+#: The route name of the hostname form on the preview port's app.
+HOST_FORM = "ingress:host"
 #: Per-connection headers a proxy does not forward (RFC 9110 §7.6.1), in either direction.
 _HOP = frozenset(
     {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
@@ -61,8 +73,23 @@ _NOT_FORWARDED = _HOP | {
 
 
 async def ingress(request: web.Request) -> web.StreamResponse:
-    """A preview URL; public (no API key), as in the service."""
+    """A preview URL; public (no API key), as in the service. On the API's port: moved."""
+    if not request.app.get(PREVIEW_APP_KEY, False):
+        return _moved(request)
     sandbox, port = preview(request.app[WORLD_KEY], sandbox_id(request), request.match_info["port"])
+    raw, query = request.rel_url.raw_path, request.rel_url.raw_query_string
+    suffix = f"?{query}" if query else ""
+    prefix: str | None = None  # the path form's, as sent: its cookies' paths go under it
+    if request.match_info.route.name == HOST_FORM:
+        target = raw + suffix
+    else:
+        parts = raw.split("/", 4)  # ['', '_ingress', id, port, tail], as sent
+        prefix = "/".join(parts[:4])
+        target = "/" + (parts[4] if len(parts) > 4 else "") + suffix
+        if browser_navigation(request):
+            location = hostname_form(request.url, sandbox.id, port, target)
+            if location is not None:
+                return web.Response(status=307, headers={"Location": location})
     try:
         sock = await sandbox.machine.connect(port)
     except FeatureUnavailable as exc:  # no network shared with its servers (not root)
@@ -73,7 +100,26 @@ async def ingress(request: web.Request) -> web.StreamResponse:
     stream = _Stream(reader, writer, sandbox.bandwidth)
     origin = httpcore.Origin(b"http", b"127.0.0.1", port)
     async with httpcore.AsyncHTTP11Connection(origin, stream) as connection:
-        return await _forward(request, connection, port, stream)
+        return await _forward(request, connection, port, stream, target, prefix)
+
+
+def _moved(request: web.Request) -> web.StreamResponse:
+    """``/_ingress/…`` on the API's port: the same URL on the preview port."""
+    origin = request.app[STATE_KEY].preview_origin()
+    if not origin:
+        raise ApiError("this fake serves no preview URLs", status=404, code="ingress_not_found")
+    location = origin + request.rel_url.raw_path_qs
+    return web.Response(status=307, headers={"Location": location})
+
+
+async def nowhere(request: web.Request) -> web.StreamResponse:
+    """Any other request on the preview port: neither form of a preview URL."""
+    raise ApiError(
+        "no preview URL here: the preview port serves /_ingress/{sandbox_id}/{port}/… and "
+        "http://{id without sb-}-{port}.localhost:{preview port}/…",
+        status=404,
+        code="ingress_not_found",
+    )
 
 
 async def _forward(
@@ -81,6 +127,8 @@ async def _forward(
     connection: httpcore.AsyncHTTP11Connection,
     port: int,
     stream: _Stream,
+    target: str,
+    prefix: str | None,
 ) -> web.StreamResponse:
     headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED]
     upgrade = _upgrade_of(request)
@@ -91,9 +139,6 @@ async def _forward(
     chunked = "chunked" in request.headers.get("Transfer-Encoding", "").lower()
     if chunked:
         headers.append(("Transfer-Encoding", "chunked"))
-    parts = request.rel_url.raw_path.split("/", 4)  # ['', '_ingress', id, port, tail], as sent
-    query = request.rel_url.raw_query_string
-    target = "/" + (parts[4] if len(parts) > 4 else "") + (f"?{query}" if query else "")
     timeouts = {"connect": ANSWER_TIMEOUT, "read": ANSWER_TIMEOUT, "write": ANSWER_TIMEOUT}
     try:
         async with connection.stream(
@@ -104,8 +149,8 @@ async def _forward(
             extensions={"timeout": timeouts},
         ) as answer:
             if answer.status == 101 and upgrade is not None:
-                return await _switch(request, answer, stream)
-            return await _relay(request, answer)
+                return await _switch(request, answer, stream, prefix)
+            return await _relay(request, answer, prefix)
     except httpcore.TimeoutException:
         raise ApiError(
             f"the server on port {port} in the sandbox did not answer within {ANSWER_TIMEOUT:g} s",
@@ -124,14 +169,31 @@ async def _forward(
         ) from None
 
 
-async def _relay(request: web.Request, answer: httpcore.Response) -> web.StreamResponse:
+def _copy_headers(
+    response: web.StreamResponse,
+    answer: httpcore.Response,
+    prefix: str | None,
+    skip: frozenset[str],
+) -> None:
+    """The server's headers, its cookies kept to its own origin; the path form's answers
+    also get ``PATH_FORM_CSP``."""
+    for key, value in answer.headers:
+        name, text = key.decode("latin-1"), value.decode("latin-1")
+        lowered = name.lower()
+        if lowered in skip:
+            continue
+        response.headers.add(name, scoped_cookie(text, prefix) if lowered == "set-cookie" else text)
+    if prefix is not None:
+        response.headers.add("Content-Security-Policy", PATH_FORM_CSP)
+
+
+async def _relay(
+    request: web.Request, answer: httpcore.Response, prefix: str | None
+) -> web.StreamResponse:
     """Stream the server's answer to the client; its headers once, then its body."""
     reason = answer.extensions.get("reason_phrase", b"")
     response = web.StreamResponse(status=answer.status, reason=reason.decode("latin-1") or None)
-    for key, value in answer.headers:
-        name = key.decode("latin-1")
-        if name.lower() not in _HOP:
-            response.headers.add(name, value.decode("latin-1"))
+    _copy_headers(response, answer, prefix, _HOP)
     await response.prepare(request)
     try:
         async for chunk in answer.aiter_stream():
@@ -152,12 +214,11 @@ def _upgrade_of(request: web.Request) -> str | None:
 
 
 async def _switch(
-    request: web.Request, answer: httpcore.Response, stream: _Stream
+    request: web.Request, answer: httpcore.Response, stream: _Stream, prefix: str | None
 ) -> web.StreamResponse:
     """The server switched protocols: its ``101`` head to the client, then raw bytes."""
     response = web.StreamResponse(status=101)
-    for key, value in answer.headers:
-        response.headers.add(key.decode("latin-1"), value.decode("latin-1"))
+    _copy_headers(response, answer, prefix, frozenset())
     client = take_over(request)
     try:
         await response.prepare(request)

@@ -28,8 +28,8 @@ POLL_AFTER = "1"
 
 
 def origin(request: web.Request) -> str:
-    """The fake's own origin (its bound address, not the Host header) for preview URLs."""
-    return request.app[STATE_KEY].origin()
+    """The preview port's origin (its bound address, not the Host header) for preview URLs."""
+    return request.app[STATE_KEY].preview_origin()
 
 
 async def create_sandbox(request: web.Request) -> web.Response:

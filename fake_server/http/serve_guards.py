@@ -2,7 +2,9 @@
 
 A fake on loopback is reachable from any web page the user opens: a page on a name that
 re-resolves to 127.0.0.1 (DNS rebinding) sends its own name in ``Host``, so requests for
-other names are refused before anything else runs. The log shows what a client did without
+other names are refused before anything else runs. Names under ``localhost`` (the preview
+hostnames, ``http.preview``) are always accepted: browsers resolve them to loopback
+themselves (RFC 6761), so no page can rebind one. The log shows what a client did without
 what it sent: method, path (still percent-encoded, no query string), status, milliseconds and
 the fault that fired, never keys, bodies or query values.
 """
@@ -65,7 +67,8 @@ def host_guard(allowed: frozenset[str] | None) -> Middleware:
     @web.middleware
     async def check_host(request: web.Request, handler: Handler) -> web.StreamResponse:
         host = request.headers.get("Host")
-        if allowed is None or host is None or host_name(host) in allowed:
+        name = host_name(host) if host is not None else ""
+        if allowed is None or host is None or name in allowed or name.endswith(".localhost"):
             return await handler(request)
         message = (
             "this Host is not served (a guard against DNS rebinding); "
@@ -82,11 +85,11 @@ def host_guard(allowed: frozenset[str] | None) -> Middleware:
 def request_log(
     faults: Faults,
     write: Callable[[str], None],
-    unlogged: Callable[[str], bool] = lambda path: False,
+    unlogged: Callable[[web.Request], bool] = lambda request: False,
 ) -> Middleware:
     """Writes one line per request: ``POST /v1/sandboxes 200 12.3ms [fault #1 HttpError 503]``.
 
-    Faults fire in the request's own task, so a context variable ties firings to it. A path
+    Faults fire in the request's own task, so a context variable ties firings to it. A request
     ``unlogged`` accepts is not written (``serve`` passes the dashboard's: its own traffic is
     not the app's).
     """
@@ -100,7 +103,7 @@ def request_log(
 
     @web.middleware
     async def log_request(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if unlogged(request.path):
+        if unlogged(request):
             return await handler(request)
         seen: list[FaultFiring] = []
         token = _firings.set(seen)

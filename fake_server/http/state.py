@@ -37,10 +37,12 @@ class AppState:
     control_key: str
     #: Back to a fresh fake (``POST /_fake/reset``).
     reset: Callable[[], None]
-    #: The fake's own origin (its bound address, never the Host header), for preview URLs.
+    #: The fake's own origin (its bound address, never the Host header).
     origin: Callable[[], str]
     #: Extra middlewares, run after authentication and rate limiting, before fault injection.
     middlewares: Sequence[Middleware] = field(default=())
+    #: The preview port's origin (``http.preview``), for preview URLs; empty: none served.
+    preview_origin: Callable[[], str] = field(default=lambda: "")
     #: The default account's API key (``PUT /_fake/credit`` without ``account``).
     default_key: Callable[[], str] = field(default=lambda: "")
     #: The journal's text of recent reply bodies, each redacted once (``recorder``).

@@ -60,7 +60,7 @@ def test_ingress_gives_a_preview_url_that_answers_502_with_nothing_listening(
 ) -> None:
     sandbox = _create(createos_sdk, ingress_enabled=True)
     url = sandbox.preview_url(8080)
-    assert url == f"{createos_fake.url}/_ingress/{sandbox.id}/8080/"
+    assert url == f"{createos_fake.preview_origin}/_ingress/{sandbox.id}/8080/"
     answer = httpx.get(url + "index.html", verify=tls_context())  # public: no API key
     assert answer.status_code == 502
     assert answer.json()["message"] == "no server is listening on port 8080 in the sandbox"

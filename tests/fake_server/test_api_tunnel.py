@@ -116,7 +116,7 @@ async def test_a_tunnel_reaches_a_server_bound_to_loopback_that_preview_urls_do_
     127.0.0.1:3000)"; ingress goes to eth0 only."""
     loopback_echo = ECHO.replace("('0.0.0.0', 7000)", "('127.0.0.1', 7002)")
     async with serving(loopback_echo, 7002, ingress_enabled=True) as (fake, client, sandbox_id):
-        preview = await client.get(f"/_ingress/{sandbox_id}/7002/")
+        preview = await client.get(f"{fake.preview_origin}/_ingress/{sandbox_id}/7002/")
         assert (preview.status_code, preview.json()["message"]) == (
             502,
             "no server is listening on port 7002 in the sandbox",

@@ -53,14 +53,14 @@ async def test_a_preview_url_reaches_a_registered_server(
     fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: MakeSandbox
 ) -> None:
     sandbox_id = await make_sandbox(ingress_enabled=True)
-    nothing = await client.get(f"/_ingress/{sandbox_id}/8080/app")
+    nothing = await client.get(f"{fake.preview_origin}/_ingress/{sandbox_id}/8080/app")
     assert (nothing.status_code, nothing.json()["message"]) == (
         502,
         "no server is listening on port 8080 in the sandbox",
     )
     fake.ports.register(8080, hello_http)
     assert fake.ports.ports() == [8080]
-    served = await client.get(f"/_ingress/{sandbox_id}/8080/app")
+    served = await client.get(f"{fake.preview_origin}/_ingress/{sandbox_id}/8080/app")
     assert (served.status_code, served.text) == (200, "served /app")
 
 
@@ -108,7 +108,7 @@ async def test_a_failing_handler_is_an_error_of_the_fake_and_closes_the_connecti
 
     sandbox_id = await make_sandbox(ingress_enabled=True)
     fake.ports.register(8080, broken)
-    answer = await client.get(f"/_ingress/{sandbox_id}/8080/")
+    answer = await client.get(f"{fake.preview_origin}/_ingress/{sandbox_id}/8080/")
     assert answer.status_code == 502
     [(operation, trace)] = fake.errors
     assert operation == "port"

@@ -70,6 +70,13 @@ def _exercise(process: subprocess.Popen[str]) -> None:
     assert re.fullmatch(r"cos_live_[0-9a-f]{32}", key)
     assert key != FakeCreateOS(seed=0).api_key
     control_key = lines[-1].removeprefix("control key: ")
+    (previews,) = (
+        line.removeprefix("preview URLs: ") for line in lines if line.startswith("preview URLs: ")
+    )
+    preview_origin = previews.removesuffix("/_ingress/<sandbox id>/<port>/")
+    preview_port = preview_origin.rsplit(":", 1)[1]
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+", preview_origin)
+    assert preview_origin != origin
     assert re.fullmatch(r"cos_fake_[0-9a-f]{32}", control_key)
     assert lines[1:] == [
         # --runtime auto: bubblewrap runs here, as root with nftables
@@ -92,6 +99,10 @@ def _exercise(process: subprocess.Popen[str]) -> None:
         json.dumps({"apiUrl": origin, "apiKey": key, "shape": "s-1vcpu-1gb"}),
         "# curl and other HTTP clients send the key in the X-Api-Key header:",
         f"curl -H 'X-Api-Key: {key}' {origin}/v1/sandboxes",
+        "# preview URLs (a sandbox's ingress_url_template) have a port of their own; a browser"
+        " is sent on to a host per sandbox and port, http://<id after sb->-<port>.localhost:"
+        f"{preview_port}/",
+        f"preview URLs: {preview_origin}/_ingress/<sandbox id>/<port>/",
         "# the fake's control API (/_fake/...) takes its own key in X-Fake-Control-Key,",
         f"# and so does the web dashboard's login: {origin}/_fake/ui/",
         f"control key: {control_key}",
@@ -115,6 +126,15 @@ def _exercise(process: subprocess.Popen[str]) -> None:
         control = {"X-Fake-Control-Key": control_key}
         assert client.post("/_fake/faults", json=fault, headers=control).status_code == 201
         assert client.get("/v1/whoami").status_code == 503
+        # Preview URLs: their own port, behind the Host check, which lets preview hostnames in.
+        moved = client.get("/_ingress/sb-none/8080/x?y=1")
+        assert (moved.status_code, moved.headers["Location"]) == (
+            307,
+            f"{preview_origin}/_ingress/sb-none/8080/x?y=1",
+        )
+        named = {"Host": f"{'0' * 26}-8080.localhost:{preview_port}"}
+        assert client.get(f"{preview_origin}/", headers=named).status_code == 404
+        assert client.get(f"{preview_origin}/", headers=evil).status_code == 403
     assert (rebound.status_code, rebound.json()) == (
         403,
         {
@@ -126,7 +146,7 @@ def _exercise(process: subprocess.Popen[str]) -> None:
             },
         },
     )
-    log = [process.stdout.readline() for _ in range(6)]
+    log = [process.stdout.readline() for _ in range(9)]
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=10) == 0
     pattern = [
@@ -136,6 +156,9 @@ def _exercise(process: subprocess.Popen[str]) -> None:
         r"GET /v1/whoami 200 \d+\.\dms",
         r"POST /_fake/faults 201 \d+\.\dms",
         r"GET /v1/whoami 503 \d+\.\dms fault #1 HttpError 503",
+        r"GET /_ingress/sb-none/8080/x 307 \d+\.\dms",
+        r"GET / 404 \d+\.\dms",
+        r"GET / 403 \d+\.\dms",
     ]
     for expected, line in zip(pattern, log, strict=True):
         assert re.fullmatch(expected, line.rstrip("\n")), line

@@ -116,7 +116,7 @@ async def _fake() -> AsyncIterator[tuple[FakeCreateOS, httpx.AsyncClient]]:
 async def test_a_websocket_through_a_preview_url_relays_frames_both_ways() -> None:
     async with _fake() as (fake, client):
         sandbox_id = await _sandbox_with_server(fake, client)
-        url = f"{fake.url}/_ingress/{sandbox_id}/8765/socket"
+        url = f"{fake.preview_origin}/_ingress/{sandbox_id}/8765/socket"
         async with aiohttp.ClientSession() as session:
             # Preview URLs are public: a wrong account key changes nothing, as on plain ingress.
             async with session.ws_connect(url, headers={"X-Api-Key": "not-a-key"}) as ws:
@@ -140,31 +140,41 @@ async def test_refusals_of_a_websocket_preview_come_before_the_upgrade() -> None
         sandbox_id = await _sandbox_with_server(fake, client)
         upgrade = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13"}
         # The handshake is the server's: without a key it answers 400, passed through.
-        no_key = await client.get(f"/_ingress/{sandbox_id}/8765/", headers=upgrade)
+        no_key = await client.get(
+            f"{fake.preview_origin}/_ingress/{sandbox_id}/8765/", headers=upgrade
+        )
         assert (no_key.status_code, no_key.text) == (400, "no key")
-        empty = await client.get(f"/_ingress/{sandbox_id}/8766/", headers=upgrade)
+        empty = await client.get(
+            f"{fake.preview_origin}/_ingress/{sandbox_id}/8766/", headers=upgrade
+        )
         assert (empty.status_code, empty.json()["message"]) == (
             502,
             "no server is listening on port 8766 in the sandbox",
         )
         async with aiohttp.ClientSession() as session:
             with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
-                await session.ws_connect(f"{fake.url}/_ingress/{sandbox_id}/8766/")
+                await session.ws_connect(f"{fake.preview_origin}/_ingress/{sandbox_id}/8766/")
             assert refused.value.status == 502
             assert (await client.post(f"/v1/sandboxes/{sandbox_id}/pause")).status_code == 200
-            paused = await client.get(f"/_ingress/{sandbox_id}/8765/", headers=upgrade)
+            paused = await client.get(
+                f"{fake.preview_origin}/_ingress/{sandbox_id}/8765/", headers=upgrade
+            )
             assert (paused.status_code, paused.json()["message"]) == (
                 502,
                 "sandbox is paused; its preview URLs answer once it runs",
             )
             assert (await client.delete(f"/v1/sandboxes/{sandbox_id}")).status_code == 200
-            gone = await client.get(f"/_ingress/{sandbox_id}/8765/", headers=upgrade)
-            plain = await client.get(f"/_ingress/{sandbox_id}/8765/")
+            gone = await client.get(
+                f"{fake.preview_origin}/_ingress/{sandbox_id}/8765/", headers=upgrade
+            )
+            plain = await client.get(f"{fake.preview_origin}/_ingress/{sandbox_id}/8765/")
             assert (gone.status_code, gone.json()) == (plain.status_code, plain.json())
             assert gone.json()["message"] == (
                 "sandbox is destroyed; its preview URLs answer once it runs"
             )
-            unknown = await client.get("/_ingress/sb-unknown/8765/", headers=upgrade)
+            unknown = await client.get(
+                f"{fake.preview_origin}/_ingress/sb-unknown/8765/", headers=upgrade
+            )
             assert (unknown.status_code, unknown.json()["data"]) == (
                 404,
                 {
@@ -173,5 +183,5 @@ async def test_refusals_of_a_websocket_preview_come_before_the_upgrade() -> None
                 },
             )
             with pytest.raises(aiohttp.WSServerHandshakeError) as missing:
-                await session.ws_connect(f"{fake.url}/_ingress/sb-unknown/8765/")
+                await session.ws_connect(f"{fake.preview_origin}/_ingress/sb-unknown/8765/")
             assert missing.value.status == 404

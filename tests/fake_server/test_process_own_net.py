@@ -79,7 +79,7 @@ async def test_a_preview_url_answers_502_saying_it_needs_root(
     fake: FakeCreateOS, client: httpx.AsyncClient
 ) -> None:
     sandbox_id = await new_sandbox(client, ingress_enabled=True)
-    answer = await client.get(f"/_ingress/{sandbox_id}/8080/")
+    answer = await client.get(f"{fake.preview_origin}/_ingress/{sandbox_id}/8080/")
     assert (answer.status_code, answer.json()) == (
         502,
         {

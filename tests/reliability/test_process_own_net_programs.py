@@ -104,7 +104,7 @@ async def test_processes_pause_fork_and_destroy_work_with_a_network_per_process(
 
 
 async def test_a_server_is_reached_by_the_next_exec_but_not_by_the_preview_url(
-    client: httpx.AsyncClient,
+    fake: FakeCreateOS, client: httpx.AsyncClient
 ) -> None:
     sandbox_id = await new_sandbox(client, ingress_enabled=True)
     server = (
@@ -123,6 +123,6 @@ async def test_a_server_is_reached_by_the_next_exec_but_not_by_the_preview_url(
         client, sandbox_id, "until [ -e up ]; do sleep 0.01; done; echo > /dev/tcp/127.0.0.1/8080"
     )
     assert own["exit_code"] == 0
-    preview = await client.get(f"/_ingress/{sandbox_id}/8080/")
+    preview = await client.get(f"{fake.preview_origin}/_ingress/{sandbox_id}/8080/")
     assert preview.status_code == 502
     assert preview.json()["message"].startswith("preview URLs to servers in the sandbox need")

@@ -50,18 +50,20 @@ def parse_create_sandbox(body: Mapping[str, Any]) -> SandboxSpec:
     )
 
 
-#: Where a sandbox's preview URLs live on the fake: ``{origin}/_ingress/{id}/{port}/``.
+#: Where a sandbox's preview URLs live on the fake's preview port (``http.preview``):
+#: ``{preview origin}/_ingress/{id}/{port}/``.
 INGRESS_PREFIX = "/_ingress"
 
 
 def ingress_url_template(origin: str, sandbox_id: str) -> str:
-    """The template with the literal ``<port>`` placeholder both SDKs substitute."""
+    """The template with the literal ``<port>`` placeholder both SDKs substitute, on the
+    preview port's ``origin`` (the path form: every client resolves it)."""
     return f"{origin}{INGRESS_PREFIX}/{sandbox_id}/<port>/"
 
 
 def sandbox_json(s: Sandbox, origin: str = "") -> dict[str, Any]:
     """The service's projection: optional fields absent when unset (``omitempty``), never
-    ``null``; ``origin`` (the fake's URL) makes the ingress template when ingress is on."""
+    ``null``; ``origin`` (the preview port's) makes the ingress template when ingress is on."""
     data: dict[str, Any] = {
         "id": s.id,
         "status": s.status,
