@@ -8,7 +8,7 @@ from aiohttp import web
 
 from fake_server.http.control import control_routes
 from fake_server.http.fault_middleware import fault_middleware
-from fake_server.http.ingress import HOST_FORM, ingress, nowhere
+from fake_server.http.ingress import ingress, nowhere
 from fake_server.http.keys import ERRORS_KEY, STATE_KEY, WORLD_KEY
 from fake_server.http.middlewares import (
     auth_middleware,
@@ -17,7 +17,12 @@ from fake_server.http.middlewares import (
     rate_limit_middleware,
     reply_head,
 )
-from fake_server.http.preview import PREVIEW_APP_KEY, PreviewHostResource
+from fake_server.http.preview import (
+    HOST_FORM,
+    PREVIEW_APP_KEY,
+    PreviewHostResource,
+    as_path_form,
+)
 from fake_server.http.routes import ROUTES, UNIMPLEMENTED
 
 if TYPE_CHECKING:
@@ -64,6 +69,7 @@ def create_preview_app(state: AppState) -> web.Application:
     """The preview port's app (``http.preview``): the hostname form, the path form, and a 404
     for anything else; no API, control or dashboard route, whatever the path."""
     app = _app(state)
+    app.middlewares.insert(0, as_path_form)
     app[PREVIEW_APP_KEY] = True
     host_form = PreviewHostResource(HOST_FORM)
     app.router.register_resource(host_form)

@@ -33,6 +33,7 @@ from aiohttp import web
 from fake_server.clock import EXCHANGE_HEADER
 from fake_server.http.keys import STATE_KEY, WORLD_KEY, sandbox_id
 from fake_server.http.preview import (
+    HOST_FORM,
     PATH_FORM_CSP,
     PREVIEW_APP_KEY,
     browser_navigation,
@@ -49,13 +50,11 @@ if TYPE_CHECKING:
 
     from fake_server.models.bandwidth import Bandwidth
 
-__all__ = ["ANSWER_TIMEOUT", "HOST_FORM", "ingress", "nowhere"]
+__all__ = ["ANSWER_TIMEOUT", "ingress", "nowhere"]
 
 #: Real seconds a preview request waits for each read from the sandbox's server.
 ANSWER_TIMEOUT = 60.0
 _CHUNK = 64 * 1024
-#: The route name of the hostname form on the preview port's app.
-HOST_FORM = "ingress:host"
 #: Per-connection headers a proxy does not forward (RFC 9110 §7.6.1), in either direction.
 _HOP = frozenset(
     {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
@@ -77,15 +76,13 @@ async def ingress(request: web.Request) -> web.StreamResponse:
     if not request.app.get(PREVIEW_APP_KEY, False):
         return _moved(request)
     sandbox, port = preview(request.app[WORLD_KEY], sandbox_id(request), request.match_info["port"])
-    raw, query = request.rel_url.raw_path, request.rel_url.raw_query_string
-    suffix = f"?{query}" if query else ""
+    # The hostname form arrives as its path form too (``preview.as_path_form``).
+    parts = request.rel_url.raw_path.split("/", 4)  # ['', '_ingress', id, port, tail], as sent
+    query = request.rel_url.raw_query_string
+    target = "/" + (parts[4] if len(parts) > 4 else "") + (f"?{query}" if query else "")
     prefix: str | None = None  # the path form's, as sent: its cookies' paths go under it
-    if request.match_info.route.name == HOST_FORM:
-        target = raw + suffix
-    else:
-        parts = raw.split("/", 4)  # ['', '_ingress', id, port, tail], as sent
+    if request.match_info.route.name != HOST_FORM:
         prefix = "/".join(parts[:4])
-        target = "/" + (parts[4] if len(parts) > 4 else "") + suffix
         if browser_navigation(request):
             location = hostname_form(request.url, sandbox.id, port, target)
             if location is not None:

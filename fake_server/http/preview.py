@@ -26,14 +26,21 @@ import re
 from typing import TYPE_CHECKING
 
 from aiohttp import web
+from yarl import URL
+
+from fake_server.http.wire.sandboxes import INGRESS_PREFIX
 
 if TYPE_CHECKING:
-    from yarl import URL
+    from collections.abc import Awaitable, Callable
+
+    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 __all__ = [
+    "HOST_FORM",
     "PATH_FORM_CSP",
     "PREVIEW_APP_KEY",
     "PreviewHostResource",
+    "as_path_form",
     "browser_navigation",
     "hostname_form",
     "preview_hostname",
@@ -41,6 +48,8 @@ __all__ = [
     "scoped_cookie",
 ]
 
+#: The route name of the hostname form on the preview port's app.
+HOST_FORM = "ingress:host"
 #: Set on the preview port's app: its ``/_ingress/…`` route proxies (on the API's it moves).
 PREVIEW_APP_KEY: web.AppKey[bool] = web.AppKey("fake_server.preview_app")
 #: What the path form's answers carry: a document shown there runs in an opaque origin (no
@@ -128,3 +137,16 @@ class PreviewHostResource(web.DynamicResource):
         if match is not None:
             match["sandbox_id"], match["port"] = named
         return match, allowed
+
+
+@web.middleware
+async def as_path_form(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A hostname-form request goes on as its path form, ``/_ingress/{id}/{port}/…``: the
+    journal, fault rules matching a path and the dashboard see one form of each preview URL."""
+    match = request.match_info
+    if match.route.name != HOST_FORM:
+        return await handler(request)
+    url = request.rel_url
+    path = f"{INGRESS_PREFIX}/{match['sandbox_id']}/{match['port']}{url.raw_path}"
+    moved = URL.build(path=path, query_string=url.raw_query_string, encoded=True)
+    return await handler(request.clone(rel_url=moved))

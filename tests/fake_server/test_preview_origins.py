@@ -90,8 +90,14 @@ async def test_the_hostname_form_serves_the_app_at_the_root_of_its_own_origin(
         served = await client.get(fake.preview_origin + target, headers=named)
         assert (served.status_code, served.text) == (200, f"{target} Host: {named['Host']}")
         assert "Content-Security-Policy" not in served.headers
-    calls = [e for e in fake.journal.events if e.kind == "request" and e.path == "/"]
-    assert [(e.operation, e.sandbox_id) for e in calls] == [("ingress", sandbox_id)]
+    # The journal (and the dashboard, and fault rules on a path) sees the path form.
+    paths = [e.path for e in fake.journal.events if e.kind == "request" and e.sandbox_id]
+    assert paths[-4:] == [
+        f"/_ingress/{sandbox_id}/8080/",
+        f"/_ingress/{sandbox_id}/8080/static/app.js",
+        f"/_ingress/{sandbox_id}/8080/_fake/ui/api/session",
+        f"/_ingress/{sandbox_id}/8080/v1/sandboxes",
+    ]
 
 
 @pytest.mark.asyncio
