@@ -390,7 +390,27 @@ def serve_fake(args: argparse.Namespace, runtime: str) -> FakeCreateOS:
     return fake
 
 
+#: Keys shorter than this get a warning: easy to guess, and masked only where they stand whole.
+SHORT_KEY = 8
+
+
+def short_key_warnings(args: argparse.Namespace) -> list[str]:
+    """A line per given key shorter than ``SHORT_KEY`` characters (never the key itself)."""
+    lines = []
+    for attribute, flag in (("api_key", "--api-key"), ("control_key", "--control-key")):
+        value = getattr(args, attribute, None)
+        if value is not None and len(value) < SHORT_KEY:
+            lines.append(
+                f"warning: the {flag} value is shorter than {SHORT_KEY} "
+                "characters: anyone who can reach the port can guess it, and the journal "
+                "masks it only where it stands as a whole word"
+            )
+    return lines
+
+
 async def _serve(args: argparse.Namespace) -> int:
+    for line in short_key_warnings(args):
+        _complain(line)
     try:
         runtime, runtime_line = _runtime(args.runtime, args.image_fallback)
         fake = serve_fake(args, runtime)

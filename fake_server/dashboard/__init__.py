@@ -10,12 +10,15 @@ modules under ``static/``, no build step.
 
 from __future__ import annotations
 
+import functools
 import json
+import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from fake_server.dashboard.actions import action_routes, as_control_call
 from fake_server.dashboard.handlers import HUB_KEY, SESSIONS_KEY, api_routes, fail
 from fake_server.dashboard.live import Hub
 from fake_server.dashboard.security import (
@@ -24,6 +27,7 @@ from fake_server.dashboard.security import (
     csrf_ok,
     drop_session_cookie,
     key_matches,
+    page_policy,
     same_origin,
     set_session_cookie,
 )
@@ -60,8 +64,21 @@ def dashboard_request(request: web.Request) -> bool:
     return HUB_KEY in request.app and is_dashboard(request.path)
 
 
+_NONCE_MARK = "{{style-nonce}}"
+
+
+@functools.cache
+def _page() -> str:
+    return (STATIC / "index.html").read_text(encoding="utf-8")
+
+
 async def index(request: web.Request) -> web.StreamResponse:
-    return web.FileResponse(STATIC / "index.html")
+    """The page, with a fresh nonce its scripts give the ``<style>`` elements xterm.js makes
+    (its theme, cell size and colours); nothing else may add a style."""
+    nonce = secrets.token_urlsafe(18)
+    response = web.Response(text=_page().replace(_NONCE_MARK, nonce), content_type="text/html")
+    response.headers["Content-Security-Policy"] = page_policy(nonce)
+    return response
 
 
 async def to_index(request: web.Request) -> web.StreamResponse:
@@ -93,11 +110,13 @@ async def logout(request: web.Request) -> web.StreamResponse:
     return response
 
 
-_OPEN = frozenset({_PREFIX, UI_PATH, UI_PATH + "login"})
+_OPEN = frozenset({_PREFIX, UI_PATH, UI_PATH + "login", UI_PATH + "api/session"})
+#: Where the control API's mirrored routes live (``dashboard.actions``).
+CONTROL_UI = UI_PATH + "api/control"
 
 
-async def _guarded(request: web.Request) -> web.StreamResponse:
-    """The matched handler, behind the session, CSRF and origin checks."""
+def _refusal(request: web.Request) -> web.Response | None:
+    """Why the session, CSRF and origin checks refuse a request, as the answer; else None."""
     match = request.match_info
     if match.http_exception is not None:
         return fail(match.http_exception.status, "not a page of the dashboard")
@@ -111,25 +130,35 @@ async def _guarded(request: web.Request) -> web.StreamResponse:
             return fail(401, "log in with the fake's control key")
         if changes and not csrf_ok(request, sessions):
             return fail(403, "refused: missing or wrong CSRF token")
-    return await match.handler(request)
+    return None
 
 
 @web.middleware
 async def dashboard_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Serves the dashboard's own paths apart from the API's middlewares (no journal, rate
-    limit or faults), with its security headers on every answer."""
+    limit or faults), with its security headers on every answer; its actions go on through
+    them as the control-API calls they are (``dashboard.actions``)."""
     if not is_dashboard(request.path):
         return await handler(request)
     if preview_of_host(request.headers.get("Host")) is not None:
         # Its cookie would be that preview hostname's, which the sandbox's server receives.
         return fail(404, "the dashboard is not served on a preview hostname")
+    if request.path.startswith(CONTROL_UI + "/") and request.match_info.http_exception is None:
+        refused = _refusal(request)
+        if refused is not None:
+            return refused
+        response = await as_control_call(request, CONTROL_UI, handler)
+        if not response.prepared:
+            for name, value in SECURITY_HEADERS.items():
+                response.headers.setdefault(name, value)
+        return response
     request_started(request)
     try:
         try:
-            response = await _guarded(request)
+            refused = _refusal(request)
+            return refused if refused is not None else await request.match_info.handler(request)
         except web.HTTPException as exc:  # aiohttp's own (a file the static route lacks)
             return fail(exc.status, "not a page of the dashboard")
-        return response
     finally:
         request_finished(request)
 
@@ -165,5 +194,6 @@ def install_dashboard(app: web.Application) -> None:
             web.post(UI_PATH + "logout", logout),
             web.static(UI_PATH + "static", STATIC / "assets"),
             *api_routes(UI_PATH + "api"),
+            *action_routes(CONTROL_UI),
         ]
     )

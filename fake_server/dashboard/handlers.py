@@ -1,17 +1,16 @@
 """The dashboard's JSON API (``/_fake/ui/api/...``): reads of the fake's state, the live
-streams, file downloads, and the fault changes the dashboard makes through ``Faults``."""
+streams and file downloads. Its changes are control-API calls (``dashboard.actions``)."""
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from fake_server.dashboard.journal_page import (
     JournalQuery,
     QueryError,
-    event_detail,
+    entry_detail,
     journal_page,
 )
 from fake_server.dashboard.live import Hub, process_output
@@ -23,7 +22,7 @@ from fake_server.dashboard.projections import (
     sandbox_row,
 )
 from fake_server.dashboard.terminal import terminal
-from fake_server.faults import FaultSpecError, fault_from_json
+from fake_server.faults import action_to_json
 from fake_server.http.keys import STATE_KEY
 from fake_server.http.routes import ROUTES
 from fake_server.http.wire.faults import fault_to_json, firing_to_json
@@ -39,8 +38,6 @@ __all__ = ["HUB_KEY", "SESSIONS_KEY", "api_routes", "fail"]
 
 HUB_KEY: web.AppKey[Hub] = web.AppKey("fake_server.dashboard.hub")
 SESSIONS_KEY: web.AppKey[Sessions] = web.AppKey("fake_server.dashboard.sessions")
-#: Largest fault spec the form may send.
-_MAX_BODY = 64 * 1024
 #: Largest file the dashboard downloads from a sandbox.
 MAX_DOWNLOAD = 64 * 1024 * 1024
 
@@ -63,11 +60,16 @@ def _sandbox(request: web.Request) -> Sandbox | None:
 
 
 async def session(request: web.Request) -> web.Response:
+    """The page's session: ``{"logged_in": false}`` without one (a page asks before it shows
+    anything, and a 401 would be an error in the browser's console)."""
     state = _state(request)
     csrf = request.app[SESSIONS_KEY].csrf(request)
+    if csrf is None:
+        return web.json_response({"logged_in": False})
     clock = state.world.ctx.clock
     return web.json_response(
         {
+            "logged_in": True,
             "csrf": csrf,
             "url": state.origin(),
             "now": clock.time(),
@@ -137,70 +139,67 @@ async def output(request: web.Request) -> web.StreamResponse:
     return await process_output(request, process, int(raw))
 
 
+def describe(action: dict[str, object]) -> str:
+    """``http_error status=503``: an action's JSON on one line, unset fields left out."""
+    words = [str(action.get("type", ""))]
+    words += [f"{k}={v}" for k, v in action.items() if k != "type" and v is not None]
+    return " ".join(words)
+
+
+def _fault_texts(request: web.Request) -> dict[str, str]:
+    """Each fault the registry knows (armed, or in a firing), by id, described."""
+    registry = _state(request).faults
+    texts = {str(f.fault_id): describe(action_to_json(f.action)) for f in registry.fired}
+    for fault in registry.faults:
+        texts[str(registry.fault_id(fault))] = describe(action_to_json(fault.action))
+    return texts
+
+
 async def journal(request: web.Request) -> web.Response:
     try:
         query = JournalQuery.parse(request.query)
     except QueryError as exc:
         return fail(400, str(exc))
-    return web.json_response(journal_page(_state(request).world.ctx.journal, query))
+    world = _state(request).world
+    names = {s.name: s.id for s in world.sandboxes() if s.name}
+    page = journal_page(
+        world.ctx.journal,
+        query,
+        names=names,
+        operations=_OPERATIONS,
+        faults=_fault_texts(request),
+    )
+    return web.json_response(page)
 
 
 async def journal_event(request: web.Request) -> web.Response:
     raw = request.match_info["index"]
     if not raw.isdigit() or len(raw) > 12:
         return fail(400, "index must be a whole number")
-    detail = event_detail(_state(request).world.ctx.journal, int(raw))
+    detail = entry_detail(_state(request).world.ctx.journal, int(raw), _fault_texts(request))
     if detail is None:
         return fail(404, "this event is no longer in the journal")
     return web.json_response(detail)
 
 
 async def faults(request: web.Request) -> web.Response:
-    registry = _state(request).faults
-    return web.json_response(
-        {
-            "faults": [fault_to_json(registry, f) for f in registry.faults],
-            "fired": [firing_to_json(f) for f in registry.fired],
-        }
-    )
-
-
-async def arm_fault(request: web.Request) -> web.Response:
-    """One fault from the same JSON spec ``POST /_fake/faults`` takes."""
-    raw = await request.content.read(_MAX_BODY + 1)
-    if len(raw) > _MAX_BODY:
-        return fail(413, f"the spec must be at most {_MAX_BODY} bytes")
-    try:
-        spec: Any = json.loads(raw)
-    except ValueError:
-        return fail(400, "the spec must be valid JSON")
-    try:
-        fault = fault_from_json(spec)
-    except FaultSpecError as exc:
-        return fail(400, f"{exc.field}: {exc.message}")
-    registry = _state(request).faults
-    registry.add(fault)
-    request.app[HUB_KEY].poke(faults=True)
-    return web.json_response(fault_to_json(registry, fault), status=201)
-
-
-async def clear_faults(request: web.Request) -> web.Response:
-    registry = _state(request).faults
-    count = len(registry.faults)
-    registry.clear()
-    request.app[HUB_KEY].poke(faults=True)
-    return web.json_response({"cleared": count})
-
-
-async def remove_fault(request: web.Request) -> web.Response:
-    registry = _state(request).faults
-    wanted = request.match_info["fault_id"]
+    """Armed faults (those with calls left), used-up ones, and the firings newest first with
+    their fake time since the journal's start."""
+    state = _state(request)
+    registry = state.faults
+    origin = state.world.ctx.journal.origin
+    armed: list[dict[str, object]] = []
+    used: list[dict[str, object]] = []
     for fault in registry.faults:
-        if str(registry.fault_id(fault)) == wanted:
-            registry.remove(fault)
-            request.app[HUB_KEY].poke(faults=True)
-            return web.json_response({"removed": int(wanted)})
-    return fail(404, "no armed fault has this id")
+        data = fault_to_json(registry, fault)
+        spent = fault.times is not None and registry.fire_count(fault) >= fault.times
+        (used if spent else armed).append(data)
+    fired = []
+    for firing in reversed(registry.fired):
+        data = firing_to_json(firing)
+        data["t"] = round(firing.at - origin, 6)
+        fired.append(data)
+    return web.json_response({"faults": armed, "used_up": used, "fired": fired})
 
 
 async def account_resources(request: web.Request) -> web.Response:
@@ -218,7 +217,7 @@ async def events(request: web.Request) -> web.StreamResponse:
 
 
 def api_routes(prefix: str) -> list[web.RouteDef]:
-    """The API under ``prefix`` (``/_fake/ui/api``); all need a session, changes a token."""
+    """The API under ``prefix`` (``/_fake/ui/api``); all need a session."""
     sb = prefix + "/sandboxes/{sandbox_id}"
     return [
         web.get(prefix + "/session", session),
@@ -230,9 +229,6 @@ def api_routes(prefix: str) -> list[web.RouteDef]:
         web.get(prefix + "/journal", journal),
         web.get(prefix + "/journal/{index}", journal_event),
         web.get(prefix + "/faults", faults),
-        web.post(prefix + "/faults", arm_fault),
-        web.post(prefix + "/faults/clear", clear_faults),
-        web.post(prefix + "/faults/{fault_id}/remove", remove_fault),
         web.get(prefix + "/resources", account_resources),
         web.get(prefix + "/events", events),
     ]

@@ -1,36 +1,139 @@
-"""The journal as the dashboard pages it: filtered and cut on the server, so a page of a
-hundred thousand events costs one pass over them and a few hundred rows on the wire."""
+"""The journal as the dashboard pages it: one row per call (its request, reply and the faults
+that fired on it) and one per other event, newest first, filtered and cut on the server.
+
+Filters forgive as a person types them: ``sandbox`` takes an id, its start or a sandbox's
+name; ``operation`` a part of an operation's name or an SDK method's (``run_command`` finds
+``exec``), and says so when it matches no operation at all; ``q`` searches every stored word
+of a call (path, query, headers, bodies, ids, status, detail), case-insensitively.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import difflib
+import re
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Collection, Mapping
 
     from fake_server.models import Event, Journal
 
-__all__ = ["MAX_PAGE", "JournalQuery", "event_detail", "journal_page", "summary"]
+__all__ = [
+    "MAX_PAGE",
+    "Entry",
+    "JournalQuery",
+    "QueryError",
+    "entries",
+    "entry_detail",
+    "journal_page",
+    "summary",
+]
 
 MAX_PAGE = 500
-#: How far back a response looks for its request (and the faults that fired on it).
-_PAIR_WINDOW = 5000
+#: What an SDK method is called, by the operation it calls (both SDKs; compared without case,
+#: ``_`` or ``-``), for the operation filter.
+SDK_NAMES: Mapping[str, str] = {
+    "runcommand": "exec",
+    "sh": "exec",
+    "streamcommand": "exec_stream",
+    "create": "create_sandbox",
+    "connect": "get_sandbox",
+    "refresh": "get_sandbox",
+    "waituntilrunning": "get_sandbox",
+    "waituntilpaused": "get_sandbox",
+    "waituntildestroyed": "get_sandbox",
+    "pause": "pause_sandbox",
+    "resume": "resume_sandbox",
+    "fork": "fork_sandbox",
+    "destroy": "delete_sandbox",
+    "resize": "resize_sandbox",
+    "setingress": "update_sandbox",
+    "setautopause": "update_sandbox",
+    "upload": "upload_file",
+    "download": "download_file",
+    "addsshpublickeys": "add_ssh_pubkeys",
+    "egress": "get_egress",
+    "bandwidth": "get_bandwidth",
+}
+_KINDS = {"call": "call", "request": "call", "response": "call"}
 
 
 class QueryError(ValueError):
     """A filter or paging parameter the dashboard cannot use; the message names it."""
 
 
+def _plain(text: str) -> str:
+    return re.sub(r"[\s_\-]", "", text.lower())
+
+
+@dataclass(slots=True)
+class Entry:
+    """A row: a call (``request`` with its ``response`` and fault events once they came) or
+    one other event; ``position`` is its first event's place in the journal's window."""
+
+    position: int
+    first: Event
+    response: Event | None = None
+    faults: list[Event] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return "call" if self.first.kind == "request" else self.first.kind
+
+    def status(self) -> int | None:
+        return self.response.status if self.response is not None else self.first.status
+
+    def text(self) -> str:
+        """Every stored word of the row, lower case, for ``q``."""
+        parts = [_event_text(self.first)]
+        if self.response is not None:
+            parts.append(_event_text(self.response))
+        parts.extend(fault.detail for fault in self.faults)
+        return "\n".join(parts).lower()
+
+
+def _event_text(event: Event) -> str:
+    fields = (event.operation, event.method, event.path, event.query, event.status)
+    ids = (event.sandbox_id, event.process_id, event.request_id, event.account_id)
+    headers = " ".join(f"{name}: {value}" for name, value in event.headers)
+    words = [str(v) for v in (*fields, *ids) if v is not None and v != ""]
+    return " ".join([*words, headers, event.body or "", event.detail])
+
+
+def entries(events: list[Event]) -> list[Entry]:
+    """The rows of ``events``, oldest first: a reply and its faults join their request."""
+    rows: list[Entry] = []
+    open_calls: dict[str, Entry] = {}
+    for position, event in enumerate(events):
+        kind, request_id = event.kind, event.request_id
+        if kind == "request" and request_id:
+            entry = open_calls[request_id] = Entry(position, event)
+            rows.append(entry)
+            continue
+        if request_id and kind in ("response", "fault") and request_id in open_calls:
+            call = open_calls[request_id]
+            if kind == "fault":
+                call.faults.append(event)
+            else:
+                call.response = event
+                del open_calls[request_id]
+            continue
+        rows.append(Entry(position, event))
+    return rows
+
+
 @dataclass(frozen=True, slots=True)
 class JournalQuery:
-    """Filters (all optional, all must match) and the page wanted; no ``offset``: the last."""
+    """Filters (all optional, all must match) and the page wanted: ``offset`` rows from the
+    newest."""
 
     sandbox: str | None = None
     operation: str | None = None
     status: str | None = None
     kind: str | None = None
-    offset: int | None = None
+    q: str | None = None
+    offset: int = 0
     limit: int = 100
 
     @classmethod
@@ -42,30 +145,74 @@ class JournalQuery:
         status = text("status")
         if status is not None and not _status_pattern(status):
             raise QueryError("status must be a code such as 404 or a class such as 5xx")
+        kind = text("kind")
         return cls(
             sandbox=text("sandbox"),
             operation=text("operation"),
             status=status,
-            kind=text("kind"),
-            offset=_number(query, "offset", None),
+            kind=_KINDS.get(kind, kind) if kind else None,
+            q=text("q"),
+            offset=_number(query, "offset", 0),
             limit=min(MAX_PAGE, max(1, _number(query, "limit", 100) or 100)),
         )
 
-    def matches(self, event: Event) -> bool:
-        if self.sandbox is not None and event.sandbox_id != self.sandbox:
+    def unfiltered(self) -> bool:
+        return (self.sandbox, self.operation, self.status, self.kind, self.q) == (None,) * 5
+
+
+@dataclass(frozen=True, slots=True)
+class _Match:
+    """A query made ready against the fake as it is: names resolved, operations found."""
+
+    query: JournalQuery
+    sandboxes: frozenset[str]
+    operations: frozenset[str] | None
+    needle: str | None
+
+    def __call__(self, entry: Entry) -> bool:
+        first, query = entry.first, self.query
+        if query.kind is not None and entry.kind != query.kind:
             return False
-        if self.operation is not None and event.operation != self.operation:
+        if self.operations is not None and first.operation not in self.operations:
             return False
-        if self.kind is not None and event.kind != self.kind:
-            return False
-        if self.status is not None:
-            if event.status is None:
+        if query.sandbox is not None:
+            sandbox = (first.sandbox_id or "").lower()
+            if not (sandbox.startswith(query.sandbox.lower()) or sandbox in self.sandboxes):
                 return False
-            code = str(event.status)
-            if self.status.endswith("xx"):
-                return code[0] == self.status[0]
-            return code == self.status
-        return True
+        if query.status is not None:
+            status = entry.status()
+            if status is None:
+                return False
+            if query.status.endswith("xx"):
+                if str(status)[0] != query.status[0]:
+                    return False
+            elif str(status) != query.status:
+                return False
+        return self.needle is None or self.needle in entry.text()
+
+
+def _prepare(
+    query: JournalQuery, names: Mapping[str, str], operations: Collection[str]
+) -> tuple[_Match, str | None]:
+    """The matcher, and a hint when the operation filter names no operation at all."""
+    wanted: frozenset[str] | None = None
+    hint = None
+    if query.operation is not None:
+        plain = _plain(query.operation)
+        wanted = frozenset(o for o in operations if plain in _plain(o))
+        alias = SDK_NAMES.get(plain)
+        if alias is not None:
+            wanted |= {alias}
+        if not wanted:
+            nearest = difflib.get_close_matches(query.operation, sorted(operations), n=3)
+            hint = f"no operation is called like {query.operation!r}" + (
+                f"; nearest: {', '.join(nearest)}" if nearest else ""
+            )
+    by_name: frozenset[str] = frozenset()
+    if query.sandbox is not None:
+        by_name = frozenset(i.lower() for n, i in names.items() if n == query.sandbox)
+    needle = query.q.lower() if query.q else None
+    return _Match(query, by_name, wanted, needle), hint
 
 
 def _status_pattern(text: str) -> bool:
@@ -74,7 +221,7 @@ def _status_pattern(text: str) -> bool:
     )
 
 
-def _number(query: Mapping[str, str], name: str, default: int | None) -> int | None:
+def _number(query: Mapping[str, str], name: str, default: int) -> int:
     raw = query.get(name)
     if raw is None or raw == "":
         return default
@@ -84,7 +231,7 @@ def _number(query: Mapping[str, str], name: str, default: int | None) -> int | N
 
 
 def summary(index: int, event: Event, origin: float) -> dict[str, Any]:
-    """One row: what the journal's one-line format shows, with the event's stable index."""
+    """One event: what the journal's one-line format shows, with its stable index."""
     return {
         "i": index,
         "t": round(event.time - origin, 6),
@@ -101,66 +248,101 @@ def summary(index: int, event: Event, origin: float) -> dict[str, Any]:
     }
 
 
-def journal_page(journal: Journal, query: JournalQuery) -> dict[str, Any]:
-    """The matching events' count and one page of them, responses with their duration (fake
-    seconds since their request) and the faults that fired on them."""
+def _row(dropped: int, entry: Entry, origin: float, faults: Mapping[str, str]) -> dict[str, Any]:
+    row = summary(dropped + entry.position, entry.first, origin)
+    row["kind"] = entry.kind
+    if entry.kind == "call":
+        reply = entry.response
+        row["status"] = reply.status if reply is not None else None
+        row["duration"] = round(reply.time - entry.first.time, 6) if reply is not None else None
+        if reply is not None and reply.account_id:
+            row["account"] = reply.account_id
+        row["faults"] = [fault_text(f.detail, faults) for f in entry.faults]
+    elif entry.kind == "fault":
+        row["detail"] = fault_text(entry.first.detail, faults)
+    return row
+
+
+_FIRED = re.compile(r"fault#(\d+) (\w+)\(")
+
+
+def fault_text(detail: str, faults: Mapping[str, str]) -> str:
+    """``fault #3 http_error status=503``: a fault event's detail, readable (the journal keeps
+    the action's Python repr; ``faults`` describes each fault the registry still knows)."""
+    found = _FIRED.search(detail)
+    if found is None:
+        return detail
+    fault_id = found.group(1)
+    described = faults.get(fault_id) or found.group(2)
+    return f"{detail[: found.start()]}fault #{fault_id} {described}".strip()
+
+
+def journal_page(
+    journal: Journal,
+    query: JournalQuery,
+    *,
+    names: Mapping[str, str] | None = None,
+    operations: Collection[str] = (),
+    faults: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The matching rows' count and one page of them, newest first. ``names``: sandbox name
+    to id; ``operations``: the known operation names; ``faults``: fault id to description."""
     dropped, events = journal.window()
-    if _unfiltered(query):
-        positions: range | list[int] = range(len(events))
-    else:
-        positions = [i for i, e in enumerate(events) if query.matches(e)]
-    total = len(positions)
-    start = max(0, total - query.limit) if query.offset is None else min(query.offset, total)
-    rows = []
-    for position in positions[start : start + query.limit]:
-        event = events[position]
-        row = summary(dropped + position, event, journal.origin)
-        if event.kind == "response":
-            row["duration"], row["faults"] = _exchange(events, position)
-        rows.append(row)
+    rows = entries(events)
+    match, hint = _prepare(query, names or {}, operations)
+    everything = query.unfiltered()
+    start, stop = query.offset, query.offset + query.limit
+    page: list[Entry] = []
+    total = 0
+    for entry in reversed(rows):
+        if everything or match(entry):
+            if start <= total < stop:
+                page.append(entry)
+            total += 1
     return {
         "total": total,
-        "offset": start,
+        "offset": query.offset,
         "limit": query.limit,
-        "events": rows,
+        "rows": [_row(dropped, e, journal.origin, faults or {}) for e in page],
         "dropped": dropped,
-        "all": dropped + len(events),
+        "all": len(rows),
+        "events": dropped + len(events),
+        "hint": hint,
     }
 
 
-def _unfiltered(query: JournalQuery) -> bool:
-    return (query.sandbox, query.operation, query.status, query.kind) == (None,) * 4
-
-
-def _exchange(events: list[Event], position: int) -> tuple[float | None, list[str]]:
-    reply = events[position]
-    faults: list[str] = []
-    for back in range(position - 1, max(-1, position - _PAIR_WINDOW), -1):
-        event = events[back]
-        if event.request_id != reply.request_id:
-            continue
-        if event.kind == "fault":
-            faults.append(event.detail)
-        elif event.kind == "request":
-            return round(reply.time - event.time, 6), faults[::-1]
-    return None, faults[::-1]
-
-
-def event_detail(journal: Journal, index: int) -> dict[str, Any] | None:
-    """One event with what the journal stored of its message (credentials already redacted
-    when it was recorded); ``None`` once it was dropped or the journal was cleared."""
+def entry_detail(
+    journal: Journal, index: int, faults: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
+    """A row with what the journal stored of its messages (credentials already redacted when
+    recorded): a call's request and reply, or one event; ``None`` once it was dropped."""
     dropped, events = journal.window()
     position = index - dropped
     if not 0 <= position < len(events):
         return None
-    event = events[position]
-    data = summary(index, event, journal.origin)
-    data.update(
-        query=event.query,
-        headers=[list(h) for h in event.headers],
-        body=event.body,
-        network=event.network_id,
-        disk=event.disk_id,
-        template=event.template_id,
-    )
+    first = events[position]
+    entry = Entry(position, first)
+    if first.kind == "request" and first.request_id:
+        for later in events[position + 1 :]:
+            if later.request_id != first.request_id:
+                continue
+            if later.kind == "fault":
+                entry.faults.append(later)
+            elif later.kind == "response":
+                entry.response = later
+                break
+    data = _row(dropped, entry, journal.origin, faults or {})
+    data["request"] = _message(first)
+    data["response"] = None if entry.response is None else _message(entry.response)
+    data.update(network=first.network_id, disk=first.disk_id, template=first.template_id)
     return data
+
+
+def _message(event: Event) -> dict[str, Any]:
+    return {
+        "kind": event.kind,
+        "status": event.status,
+        "query": event.query,
+        "headers": [list(h) for h in event.headers],
+        "body": event.body,
+    }

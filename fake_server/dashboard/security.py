@@ -4,7 +4,9 @@ The dashboard shows everything the fake holds and can arm faults, so it takes th
 key, never an account key. A login gives an ``HttpOnly``, ``SameSite=Strict`` cookie scoped
 to the dashboard's path and a CSRF token the page sends back in ``X-CSRF-Token`` with every
 change; a change whose ``Origin`` is another site is refused as well. Every answer carries a
-Content-Security-Policy that allows scripts and styles from the dashboard's own files only.
+Content-Security-Policy that allows scripts and styles from the dashboard's own files only;
+the page's also allows ``<style>`` elements with its per-response nonce, which its scripts
+give to the ones xterm.js makes.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ __all__ = [
     "SECURITY_HEADERS",
     "Sessions",
     "key_matches",
+    "page_policy",
     "same_origin",
 ]
 
@@ -32,11 +35,19 @@ COOKIE = "createos_ui"
 CSRF_HEADER = "X-CSRF-Token"
 #: At most this many logged-in browsers; the oldest session goes first.
 MAX_SESSIONS = 64
+_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'{nonce}; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+def page_policy(nonce: str) -> str:
+    """The page's policy: styles also from elements carrying ``nonce`` (xterm.js's)."""
+    return _POLICY.format(nonce=f" 'nonce-{nonce}'")
+
+
 SECURITY_HEADERS: Mapping[str, str] = {
-    "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-    ),
+    "Content-Security-Policy": _POLICY.format(nonce=""),
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",

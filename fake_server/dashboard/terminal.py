@@ -18,7 +18,10 @@ from fake_server.http.shells import MAX_FRAME, relay_shell
 from fake_server.http.wire.common import query_int
 from fake_server.models import ApiError
 
-__all__ = ["terminal"]
+__all__ = ["CLOSED_BASE", "terminal"]
+
+#: A shell that cannot open (a paused sandbox: 409) closes the socket with 4000 + the status.
+CLOSED_BASE = 4000
 
 
 def _fail(status: int, message: str) -> web.Response:
@@ -42,7 +45,13 @@ async def terminal(request: web.Request) -> web.StreamResponse:
             found.id, query_int(request, "rows", 24), query_int(request, "cols", 80)
         )
     except ApiError as exc:
-        return _fail(exc.status, f"{exc.field}: {exc.message}" if exc.field else exc.message)
+        if exc.field:  # a bad size: the page's mistake, answered as HTTP
+            return _fail(exc.status, f"{exc.field}: {exc.message}")
+        # The sandbox's state (paused): upgraded, then closed saying why, since a browser
+        # shows a page no HTTP answer to a socket.
+        await ws.prepare(request)
+        await ws.close(code=CLOSED_BASE + exc.status, message=exc.message.encode()[:120])
+        return ws
     await ws.prepare(request)
     await relay_shell(ws, account, found.id, shell, world.ctx.clock)
     return ws

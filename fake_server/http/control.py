@@ -12,8 +12,9 @@ envelopes):
   (the default account's unless ``account``); ``null`` is unlimited, ``0`` answers 402 to
   every cost-incurring call.
 
-The fault routes (``/_fake/faults...``) live in ``http.fault_control``; ``control_routes()``
-lists both.
+The fault routes (``/_fake/faults...``) live in ``http.fault_control``, a sandbox's pause,
+resume, fork and destroy and emptying the journal in ``http.sandbox_control``;
+``control_routes()`` lists them all.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from fake_server.http.errors import ok
 from fake_server.http.fault_control import fault_routes
 from fake_server.http.keys import STATE_KEY, WORLD_KEY
 from fake_server.http.routes import CONTROL_PREFIX
+from fake_server.http.sandbox_control import sandbox_control_routes
 from fake_server.http.wire.common import read_json
 from fake_server.models import BadRequest, Conflict, NotFound, Step, TransitionPolicy
 from fake_server.models.credit import check_balance
@@ -192,4 +194,5 @@ def control_routes() -> list[web.RouteDef]:
         web.put(f"{p}/transitions", put_transitions, name="fake_transitions"),
         web.put(f"{p}/credit", put_credit, name="fake_credit"),
         *fault_routes(),
+        *sandbox_control_routes(),
     ]

@@ -3,7 +3,8 @@
 Everything that records or shows a request or a reply (journal events, ``fake.calls``, the
 control API's journal, the failure report) goes through here, so a secret is masked in one
 place: headers and query parameters by name, JSON fields by name (at any depth), and the
-fake's own credentials (account API keys, the control key) wherever they appear in a text.
+fake's own credentials (account API keys, the control key) wherever they stand whole in a
+text (``scrub``).
 Bodies are user data (commands, file contents): kept up to ``BODY_LIMIT`` characters.
 """
 
@@ -82,11 +83,31 @@ def secret_name(name: str) -> bool:
 
 
 def scrub(text: str, secrets: Collection[str] = ()) -> str:
-    """``text`` with every occurrence of a known secret value replaced by ``<redacted>``."""
-    for secret in secrets:
-        if secret and secret in text:
-            text = text.replace(secret, REDACTED)
-    return text
+    """``text`` with every whole occurrence of a known secret value replaced by ``<redacted>``.
+
+    Whole: not inside a longer word, so a short key (``--api-key test``) leaves
+    ``integration-test-box`` and ``disk_mib`` alone; a key between quotes, spaces, ``=``,
+    ``:`` or ``/`` (a JSON value, a header, a command line, a URL) is masked.
+    """
+    if not any(secret and secret in text for secret in secrets):
+        return text
+    pattern = _whole(tuple(secrets))
+    return text if pattern is None else pattern.sub(REDACTED, text)
+
+
+#: Characters that continue a word: a secret next to one is part of something longer.
+_WORD = r"A-Za-z0-9_\-"
+
+
+@functools.lru_cache(maxsize=64)
+def _whole(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One pattern for every secret, longest first, each standing whole (a dot before it, or
+    a dot and a word character after it, continue a name such as ``test.example``)."""
+    alternatives = sorted({secret for secret in secrets if secret}, key=len, reverse=True)
+    if not alternatives:
+        return None
+    either = "|".join(map(re.escape, alternatives))
+    return re.compile(rf"(?<![{_WORD}.])(?:{either})(?![{_WORD}])(?!\.[{_WORD}])")
 
 
 def redacted(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -100,7 +101,19 @@ async def test_every_answer_carries_the_security_headers(ui: httpx.AsyncClient) 
     for path in (UI, UI + "static/js/app.js", UI + "api/overview", UI + "nowhere"):
         answer = await ui.get(path)
         for name, value in SECURITY_HEADERS.items():
-            assert answer.headers[name] == value, (path, name)
+            if path != UI or name != "Content-Security-Policy":
+                assert answer.headers[name] == value, (path, name)
+    # The page's policy differs in one place: <style> elements with this response's nonce
+    # (its scripts give it to xterm.js's), a new one each time.
+    pages = [await ui.get(UI) for _ in range(2)]
+    found = [re.search(r"'nonce-([\w-]+)'", p.headers["Content-Security-Policy"]) for p in pages]
+    nonces = [match[1] if match else "" for match in found]
+    assert "" not in nonces
+    assert nonces[0] != nonces[1]
+    assert pages[0].headers["Content-Security-Policy"] == SECURITY_HEADERS[
+        "Content-Security-Policy"
+    ].replace("style-src 'self';", f"style-src 'self' 'nonce-{nonces[0]}';")
+    assert f'<meta name="style-nonce" content="{nonces[0]}">' in pages[0].text
     csp = SECURITY_HEADERS["Content-Security-Policy"]
     assert "script-src 'self';" in csp
     assert "style-src 'self';" in csp
@@ -120,35 +133,50 @@ async def test_changes_need_the_csrf_token_and_the_same_origin(
     fake: FakeCreateOS, ui: httpx.AsyncClient
 ) -> None:
     spec = {"operation": "whoami", "action": {"type": "http_error", "status": 503}}
-    no_token = await ui.post(UI + "api/faults", json=spec, headers={"X-CSRF-Token": ""})
+    arm = UI + "api/control/faults"
+    no_token = await ui.post(arm, json=spec, headers={"X-CSRF-Token": ""})
     assert (no_token.status_code, no_token.json()) == (
         403,
         {"error": "refused: missing or wrong CSRF token"},
     )
-    elsewhere = await ui.post(UI + "api/faults", json=spec, headers={"Origin": "http://evil.test"})
+    elsewhere = await ui.post(arm, json=spec, headers={"Origin": "http://evil.test"})
     assert (elsewhere.status_code, elsewhere.json()) == (
         403,
         {"error": "refused: this change comes from another site"},
     )
-    cross = await ui.post(UI + "api/faults", json=spec, headers={"Sec-Fetch-Site": "cross-site"})
+    cross = await ui.post(arm, json=spec, headers={"Sec-Fetch-Site": "cross-site"})
     assert cross.status_code == 403
+    logged_out = await ui.post(arm, json=spec, headers={"Cookie": ""})
+    assert (logged_out.status_code, logged_out.json()) == (
+        401,
+        {"error": "log in with the fake's control key"},
+    )
     login_elsewhere = await ui.post(
         UI + "login", json={"key": fake.control_key}, headers={"Origin": "http://evil.test"}
     )
     assert login_elsewhere.status_code == 403
     assert fake.faults.faults == []
-    armed = await ui.post(UI + "api/faults", json=spec, headers={"Origin": fake.url})
+    assert fake.journal.events == []  # refused before anything was journaled
+    armed = await ui.post(arm, json=spec, headers={"Origin": fake.url})
     assert armed.status_code == 201
-    assert armed.json()["operation"] == "whoami"
+    assert armed.json()["data"]["operation"] == "whoami"
     assert len(fake.faults.faults) == 1
-    bad = await ui.post(UI + "api/faults", json={"operation": "whoami", "action": {"type": "x"}})
+    bad = await ui.post(arm, json={"operation": "whoami", "action": {"type": "x"}})
     assert bad.status_code == 400
-    assert bad.json()["error"].startswith("action.type: must be one of: ")
-    assert (await ui.post(UI + "api/faults/9/remove")).json() == {
-        "error": "no armed fault has this id"
-    }
-    assert (await ui.post(UI + "api/faults/clear")).json() == {"cleared": 1}
+    assert bad.json()["data"]["action.type"].startswith("must be one of: ")
+    missing = await ui.delete(UI + "api/control/faults/9")
+    assert (missing.status_code, missing.json()["data"]["code"]) == (404, "fault_not_found")
+    assert (await ui.delete(UI + "api/control/faults")).json()["data"] == {"cleared": 1}
     assert fake.faults.faults == []
+    # Each change is journaled as the control-API call it mirrors, never with the key.
+    calls = [(e.method, e.path, e.operation, e.status) for e in fake.journal.events]
+    assert calls[1::2] == [
+        ("POST", "/_fake/faults", "fake_add_faults", 201),
+        ("POST", "/_fake/faults", "fake_add_faults", 400),
+        ("DELETE", "/_fake/faults/9", "fake_remove_fault", 404),
+        ("DELETE", "/_fake/faults", "fake_clear_faults", 200),
+    ]
+    assert fake.control_key not in repr(fake.journal.events)
 
 
 @pytest.mark.asyncio
@@ -179,17 +207,18 @@ async def test_the_journal_pages_and_filters_on_the_server(
         await client.get("/v1/whoami")
     await client.get("/v1/sandboxes/sb-nope")
     page = (await ui.get(UI + "api/journal", params={"limit": 10})).json()
-    assert (page["total"], page["offset"], len(page["events"])) == (62, 52, 10)
-    assert [e["i"] for e in page["events"]] == list(range(52, 62))
-    first = (await ui.get(UI + "api/journal", params={"limit": 4, "offset": 0})).json()
-    assert [(e["kind"], e["operation"]) for e in first["events"]] == [
-        ("request", "whoami"),
-        ("response", "whoami"),
+    # One row per call (its request and reply), newest first.
+    assert (page["total"], page["offset"], len(page["rows"]), page["events"]) == (31, 0, 10, 62)
+    assert [r["i"] for r in page["rows"]] == list(range(60, 40, -2))
+    assert page["rows"][0]["operation"] == "get_sandbox"
+    older = (await ui.get(UI + "api/journal", params={"limit": 4, "offset": 29})).json()
+    assert [(r["kind"], r["operation"], r["status"]) for r in older["rows"]] == [
+        ("call", "whoami", 200)
     ] * 2
-    assert first["events"][1]["duration"] is not None
+    assert older["rows"][0]["duration"] is not None
     missing = (await ui.get(UI + "api/journal", params={"status": "4xx"})).json()
-    assert [(e["operation"], e["status"]) for e in missing["events"]] == [("get_sandbox", 404)]
-    only = await ui.get(UI + "api/journal", params={"operation": "whoami", "kind": "response"})
+    assert [(r["operation"], r["status"]) for r in missing["rows"]] == [("get_sandbox", 404)]
+    only = await ui.get(UI + "api/journal", params={"operation": "WHO", "kind": "call"})
     assert only.json()["total"] == 30
     bad = await ui.get(UI + "api/journal", params={"status": "teapot"})
     assert (bad.status_code, bad.json()) == (
@@ -197,7 +226,8 @@ async def test_the_journal_pages_and_filters_on_the_server(
         {"error": "status must be a code such as 404 or a class such as 5xx"},
     )
     detail = (await ui.get(UI + "api/journal/0")).json()
-    assert ["x-api-key", "<redacted>"] in detail["headers"]
+    assert ["x-api-key", "<redacted>"] in detail["request"]["headers"]
+    assert detail["response"]["status"] == 200
     assert fake.api_key not in json.dumps(detail)
     gone = await ui.get(UI + "api/journal/999")
     assert (gone.status_code, gone.json()) == (

@@ -110,7 +110,14 @@ async def test_no_cookie_or_another_origin_is_refused_before_a_shell_opens(
             {"error": "no sandbox has this id"},
         )
         assert (await client.post(f"/v1/sandboxes/{sandbox_id}/pause")).status_code == 200
-        status, body = await answer(good)
-        assert (status, body) == (409, {"error": "sandbox is paused, not running"})
+    # A browser shows no HTTP answer to a socket: the fake upgrades, then closes saying why.
+    async with aiohttp.ClientSession(headers={"Cookie": cookie, "Origin": fake.url}) as session:
+        async with session.ws_connect(url) as ws:
+            closed = await ws.receive()
+    assert (closed.type, ws.close_code, closed.extra) == (
+        aiohttp.WSMsgType.CLOSE,
+        4409,
+        "sandbox is paused, not running",
+    )
     assert fake.sandbox(sandbox_id).processes == {}
     assert fake.errors == []

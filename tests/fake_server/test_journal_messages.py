@@ -8,14 +8,13 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
+import httpx
 import pytest
 
 from fake_server.models.recording import BODY_LIMIT, body_text, query_text, redacted
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
-
-    import httpx
 
     from fake_server import FakeCreateOS
 
@@ -153,14 +152,21 @@ async def test_control_calls_are_capped_and_messages_can_be_turned_off(
 
 def test_the_recording_helpers_redact_cap_and_summarise() -> None:
     headers = redacted(
-        [("X-Api-Key", "k"), ("Set-Cookie", "c"), ("X-Custom-Secret", "s"), ("Accept", "k1k")],
+        [
+            ("X-Api-Key", "k"),
+            ("Set-Cookie", "c"),
+            ("X-Custom-Secret", "s"),
+            ("Accept", "k1k"),
+            ("Referer", "http://h/?key=k1"),
+        ],
         secrets=("k1",),
     )
     assert headers == (
         ("x-api-key", "<redacted>"),
         ("set-cookie", "<redacted>"),
         ("x-custom-secret", "<redacted>"),
-        ("accept", "<redacted>k"),
+        ("accept", "k1k"),  # not the key: a longer word that contains it
+        ("referer", "http://h/?key=<redacted>"),
     )
     assert query_text({"path": "/a b", "token": "t"}) == "path=/a+b&token=<redacted>"
     nested = body_text(b'[{"credentials": {"access_key": "a"}, "password": "", "n": 1}]')
@@ -229,3 +235,34 @@ async def test_calls_and_events_name_the_network_they_touch(
         (network, f"applied now VanishNetwork(network_id='{network}')")
     ]
     assert f"network={network}" in applied[0].format()
+
+
+@pytest.mark.asyncio
+async def test_a_short_key_is_masked_only_where_it_stands_whole() -> None:
+    """``--api-key test``: names that contain the word keep it; the key itself is masked."""
+    from fake_server import FakeCreateOS, TransitionPolicy
+
+    async with FakeCreateOS(api_key="test", transitions=TransitionPolicy.immediate()) as fake:
+        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": "test"}) as client:
+            body = {"shape": "s-1vcpu-1gb", "name": "integration-test-box", "envs": {"K": "test"}}
+            created = await client.post("/v1/sandboxes", json=body)
+            assert created.status_code == 200, created.text
+        call = fake.calls.filter("create_sandbox").last
+        sent = call.request.json()
+        assert sent["name"] == "integration-test-box"
+        assert sent["envs"] == {"K": "<redacted>"}
+        assert call.response.json()["data"]["disk_mib"] > 0  # "disk_mib" keeps its k
+        assert call.response.json()["data"]["name"] == "integration-test-box"
+        assert "test" not in [value for _, value in call.request.headers]
+
+
+def test_serve_warns_of_a_key_shorter_than_eight_characters() -> None:
+    from fake_server.__main__ import build_parser, short_key_warnings
+
+    args = build_parser().parse_args(["serve", "--api-key", "k", "--control-key", "12345678"])
+    assert short_key_warnings(args) == [
+        "warning: the --api-key value is shorter than 8 characters: anyone who can reach the "
+        "port can guess it, and the journal masks it only where it stands as a whole word"
+    ]
+    fine = build_parser().parse_args(["serve", "--api-key", "cos_live_0123"])
+    assert short_key_warnings(fine) == []

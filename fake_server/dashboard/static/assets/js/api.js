@@ -16,11 +16,21 @@ async function handle(response) {
   } catch {
     body = null;
   }
-  if (!response.ok) {
-    const message = body && typeof body.error === "string" ? body.error : `HTTP ${response.status}`;
-    throw new ApiError(response.status, message);
-  }
+  if (!response.ok) throw new ApiError(response.status, errorText(body, response.status));
   return body;
+}
+
+// The dashboard's own errors are {"error": text}; the control API's are JSend envelopes.
+function errorText(body, status) {
+  if (body && typeof body.error === "string") return body.error;
+  const data = body && body.data;
+  if (data && typeof data.message === "string") return data.message;
+  if (body && typeof body.message === "string") return body.message;
+  if (data && typeof data === "object") {
+    const pairs = Object.entries(data).filter(([, v]) => typeof v === "string");
+    if (pairs.length) return pairs.map(([k, v]) => `${k}: ${v}`).join("; ");
+  }
+  return `HTTP ${status}`;
 }
 
 export async function get(path) {
@@ -35,17 +45,23 @@ export async function get(path) {
   return handle(response);
 }
 
-export async function post(path, body = {}) {
+export async function post(path, body = {}, method = "POST") {
   const headers = { "Content-Type": "application/json" };
   if (csrf) headers["X-CSRF-Token"] = csrf;
   return handle(await fetch(path, {
-    method: "POST", credentials: "same-origin", headers, body: JSON.stringify(body),
+    method, credentials: "same-origin", headers, body: method === "DELETE" ? undefined : JSON.stringify(body),
   }));
+}
+
+// A control-API call made with this page's session (journaled as the call it mirrors).
+export async function control(method, path, body = {}) {
+  const answer = await post(`api/control/${path}`, body, method);
+  return answer && answer.data !== undefined ? answer.data : answer;
 }
 
 export async function session() {
   const data = await get("api/session");
-  csrf = data.csrf;
+  csrf = data.csrf || null;
   return data;
 }
 
@@ -74,22 +90,38 @@ function resync() {
   for (const listener of listeners) listener(batch);
 }
 
-export function connect(onState) {
+// ``onState(live)`` as the stream comes and goes; ``onLoggedOut()`` once the fake no longer
+// knows this page's session (it restarted, or the session ended): the stream cannot resume.
+export function connect(onState, onLoggedOut) {
   if (source) return;
   let lost = false;
-  source = new EventSource("api/events");
-  source.addEventListener("hello", () => {
+  const stream = source = new EventSource("api/events");
+  stream.addEventListener("hello", () => {
     onState(true);
     if (lost) resync(); // what changed while the stream was down is read again
     lost = false;
   });
-  source.addEventListener("error", () => { lost = true; onState(false); });
-  source.addEventListener("batch", (event) => {
+  stream.addEventListener("error", async () => {
+    lost = true;
+    onState(false);
+    if (stream.readyState !== EventSource.CLOSED || source !== stream) return;
+    // Refused (a 401 after a restart): the browser will not try again. Ask why.
+    source = null;
+    let known = false;
+    try {
+      known = (await session()).logged_in;
+    } catch {
+      known = true; // not answering yet: try the stream again shortly
+    }
+    if (!known) { onLoggedOut(); return; }
+    setTimeout(() => connect(onState, onLoggedOut), 1000);
+  });
+  stream.addEventListener("batch", (event) => {
     const batch = JSON.parse(event.data);
     batch.receivedAt = performance.now();
     for (const listener of listeners) listener(batch);
   });
-  source.addEventListener("resync", resync);
+  stream.addEventListener("resync", resync);
 }
 
 export function disconnect() {

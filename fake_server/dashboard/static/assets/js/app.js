@@ -1,4 +1,5 @@
 // The dashboard's shell: log in, keep the live stream open, route #/... to a page.
+// Until a session exists the page shows one thing: the login form.
 
 import * as api from "./api.js";
 import { replace, h } from "./dom.js";
@@ -10,6 +11,7 @@ import { resourcesPage } from "./pages/resources.js";
 
 const pageNode = document.getElementById("page");
 const loginForm = document.getElementById("login");
+const loginNote = document.getElementById("login-note");
 const nav = document.getElementById("nav");
 const live = document.getElementById("live");
 const logoutButton = document.getElementById("logout");
@@ -21,20 +23,23 @@ function route() {
   const [path, query = ""] = hash.slice(1).split("?");
   const params = new URLSearchParams(query);
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
-  if (parts[0] === "sandbox" && parts[1]) return { name: "sandbox", make: () => sandboxPage(parts[1], info) };
-  if (parts[0] === "journal") return { name: "journal", make: () => journalPage(params, info) };
-  if (parts[0] === "faults") return { name: "faults", make: () => faultsPage(info) };
-  if (parts[0] === "resources") return { name: "resources", make: () => resourcesPage(info) };
-  return { name: "sandboxes", make: () => sandboxesPage(info) };
+  if (parts[0] === "sandbox" && parts[1]) return { name: "sandbox", title: `Sandbox ${parts[1]}`, make: () => sandboxPage(parts[1], info) };
+  if (parts[0] === "journal") return { name: "journal", title: "Journal", make: () => journalPage(params, info) };
+  if (parts[0] === "faults") return { name: "faults", title: "Faults", make: () => faultsPage(info) };
+  if (parts[0] === "resources") return { name: "resources", title: "Networks, disks, templates", make: () => resourcesPage(info) };
+  return { name: "sandboxes", title: "Sandboxes", make: () => sandboxesPage(info) };
 }
 
 function show() {
   if (!info) return;
   if (current && current.close) current.close();
-  const { name, make } = route();
+  const { name, title, make } = route();
   for (const link of nav.querySelectorAll("a")) {
-    link.classList.toggle("active", link.dataset.page === name || (name === "sandbox" && link.dataset.page === "sandboxes"));
+    const active = link.dataset.page === name || (name === "sandbox" && link.dataset.page === "sandboxes");
+    link.classList.toggle("active", active);
+    if (active) link.setAttribute("aria-current", "page"); else link.removeAttribute("aria-current");
   }
+  document.title = `${title} · createos-fake`;
   current = make();
   replace(pageNode, current.node);
 }
@@ -44,24 +49,43 @@ function setLive(on) {
   live.className = on ? "live on" : "live off";
 }
 
-async function start() {
+function close() {
+  api.disconnect();
+  if (current && current.close) current.close();
+  current = null;
+  info = null;
+  replace(pageNode);
+}
+
+function showLogin(note = "") {
+  close();
+  loginForm.hidden = false;
+  nav.hidden = true;
+  live.hidden = true;
+  logoutButton.hidden = true;
+  loginNote.textContent = note;
+  document.title = "Log in · createos-fake";
+  document.getElementById("key").focus();
+}
+
+async function start(note = "") {
   try {
     info = await api.session();
   } catch (error) {
-    if (error.status === 401) {
-      loginForm.hidden = false;
-      nav.hidden = true;
-      logoutButton.hidden = true;
-      document.getElementById("key").focus();
-      return;
-    }
     replace(pageNode, h("p", { class: "error" }, `The fake did not answer: ${error.message}`));
+    return;
+  }
+  if (!info.logged_in) {
+    info = null;
+    showLogin(note);
     return;
   }
   loginForm.hidden = true;
   nav.hidden = false;
+  live.hidden = false;
   logoutButton.hidden = false;
-  api.connect(setLive);
+  setLive(false);
+  api.connect(setLive, () => showLogin("The fake no longer knows this page's session (it restarted, or the session ended): log in again."));
   show();
 }
 
@@ -81,14 +105,7 @@ loginForm.addEventListener("submit", async (event) => {
 
 logoutButton.addEventListener("click", async () => {
   await api.logout();
-  api.disconnect();
-  if (current && current.close) current.close();
-  current = null;
-  info = null;
-  replace(pageNode);
-  setLive(false);
-  live.textContent = "offline";
-  await start();
+  showLogin("Logged out.");
 });
 
 window.addEventListener("hashchange", show);

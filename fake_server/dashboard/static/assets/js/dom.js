@@ -66,12 +66,90 @@ export function statusBadge(status) {
   return h("span", { class: `badge s-${String(status).replace(/[^a-z]/g, "")}` }, status);
 }
 
-export function table(headers, rows) {
-  return h("table", { class: "grid" },
-    h("thead", {}, h("tr", {}, headers.map((name) => h("th", {}, name)))),
-    h("tbody", {}, rows));
+// A table; ``caption`` names it for screen readers (shown only to them).
+export function table(headers, rows, caption = null) {
+  return h("div", { class: "scroll-x" },
+    h("table", { class: "grid" },
+      caption ? h("caption", { class: "sr-only" }, caption) : null,
+      h("thead", {}, h("tr", {}, headers.map((name) => h("th", { scope: "col" }, name || h("span", { class: "sr-only" }, "actions"))))),
+      h("tbody", {}, rows)));
 }
 
 export function section(title, ...children) {
-  return h("section", { class: "card" }, h("h2", {}, title), ...children);
+  return h("section", { class: "card", "aria-label": typeof title === "string" ? title : null }, h("h2", {}, title), ...children);
+}
+
+// Copies ``value`` (an id, a command) whole, whatever the page shows of it.
+export function copyButton(value, label) {
+  const button = h("button", { type: "button", class: "copy", "aria-label": label, title: label }, "copy");
+  button.addEventListener("click", async (event) => {
+    event.stopPropagation();
+    const done = await copyText(value);
+    button.textContent = done ? "copied" : "select it";
+    setTimeout(() => { button.textContent = "copy"; }, 1500);
+  });
+  return button;
+}
+
+async function copyText(value) {
+  try {
+    await navigator.clipboard.writeText(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// An id shown whole (selectable), with a button that copies it.
+export function idText(id, what = "id") {
+  if (!id) return "";
+  return h("span", { class: "id" }, h("span", { class: "mono", title: id }, id), " ", copyButton(id, `copy ${what} ${id}`));
+}
+
+// A button that asks again inline before it acts (no dialog).
+export function confirmButton(label, question, act, attrs = {}) {
+  const button = h("button", { type: "button", ...attrs }, label);
+  const holder = h("span", { class: "confirm" }, button);
+  button.addEventListener("click", () => {
+    const yes = h("button", { type: "button", class: "danger" }, `yes, ${label}`);
+    const no = h("button", { type: "button" }, "cancel");
+    const restore = () => { replace(holder, button); button.focus(); };
+    yes.addEventListener("click", async () => { restore(); await act(); });
+    no.addEventListener("click", restore);
+    replace(holder, h("span", { class: "muted" }, question, " "), yes, " ", no);
+    yes.focus();
+  });
+  return holder;
+}
+
+// A short message about what an action did, read out by screen readers.
+export function notify(message, bad = false) {
+  const node = document.getElementById("notice");
+  if (!node) return;
+  node.textContent = message;
+  node.className = bad ? "notice error" : "notice";
+  clearTimeout(notify.timer);
+  notify.timer = setTimeout(() => { node.textContent = ""; }, 6000);
+}
+
+// ``body`` pretty-printed when it is JSON (or JSON lines), as stored otherwise.
+export function pretty(body) {
+  if (body === null || body === undefined) return "";
+  const trimmed = String(body).trim();
+  if (!trimmed.startsWith("{") && !trimmed.startsWith("[")) return String(body);
+  try {
+    return JSON.stringify(JSON.parse(trimmed), null, 2);
+  } catch {
+    const lines = trimmed.split("\n");
+    try {
+      return lines.map((line) => JSON.stringify(JSON.parse(line))).join("\n");
+    } catch {
+      return String(body);
+    }
+  }
+}
+
+// Keeps a scrollable node at its bottom when it was there, else where the reader left it.
+export function atBottom(node) {
+  return node.scrollHeight - node.scrollTop - node.clientHeight < 24;
 }

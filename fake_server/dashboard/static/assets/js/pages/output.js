@@ -1,13 +1,13 @@
 // A process's output as it arrives, from its own event stream; text nodes only.
 
-import { h } from "../dom.js";
+import { atBottom, h } from "../dom.js";
 
 const MAX_CHARS = 200000;
 
 export function outputPanel(sandboxId, process, onClose, onExit) {
-  const pre = h("pre", { class: "output", "aria-live": "polite" });
+  const pre = h("pre", { class: "output", tabindex: "0", "aria-label": `output of ${process.process_id}` });
   const state = h("span", { class: "muted" }, "streaming…");
-  const closeButton = h("button", { type: "button" }, "close");
+  const closeButton = h("button", { type: "button", "aria-label": `close the output of ${process.process_id}` }, "close");
   const node = h("section", { class: "card output-panel", dataset: { process: process.process_id } },
     h("h2", {}, `Output of ${process.process_id}: `, h("span", { class: "mono" }, [process.cmd, ...process.args].join(" ")), " ", state, " ", closeButton),
     pre);
@@ -15,6 +15,7 @@ export function outputPanel(sandboxId, process, onClose, onExit) {
   let size = 0;
   source.addEventListener("output", (event) => {
     const frame = JSON.parse(event.data);
+    const follow = atBottom(pre); // a reader who scrolled up stays where they are
     const piece = h("span", { class: `stream-${frame.stream}` }, frame.text);
     pre.append(piece);
     size += frame.text.length;
@@ -22,7 +23,7 @@ export function outputPanel(sandboxId, process, onClose, onExit) {
       size -= pre.firstChild.textContent.length;
       pre.firstChild.remove();
     }
-    pre.scrollTop = pre.scrollHeight;
+    if (follow) pre.scrollTop = pre.scrollHeight;
   });
   source.addEventListener("skipped", () => pre.append(h("span", { class: "muted" }, "\n[older output was evicted]\n")));
   source.addEventListener("exit", (event) => {

@@ -1,31 +1,57 @@
 // Accounts and every sandbox, live: a row changes as soon as the fake journals the change.
+// Newest first; a column header sorts by that column.
 
 import * as api from "../api.js";
-import { ago, h, replace, section, statusBadge, table } from "../dom.js";
+import { ago, confirmButton, copyButton, h, notify, replace, section, statusBadge, table } from "../dom.js";
 import { VirtualTable } from "../vtable.js";
+
+const SORTS = {
+  status: (r) => r.status,
+  id: (r) => r.id,
+  name: (r) => r.name || "",
+  shape: (r) => r.shape,
+  rootfs: (r) => r.rootfs,
+  ip: (r) => r.ip,
+  processes: (r) => r.processes,
+  account: (r) => r.account,
+  age: (r) => -r.created_at,
+};
 
 export function sandboxesPage(info) {
   const rows = new Map();
   const flashed = new Map();
   let clockOffset = 0; // server wall time minus local wall time
   let filterText = "";
+  let sortKey = null;
+  let sortDir = 1;
   const accountsNode = h("div", {}, h("p", { class: "muted" }, "Loading…"));
-  const count = h("span", { class: "muted" });
-  const filter = h("input", { type: "search", placeholder: "filter by id, name, status, shape, rootfs, ip", class: "filter" });
+  const count = h("span", { class: "muted", role: "status" });
+  const filter = h("input", { type: "search", id: "sandbox-filter", placeholder: "id, name, status, shape, rootfs, ip", class: "filter" });
   const vtable = new VirtualTable([
-    { title: "status", cell: (r) => statusBadge(r.status), class: "c-status" },
-    { title: "id", cell: (r) => h("a", { href: `#/sandbox/${encodeURIComponent(r.id)}` }, r.id), class: "c-id" },
-    { title: "name", cell: (r) => r.name, class: "c-name" },
-    { title: "shape", cell: (r) => r.shape },
-    { title: "rootfs", cell: (r) => r.rootfs },
-    { title: "ip", cell: (r) => r.ip },
-    { title: "processes", cell: (r) => String(r.processes), class: "c-num" },
-    { title: "account", cell: (r) => r.account },
-    { title: "age", cell: (r) => ago(Date.now() / 1000 + clockOffset - r.created_at), class: "c-num" },
-  ], { onClick: (r) => { location.hash = `#/sandbox/${encodeURIComponent(r.id)}`; } });
+    { title: "status", cell: (r) => statusBadge(r.status), class: "c-status", sort: "status" },
+    { title: "id", cell: (r) => h("span", { class: "id" }, h("a", { href: `#/sandbox/${encodeURIComponent(r.id)}`, title: r.id }, r.id), " ", copyButton(r.id, `copy sandbox id ${r.id}`)), class: "c-id", sort: "id" },
+    { title: "name", cell: (r) => r.name, class: "c-name", sort: "name" },
+    { title: "shape", cell: (r) => r.shape, class: "c-shape", sort: "shape" },
+    { title: "rootfs", cell: (r) => r.rootfs, class: "c-rootfs", sort: "rootfs" },
+    { title: "ip", cell: (r) => r.ip, class: "c-ip", sort: "ip" },
+    { title: "processes", cell: (r) => String(r.processes), class: "c-num c-processes", sort: "processes" },
+    { title: "account", cell: (r) => r.account, class: "c-account", sort: "account" },
+    { title: "age", cell: (r) => ago(Date.now() / 1000 + clockOffset - r.created_at), class: "c-num c-age", sort: "age" },
+  ], { label: "Sandboxes", onSort: (key, dir) => { sortKey = key; sortDir = dir; render(); } });
+  const reset = confirmButton("reset the fake", "Drop every sandbox, account and fault, and the journal?", async () => {
+    try {
+      await api.control("POST", "reset");
+      notify("The fake was reset.");
+    } catch (error) {
+      notify(error.message, true);
+    }
+  }, { id: "reset-fake" });
   const node = h("div", { class: "page-sandboxes" },
+    h("h1", { class: "sr-only" }, "Sandboxes"),
     section("Accounts", accountsNode),
-    section("Sandboxes", h("div", { class: "toolbar" }, filter, count), vtable.node));
+    section("Sandboxes",
+      h("div", { class: "toolbar" }, h("label", { for: "sandbox-filter" }, "Filter "), filter, count, h("span", { class: "spacer" }), reset),
+      vtable.node));
   let painted = false;
 
   function visible() {
@@ -38,7 +64,16 @@ export function sandboxesPage(info) {
       row._class = at && now - at < 1500 ? "flash" : "";
       list.push(row);
     }
-    list.reverse(); // newest first
+    if (sortKey) {
+      const key = SORTS[sortKey];
+      list.sort((a, b) => {
+        const x = key(a);
+        const y = key(b);
+        return (x < y ? -1 : x > y ? 1 : 0) * sortDir;
+      });
+    } else {
+      list.reverse(); // newest first
+    }
     return list;
   }
 
@@ -49,6 +84,7 @@ export function sandboxesPage(info) {
   }
 
   const accounts = new Map(); // id -> API key as shown (redacted)
+  let accountsKey = "";
 
   function renderAccounts() {
     // Counted here from the rows the page holds: a change costs no request.
@@ -58,10 +94,13 @@ export function sandboxesPage(info) {
       statuses[row.status] = (statuses[row.status] || 0) + 1;
       counts.set(row.account, statuses);
     }
+    const key = JSON.stringify([...counts, ...accounts]);
+    if (key === accountsKey) return; // unchanged: a selection in the table stays
+    accountsKey = key;
     replace(accountsNode, table(["account", "API key", "sandboxes", "by status"], [...counts].map(([id, statuses]) =>
-      h("tr", {}, h("td", {}, id), h("td", {}, accounts.get(id) || "<redacted>"),
+      h("tr", {}, h("td", {}, h("span", { class: "id" }, id, " ", copyButton(id, `copy account id ${id}`))), h("td", {}, accounts.get(id) || "<redacted>"),
         h("td", {}, String(Object.values(statuses).reduce((a, b) => a + b, 0))),
-        h("td", {}, Object.entries(statuses).map(([s, n]) => h("span", { class: "pair" }, statusBadge(s), ` ${n}`)))))));
+        h("td", {}, Object.entries(statuses).map(([s, n]) => h("span", { class: "pair" }, statusBadge(s), ` ${n}`))))), "Accounts"));
   }
 
   async function load() {
