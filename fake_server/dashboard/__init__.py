@@ -110,7 +110,10 @@ async def logout(request: web.Request) -> web.StreamResponse:
     return response
 
 
-_OPEN = frozenset({_PREFIX, UI_PATH, UI_PATH + "login", UI_PATH + "api/session"})
+#: Open without a session: the page, login, and the two reads that tell a page it has none.
+_OPEN = frozenset(
+    {_PREFIX, UI_PATH, UI_PATH + "login", UI_PATH + "api/session", UI_PATH + "api/events"}
+)
 #: Where the control API's mirrored routes live (``dashboard.actions``).
 CONTROL_UI = UI_PATH + "api/control"
 

@@ -13,7 +13,7 @@ from fake_server.dashboard.journal_page import (
     entry_detail,
     journal_page,
 )
-from fake_server.dashboard.live import Hub, process_output
+from fake_server.dashboard.live import Hub, process_output, sse_response
 from fake_server.dashboard.projections import (
     account_rows,
     next_build_change,
@@ -23,6 +23,7 @@ from fake_server.dashboard.projections import (
 )
 from fake_server.dashboard.terminal import terminal
 from fake_server.faults import action_to_json
+from fake_server.http.control import control_routes
 from fake_server.http.keys import STATE_KEY
 from fake_server.http.routes import ROUTES
 from fake_server.http.wire.faults import fault_to_json, firing_to_json
@@ -42,8 +43,12 @@ SESSIONS_KEY: web.AppKey[Sessions] = web.AppKey("fake_server.dashboard.sessions"
 MAX_DOWNLOAD = 64 * 1024 * 1024
 
 
-#: Operation names the journal and fault forms offer.
-_OPERATIONS = sorted({operation for _, _, operation, _ in ROUTES})
+#: Operation names the journal and fault forms offer: the API's routes, then the control
+#: API's (the dashboard's own actions among them).
+_API_OPERATIONS = sorted({operation for _, _, operation, _ in ROUTES})
+_OPERATIONS = _API_OPERATIONS + sorted(
+    {str(route.kwargs["name"]) for route in control_routes() if "name" in route.kwargs}
+)
 
 
 def fail(status: int, message: str) -> web.Response:
@@ -74,7 +79,7 @@ async def session(request: web.Request) -> web.Response:
             "url": state.origin(),
             "now": clock.time(),
             "fake_now": clock.now(),
-            "operations": _OPERATIONS,
+            "operations": _API_OPERATIONS,
         }
     )
 
@@ -213,6 +218,13 @@ async def account_resources(request: web.Request) -> web.Response:
 
 
 async def events(request: web.Request) -> web.StreamResponse:
+    """The live stream; without a session one ``logged_out`` event and the end (a 401 to an
+    EventSource is an error in the browser's console, and it would not say why)."""
+    if request.app[SESSIONS_KEY].csrf(request) is None:
+        response = await sse_response(request)
+        await response.write(b"event: logged_out\ndata: {}\n\n")
+        await response.write_eof()
+        return response
     return await request.app[HUB_KEY].stream(request)
 
 

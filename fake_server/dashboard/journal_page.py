@@ -79,10 +79,16 @@ class Entry:
 
     @property
     def kind(self) -> str:
-        return "call" if self.first.kind == "request" else self.first.kind
+        """``call`` for a request (a reply whose request was dropped or cleared too)."""
+        return "call" if self.first.kind in ("request", "response") else self.first.kind
+
+    @property
+    def reply(self) -> Event | None:
+        return self.first if self.first.kind == "response" else self.response
 
     def status(self) -> int | None:
-        return self.response.status if self.response is not None else self.first.status
+        reply = self.reply
+        return reply.status if reply is not None else self.first.status
 
     def text(self) -> str:
         """Every stored word of the row, lower case, for ``q``."""
@@ -252,9 +258,12 @@ def _row(dropped: int, entry: Entry, origin: float, faults: Mapping[str, str]) -
     row = summary(dropped + entry.position, entry.first, origin)
     row["kind"] = entry.kind
     if entry.kind == "call":
-        reply = entry.response
+        reply = entry.reply
         row["status"] = reply.status if reply is not None else None
-        row["duration"] = round(reply.time - entry.first.time, 6) if reply is not None else None
+        answered = entry.response
+        row["duration"] = (
+            round(answered.time - entry.first.time, 6) if answered is not None else None
+        )
         if reply is not None and reply.account_id:
             row["account"] = reply.account_id
         row["faults"] = [fault_text(f.detail, faults) for f in entry.faults]
@@ -332,8 +341,8 @@ def entry_detail(
                 entry.response = later
                 break
     data = _row(dropped, entry, journal.origin, faults or {})
-    data["request"] = _message(first)
-    data["response"] = None if entry.response is None else _message(entry.response)
+    data["request"] = _message(first) if first.kind != "response" else None
+    data["response"] = None if entry.reply is None else _message(entry.reply)
     data.update(network=first.network_id, disk=first.disk_id, template=first.template_id)
     return data
 

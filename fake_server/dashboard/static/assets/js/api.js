@@ -122,6 +122,11 @@ export function connect(onState, onLoggedOut) {
     for (const listener of listeners) listener(batch);
   });
   stream.addEventListener("resync", resync);
+  stream.addEventListener("logged_out", () => { // the fake does not know this session
+    stream.close();
+    if (source === stream) source = null;
+    onLoggedOut();
+  });
 }
 
 export function disconnect() {

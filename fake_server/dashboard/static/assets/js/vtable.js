@@ -15,8 +15,8 @@ export class VirtualTable {
     this.cached = new Map(); // id -> {key, node}
     this.head = h("div", { class: "vrow vhead", role: "row" }, columns.map((c) => this.headerCell(c)));
     this.spacer = h("div", { class: "vspacer" });
-    this.body = h("div", { class: "vbody", role: "rowgroup" });
-    this.viewport = h("div", { class: "vviewport", tabindex: "0", "aria-label": `${label} (scrolls)` }, this.spacer, this.body);
+    this.body = h("div", { class: "vbody", role: "none" });
+    this.viewport = h("div", { class: "vviewport", role: "rowgroup", tabindex: "0", "aria-label": `${label} (scrolls)` }, this.spacer, this.body);
     this.node = h("div", { class: "vtable", role: "table", "aria-label": label }, this.head, this.viewport);
     this.viewport.addEventListener("scroll", () => this.render());
     this.frame = 0;

@@ -50,6 +50,7 @@ export function journalPage(params, info) {
   const rowsNode = h("div", { class: "journal-rows" });
   const detail = detailPane(info);
   const node = h("div", { class: "page-journal" },
+    h("h1", { class: "sr-only" }, "Journal"),
     h("div", { class: "journal-list" },
       section("Journal", form, h("div", { class: "toolbar" }, fresh, status, pager, h("span", { class: "spacer" }), clear), rowsNode)),
     detail.node);

@@ -73,7 +73,9 @@ export function detailPane(info) {
       (e.faults || []).length ? h("p", { class: "bad" }, "faults: ", e.faults.join("; ")) : null,
       ids.length ? h("dl", { class: "kv" }, ids.flatMap(([name, value]) => [h("dt", {}, name), h("dd", {}, idText(value, `${name} id`))])) : null,
     ];
-    if (e.kind === "call") {
+    if (e.kind === "call" && !e.request) {
+      parts.push(h("p", { class: "muted" }, "Its request is no longer in the journal."), message("Reply", e.response));
+    } else if (e.kind === "call") {
       const curl = curlOf(e, info.url || location.origin);
       parts.push(
         h("h3", {}, "As curl ", copyButton(curl, "copy the call as a curl command")),
