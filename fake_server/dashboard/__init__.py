@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from fake_server.dashboard.actions import action_routes, as_control_call
-from fake_server.dashboard.handlers import HUB_KEY, SESSIONS_KEY, api_routes, fail
+from fake_server.dashboard.handlers import HUB_KEY, ROWS_KEY, SESSIONS_KEY, api_routes, fail
+from fake_server.dashboard.journal_page import EntryIndex
 from fake_server.dashboard.live import Hub
 from fake_server.dashboard.security import (
     SECURITY_HEADERS,
@@ -178,6 +179,7 @@ def install_dashboard(app: web.Application) -> None:
     state = app[STATE_KEY]
     hub = app[HUB_KEY] = Hub(state.world)
     app[SESSIONS_KEY] = Sessions()
+    app[ROWS_KEY] = EntryIndex()
 
     async def start(_: web.Application) -> None:
         hub.start()

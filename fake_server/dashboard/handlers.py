@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from fake_server.dashboard.journal_page import (
+    EntryIndex,
     JournalQuery,
     QueryError,
     entry_detail,
@@ -35,10 +36,12 @@ if TYPE_CHECKING:
     from fake_server.http.state import AppState
     from fake_server.models import Sandbox
 
-__all__ = ["HUB_KEY", "SESSIONS_KEY", "api_routes", "fail"]
+__all__ = ["HUB_KEY", "ROWS_KEY", "SESSIONS_KEY", "api_routes", "fail"]
 
 HUB_KEY: web.AppKey[Hub] = web.AppKey("fake_server.dashboard.hub")
 SESSIONS_KEY: web.AppKey[Sessions] = web.AppKey("fake_server.dashboard.sessions")
+#: The journal's rows, kept between reads of the journal page.
+ROWS_KEY: web.AppKey[EntryIndex] = web.AppKey("fake_server.dashboard.rows")
 #: Largest file the dashboard downloads from a sandbox.
 MAX_DOWNLOAD = 64 * 1024 * 1024
 
@@ -173,6 +176,7 @@ async def journal(request: web.Request) -> web.Response:
         names=names,
         operations=_OPERATIONS,
         faults=_fault_texts(request),
+        index=request.app[ROWS_KEY],
     )
     return web.json_response(page)
 

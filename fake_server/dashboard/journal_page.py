@@ -9,6 +9,7 @@ of a call (path, query, headers, bodies, ids, status, detail), case-insensitivel
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import re
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_PAGE",
     "Entry",
+    "EntryIndex",
     "JournalQuery",
     "QueryError",
     "entries",
@@ -70,12 +72,17 @@ def _plain(text: str) -> str:
 @dataclass(slots=True)
 class Entry:
     """A row: a call (``request`` with its ``response`` and fault events once they came) or
-    one other event; ``position`` is its first event's place in the journal's window."""
+    one other event; ``index`` is its first event's number in the journal (``dropped`` plus
+    its place in the window), a stable id for paging and the side pane."""
 
-    position: int
+    index: int
     first: Event
     response: Event | None = None
     faults: list[Event] = field(default_factory=list)
+    words: str | None = None
+    #: The journal numbers of ``response`` and ``faults`` (rows of their own once the
+    #: request is dropped).
+    later: list[int] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -91,12 +98,14 @@ class Entry:
         return reply.status if reply is not None else self.first.status
 
     def text(self) -> str:
-        """Every stored word of the row, lower case, for ``q``."""
-        parts = [_event_text(self.first)]
-        if self.response is not None:
-            parts.append(_event_text(self.response))
-        parts.extend(fault.detail for fault in self.faults)
-        return "\n".join(parts).lower()
+        """Every stored word of the row, lower case, for ``q`` (worked out once)."""
+        if self.words is None:
+            parts = [_event_text(self.first)]
+            if self.response is not None:
+                parts.append(_event_text(self.response))
+            parts.extend(fault.detail for fault in self.faults)
+            self.words = "\n".join(parts).lower()
+        return self.words
 
 
 def _event_text(event: Event) -> str:
@@ -107,26 +116,65 @@ def _event_text(event: Event) -> str:
     return " ".join([*words, headers, event.body or "", event.detail])
 
 
-def entries(events: list[Event]) -> list[Entry]:
-    """The rows of ``events``, oldest first: a reply and its faults join their request."""
-    rows: list[Entry] = []
-    open_calls: dict[str, Entry] = {}
-    for position, event in enumerate(events):
+class EntryIndex:
+    """A journal's rows, oldest first, kept as it grows: each read joins only the events that
+    came since the last (a page of a 100,000-event journal is read every 200 ms while
+    following), and starts over when the journal was cleared or dropped past what it knew."""
+
+    def __init__(self) -> None:
+        self._start()
+
+    def _start(self) -> None:
+        self._rows: list[Entry] = []
+        self._open: dict[str, Entry] = {}
+        self._next = 0  # the number of the next event to join
+        self._last: Event | None = None
+
+    def rows(self, dropped: int, events: list[Event]) -> list[Entry]:
+        total = dropped + len(events)
+        known = self._last is not None and dropped < self._next <= total
+        if not known or events[self._next - 1 - dropped] is not self._last:
+            self._start()
+        for number in range(max(self._next, dropped), total):
+            self._join(number, events[number - dropped])
+        if total:
+            self._next, self._last = total, events[-1]
+        cut = bisect.bisect_left(self._rows, dropped, key=lambda entry: entry.index)
+        gone, self._rows = self._rows[:cut], self._rows[cut:]
+        for call in gone:  # dropped by the journal: what came after it stands alone
+            request_id = call.first.request_id
+            if request_id and self._open.get(request_id) is call:
+                del self._open[request_id]
+            later = [call.response] if call.response is not None else []
+            parts = sorted(zip(call.later, [*call.faults, *later], strict=True))
+            for number, event in parts:
+                if number >= dropped:
+                    bisect.insort(self._rows, Entry(number, event), key=lambda e: e.index)
+        return self._rows
+
+    def _join(self, number: int, event: Event) -> None:
         kind, request_id = event.kind, event.request_id
         if kind == "request" and request_id:
-            entry = open_calls[request_id] = Entry(position, event)
-            rows.append(entry)
-            continue
-        if request_id and kind in ("response", "fault") and request_id in open_calls:
-            call = open_calls[request_id]
+            entry = self._open[request_id] = Entry(number, event)
+            self._rows.append(entry)
+            return
+        call = self._open.get(request_id) if request_id else None
+        if call is not None and request_id and kind in ("response", "fault"):
+            call.words = None
             if kind == "fault":
                 call.faults.append(event)
+                call.later.insert(len(call.faults) - 1, number)
             else:
                 call.response = event
-                del open_calls[request_id]
-            continue
-        rows.append(Entry(position, event))
-    return rows
+                call.later.append(number)
+                del self._open[request_id]
+            return
+        self._rows.append(Entry(number, event))
+
+
+def entries(events: list[Event]) -> list[Entry]:
+    """The rows of ``events``, oldest first: a reply and its faults join their request."""
+    return EntryIndex().rows(0, events)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,8 +302,8 @@ def summary(index: int, event: Event, origin: float) -> dict[str, Any]:
     }
 
 
-def _row(dropped: int, entry: Entry, origin: float, faults: Mapping[str, str]) -> dict[str, Any]:
-    row = summary(dropped + entry.position, entry.first, origin)
+def _row(entry: Entry, origin: float, faults: Mapping[str, str]) -> dict[str, Any]:
+    row = summary(entry.index, entry.first, origin)
     row["kind"] = entry.kind
     if entry.kind == "call":
         reply = entry.reply
@@ -293,11 +341,13 @@ def journal_page(
     names: Mapping[str, str] | None = None,
     operations: Collection[str] = (),
     faults: Mapping[str, str] | None = None,
+    index: EntryIndex | None = None,
 ) -> dict[str, Any]:
     """The matching rows' count and one page of them, newest first. ``names``: sandbox name
-    to id; ``operations``: the known operation names; ``faults``: fault id to description."""
+    to id; ``operations``: the known operation names; ``faults``: fault id to description;
+    ``index``: the journal's rows kept between reads."""
     dropped, events = journal.window()
-    rows = entries(events)
+    rows = (index if index is not None else EntryIndex()).rows(dropped, events)
     match, hint = _prepare(query, names or {}, operations)
     everything = query.unfiltered()
     start, stop = query.offset, query.offset + query.limit
@@ -312,7 +362,7 @@ def journal_page(
         "total": total,
         "offset": query.offset,
         "limit": query.limit,
-        "rows": [_row(dropped, e, journal.origin, faults or {}) for e in page],
+        "rows": [_row(e, journal.origin, faults or {}) for e in page],
         "dropped": dropped,
         "all": len(rows),
         "events": dropped + len(events),
@@ -330,7 +380,7 @@ def entry_detail(
     if not 0 <= position < len(events):
         return None
     first = events[position]
-    entry = Entry(position, first)
+    entry = Entry(index, first)
     if first.kind == "request" and first.request_id:
         for later in events[position + 1 :]:
             if later.request_id != first.request_id:
@@ -340,7 +390,7 @@ def entry_detail(
             elif later.kind == "response":
                 entry.response = later
                 break
-    data = _row(dropped, entry, journal.origin, faults or {})
+    data = _row(entry, journal.origin, faults or {})
     data["request"] = _message(first) if first.kind != "response" else None
     data["response"] = None if entry.reply is None else _message(entry.reply)
     data.update(network=first.network_id, disk=first.disk_id, template=first.template_id)
