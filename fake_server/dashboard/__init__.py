@@ -20,7 +20,7 @@ from aiohttp import web
 
 from fake_server.dashboard.actions import action_routes, as_control_call
 from fake_server.dashboard.handlers import HUB_KEY, ROWS_KEY, SESSIONS_KEY, api_routes, fail
-from fake_server.dashboard.journal_page import EntryIndex
+from fake_server.dashboard.journal_rows import EntryIndex
 from fake_server.dashboard.live import Hub
 from fake_server.dashboard.security import (
     SECURITY_HEADERS,

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from fake_server.dashboard.journal_page import (
-    EntryIndex,
     JournalQuery,
     QueryError,
     entry_detail,
@@ -32,6 +31,7 @@ from fake_server.models import ApiError
 from fake_server.models.paths import check_abs_path
 
 if TYPE_CHECKING:
+    from fake_server.dashboard.journal_rows import EntryIndex
     from fake_server.dashboard.security import Sessions
     from fake_server.http.state import AppState
     from fake_server.models import Sandbox

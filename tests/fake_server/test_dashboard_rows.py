@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from fake_server.dashboard.journal_page import EntryIndex, entries
+from fake_server.dashboard.journal_rows import EntryIndex, entries
 from fake_server.models import Event, Journal
 
 
