@@ -200,7 +200,8 @@ def _netns_create(runtime: ProcessRuntime, count: int) -> float:
 
 
 def _rootfs_create(runtime: ProcessRuntime, base: Path, count: int) -> float:
-    """A sandbox's root file system alone (mount namespace, disk image, overlay), and its release."""
+    """A sandbox's root file system alone (mount namespace, disk image, overlay), and its
+    release."""
     times = []
     for index in range(count):
         start = timer()
