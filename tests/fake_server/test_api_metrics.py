@@ -160,3 +160,37 @@ async def _metrics_once(
             return data
         await asyncio.sleep(0.01)
     raise AssertionError("the program never got there")
+
+
+async def test_process_runtime_metrics_count_a_daemon_an_exec_left_running() -> None:
+    """A daemon (``nohup setsid … &``) holding memory and burning a CPU counts: the metrics
+    read the sandbox's cgroups, not only the trees of the API's own processes (they read 0
+    for it before)."""
+    daemon = (
+        "nohup setsid python3 -c 'import time\n"
+        "held = bytearray(128 << 20)\n"
+        'held[::4096] = b"x" * len(held[::4096])\n'
+        "end = time.process_time() + 0.3\n"
+        "while time.process_time() < end: pass\n"
+        "time.sleep(300)' >/dev/null 2>&1 &"
+    )
+    async with process_fake() as fake:
+        async with httpx.AsyncClient(
+            base_url=fake.url,
+            headers={"X-Api-Key": fake.api_key},
+            transport=clock_transport(fake.clock),
+            timeout=30,
+        ) as client:
+            created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+            base = f"/v1/sandboxes/{created.json()['data']['id']}"
+            ran = await client.post(base + "/exec", json={"cmd": "bash", "args": ["-c", daemon]})
+            assert ran.json()["data"]["result"]["exit_code"] == 0
+            data = await _metrics_once(
+                client,
+                base,
+                lambda d: (
+                    d["cpu"]["usage_seconds"] >= 0.3 and d["memory"]["used_bytes"] >= 128 * MIB
+                ),
+            )
+            assert data["processes"] >= 2  # the sandbox's init and the daemon
+            assert (await client.delete(base)).status_code == 200
