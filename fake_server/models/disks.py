@@ -13,9 +13,15 @@ import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fake_server.models.errors import BadRequest, Conflict, NotFound
+from fake_server.models.errors import (
+    BadRequest,
+    Conflict,
+    NotFound,
+    QuotaExceeded,
+    ServiceUnavailable,
+)
 from fake_server.models.paths import check_abs_path
-from fake_server.models.resource_base import Forbidden, ServiceUnavailable, check_name
+from fake_server.models.resource_base import check_name
 from fake_server.runtime.api import BucketMounts, FeatureUnavailable
 
 if TYPE_CHECKING:
@@ -87,7 +93,8 @@ class Disks:
                 )
             return existing, False
         if len(self.items) >= self._ctx.resources.max_disks:
-            raise Forbidden(f"disk quota exceeded ({self._ctx.resources.max_disks} per account)")
+            quota = self._ctx.resources.max_disks
+            raise QuotaExceeded(f"disk quota exceeded ({quota} per account)")
         disk = Disk(
             id="disk_" + self._ctx.ids.ulid().lower(),
             name=name,

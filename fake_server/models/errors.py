@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import ClassVar, Final
 
 __all__ = [
     "CODES",
@@ -19,8 +19,10 @@ __all__ = [
     "NotImplementedByFake",
     "PayloadTooLarge",
     "PaymentRequired",
+    "QuotaExceeded",
     "RateLimited",
     "RequestTimeout",
+    "ServiceUnavailable",
     "Unauthorized",
     "at_capacity",
     "code_for",
@@ -63,6 +65,9 @@ class ApiError(Exception):
     """
 
     status: int = 500
+    #: The code an error of this class carries unless it names its own; ``None``: its
+    #: status's code in ``CODES``.
+    default_code: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -78,7 +83,7 @@ class ApiError(Exception):
             self.status = status
         self.message = message
         self.field = field
-        self.code = code or code_for(self.status)
+        self.code = code or self.default_code or code_for(self.status)
         self.headers = dict(headers or {})
 
 
@@ -98,6 +103,12 @@ class PaymentRequired(ApiError):
 
 class Forbidden(ApiError):
     status = 403
+
+
+class QuotaExceeded(Forbidden):
+    """An account resource past its per-account quota (the SDKs' ``PermissionError``)."""
+
+    default_code = "quota_exceeded"
 
 
 class NotFound(ApiError):
@@ -137,6 +148,12 @@ class RateLimited(ApiError):
 
 class InternalError(ApiError):
     status = 500
+
+
+class ServiceUnavailable(ApiError):
+    """503: a part of the control plane the operator has not set up, or the fake stopping."""
+
+    status = 503
 
 
 class BadGateway(ApiError):

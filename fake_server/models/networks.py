@@ -12,8 +12,8 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fake_server.models.errors import BadRequest, Conflict, NotFound
-from fake_server.models.resource_base import Forbidden, check_name
+from fake_server.models.errors import BadRequest, Conflict, NotFound, QuotaExceeded
+from fake_server.models.resource_base import check_name
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -78,7 +78,7 @@ class Networks:
         if any(n.name == name for n in self.items.values()):
             raise Conflict("a network with this name already exists", code="network_exists")
         if len(self.items) >= self._ctx.resources.max_networks:
-            raise Forbidden(
+            raise QuotaExceeded(
                 f"network quota exceeded ({self._ctx.resources.max_networks} per account)"
             )
         cidr = self._explicit(raw_cidr) if raw_cidr not in (None, "") else self._auto()

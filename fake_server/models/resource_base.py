@@ -1,5 +1,5 @@
 """What the account resources (networks, disks, templates, desktops) share: per-fake settings,
-the two errors only they raise, name rules and paging."""
+name rules and paging."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from fake_server.models.errors import ApiError, BadRequest
+from fake_server.models.errors import BadRequest
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -17,10 +17,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NAME_RULE",
-    "Forbidden",
     "Host",
     "ResourceSettings",
-    "ServiceUnavailable",
     "check_name",
     "page",
 ]
@@ -29,20 +27,6 @@ NAME_RULE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 MAX_LIMIT = 500
 
 _T = TypeVar("_T")
-
-
-class Forbidden(ApiError):
-    """403: the key authenticated but may not do this (the SDKs' ``PermissionError``: quotas)."""
-
-    status = 403
-    default_code = "quota_exceeded"
-
-
-class ServiceUnavailable(ApiError):
-    """503: a part of the control plane the operator has not set up."""
-
-    status = 503
-    default_code = "service_unavailable"
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fake_server.models.dockerfile import BASE_IMAGES, Instruction, parse, parse_env
-from fake_server.models.errors import BadRequest, Conflict, NotFound
-from fake_server.models.resource_base import Forbidden, check_name
+from fake_server.models.errors import BadRequest, Conflict, NotFound, QuotaExceeded
+from fake_server.models.resource_base import check_name
 from fake_server.models.waiting import handed_off
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ class Templates:
             raise Conflict("a template with this name already exists", code="template_exists")
         settings = self._ctx.resources
         if len(self.items) >= settings.max_templates:
-            raise Forbidden(f"template quota exceeded ({settings.max_templates} per account)")
+            raise QuotaExceeded(f"template quota exceeded ({settings.max_templates} per account)")
         template = Template(
             id="tpl_" + self._ctx.ids.ulid().lower(),
             name=name,

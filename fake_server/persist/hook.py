@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from fake_server.http.keys import BACKEND_KEY
-from fake_server.models.resource_base import ServiceUnavailable
+from fake_server.models.errors import ServiceUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -207,3 +207,52 @@ async def test_the_sdk_reads_an_error_s_message_code_and_request_id(fake: FakeCr
     assert (error.status_code, error.code) == (500, 500)
     assert str(error).startswith("GET /v1/templates: HTTP 500: templates are down")
     assert error.request_id == fake.journal.responses("list_templates")[-1].request_id
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "setting", "message"),
+    [
+        ("/v1/networks", {"name": "n{}"}, "max_networks", "network quota exceeded (1 per account)"),
+        (
+            "/v1/disks",
+            {
+                "name": "d{}",
+                "config": {"bucket": "b{}", "endpoint": "https://s3.example.test", "region": "eu"},
+                "credentials": {"access_key": "AKIA1", "secret_key": "s" * 20},
+            },
+            "max_disks",
+            "disk quota exceeded (1 per account)",
+        ),
+        (
+            "/v1/templates",
+            {"name": "t{}", "dockerfile": "FROM devbox:1\n"},
+            "max_templates",
+            "template quota exceeded (1 per account)",
+        ),
+    ],
+)
+async def test_a_quota_is_403_quota_exceeded_as_the_docs_promise(
+    fake: FakeCreateOS,
+    client: httpx.AsyncClient,
+    path: str,
+    body: dict[str, object],
+    setting: str,
+    message: str,
+) -> None:
+    """docs/fidelity-resources.md and the networks guide promise 403 ``quota_exceeded``; the
+    code was ``forbidden`` while a second error table's code went unread."""
+    setattr(fake.world.ctx.resources, setting, 1)
+
+    def numbered(value: object, number: int) -> object:
+        if isinstance(value, dict):
+            return {key: numbered(item, number) for key, item in value.items()}
+        return value.format(number) if isinstance(value, str) else value
+
+    first = await client.post(path, json=numbered(body, 1))
+    assert first.status_code in (200, 201), first.text
+    second = await client.post(path, json=numbered(body, 2))
+    assert second.status_code == 403
+    assert second.json() == {
+        "status": "fail",
+        "data": {"code": "quota_exceeded", "message": message},
+    }
