@@ -160,7 +160,6 @@ class BadGateway(ApiError):
     """Nothing answers behind a sandbox's preview URL (no server on that port)."""
 
     status = 502
-    default_code = "bad_gateway"
 
 
 class InsufficientStorage(ApiError):
