@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import ClassVar, Final
 
 __all__ = [
+    "CAPACITY_RETRY_AFTER",
     "CODES",
+    "NO_CAPACITY",
     "ApiError",
     "BadGateway",
     "BadRequest",
@@ -168,9 +170,23 @@ class InsufficientStorage(ApiError):
     status = 507
 
 
-def at_capacity(exc: OSError) -> InsufficientStorage:
-    """The fake's process is out of file descriptors (``runtime.CapacityError``): 507."""
-    return InsufficientStorage(str(exc.strerror), code="fake_at_capacity")
+#: The service's words for a create no host can place (TS ``errors.ts``: "Service unavailable
+#: (503): no host with capacity. Retry shortly.").
+NO_CAPACITY = "no host with capacity"
+#: Seconds a client waits before trying again; both SDKs retry a 503 for any method, honouring
+#: ``Retry-After`` (TS ``http.ts`` ``isRetryableStatus``, Python ``_transport._retryable``).
+CAPACITY_RETRY_AFTER = 1
+
+
+def at_capacity(exc: OSError) -> ApiError:
+    """The fake's process is out of file descriptors (``runtime.CapacityError``): the service's
+    503 "no host with capacity" with ``Retry-After``, the fake's reason after it."""
+    return ApiError(
+        f"{NO_CAPACITY}; {exc.strerror}",
+        status=503,
+        code="fake_at_capacity",
+        headers={"Retry-After": str(CAPACITY_RETRY_AFTER)},
+    )
 
 
 class NotImplementedByFake(ApiError):

@@ -103,7 +103,7 @@ class ExecOps(AccountBase):
 
     async def _run(self, job: _Prepared, out: _Sink, err: _Sink) -> tuple[int, str]:
         """Exit status and error text (empty on a normal exit)."""
-        from fake_server.runtime import CapacityError, ProcessSignal
+        from fake_server.runtime import CapacityError, CommandNotStarted, ProcessSignal
 
         shell = job.sandbox.machine.runner(self.ctx.clock)
         with handed_off(self.ctx.clock) as bridge:
@@ -119,6 +119,8 @@ class ExecOps(AccountBase):
                 )
             except ProcessSignal as exc:
                 return 128 + _SIGNUMS.get(exc.signal, 9), f"command killed by {exc.signal}"
+            except CommandNotStarted as exc:  # the result's error (TS ``ExecResult.error``)
+                return exc.exit_code, exc.error
             except FileNotFoundError:
                 return 1, "working directory does not exist"
             except CapacityError as exc:

@@ -138,7 +138,7 @@ class Process:
         self.task.add_done_callback(lambda _: self._finish(None, self._kill_signal or "SIGKILL"))
 
     async def _run(self, shell: Runner, env: dict[str, str], bridge: Hold) -> None:
-        from fake_server.runtime import CapacityError, ProcessSignal
+        from fake_server.runtime import CapacityError, CommandNotStarted, ProcessSignal
 
         out_stream = "pty" if self.kind == "pty" else "stdout"
         err_stream = "pty" if self.kind == "pty" else "stderr"
@@ -166,6 +166,9 @@ class Process:
             self._finish(None, self._kill_signal or "SIGKILL")
         except ProcessSignal as exc:
             self._finish(None, exc.signal)
+        except CommandNotStarted as exc:  # no error field on a process: say it on stderr
+            self._emit(err_stream, f"{exc.error}\n".encode())
+            self._finish(exc.exit_code, None, state="failed")
         except FileNotFoundError:
             self._emit(err_stream, b"bash: cd: No such file or directory\n")
             self._finish(1, None, state="failed")

@@ -8,10 +8,12 @@
 This package holds what both implement and share, and nothing of either: the interface
 ``api`` (``Runtime`` / ``Machine`` / ``Runner``), through which the models start sandboxes and
 run commands; ``environment`` (``$HOME``, the base environment, the file and disk limits);
-``pipes`` (``StdinPipe``, ``ProcessSignal``); ``terminal``; ``argv`` (argument and environment
-checks); ``egress`` (outbound rules); ``netoptions``; ``capacity`` (the fake's descriptor
-budget: creating a descriptor-holding object raises ``CapacityError``, answered 507
-``fake_at_capacity``, while fewer than 48 descriptors under ``RLIMIT_NOFILE`` would be left).
+``pipes`` (``StdinPipe``, ``ProcessSignal``); ``startfail`` (``CommandNotStarted``: a
+command that could not start, the exec result's ``error``); ``terminal``; ``argv`` (argument
+and environment checks); ``egress`` (outbound rules); ``netoptions``; ``capacity`` (the
+fake's descriptor budget: creating a descriptor-holding object raises ``CapacityError``,
+answered 503 ``fake_at_capacity``, while fewer than 48 descriptors under ``RLIMIT_NOFILE``
+would be left).
 ``choice`` composes the two runtimes: which one a sandbox gets is chosen per fake, per rootfs
 and per test. Neither runtime imports the other (``tests/test_imports.py`` checks it).
 """
@@ -21,11 +23,13 @@ from __future__ import annotations
 from fake_server.runtime.capacity import CapacityError, check_capacity
 from fake_server.runtime.environment import BASE_ENV, HOME
 from fake_server.runtime.pipes import ProcessSignal, StdinPipe
+from fake_server.runtime.startfail import CommandNotStarted
 
 __all__ = [
     "BASE_ENV",
     "HOME",
     "CapacityError",
+    "CommandNotStarted",
     "ProcessSignal",
     "StdinPipe",
     "check_capacity",

@@ -5,7 +5,7 @@ sandbox disk (for the sandbox's whole life) and each running command's interpret
 run). Under the common open-files limit of 1024 that is about 325 live sandboxes. Past the
 limit bashkit fails deep inside, so the fake checks first and refuses a new sandbox or command
 with ``CapacityError`` while a margin of descriptors is still free for its own sockets; the
-API answers it as 507.
+API answers it as the service's 503 "no host with capacity" with ``Retry-After``.
 """
 
 from __future__ import annotations

@@ -92,12 +92,18 @@ async def test_exec_rejects_bad_bodies(
     assert (response.status_code, response.json()) == (400, fail(field, message))
 
 
-async def test_exec_of_unknown_command_exits_127(
+async def test_exec_of_unknown_command_exits_127_with_the_result_s_error(
     client: httpx.AsyncClient, make_sandbox: MakeSandbox
 ) -> None:
+    """TS ``ExecResult.error``: "Agent-level failure (the command could not be started)"."""
     sandbox_id = await make_sandbox()
     response = await client.post(f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "no-such-tool"})
-    assert response.json()["data"]["result"]["exit_code"] == 127
+    assert response.json()["data"]["result"] == {
+        "exit_code": 127,
+        "stdout": "",
+        "stderr": "",
+        "error": 'exec: "no-such-tool": executable file not found in $PATH',
+    }
 
 
 async def test_exec_stream_sends_one_key_per_frame_with_heartbeats(

@@ -60,14 +60,23 @@ async def test_exec_returns_status_streams_cwd_env_stdin_and_user(
     }
 
 
-async def test_exec_of_a_missing_program_exits_127_like_bash(
+async def test_exec_of_a_program_that_cannot_start_sets_the_result_s_error(
     client: httpx.AsyncClient, make_sandbox: MakeSandbox
 ) -> None:
+    """TS ``ExecResult.error`` ("the command could not be started"), the CLI's
+    ``cmd/sandbox/exec.go`` (prints ``result.error``); the status keeps the shell's 127/126."""
     sandbox_id = await make_sandbox()
     result = await run(client, sandbox_id, cmd="no-such-tool", args=["x"])
-    assert (result["exit_code"], result["stderr"]) == (
-        127,
-        "bash: no-such-tool: command not found\n",
+    assert result == {
+        "exit_code": 127,
+        "stdout": "",
+        "stderr": "",
+        "error": 'exec: "no-such-tool": executable file not found in $PATH',
+    }
+    directory = await run(client, sandbox_id, cmd="/tmp")
+    assert (directory["exit_code"], directory["error"]) == (
+        126,
+        "fork/exec /tmp: permission denied",
     )
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from fake_server.clock import VirtualClock
-from fake_server.runtime import HOME
+from fake_server.runtime import HOME, CommandNotStarted
 from fake_server.runtime.bashkit import CommandIO, CommandRegistry, SandboxDisk, Shell
 
 if TYPE_CHECKING:
@@ -56,20 +56,35 @@ async def test_image_has_home_tmp_and_os_release(box: Box) -> None:
 
 
 @pytest.mark.asyncio
-async def test_unknown_commands_exit_127_with_a_bash_message(box: Box) -> None:
-    """A program the host has (the process runtime would run it) gets how to get there; a
-    name the host lacks too keeps bash's plain line."""
-    missing = await box.run(["node", "-v"])
-    assert (missing.code, missing.stderr) == (
+async def test_a_program_that_cannot_start_raises_command_not_started(box: Box) -> None:
+    """The exec's ``error``, not bash's line (TS ``ExecResult.error``: "the command could not
+    be started"). A program the host has (the process runtime would run it) gets how to get
+    there; a name the host lacks too gets the plain error; a script's own missing command
+    stays bash's line on stderr."""
+    with pytest.raises(CommandNotStarted) as missing:
+        await box.run(["node", "-v"])
+    assert (missing.value.exit_code, missing.value.error) == (
         127,
-        "bash: line 1: node: command not found (the bashkit runtime has no node; run real "
-        'programs with the process runtime: FakeCreateOS(runtime="process"))\n',
+        'exec: "node": executable file not found in $PATH (the bashkit runtime has no node; '
+        'run real programs with the process runtime: FakeCreateOS(runtime="process"))',
     )
-    typo = await box.run(["no-such-tool-here"])
-    assert (typo.code, typo.stderr) == (127, "bash: line 1: no-such-tool-here: command not found\n")
-    absolute = await box.run(["/usr/bin/node"])
-    assert absolute.code == 127
-    assert absolute.stderr == "bash: line 1: /usr/bin/node: No such file or directory\n"
+    with pytest.raises(CommandNotStarted) as typo:
+        await box.run(["no-such-tool-here"])
+    assert (typo.value.exit_code, typo.value.error) == (
+        127,
+        'exec: "no-such-tool-here": executable file not found in $PATH',
+    )
+    with pytest.raises(CommandNotStarted) as directory:
+        await box.run(["/tmp"])
+    assert (directory.value.exit_code, directory.value.error) == (
+        126,
+        "fork/exec /tmp: permission denied",
+    )
+    inner = await box.run(["bash", "-c", "no-such-tool-here"])
+    assert (inner.code, inner.stderr) == (
+        127,
+        "bash: line 1: no-such-tool-here: command not found\n",
+    )
 
 
 @pytest.mark.asyncio
@@ -262,8 +277,9 @@ async def test_sync_registered_command_and_unregister(box: Box) -> None:
 
     box.commands.unregister("git")
     assert not box.disk.exists("/usr/bin/git")
-    gone = await box.run(["git"])
-    assert gone.code == 127
+    with pytest.raises(CommandNotStarted) as gone:
+        await box.run(["git"])
+    assert gone.value.exit_code == 127
 
 
 @pytest.mark.asyncio

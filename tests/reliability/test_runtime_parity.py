@@ -64,12 +64,15 @@ def test_exec_status_streams_env_stdin_and_identity(box: SandboxInstance) -> Non
     assert got == (3, "hi\npiped\n/tmp\nroot\nsandbox\n", "oops\n")
 
 
-def test_exec_of_a_missing_program_is_bash_s_127(box: SandboxInstance) -> None:
+def test_exec_of_a_missing_program_sets_the_result_s_error(box: SandboxInstance) -> None:
+    """TS ``ExecResult.error`` ("the command could not be started"): the same on both."""
     result = box.run_command(RunCommandRequest(command="no-such-tool", arguments=["x"])).result
-    assert result.exit_code == 127
-    # bashkit names the line ("bash: line 1: …"), as bash does for some scripts; both say why.
-    assert result.standard_error.startswith("bash: ")
-    assert result.standard_error.endswith(" no-such-tool: command not found\n")
+    assert (result.exit_code, result.standard_error) == (127, "")
+    assert result.error_message == 'exec: "no-such-tool": executable file not found in $PATH'
+    inner = bash(box, "no-such-tool x")  # a script's missing command is bash's line
+    assert inner[0] == 127
+    # bash names itself as it was started (``/bin/bash``); both say why.
+    assert inner[2].endswith("bash: line 1: no-such-tool: command not found\n")
 
 
 def test_exec_has_no_terminal(box: SandboxInstance) -> None:

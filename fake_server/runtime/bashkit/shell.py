@@ -31,6 +31,7 @@ from fake_server.runtime.bashkit.interactive import (
 from fake_server.runtime.bashkit.missing import DEFAULT_CHOICE, with_runtime_hint
 from fake_server.runtime.bashkit.primed import add_commands, primed
 from fake_server.runtime.bashkit.runstate import RunState
+from fake_server.runtime.bashkit.startcheck import StartCheck
 from fake_server.runtime.environment import BASE_ENV, HOME
 from fake_server.runtime.pipes import BytesSource, StdinPipe
 
@@ -119,8 +120,9 @@ class Shell:
 
         Raises ``FileNotFoundError`` before running anything when ``cwd`` is not a directory
         (``errno`` ``ENOENT`` or ``ENOTDIR``), ``ValueError``/``TypeError`` for an empty argv,
-        non-strings or NUL bytes, ``RuntimeError`` when the disk was wiped, and
-        ``CapacityError`` when the process has no file descriptors left for an interpreter.
+        non-strings or NUL bytes, ``RuntimeError`` when the disk was wiped,
+        ``CapacityError`` when the process has no file descriptors left for an interpreter,
+        and ``CommandNotStarted`` when ``argv[0]`` could not be started (``startcheck``).
         """
         once = _once(started)
         try:
@@ -149,13 +151,19 @@ class Shell:
         task = asyncio.current_task()
         if task is not None:
             self._runs[task] = state
+        unstarted = StartCheck(self._program(args[0], workdir), args[0], on_stderr)
         try:
-            return await self._execute(
-                state, args, workdir, environment, stdin, on_stdout, on_stderr, started
+            code = await self._execute(
+                state, args, workdir, environment, stdin, on_stdout, unstarted, started
             )
+        except Exception:
+            await unstarted.flush()
+            raise
         finally:
             if task is not None:
                 self._runs.pop(task, None)
+        await unstarted.settle(code)
+        return code
 
     async def _execute(
         self,

@@ -21,6 +21,7 @@ from fake_server.runtime.process import pty, seccomp, tree
 from fake_server.runtime.process.guest import INIT
 from fake_server.runtime.process.netns import nsenter_path
 from fake_server.runtime.process.spawn import feed, pump, reap, spawn
+from fake_server.runtime.startfail import CommandNotStarted, start_failure
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -316,6 +317,9 @@ class Runner:
             for piping in pumps:
                 piping.cancel()
             pipes.close()
+        not_started = missing.failure(code)
+        if not_started is not None:
+            raise not_started
         return _status(code, run, missing.seen)
 
     def _init_argv(self, handoff: Handoff | None) -> list[str]:
@@ -375,9 +379,10 @@ class Runner:
 
 
 class _NotFound:
-    """Turns bwrap's ``execvp`` failure into bash's ``command not found`` (status 127).
+    """Keeps ``nsenter``'s ``execvp`` failure off stderr and reads its reason (``strerror``):
+    the command could not start, which the exec reports as its ``error`` (``startfail``).
 
-    bwrap writes its message in pieces: the start of stderr is held back while it may still
+    nsenter writes its message in pieces: the start of stderr is held back while it may still
     be that message (only while it is a prefix of it, so a program's own output is not).
     """
 
@@ -385,6 +390,8 @@ class _NotFound:
         self._program = program
         self._sink = sink
         self.seen = False
+        #: Why the command did not start (``No such file or directory``), once seen.
+        self.reason = ""
         self._held: bytes | None = b""
 
     async def __call__(self, data: bytes) -> None:
@@ -401,9 +408,17 @@ class _NotFound:
                 self._held = held
                 return
             self.seen = True
-            held = f"bash: {self._program}: command not found\n".encode() + held[end + 1 :]
+            self.reason = held[:end].decode(errors="replace").rpartition(": ")[2]
+            held = held[end + 1 :]
         self._held = None
-        await self._sink(held)
+        if held:
+            await self._sink(held)
+
+    def failure(self, code: int) -> CommandNotStarted | None:
+        """What the command's start failure reports, if nsenter could not start it."""
+        if not self.seen or code not in (1, 126, 127):
+            return None
+        return start_failure(self._program, self.reason)
 
     async def flush(self) -> None:
         held, self._held = self._held, None
