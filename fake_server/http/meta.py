@@ -8,8 +8,7 @@ from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, WORLD_KEY
 from fake_server.http.wire.common import query_int
 from fake_server.http.wire.sandboxes import stats_json
-from fake_server.models import BadRequest
-from fake_server.models.account import MAX_LIMIT
+from fake_server.models.resource_base import page_limit
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -28,10 +27,8 @@ async def readiness(request: web.Request) -> web.Response:
 
 async def list_shapes(request: web.Request) -> web.Response:
     shapes = list(request.app[WORLD_KEY].ctx.catalog.shapes.values())
-    limit = query_int(request, "limit", 50)
+    limit = page_limit(query_int(request, "limit", 50))
     offset = query_int(request, "offset", 0)
-    if not 1 <= limit <= MAX_LIMIT:
-        raise BadRequest(f"must be between 1 and {MAX_LIMIT}", field="limit")
     page = shapes[offset : offset + limit]
     data = {
         "data": [

@@ -13,6 +13,7 @@ from fake_server.http.wire.processes import process_json
 from fake_server.http.wire.sandboxes import sandbox_json
 from fake_server.models import BadRequest
 from fake_server.models.admin_ops import ForkSpec, SandboxPatch
+from fake_server.models.resource_base import page_limit
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -109,10 +110,9 @@ async def get_egress(request: web.Request) -> web.Response:
 
 
 async def set_egress(request: web.Request) -> web.Response:
-    body = await read_json(request)
-    if body.get("egress") is None:
-        raise BadRequest("is required", field="egress")
-    rules = str_list(body, "egress")
+    """``null``, an omitted field and ``[]`` all replace the rules with none: allow-all (TS
+    ``SetEgressRequest``, how-to/lifecycle.md; langflow measured ``null`` as allow-all)."""
+    rules = str_list(await read_json(request), "egress")
     return ok(_egress(request[BACKEND_KEY].set_egress(sandbox_id(request), rules)))
 
 
@@ -144,10 +144,8 @@ async def get_sandbox_by_ip(request: web.Request) -> web.Response:
 
 async def list_hosts(request: web.Request) -> web.Response:
     hosts = request[BACKEND_KEY].hosts()
-    limit = query_int(request, "limit", 50)
+    limit = page_limit(query_int(request, "limit", 50))
     offset = query_int(request, "offset", 0)
-    if not 1 <= limit <= 500:
-        raise BadRequest("must be between 1 and 500", field="limit")
     page = hosts[offset : offset + limit]
     data = [
         {

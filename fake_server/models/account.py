@@ -7,13 +7,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fake_server.models.access_tokens import TokenOps
-from fake_server.models.admin_ops import MAX_DISK_MIB, AdminOps
+from fake_server.models.admin_ops import MAX_DISK_MIB, AdminOps, check_auto_pause
 from fake_server.models.base import AccountBase
 from fake_server.models.envs import check_envs
-from fake_server.models.errors import ApiError, BadRequest, at_capacity
+from fake_server.models.errors import ApiError, BadRequest, Conflict, at_capacity
 from fake_server.models.exec_ops import ExecOps
 from fake_server.models.metrics_ops import MetricsOps
 from fake_server.models.process_ops import ProcessOps
+from fake_server.models.resource_base import page_limit
 from fake_server.models.sandbox import STATUSES, Sandbox, SandboxSpec
 
 if TYPE_CHECKING:
@@ -22,7 +23,10 @@ if TYPE_CHECKING:
 __all__ = ["Account", "Page", "Stats", "World"]
 
 MAX_NAME = 63
-MAX_LIMIT = 500
+#: A non-zero quota at create is refused; the service stamps its default (COMPATIBILITY.md
+#: 0.6.0: "The server rejects any non-zero value with 400"). Fork still takes one.
+NAME_TAKEN = "a live sandbox already has this name"
+BANDWIDTH_AT_CREATE = "cannot be set at create; recharge the quota after create"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +75,14 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, MetricsOps, AccountBase):
             raise BadRequest("unknown region", field="region")
         if spec.name is not None and not 1 <= len(spec.name) <= MAX_NAME:
             raise BadRequest(f"must be 1 to {MAX_NAME} characters", field="name")
+        if spec.name is not None and spec.name in self.live_names():
+            raise Conflict(NAME_TAKEN, code="sandbox_name_taken")
         check_envs(spec.envs)
         if (spec.extras.get("disk_mib") or 0) > MAX_DISK_MIB:  # as a resize is bounded
             raise BadRequest(f"must be at most {MAX_DISK_MIB}", field="disk_mib")
+        check_auto_pause(spec.extras.get("auto_pause_after_seconds"))
+        if spec.extras.get("bandwidth_quota_bytes"):
+            raise BadRequest(BANDWIDTH_AT_CREATE, field="bandwidth_quota_bytes")
         from fake_server.runtime import CapacityError
 
         ids = self.ctx.ids
@@ -89,7 +98,7 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, MetricsOps, AccountBase):
                 account_id=self.id,
                 spec=spec,
                 shape=shape,
-                name=spec.name or ids.name(),
+                name=spec.name or self.fresh_name(),
                 ip=ids.private_ip(),
                 spawn_ms=ids.spawn_ms(),
                 machine=machine,
@@ -113,8 +122,7 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, MetricsOps, AccountBase):
     def list_sandboxes(self, *, status: str | None, limit: int, offset: int) -> Page:
         if status is not None and status not in STATUSES:
             raise BadRequest("unknown status", field="status")
-        if not 1 <= limit <= MAX_LIMIT:
-            raise BadRequest(f"must be between 1 and {MAX_LIMIT}", field="limit")
+        limit = page_limit(limit)
         if offset < 0:
             raise BadRequest("must be >= 0", field="offset")
         live = self._settled()

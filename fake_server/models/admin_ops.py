@@ -14,7 +14,7 @@ from fake_server.models.errors import ApiError, BadRequest, Conflict, NotFound
 if TYPE_CHECKING:
     from fake_server.models.sandbox import Sandbox
 
-__all__ = ["AdminOps", "ForkSpec", "Host", "SandboxPatch"]
+__all__ = ["AdminOps", "ForkSpec", "Host", "SandboxPatch", "check_auto_pause"]
 
 #: Auto-pause bounds the SDKs enforce client-side (1 minute to 24 hours).
 AUTO_PAUSE_MIN, AUTO_PAUSE_MAX = 60, 86400
@@ -73,6 +73,17 @@ def check_egress(rules: tuple[str, ...], field: str = "egress") -> None:
             raise BadRequest("rules must be *, host, *.domain, CIDR, optionally :port", field=field)
 
 
+def check_auto_pause(seconds: int | None) -> None:
+    """The service's range on create and on PATCH alike (COMPATIBILITY.md "Idle auto-pause":
+    "Valid range 60–86400, server-validated"; TS example 40: "the server rejects anything
+    outside it")."""
+    if seconds is not None and not AUTO_PAUSE_MIN <= seconds <= AUTO_PAUSE_MAX:
+        raise BadRequest(
+            f"must be between {AUTO_PAUSE_MIN} and {AUTO_PAUSE_MAX} seconds",
+            field="auto_pause_after_seconds",
+        )
+
+
 class AdminOps(AccountBase):
     """Account operations on a sandbox's settings (mixed into ``Account``)."""
 
@@ -80,11 +91,7 @@ class AdminOps(AccountBase):
         sandbox = self._sandbox(sandbox_id)
         _not_destroyed(sandbox)
         after = patch.auto_pause_after_seconds
-        if after is not None and not AUTO_PAUSE_MIN <= after <= AUTO_PAUSE_MAX:
-            raise BadRequest(
-                f"must be between {AUTO_PAUSE_MIN} and {AUTO_PAUSE_MAX} seconds",
-                field="auto_pause_after_seconds",
-            )
+        check_auto_pause(after)
         if patch.ingress_enabled is not None:
             sandbox.ingress_enabled = patch.ingress_enabled
         if patch.disable_auto_pause:
@@ -120,7 +127,7 @@ class AdminOps(AccountBase):
                 account_id=self.id,
                 spec=source.spec,
                 shape=source.shape,
-                name=ids.name(),
+                name=self.fresh_name(),
                 ip=ids.private_ip(),
                 spawn_ms=ids.spawn_ms(),
                 machine=machine,

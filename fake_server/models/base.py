@@ -45,6 +45,25 @@ class AccountBase:
             raise NotFound("sandbox not found", code="sandbox_not_found")
         return sandbox
 
+    def live_names(self) -> set[str]:
+        """Names of the sandboxes not yet destroyed: the service refuses a second one
+        (langflow-sandbox-createos 0.2.0 ``find_by_name``, measured: "The control plane refuses
+        duplicate names among non-terminal sandboxes"; docs/fidelity.md records the CLI's
+        ``resolve.go`` saying otherwise)."""
+        names = set()
+        for sandbox in self.sandboxes.values():
+            sandbox.settle()
+            if sandbox.status not in ("destroying", "destroyed"):
+                names.add(sandbox.name)
+        return names
+
+    def fresh_name(self) -> str:
+        """A generated name no sandbox of the account has (words collide about once in 2**32)."""
+        name = self.ctx.ids.name()
+        while any(s.name == name for s in self.sandboxes.values()):  # pragma: no cover
+            name = self.ctx.ids.name()
+        return name
+
     def track_usage(self, sandbox: Sandbox) -> None:
         """Count ``sandbox`` in the account's usage metrics from now on, even once gone."""
         from fake_server.models.usage import UsageRecord
@@ -65,7 +84,7 @@ class AccountBase:
         return sandbox
 
     def _room_for_a_command(self) -> None:
-        """507 now, before anything starts, when no interpreter would fit (fd limit)."""
+        """503 now, before anything starts, when no interpreter would fit (fd limit)."""
         from fake_server.runtime import CapacityError, check_capacity
 
         try:

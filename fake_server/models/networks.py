@@ -65,7 +65,7 @@ class Network:
 
 
 class Networks:
-    """The account's networks, by id."""
+    """The account's networks, by id (found by id or name)."""
 
     def __init__(self, ctx: Context, sandbox: Callable[[str], Sandbox]) -> None:
         self._ctx = ctx
@@ -114,8 +114,16 @@ class Networks:
                 return candidate
         raise Conflict("no free address range left", code="network_exhausted")  # pragma: no cover
 
+    def find(self, ref: str) -> Network | None:
+        """A network by id or by its friendly name, as the service looks them up (the CLI's
+        ``GetNetwork``/``DeleteNetwork``/``AttachNetwork``: "by id OR friendly name")."""
+        network = self.items.get(ref)
+        if network is None:
+            network = next((n for n in self.items.values() if n.name == ref), None)
+        return network
+
     def get(self, network_id: str) -> Network:
-        network = self.items.get(network_id)
+        network = self.find(network_id)
         if network is None:
             raise NotFound("network not found", code="network_not_found")
         network.live_members()
@@ -129,7 +137,7 @@ class Networks:
                 f"network in use: {len(members)} member(s); detach them first",
                 code="network_in_use",
             )
-        del self.items[network_id]
+        del self.items[network.id]
         return network
 
     def listing(self) -> list[Network]:
@@ -170,7 +178,7 @@ class Networks:
         member = network.members.pop(sandbox_id, None)
         if member is None:
             raise NotFound("sandbox is not attached to this network", code="attachment_not_found")
-        member.sandbox.machine.leave_network(network_id)
+        member.sandbox.machine.leave_network(network.id)
         return network
 
     def vanish(self, network_id: str) -> None:

@@ -21,6 +21,7 @@ __all__ = [
     "ResourceSettings",
     "check_name",
     "page",
+    "page_limit",
 ]
 
 NAME_RULE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -78,10 +79,18 @@ def check_name(value: Any, field_name: str = "name") -> str:
     return value
 
 
+def page_limit(limit: int) -> int:
+    """A list's page size: past 500 it is clamped to 500, as the service does (TS
+    ``COMPATIBILITY.md`` 0.6.0: "The server clamps ``limit`` to **500**"; ``http.ts`` pages by
+    the count it got); 0 is refused (no source shows the service's answer)."""
+    if limit < 1:
+        raise BadRequest("must be at least 1", field="limit")
+    return min(limit, MAX_LIMIT)
+
+
 def page(items: Sequence[_T], limit: int, offset: int) -> tuple[list[_T], dict[str, int]]:
     """One page and its ``pagination`` object (the list envelope every list route uses)."""
-    if not 1 <= limit <= MAX_LIMIT:
-        raise BadRequest(f"must be between 1 and {MAX_LIMIT}", field="limit")
+    limit = page_limit(limit)
     if offset < 0:
         raise BadRequest("must be >= 0", field="offset")
     chunk = list(items[offset : offset + limit])

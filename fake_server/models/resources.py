@@ -54,7 +54,7 @@ class AccountResources:
                 network_id = entry.get("id") if isinstance(entry, dict) else entry
                 if not isinstance(network_id, str) or not network_id:
                     raise BadRequest("entries need an id", field="networks")
-                network = self.networks.items.get(network_id)
+                network = self.networks.find(network_id)
                 if network is None:
                     raise NotFound(f"network {network_id} not found", field="networks")
                 if network not in plan.networks:
