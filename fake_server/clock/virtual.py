@@ -39,6 +39,8 @@ class _Sleeper:
     future: asyncio.Future[None] = field(compare=False)
     cancelled: bool = field(default=False, compare=False)
     woken: bool = field(default=False, compare=False)
+    #: Woken when time reaches its deadline, but never a reason to jump there.
+    passive: bool = field(default=False, compare=False)
 
 
 class VirtualClock:
@@ -130,7 +132,10 @@ class VirtualClock:
 
     # -- waiting ------------------------------------------------------------------------------
 
-    async def sleep(self, seconds: float) -> None:
+    async def sleep(self, seconds: float, *, passive: bool = False) -> None:
+        """Wait ``seconds`` of fake time. ``passive``: wake when time gets there (``advance``,
+        a jump to a later deadline) but never let autojump jump there for this sleeper alone,
+        for a wait whose end harms a client that is merely between requests (auto-pause)."""
         if seconds != seconds:  # NaN
             raise ValueError("cannot sleep for NaN seconds")
         loop = asyncio.get_running_loop()
@@ -138,7 +143,7 @@ class VirtualClock:
         with self._cond:
             self._touch()
             deadline = self._now + max(0.0, seconds)
-            sleeper = _Sleeper(deadline, next(self._seq), loop, future)
+            sleeper = _Sleeper(deadline, next(self._seq), loop, future, passive=passive)
             if deadline <= self._now:
                 # Zero-length sleeps still yield, but never move time.
                 future.set_result(None)
@@ -172,10 +177,14 @@ class VirtualClock:
             self._touch()
 
     def next_deadline(self) -> float | None:
-        """The earliest pending deadline, or ``None`` when nothing waits on this clock."""
+        """The earliest deadline autojump would go to (passive sleeps aside), or ``None``."""
         with self._cond:
             self._drop_cancelled()
-            return self._heap[0].deadline if self._heap else None
+            return self._jump_target()
+
+    def _jump_target(self) -> float | None:
+        live = (s for s in self._heap if not (s.passive or s.cancelled or s.future.done()))
+        return min((s.deadline for s in live), default=None)
 
     # -- quietness reporting ------------------------------------------------------------------
 
@@ -378,7 +387,12 @@ class VirtualClock:
                 ):
                     self._cond.wait(max(self._threshold - quiet_for, self._threshold / 4, 1e-4))
                     continue
-                deadline = self._heap[0].deadline
+                deadline = self._jump_target()
+                if deadline is None:  # only passive sleepers: nothing to jump to
+                    self._watcher_parked = True
+                    self._cond.wait(0.05)
+                    self._watcher_parked = False
+                    continue
                 while self._heap and self._heap[0].deadline <= deadline:
                     self._fire_next()
                 self._now = max(self._now, deadline)

@@ -99,6 +99,7 @@ class AdminOps(AccountBase):
         elif after is not None:
             sandbox.auto_pause_after_seconds = after
             sandbox.touch()
+            sandbox.watch_idle()
         return sandbox
 
     def fork_sandbox(self, sandbox_id: str, spec: ForkSpec) -> Sandbox:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Callable
 
     from fake_server.models.sandbox import Sandbox
+    from fake_server.runtime.api import Runner
 
 __all__ = [
     "ExecError",
@@ -103,9 +104,19 @@ class ExecOps(AccountBase):
 
     async def _run(self, job: _Prepared, out: _Sink, err: _Sink) -> tuple[int, str]:
         """Exit status and error text (empty on a normal exit)."""
+        shell = job.sandbox.machine.runner(self.ctx.clock)
+        job.sandbox.execs += 1
+        try:
+            return await self._run_on(shell, job, out, err)
+        finally:
+            job.sandbox.execs -= 1
+            job.sandbox.touch()  # idle time counts from the end of the exec
+
+    async def _run_on(
+        self, shell: Runner, job: _Prepared, out: _Sink, err: _Sink
+    ) -> tuple[int, str]:
         from fake_server.runtime import CapacityError, CommandNotStarted, ProcessSignal
 
-        shell = job.sandbox.machine.runner(self.ctx.clock)
         with handed_off(self.ctx.clock) as bridge:
             try:
                 code = await shell.run(

@@ -83,6 +83,10 @@ class _Pending:
 class Sandbox:
     """One sandbox. ``status`` is settled; use ``force_status`` for out-of-band changes."""
 
+    #: Execs in flight: activity, as a live process is, so auto-pause waits for them (a class
+    #: default, so a sandbox restored by ``persist`` starts with none).
+    execs: int = 0
+
     def __init__(
         self,
         *,
@@ -207,19 +211,40 @@ class Sandbox:
 
     def _auto_pause(self) -> None:
         """Pause a running sandbox idle for ``auto_pause_after_seconds`` of fake time, stamped
-        when it became due; a live process counts as activity."""
+        when it became due; a live process or an exec in flight counts as activity."""
         after = self.auto_pause_after_seconds
         if after is None or self.status != "running" or self._pending is not None:
             return
-        if any(not p.tree_exited for p in self.processes.values()):
+        if self.execs or any(not p.tree_exited for p in self.processes.values()):
             self.touch()
             return
         due = self.last_activity + after
         if self.clock.now() >= due - _EPSILON:
+            # "identically to calling pause()" (TS docs/explanation/lifecycle.md): the machine
+            # pauses too (the process runtime stops every process, an in-flight exec with them).
+            self.machine.pause()
             self._record(self.status, "pausing", due)
             self.status = "pausing"
             self._pending = _Pending("pausing", due)
             self._schedule()
+
+    async def _idle_watch(self) -> None:
+        """Wake when the sandbox becomes due for auto-pause and pause it then, not at the next
+        read; activity meanwhile (``touch``) moves the moment on."""
+        me = asyncio.current_task()
+        while self.status == "running" and self._pending is None:
+            after = self.auto_pause_after_seconds
+            if after is None:
+                return
+            remaining = self.last_activity + after - self.clock.now()
+            if remaining > _EPSILON:
+                await self._sleep_passively(remaining)
+                continue
+            self._timer = None  # settling may schedule the pause's own timer
+            self.settle()
+            if self._timer is not None or self.status != "running":
+                return
+            self._timer = me  # a live process counted as activity: watch on
 
     def _complete(self, target: str, at: float) -> None:
         self._pending = None
@@ -236,6 +261,8 @@ class Sandbox:
             self.destroyed_mono = at
         self._record(self.status, target, at)
         self.status = target
+        if target == "running":
+            self.watch_idle(restart=True)
 
     def _begin(self, status: str) -> None:
         self._record(self.status, status, self.clock.now())
@@ -245,18 +272,49 @@ class Sandbox:
 
     def _schedule(self) -> None:
         """Put the completion time on the clock, so a virtual clock can jump to it even when
-        the only client polls on wall time (the official SDK, curl)."""
+        the only client polls on wall time (the official SDK, curl); a running sandbox with
+        auto-pause gets its idle watch instead."""
         self.cancel_timer()
         pending = self._pending
         if pending is None:
+            self.watch_idle()
             return
         seconds = max(0.0, pending.started + self._step(pending.status).seconds - self.clock.now())
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # used outside the server (unit tests): settling stays lazy
             return
-        if seconds > 0:
+        if seconds > 0 or self.auto_pause_after_seconds is not None:  # then the idle watch
             self._timer = loop.create_task(self._settle_after(seconds))
+
+    async def _sleep_passively(self, seconds: float) -> None:
+        """A virtual clock never jumps to an auto-pause for it alone: a client between two
+        requests (one not reporting to the clock) would find its sandbox paused at once."""
+        from fake_server.clock import VirtualClock
+
+        if isinstance(self.clock, VirtualClock):
+            await self.clock.sleep(seconds, passive=True)
+        else:
+            await self.clock.sleep(seconds)
+
+    def watch_idle(self, *, restart: bool = False) -> None:
+        """Start the idle watch of a running sandbox with auto-pause (after create, resume, a
+        PATCH setting it); a no-op otherwise or when one is already watching. ``restart``: the
+        transition to ``running`` just completed, so the timer left is its own (stale)."""
+        if self.status != "running" or self._pending is not None:
+            return
+        if self.auto_pause_after_seconds is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # outside the server (unit tests): auto-pause stays lazy
+            return
+        timer = self._timer
+        if timer is not None and not timer.done() and timer is not asyncio.current_task():
+            if not restart:
+                return  # watching already
+            timer.cancel()
+        self._timer = loop.create_task(self._idle_watch())
 
     async def _settle_after(self, seconds: float) -> None:
         await self.clock.sleep(seconds)
