@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from fake_server.runtime.process.netns import NetNamespace
+    from fake_server.runtime.process.selfpipe import SelfPipe
 
 __all__ = ["ACTIONS", "PORT", "REASON_LIMIT", "Agent"]
 
@@ -38,11 +39,18 @@ _READ_TIMEOUT = 10.0
 class Agent:
     """The listener of one sandbox; ``start`` once its namespace exists, ``close`` at destroy.
 
-    ``handler(action, reason)`` carries out a signal, after the reply went."""
+    ``handler(action, reason)`` carries out a signal, after the reply went; ``pipe`` is the
+    agent's ``/run/self`` (``selfpipe``), opened and closed with the listener."""
 
-    def __init__(self, net: NetNamespace, handler: Callable[[str, str], None]) -> None:
+    def __init__(
+        self,
+        net: NetNamespace,
+        handler: Callable[[str, str], None],
+        pipe: SelfPipe | None = None,
+    ) -> None:
         self._net = net
         self._handler = handler
+        self._pipe = pipe
         self._server: asyncio.Server | None = None
         self._starting: asyncio.Task[None] | None = None
 
@@ -50,6 +58,8 @@ class Agent:
         """Listen (once; later calls wait for the first)."""
         if self._starting is None:
             self._starting = asyncio.ensure_future(self._listen())
+            if self._pipe is not None:
+                self._pipe.open()
         await asyncio.shield(self._starting)
 
     async def _listen(self) -> None:
@@ -86,6 +96,8 @@ class Agent:
         """Stop listening; idempotent."""
         if self._starting is not None and not self._starting.done():
             self._starting.cancel()
+        if self._pipe is not None:
+            self._pipe.close()
         server, self._server = self._server, None
         if server is not None:
             server.close()

@@ -23,6 +23,7 @@ from fake_server.runtime.process.netns import NetNamespace
 from fake_server.runtime.process.realwait import RealWaits
 from fake_server.runtime.process.rootdir import remove_tree
 from fake_server.runtime.process.runner import USER_HOME, Run, Runner
+from fake_server.runtime.process.selfpipe import SelfPipe
 
 if TYPE_CHECKING:
     import socket
@@ -266,7 +267,8 @@ class ProcessMachine:
         Before the sandbox's first process runs, the agent starts listening inside."""
         net = self.net
         if self._agent is None and net is not None and self._agent_handler is not None:
-            self._agent = Agent(net, self._agent_handler)
+            pipe = SelfPipe(self._disk, self._agent_handler)  # /run/self (the CLI's self.go)
+            self._agent = Agent(net, self._agent_handler, pipe)
         if self._agent is not None:
             await self._agent.start()
         return {}
