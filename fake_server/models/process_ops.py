@@ -24,6 +24,10 @@ __all__ = ["MAX_WAIT_MS", "ProcessOps"]
 
 MAX_WAIT_MS = 600_000
 MAX_GRACE_MS = 600_000
+#: ``TERM`` of a shell (``…/shell``, ``…/shell-ws``) unless the sandbox's ``envs`` set one: the
+#: CLI relays its own terminal's bytes and sends no ``TERM``; xterm's 256-colour entry is what
+#: the terminals it runs in answer to (no public source shows the service's value).
+SHELL_TERM = "xterm-256color"
 PTY_UNSUPPORTED = (
     "a PTY on the fake's process runtime needs util-linux setsid in /usr, not found here; "
     "install util-linux or create this sandbox on the bashkit runtime for a PTY"
@@ -40,13 +44,18 @@ class ProcessOps(AccountBase):
     """Account operations on managed processes: create/list/get/connect/input/stdin-close/
     signal/wait/kill (mixed into ``Account``)."""
 
-    def create_process(self, sandbox_id: str, spec: ProcessSpec) -> Process:
+    def create_process(
+        self, sandbox_id: str, spec: ProcessSpec, *, term: str | None = None
+    ) -> Process:
+        """``term``: the ``TERM`` it gets when the sandbox's environment names none."""
         from fake_server.runtime import StdinPipe
 
         sandbox = self._running(sandbox_id)
         if spec.pty and sandbox.machine.runtime == "process" and not _has_setsid():
             raise NotImplementedByFake(PTY_UNSUPPORTED, code="not_implemented")
         env = self._env(sandbox, dict(spec.env))
+        if term is not None:
+            env.setdefault("TERM", term)
         cwd = self._check_cwd(sandbox, spec.cwd)
         self._room_for_a_command()
         ids = self.ctx.ids
@@ -69,7 +78,8 @@ class ProcessOps(AccountBase):
         for name, value in (("rows", rows), ("cols", cols)):
             if not 1 <= value <= 1000:
                 raise BadRequest("must be between 1 and 1000", field=name)
-        return self.create_process(sandbox_id, ProcessSpec("/bin/bash", ("-l",), pty=(rows, cols)))
+        spec = ProcessSpec("/bin/bash", ("-l",), pty=(rows, cols))
+        return self.create_process(sandbox_id, spec, term=SHELL_TERM)
 
     def tunnel_target(self, sandbox_id: str, port: int) -> Sandbox:
         """The running sandbox a ``…/tunnel/{port}`` connection goes into (404, 409 first)."""

@@ -85,10 +85,14 @@ async def test_process_runtime_shell_is_a_real_login_shell(
             sandbox_id = created.json()["data"]["id"]
             headers = {"X-Api-Key": fake.api_key}
             async with session.ws_connect(shell_url(fake, sandbox_id), headers=headers) as ws:
-                await ws.send_bytes(b"PS1='ready> '; shopt -q login_shell && echo LOGIN-$((6*7))\n")
+                await ws.send_bytes(
+                    b"PS1='ready''> '; shopt -q login_shell && echo LOGIN-$((6*7))\n"
+                )
                 # the shell waits for a line before it is resized: a resize landing while it
                 # still runs the previous one could be read before stty asks (24 80, a hang)
-                assert b"LOGIN-42\r\n" in await read_until(ws, b"LOGIN-42\r\nready> ")
+                # (the prompt, not its echo; TERM is xterm-256color: readline may put a
+                # bracketed-paste switch before it)
+                assert b"LOGIN-42\r\n" in await read_until(ws, b"ready> ")
                 await ws.send_str(json.dumps({"type": "resize", "rows": 33, "cols": 99}))
                 await ws.send_bytes(b"stty size\n")
                 await read_until(ws, b"33 99\r\n")

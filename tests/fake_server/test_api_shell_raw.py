@@ -86,8 +86,9 @@ async def test_process_runtime_shell_is_a_real_login_shell_on_a_pty() -> None:
             created = await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
             sandbox_id = created.json()["data"]["id"]
             reader, writer = await open_shell(fake, sandbox_id)
-            writer.write(keys(b"PS1='ready> '; shopt -q login_shell && echo LOGIN-$((6*7))\n"))
-            await read_until(reader, b"LOGIN-42\r\nready> ")  # the shell waits for a line
+            writer.write(keys(b"PS1='ready''> '; shopt -q login_shell && echo LOGIN-$((6*7))\n"))
+            login = await read_until(reader, b"ready> ")  # the prompt, not its echo
+            assert b"LOGIN-42\r\n" in login
             writer.write(resize(33, 99) + keys(b"stty size\n"))
             await read_until(reader, b"33 99\r\n")
             writer.write(keys(b"exit 5\n"))
@@ -180,3 +181,34 @@ async def test_raw_frames_decode_across_chunks_and_name_what_is_wrong() -> None:
         RawFrames(16).feed(b"\x00" + struct.pack("!I", 17))
     with pytest.raises(ValueError, match=r"^a resize frame holds 4 bytes: rows and cols$"):
         RawFrames(16).feed(b"\x01\x00\x00\x00\x02ab")
+
+
+async def test_bashkit_shell_as_the_cli_opens_it_takes_the_first_resize_names_its_tty(
+    fake: FakeCreateOS, make_sandbox: MakeSandbox
+) -> None:
+    """The CLI's ``runShellPTY`` (``cmd/sandbox/shell.go``): no size in the request, then its
+    window in a resize frame right after the 101 (``sendResize``), then keystrokes. The shell
+    has that window, ``tty`` names its terminal and ``TERM`` is a terminal's (the CLI sends
+    none; docs/fidelity.md)."""
+    sandbox_id = await make_sandbox()
+    reader, writer = await open_shell(fake, sandbox_id)
+    writer.write(resize(40, 120))
+    writer.write(keys(b"stty size; tty; echo $TERM\n"))
+    assert await read_until(reader, b"color\n") == b"40 120\n/dev/pts/0\nxterm-256color\n"
+    writer.close()
+
+
+async def test_process_runtime_shell_as_the_cli_opens_it() -> None:
+    """As above on the process runtime: the PTY is the sandbox's own (``/dev/pts/0`` in its
+    devpts, where ``tty`` finds it; one on the host's devpts is ``not a tty`` inside)."""
+    async with process_fake() as fake:
+        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+            created = await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+            sandbox_id = created.json()["data"]["id"]
+            reader, writer = await open_shell(fake, sandbox_id)
+            writer.write(resize(40, 120))
+            writer.write(keys(b"stty size; tty; echo $TERM; exit\n"))
+            output = await asyncio.wait_for(reader.read(), 30)
+            writer.close()
+            assert output.endswith(b"40 120\r\n/dev/pts/0\r\nxterm-256color\r\nlogout\r\n")
+            assert (await c.delete(f"/v1/sandboxes/{sandbox_id}")).status_code == 200

@@ -19,7 +19,7 @@ from fake_server.runtime.bashkit.gnu import endless, netclients
 from fake_server.runtime.bashkit.gnu.cat import cat_command
 from fake_server.runtime.bashkit.gnu.head import head_command
 from fake_server.runtime.bashkit.gnu.realpath import realpath_command
-from fake_server.runtime.bashkit.gnu.stty import stty_command
+from fake_server.runtime.bashkit.gnu.stty import stty_command, tty_command
 from fake_server.runtime.bashkit.gnu.tar import tar_command
 from fake_server.runtime.bashkit.gnu.timeout import timeout_command
 from fake_server.runtime.bashkit.interactive import (
@@ -312,6 +312,7 @@ class Shell:
             "curl": netclients.curl_command(self._egress),
             "wget": netclients.wget_command(self._egress, self._clock),
             "stty": stty_command(state.terminal),
+            "tty": tty_command(state.terminal),
             "head": head_command,
             "cat": cat_command,
         }

@@ -5,6 +5,11 @@ terminal is the PTY, made inside the sandbox's PID namespace so job control (``b
 putting a job in the foreground, Ctrl-C reaching it) sees consistent process groups. The
 kernel's line discipline does the rest: echo, ``\\r\\n`` output, Ctrl-C as SIGINT, and
 ``SIGWINCH`` when the window size (set on the master side) changes.
+
+The PTY is made in the sandbox's own ``devpts`` (its ``/dev/pts/ptmx``, reached through its
+init's root with no link followed), so ``tty`` inside names it (``/dev/pts/0``); one made on
+the host's would be a terminal the sandbox has no name for (``not a tty``). Where that cannot
+be done the host's is used.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import fcntl
 import os
 import shutil
 import signal as signals
+import stat
 import struct
 import termios
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -27,7 +33,7 @@ if TYPE_CHECKING:
     from fake_server.runtime.api import Sink
     from fake_server.runtime.terminal import Terminal
 
-__all__ = ["SETSID", "run_on_pty", "set_size"]
+__all__ = ["SETSID", "open_pty", "run_on_pty", "set_size"]
 
 _READ = 64 * 1024
 #: Chunks read ahead of the consumer before reading pauses (back-pressure on the program).
@@ -47,6 +53,46 @@ _Run = TypeVar("_Run", bound=_Tree)
 _DRAIN_SECONDS = 5.0
 
 
+#: Linux's ioctls (asm-generic numbers): unlock a PTY, open its peer (the slave) safely.
+_TIOCSPTLCK, _TIOCGPTPEER = 0x40045431, 0x5441
+_PTMX = os.makedev(5, 2)
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_pty(root: str | None = None) -> tuple[int, int]:
+    """A PTY's master and slave: in the ``devpts`` under ``root`` (a sandbox's root, as
+    ``/proc/<pid>/root``) when it has one, else the host's."""
+    if root is not None:
+        with contextlib.suppress(OSError):
+            return _open_in(root)
+    return os.openpty()
+
+
+def _open_in(root: str) -> tuple[int, int]:
+    """``root``'s ``dev/pts/ptmx`` walked one component at a time without following a link
+    (the sandbox owns those names), checked to be the PTY multiplexer, then its peer."""
+    fds = [os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
+    try:
+        for name in ("dev", "pts"):
+            fds.append(os.open(name, _DIR, dir_fd=fds[-1]))
+        flags = os.O_RDWR | os.O_NOCTTY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        master = os.open("ptmx", flags, dir_fd=fds[-1])
+    finally:
+        for fd in fds:
+            os.close(fd)
+    try:
+        found = os.fstat(master)
+        if not stat.S_ISCHR(found.st_mode) or found.st_rdev != _PTMX:
+            raise OSError("not the PTY multiplexer")
+        fcntl.ioctl(master, _TIOCSPTLCK, struct.pack("i", 0))
+        slave = fcntl.ioctl(master, _TIOCGPTPEER, os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+        os.set_blocking(master, True)
+    except BaseException:
+        os.close(master)
+        raise
+    return master, slave
+
+
 def set_size(fd: int, rows: int, cols: int) -> None:
     """Set the PTY's window; the kernel sends SIGWINCH to its foreground process group."""
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
@@ -60,14 +106,16 @@ async def run_on_pty(
     track: Callable[[int], _Run],
     env: dict[str, str] | None = None,
     pass_fds: Sequence[int] = (),
+    root: str | None = None,
 ) -> tuple[int, _Run]:
     """Run ``command`` (``nsenter``'s argv, ending in ``setsid -cw …``) with a PTY as its stdio
-    and the descriptors ``pass_fds`` (handed over: closed once the child started).
+    (in the ``devpts`` under ``root``, see ``open_pty``) and the descriptors ``pass_fds``
+    (handed over: closed once the child started).
 
     Returns its exit status and the ``Run`` that ``track`` made for its pid. Output is
     read until every holder of the PTY closed it.
     """
-    master, slave = os.openpty()
+    master, slave = open_pty(root)
     try:
         set_size(master, *terminal.size)
         os.set_blocking(master, False)
@@ -100,6 +148,9 @@ async def run_on_pty(
             os.close(fd)
     run = track(proc.pid)
     stop_listening = terminal.listen(lambda rows, cols: _resize(master, rows, cols))
+    # A resize while the command was starting (the CLI sends its window right after the 101)
+    # changed ``terminal`` before anyone listened: the window takes it now.
+    _resize(master, *terminal.size)
     reader = _Reader(master, on_output)
     feeding = asyncio.ensure_future(_feed(master, stdin))
     try:

@@ -287,8 +287,9 @@ class Runner:
         if self._cgroup is not None:
             prefix = self._cgroup.wrap(prefix)
         if terminal is not None:
+            root = f"/proc/{init}/root"  # the PTY in the sandbox's own devpts
             return await self._run_on_pty(
-                prefix, args, terminal, stdin, on_stdout, environment, passed
+                prefix, args, terminal, stdin, on_stdout, environment, passed, root
             )
         proc, pipes = await spawn(
             [*prefix, *args], piped=stdin is not None, env=environment, pass_fds=passed
@@ -359,8 +360,10 @@ class Runner:
         sink: Sink,
         env: dict[str, str],
         pass_fds: Sequence[int] = (),
+        root: str | None = None,
     ) -> int:
-        """``args`` as the session leader of a real PTY (``pty.run_on_pty``)."""
+        """``args`` as the session leader of a real PTY (``pty.run_on_pty``) made in the
+        devpts under ``root`` (the sandbox init's)."""
         task = asyncio.current_task()
 
         def track(pid: int) -> Run:
@@ -372,7 +375,9 @@ class Runner:
             raise RuntimeError("a PTY on the process runtime needs util-linux setsid in /usr")
         command = [*prefix, pty.SETSID, "-cw", *args]
         try:
-            code, run = await pty.run_on_pty(command, terminal, stdin, sink, track, env, pass_fds)
+            code, run = await pty.run_on_pty(
+                command, terminal, stdin, sink, track, env, pass_fds, root
+            )
         finally:
             self._runs.pop(task, None)
         return _status(code, run, False)
