@@ -16,6 +16,7 @@ from fake_server.faults.world import WorldTarget
 from fake_server.http import AppState, create_app, create_preview_app
 from fake_server.http.connections import WatchedRunner
 from fake_server.http.fault_middleware import applied_listener, journal_listener
+from fake_server.http.h2front import H2Runner
 from fake_server.http.ratelimit import RateLimiter
 from fake_server.loopcall import call_on_loop
 from fake_server.models import (
@@ -297,8 +298,10 @@ class FakeCreateOS:
         timeouts: dict[str, Any] = {}
         if idle_timeout is not None:
             timeouts["keepalive_timeout"] = idle_timeout
+        # The API's port speaks HTTP/1.1 and HTTP/2 (the TS SDK 0.8 opens h2c first); preview
+        # URLs are relayed as HTTP/1.1, where Upgrades (WebSockets) live.
         runners = [
-            WatchedRunner(
+            runner_class(
                 served,
                 clock=self.clock,
                 handler_kwargs={"access_log": None, **timeouts},
@@ -306,7 +309,7 @@ class FakeCreateOS:
                 handler_cancellation=True,
                 shutdown_timeout=shutdown_grace,
             )
-            for served in (app, preview)
+            for runner_class, served in ((H2Runner, app), (WatchedRunner, preview))
         ]
         try:
             # A hold taken on the serving loop gets that loop watched by the clock before the

@@ -1,0 +1,307 @@
+"""HTTP/2 in front of the fake's aiohttp app: h2c with prior knowledge on the plain port, h2
+where TLS negotiated it by ALPN; HTTP/1.1 (and its Upgrade routes) unchanged.
+
+The TS SDK 0.8 opens a ``node:http2`` session first (h2c with prior knowledge on ``http://``,
+ALPN ``h2`` on ``https://``) and falls back to HTTP/1.1 on any error (its ``src/http.ts``); the
+service answers it over HTTP/2. aiohttp serves HTTP/1.1 only, so each connection's first bytes
+are looked at (``_Sniffer``): the HTTP/2 preface makes it a ``_Front``, anything else goes to
+aiohttp's own handler as before. The front speaks HTTP/2 with the ``h2`` library and runs each
+stream through the app as one HTTP/1.1 exchange on an in-memory transport (``h2stream``): the
+request is written for aiohttp's parser with ``h11``, aiohttp's answer is read back with
+``h11`` and sent as HEADERS and DATA frames as it comes, so every middleware, the journal and
+the clock see the request as any other, and a streamed exec streams. Upgrade routes (shell,
+tunnels, WebSockets) stay HTTP/1.1: HTTP/2 has no ``Upgrade`` (the CLI pins HTTP/1.1 for them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from typing import TYPE_CHECKING, Any
+
+from h2.config import H2Configuration
+from h2.connection import H2Connection
+from h2.events import (
+    ConnectionTerminated,
+    DataReceived,
+    RemoteSettingsChanged,
+    RequestReceived,
+    StreamEnded,
+    StreamReset,
+    WindowUpdated,
+)
+from h2.exceptions import H2Error
+from h2.settings import SettingCodes
+from hpack import Encoder
+
+from fake_server.http.connections import WatchedRunner
+from fake_server.http.h2stream import Channel, Stream
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from fake_server.clock import Clock, Hold
+
+__all__ = ["PREFACE", "H2Runner"]
+
+#: What an HTTP/2 client sends first (RFC 9113 §3.4).
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+#: Streams a client may have open at once.
+MAX_STREAMS = 256
+#: Handlers kept between streams, per connection (a connection's usual concurrency).
+_IDLE_CHANNELS = 16
+#: Inbound headers are checked (a client's); outbound ones are aiohttp's, already valid HTTP/1.1
+#: and stripped of the connection-specific ones here, so checking them again only costs time.
+_CONFIG = H2Configuration(
+    client_side=False,
+    header_encoding=None,
+    validate_outbound_headers=False,
+    normalize_outbound_headers=False,
+)
+
+
+class _PlainEncoder(Encoder):
+    """HPACK without Huffman coding of literal values: in pure Python it costs more per answer
+    than the bytes it saves (RFC 7541 leaves it to the encoder)."""
+
+    def encode(self, headers: Any, huffman: bool = False) -> bytes:
+        return super().encode(headers, huffman=False)
+
+
+class H2Runner(WatchedRunner):
+    """The runner whose connections speak HTTP/1.1 or HTTP/2; ``cleanup`` also ends the HTTP/2
+    connections (a GOAWAY first, so no new stream starts while the app shuts down)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._fronts: set[_Front] = set()
+
+    @property
+    def server(self) -> Any:
+        inner = super().server
+        if inner is None:
+            return None
+        return functools.partial(_Sniffer, inner, self._fronts, self._clock)
+
+    async def cleanup(self) -> None:
+        for front in list(self._fronts):
+            front.go_away()
+        try:
+            await super().cleanup()
+        finally:
+            for front in list(self._fronts):
+                front.close()
+
+
+class _Sniffer(asyncio.Protocol):
+    """A new connection until its first bytes say which protocol it speaks."""
+
+    def __init__(self, inner: Callable[[], Any], fronts: set[_Front], clock: Clock) -> None:
+        self._inner = inner
+        self._fronts = fronts
+        self._clock = clock
+        self._seen = b""
+        self._transport: asyncio.Transport | None = None
+        self._hold: Hold | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        self._hold = self._clock.hold()  # a new connection: a request is on its way
+        tls = transport.get_extra_info("ssl_object")
+        if tls is not None and tls.selected_alpn_protocol() == "h2":
+            self._switch(_Front(self._inner, self._fronts, self._clock))
+
+    def data_received(self, data: bytes) -> None:
+        self._seen += data
+        if len(self._seen) < len(PREFACE) and PREFACE.startswith(self._seen):
+            return
+        http2 = self._seen.startswith(PREFACE)
+        self._switch(_Front(self._inner, self._fronts, self._clock) if http2 else self._inner())
+
+    def _switch(self, protocol: asyncio.Protocol) -> None:
+        transport, seen = self._transport, self._seen
+        assert transport is not None
+        self._seen = b""
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
+        if seen:
+            protocol.data_received(seen)
+        self._release()
+
+    def eof_received(self) -> bool | None:
+        return None  # nothing was asked yet: close
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        hold, self._hold = self._hold, None
+        if hold is not None:
+            hold.release()
+
+
+class _Front(asyncio.Protocol):
+    """One HTTP/2 connection: its streams, flow control both ways, and the socket."""
+
+    def __init__(self, handler: Callable[[], Any], fronts: set[_Front], clock: Clock) -> None:
+        self._handler = handler
+        self._fronts = fronts
+        self._clock = clock
+        self.conn = H2Connection(_CONFIG)
+        self.conn.encoder = _PlainEncoder()
+        self.transport: asyncio.Transport | None = None
+        self.streams: dict[int, Stream] = {}
+        self.socket_paused = False
+        self._flushing = False
+        #: Channels between streams, kept for the next ones (at most ``_IDLE_CHANNELS``).
+        self._idle: list[Channel] = []
+        self._frames = _FrameCounter()
+        self._hold: Hold | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self._fronts.add(self)
+        self.conn.initiate_connection()
+        self.conn.update_settings({SettingCodes.MAX_CONCURRENT_STREAMS: MAX_STREAMS})
+        self.flush()
+
+    def data_received(self, data: bytes) -> None:
+        self._frames.feed(data)
+        try:
+            events = self.conn.receive_data(data)
+        except H2Error:  # a client breaking the protocol: the library wrote a GOAWAY
+            self._flush_now()
+            self.close()
+            return
+        for event in events:
+            self._dispatch(event)
+        self.flush()
+        self._watch_clock()
+
+    def _dispatch(self, event: object) -> None:
+        if isinstance(event, RequestReceived):
+            channel = self._idle.pop() if self._idle else Channel(self, self._handler)
+            opened = Stream(self, event.stream_id, channel)
+            self.streams[event.stream_id] = opened
+            opened.start(event.headers or [], ended=event.stream_ended is not None)
+            return
+        stream = self.streams.get(getattr(event, "stream_id", 0))
+        if isinstance(event, DataReceived):
+            if stream is not None:
+                stream.body(event.data, event.flow_controlled_length)
+            else:
+                with contextlib.suppress(H2Error):
+                    self.conn.acknowledge_received_data(
+                        event.flow_controlled_length, event.stream_id
+                    )
+        elif isinstance(event, StreamEnded):
+            if stream is not None and not stream.request_ended:
+                stream.end_request()
+        elif isinstance(event, StreamReset):
+            if stream is not None:
+                stream.lost(ConnectionResetError("the client reset the stream"))
+        elif isinstance(event, WindowUpdated | RemoteSettingsChanged):
+            for stream in list(self.streams.values()):
+                stream.drain()
+        elif isinstance(event, ConnectionTerminated):
+            self.close()
+
+    def _watch_clock(self) -> None:
+        """Hold the clock while a frame is partly received (a request may be on its way)."""
+        if self._frames.partial and self._hold is None:
+            self._hold = self._clock.hold()
+        elif not self._frames.partial and self._hold is not None:
+            self._hold.release()
+            self._hold = None
+
+    def flush(self) -> None:
+        """Send what the connection has to send at the end of this turn of the loop: a
+        stream's HEADERS, DATA and end then go out in one write (one system call)."""
+        if not self._flushing:
+            self._flushing = True
+            asyncio.get_running_loop().call_soon(self._flush_now)
+
+    def _flush_now(self) -> None:
+        self._flushing = False
+        data = self.conn.data_to_send()
+        if data and self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
+
+    def forget(self, stream_id: int) -> None:
+        self.streams.pop(stream_id, None)
+
+    def release(self, channel: Channel) -> None:
+        """A channel whose stream ended cleanly: kept for the next stream, or closed."""
+        if channel.reusable() and len(self._idle) < _IDLE_CHANNELS and self.transport is not None:
+            channel.recycle()
+            self._idle.append(channel)
+        else:
+            self.discard(channel)
+
+    def discard(self, channel: Channel) -> None:
+        """A channel that serves no more streams (its handler loses its connection)."""
+        with contextlib.suppress(ValueError):
+            self._idle.remove(channel)
+        channel.lose(ConnectionResetError("the stream ended"))
+
+    def pause_writing(self) -> None:
+        self.socket_paused = True
+        for stream in list(self.streams.values()):
+            stream.update_pause()
+
+    def resume_writing(self) -> None:
+        self.socket_paused = False
+        for stream in list(self.streams.values()):
+            stream.update_pause()
+
+    def go_away(self) -> None:
+        with contextlib.suppress(H2Error):
+            self.conn.close_connection()
+        self._flush_now()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._fronts.discard(self)
+        self.transport = None
+        if self._hold is not None:
+            self._hold.release()
+            self._hold = None
+        streams, self.streams = self.streams, {}
+        for stream in streams.values():
+            stream.lost(exc or ConnectionResetError("the connection closed"))
+        idle, self._idle = self._idle, []
+        for channel in idle:
+            channel.lose(exc or ConnectionResetError("the connection closed"))
+
+
+class _FrameCounter:
+    """Where the incoming byte stream is: inside the preface or a frame, or between frames."""
+
+    def __init__(self) -> None:
+        self._left = len(PREFACE)  # bytes of the preface, then of the current frame's payload
+        self._head = b""  # a frame header received in part
+
+    @property
+    def partial(self) -> bool:
+        return bool(self._head) or self._left > 0
+
+    def feed(self, data: bytes) -> None:
+        at = 0
+        while at < len(data):
+            if self._left:
+                taken = min(self._left, len(data) - at)
+                self._left -= taken
+                at += taken
+                continue
+            needed = 9 - len(self._head)
+            self._head += data[at : at + needed]
+            at += needed
+            if len(self._head) == 9:
+                self._left = int.from_bytes(self._head[:3], "big")
+                self._head = b""
