@@ -58,7 +58,11 @@ _CONFIG = H2Configuration(
     header_encoding=None,
     validate_outbound_headers=False,
     normalize_outbound_headers=False,
+    validate_inbound_headers=False,
 )
+
+
+_WINDOWS = (WindowUpdated, RemoteSettingsChanged)
 
 
 class _PlainEncoder(Encoder):
@@ -203,7 +207,7 @@ class _Front(asyncio.Protocol):
         elif isinstance(event, StreamReset):
             if stream is not None:
                 stream.lost(ConnectionResetError("the client reset the stream"))
-        elif isinstance(event, WindowUpdated | RemoteSettingsChanged):
+        elif isinstance(event, _WINDOWS):
             for stream in list(self.streams.values()):
                 stream.drain()
         elif isinstance(event, ConnectionTerminated):

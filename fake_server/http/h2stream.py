@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -39,6 +40,13 @@ _HIGH, _LOW = 1024 * 1024, 256 * 1024
 _HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"}
 )
+#: ... and of a request: those, the ``te`` field, and ``host`` (the ``:authority`` is written).
+_HOP_IN = _HOP | {b"te"}
+#: What the HTTP/1.1 head written for a stream may hold (``h2front`` leaves the library's
+#: checks of inbound fields off, they cost as much as the rest of the request's way in).
+_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+_CONTROL = re.compile(rb"[\x00-\x20\x7f]")
+_LINE_BREAK = re.compile(rb"[\x00\r\n]")
 #: The longest head line aiohttp's response parser takes (aiohttp's own default).
 _LINE_LIMIT = 8190
 
@@ -78,8 +86,12 @@ class Stream:
     # -- the request, into aiohttp --------------------------------------------------------------
 
     def start(self, headers: list[tuple[bytes, bytes]], *, ended: bool) -> None:
+        """The request's head, written as HTTP/1.1; a head HTTP/1.1 cannot carry (a name that
+        is no token, a value with CR, LF or NUL, no method or path) resets the stream."""
         lines: list[bytes] = []
+        values: list[bytes] = []
         method = target = authority = b""
+        host = b"localhost"
         length = False
         for name, value in headers:
             if name == b":method":
@@ -88,19 +100,35 @@ class Stream:
                 target = value
             elif name == b":authority":
                 authority = value
-            elif not name.startswith(b":"):
-                length = length or name == b"content-length"
+            elif name.startswith(b":"):
+                continue  # :scheme (and :protocol, which needs a setting never sent)
+            elif not _TOKEN.match(name):
+                return self.reset(ErrorCodes.PROTOCOL_ERROR)
+            elif name.lower() == b"host":
+                host = value  # :authority, when there is one, comes first
+            elif name.lower() not in _HOP_IN:
+                length = length or name.lower() == b"content-length"
+                values.append(value)
                 lines.append(b"%s: %s\r\n" % (name, value))
+        host = authority or host
+        if (
+            not _TOKEN.match(method)
+            or not target
+            or _CONTROL.search(target)
+            or _CONTROL.search(host)
+            or _LINE_BREAK.search(b" ".join(values))
+        ):
+            return self.reset(ErrorCodes.PROTOCOL_ERROR)
         self._chunked = not ended and not length
         if self._chunked:
             lines.append(b"transfer-encoding: chunked\r\n")
         self.head_request = method == b"HEAD"
         self.channel.expect(self)
-        host = authority or b"localhost"
-        request = b"%s %s HTTP/1.1\r\nhost: %s\r\n" % (method, target or b"/", host)
+        request = b"%s %s HTTP/1.1\r\nhost: %s\r\n" % (method, target, host)
         self._send(request + b"".join(lines) + b"\r\n")
         if ended:
             self.end_request()
+        return None
 
     def body(self, data: bytes, flow: int) -> None:
         if data:
@@ -140,38 +168,41 @@ class Stream:
         except HttpProcessingError:
             self.reset(ErrorCodes.INTERNAL_ERROR)
             return
+        head = None
         for message, reader in messages:
             self._body = reader
             # Never indexed: HPACK's dynamic table is searched entry by entry for every field
             # sent, and ids, dates and lengths (most of an answer's head) never repeat.
-            fields = [NeverIndexedHeaderTuple(b":status", b"%d" % message.code)]
-            fields += [
+            head = [NeverIndexedHeaderTuple(b":status", b"%d" % message.code)]
+            head += [
                 NeverIndexedHeaderTuple(name.lower(), value)
                 for name, value in message.raw_headers
                 if name.lower() not in _HOP
             ]
+        body = self._body
+        chunk = b"" if body is None else body.read_nowait()
+        if body is not None and body.is_eof():
+            self._answered = True
+        if head is not None:
+            # An answer without a body ends with its HEADERS frame (one frame fewer).
+            alone = self._answered and not chunk
             try:
-                self.front.conn.send_headers(self.id, fields)
+                self.front.conn.send_headers(self.id, head, end_stream=alone)
             except H2Error:
                 self.reset(ErrorCodes.INTERNAL_ERROR)
                 return
-        body = self._body
-        if body is None:
-            self.front.flush()
-            return
-        chunk = body.read_nowait()
-        if body.is_eof():
-            self._answered = True
-        self._queue(chunk)
-
-    def _queue(self, data: bytes) -> None:
-        if data:
-            self._pending.append(data)
-            self._pending_bytes += len(data)
+            if alone:
+                self._ended()
+                self.front.flush()
+                return
+        if chunk:
+            self._pending.append(chunk)
+            self._pending_bytes += len(chunk)
         self.drain()
 
     def drain(self) -> None:
-        """Send what the client's windows allow; end the stream once all is sent."""
+        """Send what the client's windows allow; the last DATA frame of a complete answer
+        ends the stream."""
         conn = self.front.conn
         try:
             while self._pending and not self._finished:
@@ -183,11 +214,13 @@ class Stream:
                     self._pending.appendleft(chunk[window:])
                     chunk = chunk[:window]
                 self._pending_bytes -= len(chunk)
-                conn.send_data(self.id, chunk)
+                last = self._answered and not self._pending
+                conn.send_data(self.id, chunk, end_stream=last)
+                if last:
+                    self._ended()
             if self._answered and not self._pending and not self._finished:
-                conn.end_stream(self.id)
-                self._finish()
-                self._maybe_done()
+                conn.end_stream(self.id)  # an answer whose end came after its last bytes
+                self._ended()
         except H2Error:  # the client closed or reset the stream meanwhile
             self._pending.clear()
             self._pending_bytes = 0
@@ -195,6 +228,10 @@ class Stream:
             self.front.discard(self.channel)
         self.front.flush()
         self.update_pause()
+
+    def _ended(self) -> None:
+        self._finish()
+        self._maybe_done()
 
     def update_pause(self) -> None:
         """The handler waits while the socket cannot take more, or while more than ``_HIGH``

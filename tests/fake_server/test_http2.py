@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 from h2.config import H2Configuration
 from h2.connection import H2Connection
-from h2.events import ConnectionTerminated
+from h2.events import ConnectionTerminated, ResponseReceived, StreamEnded, StreamReset
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.faults import EmptyReply, Fault
@@ -233,3 +233,36 @@ async def test_a_dropped_reply_resets_its_stream_only(
         await h2.get("/v1/whoami")
     assert (await h2.get("/v1/whoami")).status_code == 200
     assert fake.errors == []
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        (b"x-a", b"one\r\nx-injected: two"),
+        (b"x-a", b"nul\x00"),
+        (b"x a", b"space in the name"),
+        (b"x-a:b", b"colon in the name"),
+    ],
+)
+async def test_a_head_http11_cannot_carry_resets_its_stream_only(
+    fake: FakeCreateOS, name: bytes, value: bytes
+) -> None:
+    """A field that would break the HTTP/1.1 head the stream is served with (a line break,
+    NUL, a name that is no token) resets that stream (PROTOCOL_ERROR); nothing reaches the
+    app, and the connection's next stream is answered."""
+    reader, writer = await asyncio.open_connection(fake.host, fake.port)
+    conn = H2Connection(H2Configuration(client_side=True, validate_outbound_headers=False))
+    conn.initiate_connection()
+    base = [(b":method", b"GET"), (b":scheme", b"http"), (b":authority", b"127.0.0.1")]
+    conn.send_headers(1, [*base, (b":path", b"/healthz"), (name, value)], end_stream=True)
+    conn.send_headers(3, [*base, (b":path", b"/healthz")], end_stream=True)
+    writer.write(conn.data_to_send())
+    events: list[object] = []
+    while not any(isinstance(e, StreamEnded) and e.stream_id == 3 for e in events):
+        events += conn.receive_data(await asyncio.wait_for(reader.read(65536), 30))
+    writer.close()
+    [reset] = [e for e in events if isinstance(e, StreamReset)]
+    assert (reset.stream_id, reset.error_code) == (1, 1)
+    [answer] = [e for e in events if isinstance(e, ResponseReceived)]
+    assert (answer.stream_id, dict(answer.headers)[b":status"]) == (3, b"200")
+    assert [e.operation for e in fake.journal.events if e.kind == "request"] == ["health"]
