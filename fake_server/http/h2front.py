@@ -51,6 +51,10 @@ PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 MAX_STREAMS = 256
 #: Handlers kept between streams, per connection (a connection's usual concurrency).
 _IDLE_CHANNELS = 16
+#: Real seconds a connection may stay without a stream before the fake ends it (GOAWAY, then
+#: close). The TS SDK 0.8 opens one session and never closes it, so a Node script using it
+#: runs on until the server ends the session; the service's idle timeout is not public.
+IDLE_SECONDS = 1.0
 #: Inbound headers are checked (a client's); outbound ones are aiohttp's, already valid HTTP/1.1
 #: and stripped of the connection-specific ones here, so checking them again only costs time.
 _CONFIG = H2Configuration(
@@ -159,6 +163,7 @@ class _Front(asyncio.Protocol):
         self.streams: dict[int, Stream] = {}
         self.socket_paused = False
         self._flushing = False
+        self._idle_timer: asyncio.TimerHandle | None = None
         #: Channels between streams, kept for the next ones (at most ``_IDLE_CHANNELS``).
         self._idle: list[Channel] = []
         self._frames = _FrameCounter()
@@ -168,6 +173,7 @@ class _Front(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         self._fronts.add(self)
+        self._watch_idle()
         self.conn.initiate_connection()
         self.conn.update_settings({SettingCodes.MAX_CONCURRENT_STREAMS: MAX_STREAMS})
         self.flush()
@@ -190,6 +196,7 @@ class _Front(asyncio.Protocol):
             channel = self._idle.pop() if self._idle else Channel(self, self._handler)
             opened = Stream(self, event.stream_id, channel)
             self.streams[event.stream_id] = opened
+            self._watch_idle()
             opened.start(event.headers or [], ended=event.stream_ended is not None)
             return
         stream = self.streams.get(getattr(event, "stream_id", 0))
@@ -236,6 +243,23 @@ class _Front(asyncio.Protocol):
 
     def forget(self, stream_id: int) -> None:
         self.streams.pop(stream_id, None)
+        if not self.streams:
+            self._watch_idle()
+
+    def _watch_idle(self) -> None:
+        """End the connection after ``IDLE_SECONDS`` without a stream (each change re-arms)."""
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        if not self.streams and self.transport is not None:
+            loop = asyncio.get_running_loop()
+            self._idle_timer = loop.call_later(IDLE_SECONDS, self._end_idle)
+
+    def _end_idle(self) -> None:
+        self._idle_timer = None
+        if not self.streams:
+            self.go_away()
+            self.close()
 
     def release(self, channel: Channel) -> None:
         """A channel whose stream ended cleanly: kept for the next stream, or closed."""
@@ -272,6 +296,9 @@ class _Front(asyncio.Protocol):
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._fronts.discard(self)
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
         self.transport = None
         if self._hold is not None:
             self._hold.release()

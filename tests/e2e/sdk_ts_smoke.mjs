@@ -23,6 +23,9 @@ const rejects = async (call, kind, message) => {
   await assert.rejects(call, (err) => err instanceof kind && err.message === message);
 };
 
+if (typeof client.prewarm === "function") { // 0.8: opens the HTTP/2 session, calls nothing
+  await client.prewarm(); check("prewarm");
+}
 assert.equal((await client.healthz()).up, true); check("healthz");
 assert.equal((await client.readyz()).ready, true); check("readyz");
 assert.ok((await client.whoami()).user_id.startsWith("usr-")); check("whoami");

@@ -40,9 +40,18 @@ def sdk_methods(dist: Path) -> set[str]:
     return names
 
 
+#: Public methods of the SDK by version: 0.7.1 on npm, 0.8.x (repository tags) adds
+#: ``prewarm()``, which opens its HTTP/2 session and calls no endpoint.
+SURFACES = {60: 36, 61: 37}
+
+
+def _declared() -> set[str]:
+    return sdk_methods(Path(NODE_PATH, "@nodeops-createos/sandbox", "dist"))
+
+
 @needs_node
 def test_typescript_sdk_client_and_sandbox_methods() -> None:
-    assert len(run_ts_script("sdk_ts_smoke.mjs")) == 36
+    assert len(run_ts_script("sdk_ts_smoke.mjs")) == SURFACES[len(_declared())]
 
 
 @needs_node
@@ -52,6 +61,6 @@ def test_the_scripts_call_every_declared_method() -> None:
         for script in SCRIPTS
         for name in _CHECK.findall((HERE / script).read_text())
     }
-    declared = sdk_methods(Path(NODE_PATH, "@nodeops-createos/sandbox", "dist"))
-    assert len(declared) == 60  # the 0.7.1 surface
+    declared = _declared()
+    assert len(declared) in SURFACES  # the 0.7.1 or the 0.8.x surface
     assert sorted(declared - called) == []

@@ -19,6 +19,7 @@ from h2.events import ConnectionTerminated, ResponseReceived, StreamEnded, Strea
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.faults import EmptyReply, Fault
+from fake_server.http import h2front
 from fake_server.http.h2front import PREFACE
 from fake_server.http.serve_guards import allowed_hosts, host_guard, request_log
 from tests.fake_server._tls import serve_tls
@@ -266,3 +267,29 @@ async def test_a_head_http11_cannot_carry_resets_its_stream_only(
     [answer] = [e for e in events if isinstance(e, ResponseReceived)]
     assert (answer.stream_id, dict(answer.headers)[b":status"]) == (3, b"200")
     assert [e.operation for e in fake.journal.events if e.kind == "request"] == ["health"]
+
+
+async def test_an_idle_connection_is_ended_so_a_node_script_can_exit(
+    fake: FakeCreateOS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The TS SDK 0.8 never closes its session, and Node runs on while it is open: the fake
+    ends a connection left without a stream for ``IDLE_SECONDS`` (a GOAWAY, then the close),
+    so a script using the SDK ends (the official examples, run as their READMEs say)."""
+    monkeypatch.setattr(h2front, "IDLE_SECONDS", 0.05)
+    reader, writer = await asyncio.open_connection(fake.host, fake.port)
+    conn = H2Connection(H2Configuration(client_side=True))
+    conn.initiate_connection()
+    headers = [(b":method", b"GET"), (b":scheme", b"http"), (b":authority", b"127.0.0.1")]
+    conn.send_headers(1, [*headers, (b":path", b"/healthz")], end_stream=True)
+    writer.write(conn.data_to_send())
+    received = b""
+    while chunk := await asyncio.wait_for(reader.read(65536), 30):  # until the fake closes
+        received += chunk
+    writer.close()
+    events = conn.receive_data(received)
+    assert [type(e) for e in events if isinstance(e, ResponseReceived | ConnectionTerminated)] == [
+        ResponseReceived,
+        ConnectionTerminated,
+    ]
+    [goaway] = [e for e in events if isinstance(e, ConnectionTerminated)]
+    assert (goaway.error_code, goaway.last_stream_id) == (0, 1)
