@@ -29,6 +29,7 @@ SMOKE_RUN = pytest.mark.reliability
 #: The goals each benchmark exists to check (benchmarks not listed: at least one figure).
 EXPECTED_GOALS = {
     "bench_clock": ["fake.reset()", "fake deadlines fired by real delays"],
+    "bench_http2": ["HTTP/2 / HTTP/1.1 rate"],
     "bench_requests": [
         "fake rate / bare rate",
         "persisted / in-memory round trip",

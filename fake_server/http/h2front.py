@@ -51,10 +51,12 @@ PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 MAX_STREAMS = 256
 #: Handlers kept between streams, per connection (a connection's usual concurrency).
 _IDLE_CHANNELS = 16
-#: Real seconds a connection may stay without a stream before the fake ends it (GOAWAY, then
-#: close). The TS SDK 0.8 opens one session and never closes it, so a Node script using it
-#: runs on until the server ends the session; the service's idle timeout is not public.
-IDLE_SECONDS = 1.0
+#: Real seconds a connection may stay without a stream before the fake ends it (a GOAWAY,
+#: then the close). The TS SDK 0.8 opens one session and never closes it, so a Node script
+#: using it runs on until the server ends the session (the service's idle timeout is not
+#: public). Longer than httpx's 5-second keep-alive, so a pooling client that reads only when
+#: it sends drops its connection before a GOAWAY could meet a request already on its way.
+IDLE_SECONDS = 10.0
 #: Inbound headers are checked (a client's); outbound ones are aiohttp's, already valid HTTP/1.1
 #: and stripped of the connection-specific ones here, so checking them again only costs time.
 _CONFIG = H2Configuration(
@@ -164,6 +166,7 @@ class _Front(asyncio.Protocol):
         self.socket_paused = False
         self._flushing = False
         self._idle_timer: asyncio.TimerHandle | None = None
+        self._gone_away = False
         #: Channels between streams, kept for the next ones (at most ``_IDLE_CHANNELS``).
         self._idle: list[Channel] = []
         self._frames = _FrameCounter()
@@ -251,15 +254,22 @@ class _Front(asyncio.Protocol):
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None
-        if not self.streams and self.transport is not None:
+        if not self.streams and self.transport is not None and not self._gone_away:
             loop = asyncio.get_running_loop()
             self._idle_timer = loop.call_later(IDLE_SECONDS, self._end_idle)
 
     def _end_idle(self) -> None:
+        """A GOAWAY first: the client ends the connection itself (Node's session closes, and a
+        pooling client such as httpx sees it readable and opens a new one), with no request
+        racing a closed socket; whatever is still open ``IDLE_SECONDS`` later is closed."""
         self._idle_timer = None
-        if not self.streams:
-            self.go_away()
+        if self.streams or self.transport is None:
+            return
+        if self._gone_away:
             self.close()
+            return
+        self.go_away()
+        self._idle_timer = asyncio.get_running_loop().call_later(IDLE_SECONDS, self._end_idle)
 
     def release(self, channel: Channel) -> None:
         """A channel whose stream ended cleanly: kept for the next stream, or closed."""
@@ -286,6 +296,7 @@ class _Front(asyncio.Protocol):
             stream.update_pause()
 
     def go_away(self) -> None:
+        self._gone_away = True
         with contextlib.suppress(H2Error):
             self.conn.close_connection()
         self._flush_now()
