@@ -57,6 +57,8 @@ _IDLE_CHANNELS = 16
 #: public). Longer than httpx's 5-second keep-alive, so a pooling client that reads only when
 #: it sends drops its connection before a GOAWAY could meet a request already on its way.
 IDLE_SECONDS = 10.0
+#: aiohttp's own keep-alive timeout, where the fake sets none.
+_AIOHTTP_KEEPALIVE = 3630.0
 #: Inbound headers are checked (a client's); outbound ones are aiohttp's, already valid HTTP/1.1
 #: and stripped of the connection-specific ones here, so checking them again only costs time.
 _CONFIG = H2Configuration(
@@ -92,7 +94,10 @@ class H2Runner(WatchedRunner):
         inner = super().server
         if inner is None:
             return None
-        return functools.partial(_Sniffer, inner, self._fronts, self._clock)
+        # aiohttp closes an HTTP/1.1 connection idle this long; a connection that has sent
+        # nothing yet, or an HTTP/2 one, is closed by the same rule here.
+        idle = float(self._handler_kwargs.get("keepalive_timeout", _AIOHTTP_KEEPALIVE))
+        return functools.partial(_Sniffer, inner, self._fronts, self._clock, idle)
 
     async def cleanup(self) -> None:
         for front in list(self._fronts):
@@ -105,35 +110,45 @@ class H2Runner(WatchedRunner):
 
 
 class _Sniffer(asyncio.Protocol):
-    """A new connection until its first bytes say which protocol it speaks."""
+    """A new connection until its first bytes say which protocol it speaks (closed, as aiohttp
+    closes an idle one, if none come within ``idle`` seconds)."""
 
-    def __init__(self, inner: Callable[[], Any], fronts: set[_Front], clock: Clock) -> None:
+    def __init__(
+        self, inner: Callable[[], Any], fronts: set[_Front], clock: Clock, idle: float
+    ) -> None:
         self._inner = inner
         self._fronts = fronts
         self._clock = clock
+        self._idle = idle
         self._seen = b""
         self._transport: asyncio.Transport | None = None
         self._hold: Hold | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
         self._hold = self._clock.hold()  # a new connection: a request is on its way
+        self._timer = asyncio.get_running_loop().call_later(self._idle, transport.close)
         tls = transport.get_extra_info("ssl_object")
         if tls is not None and tls.selected_alpn_protocol() == "h2":
-            self._switch(_Front(self._inner, self._fronts, self._clock))
+            self._switch(self._front())
+
+    def _front(self) -> _Front:
+        return _Front(self._inner, self._fronts, self._clock, self._idle)
 
     def data_received(self, data: bytes) -> None:
         self._seen += data
         if len(self._seen) < len(PREFACE) and PREFACE.startswith(self._seen):
             return
-        http2 = self._seen.startswith(PREFACE)
-        self._switch(_Front(self._inner, self._fronts, self._clock) if http2 else self._inner())
+        self._switch(self._front() if self._seen.startswith(PREFACE) else self._inner())
 
     def _switch(self, protocol: asyncio.Protocol) -> None:
         transport, seen = self._transport, self._seen
         assert transport is not None
         self._seen = b""
+        if self._timer is not None:
+            self._timer.cancel()
         transport.set_protocol(protocol)
         protocol.connection_made(transport)
         if seen:
@@ -144,6 +159,8 @@ class _Sniffer(asyncio.Protocol):
         return None  # nothing was asked yet: close
 
     def connection_lost(self, exc: BaseException | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
         self._release()
 
     def _release(self) -> None:
@@ -155,8 +172,11 @@ class _Sniffer(asyncio.Protocol):
 class _Front(asyncio.Protocol):
     """One HTTP/2 connection: its streams, flow control both ways, and the socket."""
 
-    def __init__(self, handler: Callable[[], Any], fronts: set[_Front], clock: Clock) -> None:
+    def __init__(
+        self, handler: Callable[[], Any], fronts: set[_Front], clock: Clock, idle: float
+    ) -> None:
         self._handler = handler
+        self._idle_after = idle
         self._fronts = fronts
         self._clock = clock
         self.conn = H2Connection(_CONFIG)
@@ -256,7 +276,7 @@ class _Front(asyncio.Protocol):
             self._idle_timer = None
         if not self.streams and self.transport is not None and not self._gone_away:
             loop = asyncio.get_running_loop()
-            self._idle_timer = loop.call_later(IDLE_SECONDS, self._end_idle)
+            self._idle_timer = loop.call_later(min(IDLE_SECONDS, self._idle_after), self._end_idle)
 
     def _end_idle(self) -> None:
         """A GOAWAY first: the client ends the connection itself (Node's session closes, and a
@@ -269,7 +289,8 @@ class _Front(asyncio.Protocol):
             self.close()
             return
         self.go_away()
-        self._idle_timer = asyncio.get_running_loop().call_later(IDLE_SECONDS, self._end_idle)
+        wait = min(IDLE_SECONDS, self._idle_after)
+        self._idle_timer = asyncio.get_running_loop().call_later(wait, self._end_idle)
 
     def release(self, channel: Channel) -> None:
         """A channel whose stream ended cleanly: kept for the next stream, or closed."""
