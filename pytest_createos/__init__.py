@@ -1,8 +1,9 @@
 """pytest-createos: fixtures and markers for testing CreateOS sandbox code against a fake.
 
-The names here are the types tests annotate fixtures with, and every fault action (so a test
-needs one import: ``from pytest_createos import Fault, HttpError``). They load on first access,
-so importing the provider never imports ``fake_server`` and pytest starts fast.
+The names here are the types tests annotate fixtures with, the provider's errors (to catch
+them: ``CreateosError`` and its subclasses) and every fault action (so a test needs one
+import: ``from pytest_createos import Fault, HttpError, CreateosApiError``). They load on first
+access, so importing the provider never imports ``fake_server`` and pytest starts fast.
 """
 
 from __future__ import annotations
@@ -23,16 +24,26 @@ if TYPE_CHECKING:
     from pytest_createos._leases import LeaseFactory as LeaseFactory
     from pytest_createos._report import CreateosWarning as CreateosWarning
     from pytest_createos._shared import SharedCreateOS as SharedCreateOS
+    from pytest_createos.provider import ConnectionFailedError as ConnectionFailedError
+    from pytest_createos.provider import CreateosApiError as CreateosApiError
+    from pytest_createos.provider import CreateosCleanupError as CreateosCleanupError
+    from pytest_createos.provider import CreateosError as CreateosError
     from pytest_createos.provider import CreateosProvider as CreateosProvider
     from pytest_createos.provider import Environment as Environment
     from pytest_createos.provider import ExecuteResult as ExecuteResult
     from pytest_createos.provider import Lease as Lease
+    from pytest_createos.provider import OperationCancelled as OperationCancelled
+    from pytest_createos.provider import OperationTimeout as OperationTimeout
 
     #: The fault actions' names (``fake_server.faults.catalog.ACTION_NAMES``).
     FAULT_ACTIONS: tuple[str, ...]
 
 #: Where each name besides the fault actions lives (``__all__`` is these and the actions).
 _LAZY = {
+    "ConnectionFailedError": "pytest_createos.provider",
+    "CreateosApiError": "pytest_createos.provider",
+    "CreateosCleanupError": "pytest_createos.provider",
+    "CreateosError": "pytest_createos.provider",
     "CreateosProvider": "pytest_createos.provider",
     "CreateosWarning": "pytest_createos._report",
     "Environment": "pytest_createos.provider",
@@ -40,6 +51,8 @@ _LAZY = {
     "FakeCreateOS": "fake_server",
     "Lease": "pytest_createos.provider",
     "LeaseFactory": "pytest_createos._leases",
+    "OperationCancelled": "pytest_createos.provider",
+    "OperationTimeout": "pytest_createos.provider",
     "RunSync": "pytest_createos._bridge",
     "SharedCreateOS": "pytest_createos._shared",
     "TransitionPolicy": "fake_server",

@@ -6,12 +6,14 @@ Private modules behind this curated namespace; it never imports ``fake_server``.
 from __future__ import annotations
 
 from pytest_createos.provider._errors import (
+    ConnectionFailedError,
     CreateosApiError,
     CreateosCleanupError,
     CreateosError,
 )
 from pytest_createos.provider._pacing import Pacer
 from pytest_createos.provider._provider import CreateosProvider
+from pytest_createos.provider._signal import OperationCancelled, OperationTimeout
 from pytest_createos.provider._types import (
     ConfigValidation,
     Environment,
@@ -32,6 +34,7 @@ from pytest_createos.provider._types import (
 
 __all__ = [
     "ConfigValidation",
+    "ConnectionFailedError",
     "CreateosApiError",
     "CreateosCleanupError",
     "CreateosError",
@@ -42,6 +45,8 @@ __all__ = [
     "Lease",
     "LogSink",
     "MappingKind",
+    "OperationCancelled",
+    "OperationTimeout",
     "Pacer",
     "PostUploadCommand",
     "ProbeResult",

@@ -81,6 +81,27 @@ def test_public_names_are_sorted_and_importable() -> None:
         assert getattr(pytest_createos, name) is not None
 
 
+def test_the_provider_errors_are_importable_from_the_plugin() -> None:
+    """A test catches the provider's errors with the same one import as the fault actions:
+    ``CreateosError`` and every subclass, the very classes the provider raises."""
+    from pytest_createos import provider
+    from pytest_createos.provider import _errors, _signal
+
+    errors = {
+        "CreateosError": _errors.CreateosError,
+        "CreateosApiError": _errors.CreateosApiError,
+        "CreateosCleanupError": _errors.CreateosCleanupError,
+        "ConnectionFailedError": _errors.ConnectionFailedError,
+        "OperationTimeout": _signal.OperationTimeout,
+        "OperationCancelled": _signal.OperationCancelled,
+    }
+    for name, cls in errors.items():
+        assert getattr(pytest_createos, name) is cls
+        assert getattr(provider, name) is cls
+        assert name in pytest_createos.__all__
+        assert issubclass(cls, _errors.CreateosError)
+
+
 def test_every_provider_coroutine_is_bridged() -> None:
     """A new coroutine method on the provider must also run on the plugin's loop."""
     coroutines = {
