@@ -57,6 +57,9 @@ _KEYS = ("apiUrl", "apiKey", "shape", "timeoutMs", "reuseLease", "rootfs", "regi
 #: The key travels in an HTTP header, which carries printable ASCII only; the message never
 #: shows the key itself.
 _KEY_CHARS = "CreateOS API key must contain printable ASCII characters only."
+#: No usable key: the TypeScript provider's message (``resolveApiKey`` in its config.ts), also
+#: for a key holding CR, LF or NUL, which it treats as no key at all.
+_NEEDS_KEY = "CreateOS requires an API key in the environment config or CREATEOS_API_KEY."
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +102,7 @@ def parse_config(raw: object) -> CreateosConfig:
     reuse = raw.get("reuseLease")
     if reuse is not None and not isinstance(reuse, bool):
         raise CreateosError("reuseLease must be a boolean.")
-    api_key = _optional_string(raw, "apiKey")
-    if api_key is not None and not _header_safe(api_key):
-        raise CreateosError(_KEY_CHARS)
+    api_key = _api_key(raw)
     rootfs = _optional_string(raw, "rootfs")
     region = _optional_string(raw, "region")
     _refuse_unknown_keys(raw)
@@ -126,10 +127,8 @@ def resolve_api_key(config: CreateosConfig, environ: Mapping[str, str] | None = 
                 f"the host fallback is only available for {DEFAULT_API_URL}."
             )
         key = (os.environ if environ is None else environ).get("CREATEOS_API_KEY", "").strip()
-    if not key or any(char in key for char in "\r\n\0"):
-        raise CreateosError(
-            "CreateOS requires an API key in the environment config or CREATEOS_API_KEY."
-        )
+    if not key or _line_breaking(key):
+        raise CreateosError(_NEEDS_KEY)
     if not _header_safe(key):
         raise CreateosError(_KEY_CHARS)
     return key
@@ -209,6 +208,22 @@ def _optional_string(raw: Mapping[str, Any], key: str) -> str | None:
     if not isinstance(value, str) or not value.strip() or "\0" in value:
         raise CreateosError(f"{key} must be a non-empty string.")
     return value.strip()
+
+
+def _api_key(raw: Mapping[str, Any]) -> str | None:
+    """The configured key, trimmed: CR, LF or NUL in it is no usable key (as in the TypeScript
+    provider), another character an HTTP header cannot carry is refused as such."""
+    value = raw.get("apiKey")
+    if isinstance(value, str) and value.strip() and _line_breaking(value.strip()):
+        raise CreateosError(_NEEDS_KEY)
+    key = _optional_string(raw, "apiKey")
+    if key is not None and not _header_safe(key):
+        raise CreateosError(_KEY_CHARS)
+    return key
+
+
+def _line_breaking(key: str) -> bool:
+    return any(char in key for char in "\r\n\0")
 
 
 def _header_safe(key: str) -> bool:

@@ -245,7 +245,24 @@ async def test_public_endpoint_needs_a_usable_key(key: str | None) -> None:
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("key", ["abc\ndef", "abc\rdef", "clé-secrète", "abc\tdef"])
+@pytest.mark.parametrize("key", ["abc\ndef", "abc\rdef", "abc\0def", "\0", "a\r\nb"])
+async def test_configured_key_with_a_line_break_or_nul_is_no_key(
+    scripted: ScriptedApi, key: str
+) -> None:
+    """The TypeScript provider's message for a configured key holding CR, LF or NUL (its
+    ``resolveApiKey`` treats such a key as none), before any request, the key never shown."""
+    provider = CreateosProvider(pacer=Pacer.disabled())
+    config = {"apiUrl": scripted.url, "shape": "s", "apiKey": key}
+    assert provider.validate_config(config).errors == [NEEDS_KEY]
+    with pytest.raises(CreateosError) as caught:
+        await provider.acquire_lease(env_with(config), run_id="r1")
+    assert str(caught.value) == NEEDS_KEY
+    assert scripted.calls == []
+    await provider.shutdown()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("key", ["clé-secrète", "abc\tdef", "abc\x7fdef", "k\u2028ey"])
 async def test_configured_key_outside_printable_ascii_is_refused(
     scripted: ScriptedApi, key: str
 ) -> None:
