@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from ._errors import CreateosError
 
 __all__ = [
+    "ARGS_NOT_A_LIST",
     "COMMAND_REQUIRED",
     "INVALID_ENV",
     "NOT_A_STRING",
@@ -30,6 +31,9 @@ INVALID_ENV = "Invalid sandbox environment variable."
 NUL_IN_VALUE = "Sandbox command values cannot contain NUL."
 # Not in the spec (JavaScript callers cannot pass non-strings past its types); ours.
 NOT_A_STRING = "Sandbox command values must be strings."
+# Ours too: ``execute(env, lease, "echo", "hello world")`` passes one string where a list of
+# arguments goes (it would be split into characters); the message names the list.
+ARGS_NOT_A_LIST = "Sandbox command args must be a list of strings, one per argument."
 
 _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -69,7 +73,7 @@ def build_wrapper_script(
     if not isinstance(command, str) or command == "":
         raise CreateosError(COMMAND_REQUIRED)
     if isinstance(args, str | bytes) or not isinstance(args, Sequence):
-        raise CreateosError(NOT_A_STRING)  # a bare string would be split into characters
+        raise CreateosError(ARGS_NOT_A_LIST)
     if env is not None and not isinstance(env, Mapping):
         raise CreateosError(INVALID_ENV)
     lines: list[str] = []

@@ -109,6 +109,11 @@ async def test_empty_stdin_still_counts_as_stdin(sandbox: Sandbox) -> None:
         ({"env_vars": {"X": "a\x00b"}}, "Sandbox command values cannot contain NUL."),
         ({"args": ["\x00"]}, "Sandbox command values cannot contain NUL."),
         ({"cwd": "/w\x00"}, "Sandbox command values cannot contain NUL."),
+        # execute(env, lease, "echo", "hello world"): one string where the list goes.
+        (
+            {"args": "hello world"},
+            "Sandbox command args must be a list of strings, one per argument.",
+        ),
     ],
 )
 async def test_bad_input_makes_no_request(

@@ -81,8 +81,9 @@ def test_non_string_argument_is_rejected() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"args": "rm -rf /"}, "Sandbox command values must be strings."),
-        ({"args": None}, "Sandbox command values must be strings."),
+        ({"args": "rm -rf /"}, "Sandbox command args must be a list of strings, one per argument."),
+        ({"args": b"ls"}, "Sandbox command args must be a list of strings, one per argument."),
+        ({"args": None}, "Sandbox command args must be a list of strings, one per argument."),
         ({"env": ["A=1"]}, "Invalid sandbox environment variable."),
     ],
 )
