@@ -169,6 +169,11 @@ class FakeCreateOS:
         self.closing_hooks: list[Callable[[], None]] = []
 
     @property
+    def serving(self) -> bool:
+        """Whether the fake answers at ``url``: started and not closed since."""
+        return self._runner is not None
+
+    @property
     def fixed_api_key(self) -> str | None:
         """The default account's key as given (``None``: seeded or random)."""
         return self._fixed_key

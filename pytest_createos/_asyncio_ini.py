@@ -1,5 +1,5 @@
 """pytest-asyncio's one setting the plugin chooses when the project has not, and what an
-async test of ours says when pytest-asyncio is not installed.
+async test of ours says when nothing will run it (no marker, or pytest-asyncio not installed).
 
 pytest-asyncio warns on every run (a ``PytestDeprecationWarning`` printed before the header)
 while ``asyncio_default_fixture_loop_scope`` is unset. The plugin's fixtures are synchronous
@@ -11,6 +11,7 @@ nobody gave.
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -20,6 +21,8 @@ __all__ = [
     "LOOP_SCOPE_HELP",
     "LOOP_SCOPE_INI",
     "NO_ASYNCIO",
+    "NO_MARKER",
+    "NO_MARKER_NO_ASYNCIO",
     "asyncio_runs",
     "declare_loop_scope_default",
     "missing_asyncio",
@@ -72,9 +75,40 @@ def register_asyncio_marker(config: pytest.Config) -> None:
         config.addinivalue_line("markers", "asyncio: needs pytest-asyncio (not installed)")
 
 
+#: An ``async def`` test of ours without a marker, where pytest-asyncio runs (strict mode).
+NO_MARKER = (
+    "async def {name} has no marker, so nothing runs it: add @pytest.mark.asyncio "
+    "(pytest-asyncio is installed, in strict mode), or set asyncio_mode = auto in the pytest "
+    "configuration"
+)
+#: The same without pytest-asyncio.
+NO_MARKER_NO_ASYNCIO = (
+    "async def {name} has no marker, so nothing runs it: pip install "
+    "'pytest-createos[asyncio]' and add @pytest.mark.asyncio"
+)
+#: Markers (and anyio's fixture) under which another plugin runs an async test.
+_OTHER_RUNNERS = ("anyio", "trio")
+
+
 def missing_asyncio(item: pytest.Item, uses_createos: bool) -> str | None:
-    """Why ``item`` cannot run: marked ``asyncio`` and using our fixtures, without the plugin
-    that runs it (pytest would say only "async def functions are not natively supported")."""
-    if not uses_createos or asyncio_runs(item.config.pluginmanager):
+    """Why ``item`` cannot run, for a test using our fixtures: marked ``asyncio`` without the
+    plugin that runs it, or ``async def`` with no marker (pytest would say only "async def
+    functions are not natively supported" and list plugins to install)."""
+    if not uses_createos:
         return None
-    return NO_ASYNCIO if item.get_closest_marker("asyncio") is not None else None
+    runs = asyncio_runs(item.config.pluginmanager)
+    if item.get_closest_marker("asyncio") is not None:
+        return None if runs else NO_ASYNCIO
+    if not _unmarked_async(item):
+        return None
+    name = getattr(item, "originalname", item.name)
+    return (NO_MARKER if runs else NO_MARKER_NO_ASYNCIO).format(name=name)
+
+
+def _unmarked_async(item: pytest.Item) -> bool:
+    """An ``async def`` test no plugin claims (pytest-asyncio's auto mode marks every one)."""
+    if not inspect.iscoroutinefunction(getattr(item, "obj", None)):
+        return False
+    if any(item.get_closest_marker(name) is not None for name in _OTHER_RUNNERS):
+        return False
+    return "anyio_backend" not in getattr(item, "fixturenames", ())

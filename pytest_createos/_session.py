@@ -39,6 +39,8 @@ class Run:
     faults: Faults
     settings: MarkerSettings
     started: float
+    #: The journal's generation after the test's reset: another means the test reset the fake.
+    generation: int = 0
     #: Marker faults, armed when the test body starts (after fixtures such as the lease).
     pending: list[Fault] = field(default_factory=list)
 
@@ -62,18 +64,24 @@ class Session:
 
     @property
     def fake(self) -> FakeCreateOS:
-        if self._fake is None:
+        fake = self._fake
+        if fake is None:
             clock = VirtualClock(autojump_threshold=AUTOJUMP_THRESHOLD)
-            fake = FakeCreateOS(
-                seed=self.options.seed, clock=clock, transitions=TransitionPolicy.immediate()
-            )
-            self._faults = fake.faults
-            fake.runtimes.process_choice = PROCESS_CHOICE
-            fake.start()
-            self._fake, self._clock = fake, clock
+            fake = self._start(clock)
+            self._clock = clock
             self.bridge.clock = clock  # held across every hand-off to the plugin's loop
             self._warm_up(fake, clock)
-        return self._fake
+        return fake
+
+    def _start(self, clock: VirtualClock) -> FakeCreateOS:
+        fake = FakeCreateOS(
+            seed=self.options.seed, clock=clock, transitions=TransitionPolicy.immediate()
+        )
+        self._faults = fake.faults
+        fake.runtimes.process_choice = PROCESS_CHOICE
+        fake.start()
+        self._fake = fake
+        return fake
 
     def _warm_up(self, fake: FakeCreateOS, clock: VirtualClock) -> None:
         """One lease lifecycle with time frozen, so the first test does not pay the first-use
@@ -127,8 +135,14 @@ class Session:
         return provider
 
     def begin(self, settings: MarkerSettings, faults: Sequence[Fault]) -> Run:
-        """Reset the fake for a test and apply its marker settings; faults wait for ``arm()``."""
+        """Reset the fake for a test and apply its marker settings; faults wait for ``arm()``.
+
+        A fake an earlier test closed (``createos_fake.close()``, which failed that test) is
+        replaced by a new one on the same clock, so one mistake does not fail every later test.
+        """
         fake = self.fake
+        if not fake.serving:
+            fake = self._start(self.clock)
         registry = self._faults
         assert registry is not None
         fake.reset(seed=settings.seed)
@@ -144,6 +158,7 @@ class Session:
             faults=registry,
             settings=settings,
             started=fake.clock.now(),
+            generation=fake.journal.generation,
             pending=list(faults),
         )
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import pytest
     from _pytest._code.code import Traceback  # the type getrepr's filter returns
 
-__all__ = ["documented_outcome_repr"]
+__all__ = ["documented_outcome_repr", "fixture_outcome_repr"]
 
 _PACKAGE = pathlib.Path(__file__).resolve().parent
 _STDLIB = pathlib.Path(sysconfig.get_paths()["stdlib"]).resolve()
@@ -68,6 +68,36 @@ def _trimmed(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) ->
     return traceback[start : outside[-1] + 1].filter(excinfo)
 
 
+def _trimmable(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
+    """A provider error under a traceback style this module shortens."""
+    config = item.config
+    style = config.getoption("tbstyle", "auto")
+    if style not in ("auto", "long", "short") or config.getoption("fulltrace", False):
+        return False
+    return _documented(excinfo.value)
+
+
+def fixture_outcome_repr(
+    item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]
+) -> Any | None:
+    """The report of a plugin fixture (``createos_lease``) whose setup failed with a provider
+    error: that fixture's line and the error with its notes (the fake's reason), not the
+    eighty lines of pytest, pluggy, the bridge and the provider between them; None to keep
+    pytest's own."""
+    if not _trimmable(item, excinfo):
+        return None
+    traceback = excinfo.traceback
+    plugin = _PACKAGE / "plugin.py"
+    start = next(
+        (i for i, e in enumerate(traceback) if pathlib.Path(str(e.frame.code.path)) == plugin),
+        None,
+    )
+    if start is None:
+        return None
+    kept = traceback[start : start + 1]
+    return excinfo.getrepr(style="short", tbfilter=lambda _excinfo: kept, chain=False)
+
+
 def documented_outcome_repr(
     item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]
 ) -> Any | None:
@@ -75,9 +105,7 @@ def documented_outcome_repr(
     None to keep pytest's own (another exception, ``--fulltrace``, ``--tb=native|line|no``)."""
     config = item.config
     style = config.getoption("tbstyle", "auto")
-    if style not in ("auto", "long", "short") or config.getoption("fulltrace", False):
-        return None
-    if not _documented(excinfo.value):
+    if not _trimmable(item, excinfo):
         return None
     kept = _trimmed(item, excinfo)
     if kept is None:

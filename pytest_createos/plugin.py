@@ -18,6 +18,7 @@ from pytest_createos._asyncio_ini import (
     missing_asyncio,
     register_asyncio_marker,
 )
+from pytest_createos._explain import CLOSED, add_notes, body_problems
 from pytest_createos._markers import (
     FIXTURES,
     MARKER_HELP,
@@ -38,7 +39,7 @@ from pytest_createos._report import (
     problems,
     scope_mismatch,
 )
-from pytest_createos._traceback import documented_outcome_repr
+from pytest_createos._traceback import documented_outcome_repr, fixture_outcome_repr
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterator
@@ -168,13 +169,23 @@ def _note_shared(item: pytest.Item) -> None:
         shared.test_ended(item.nodeid)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_call(item: pytest.Item) -> None:
-    """Marker faults are armed as the test body starts, so fixtures (a lease) are unaffected."""
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
+    """Marker faults are armed as the test body starts, so fixtures (a lease) are unaffected;
+    a provider coroutine the body made and never ran fails the test (``_unawaited``)."""
     run = item.stash.get(_RUN_KEY, None)
     if run is not None:
         item.stash[_BODY_START_KEY] = len(run.fake.journal)
         run.arm()
+    if not FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return (yield)
+    from pytest_createos._unawaited import never_run
+
+    with never_run() as found:
+        result = yield
+    if found:
+        pytest.fail("\n".join(found), pytrace=False)
+    return result
 
 
 @pytest.hookimpl(wrapper=True)
@@ -188,28 +199,26 @@ def pytest_runtest_makereport(
     here, so teardown does not report the same test a second time.
     """
     options = item.config.stash[_OPTIONS_KEY]
+    run = item.stash.get(_RUN_KEY, None)
+    if run is not None and call.excinfo is not None:
+        add_notes(call.excinfo.value, run)
     report = yield
     if report.failed and call.excinfo is not None and options.journal != "full":
-        shorter = documented_outcome_repr(item, call.excinfo)
+        trim = fixture_outcome_repr if call.when == "setup" else documented_outcome_repr
+        shorter = trim(item, call.excinfo)
         if shorter is not None:
             report.longrepr = shorter
     if report.failed and call.when == "setup" and scope_mismatch(report):
         report.sections.append(("createos", SCOPE_HINT))
-    run = item.stash.get(_RUN_KEY, None)
     if run is None or not report.failed:
         return report
     lines: list[str] = []
     owned: set[str] = item.stash.get(_OWNED_KEY, set())
     if call.when == "call":
         item.stash[_FOLDED_KEY] = True
-        failures, warned = problems(
-            run,
-            leak_check=run.settings.leak_check or options.leak_check,
-            unfired_faults=options.unfired_faults,
-            owned=owned,
-            internal=False,
-        )
-        lines = [f"also: {text}" for text in failures + warned]
+        failures, warned = body_problems(run, options, owned)
+        noted = getattr(call.excinfo.value, "__notes__", ()) if call.excinfo else ()
+        lines = [f"also: {text}" for text in failures + warned if text not in noted]
     body_start = item.stash.get(_BODY_START_KEY, None) if call.when == "call" else None
     made_calls = len(run.fake.journal) > (body_start or 0)
     if options.journal != "off" and (made_calls or call.when != "call"):
@@ -300,6 +309,11 @@ def createos_fake(
         yield run.fake
     options = _createos_session.options
     folded = request.node.stash.get(_FOLDED_KEY, False)
+    if not run.fake.serving:
+        # The test closed the fake: nothing to check, and the next test gets a new one.
+        if not folded:
+            pytest.fail(CLOSED, pytrace=False)
+        return
     failures, notes = problems(
         run,
         leak_check="off" if folded else run.settings.leak_check or options.leak_check,
@@ -400,7 +414,10 @@ def _alive(request: pytest.FixtureRequest) -> Callable[[str], bool]:
     fake = run.fake
 
     def alive(sandbox_id: str) -> bool:
-        return any(s.id == sandbox_id and s.status in LEAKING for s in fake.sandboxes())
+        # A closed fake killed everything, and nothing would answer a destroy.
+        return fake.serving and any(
+            s.id == sandbox_id and s.status in LEAKING for s in fake.sandboxes()
+        )
 
     return alive
 

@@ -120,15 +120,20 @@ async def test_may_leak(createos_provider, createos_env):
 def test_each_failure_is_reported_once_and_only_with_the_fake_s_part(
     inner: pytest.Pytester,
 ) -> None:
-    """An async test without its asyncio marker fails before any call, so it gets no journal;
-    a failing test that also leaks names the leak in its journal, not in a second error at
-    teardown; ``createos(leak_check='off')`` lets one test leave a sandbox."""
+    """An async test without its asyncio marker fails at setup, before any call, naming the
+    marker, so it gets no journal; a failing test that also leaks names the leak in its
+    journal, not in a second error at teardown; ``createos(leak_check='off')`` lets one test
+    leave a sandbox."""
     inner.makepyfile(ONE_REPORT_EACH)
     result = inner.runpytest()
-    result.assert_outcomes(failed=2, passed=1)
+    result.assert_outcomes(errors=1, failed=1, passed=1)
     out = result.stdout.str()
-    forgot = out.split("test_forgot_the_marker __", 1)[1].split("test_leaks_and_fails __")[0]
-    assert "async def functions are not natively supported" in forgot
+    forgot = out.split("ERROR at setup of test_forgot_the_marker __", 1)[1].split(" FAILURES ")[0]
+    assert forgot.splitlines()[1] == (
+        "async def test_forgot_the_marker has no marker, so nothing runs it: add "
+        "@pytest.mark.asyncio (pytest-asyncio is installed, in strict mode), or set "
+        "asyncio_mode = auto in the pytest configuration"
+    )
     assert "createos journal" not in forgot
     result.stdout.fnmatch_lines(
         [
