@@ -2,10 +2,14 @@
 
 Each request opens an exchange (its id in ``EXCHANGE_HEADER``), the reply head and every body
 chunk are claimed as they are read, and the exchange closes when the response is closed or the
-request fails: never after some real time. The synchronous transport also keeps the calling
-thread ``waiting()`` while it is blocked in httpx (rule 6), never for the end of a body it has
-read whole, and claims what arrived only after it counts as working again, so neither the
-thread nor the wire lets time move in between.
+request fails: never after some real time. A reply that came from somewhere else (a mock
+transport under this one, another host) holds nothing once its head is here; one answered
+with its body in memory closes its exchange at once.
+
+The synchronous transport also keeps the calling thread ``waiting()`` while it is blocked in
+httpx (rule 6), never for the end of a body it has read whole, and claims what arrived only
+after it counts as working again, so neither the thread nor the wire lets time move in
+between.
 """
 
 from __future__ import annotations
@@ -46,6 +50,11 @@ class _Exchange(httpx.AsyncByteStream, httpx.SyncByteStream):
 
     def received(self, response: httpx.Response) -> httpx.Response:
         self._clock.response_received(self._id)  # the head
+        if response.is_closed:
+            # Answered with its body in memory (``httpx.MockTransport``, respx): nothing of it
+            # is on the wire, and nobody will close it again.
+            self._clock.exchange_closed(self._id)
+            return response
         self._inner, response.stream = response.stream, self
         length = response.headers.get("content-length", "")
         self._length = int(length) if length.isdigit() else None

@@ -282,17 +282,18 @@ class VirtualClock:
         self._report(self._exchanges.sent, exchange, size or 1)
 
     def response_received(self, exchange: str | None = None, size: int = 0) -> None:
-        """The client has the reply head (``size=0``) or has read ``size`` more body bytes."""
-        self._report(self._exchanges.received, exchange, size or 1)
+        """The client has the reply head (``size=0``: the request arrived, wherever it went) or
+        has read ``size`` more body bytes."""
+        self._report(self._exchanges.received, exchange, size or 1, head=not size)
 
     def exchange_closed(self, exchange: str | None = None) -> None:
         """The client is done with the exchange (body read, error or abandon); idempotent."""
         self._report(self._exchanges.close, exchange)
 
-    def _report(self, change: Callable[..., _T], *args: object) -> _T:
+    def _report(self, change: Callable[..., _T], *args: object, **kwargs: object) -> _T:
         with self._cond:
             self._touch()
-            return change(*args)
+            return change(*args, **kwargs)
 
     def close(self) -> None:
         """Stop the autojump thread; sleepers still pending are left for ``advance()``."""

@@ -1,8 +1,10 @@
 """What of each announced HTTP exchange is on the wire (docs/time.md, rule 3).
 
-The request of an exchange counts until the server has it, each reply head until the client
-has the headers, each streamed body byte until the client has read it. Real time plays no part.
-Not thread-safe on its own: the clock locks around it.
+The request of an exchange counts until the server has it, or until a reply head reaches the
+client, whoever answered (a mock transport, another host: only what reaches the fake is
+counted after that); each reply head the fake sent counts until the client has the headers,
+each streamed body byte until the client has read it. Real time plays no part. Not
+thread-safe on its own: the clock locks around it.
 """
 
 from __future__ import annotations
@@ -40,10 +42,15 @@ class ExchangeLedger:
         if exchange in self._in_flight:
             self._in_flight[exchange] += units
 
-    def received(self, exchange: str | None, units: int) -> None:
-        """The client has a head (one unit) or has read ``units`` body bytes."""
+    def received(self, exchange: str | None, units: int, *, head: bool = False) -> None:
+        """The client has a head (one unit, ``head``) or has read ``units`` body bytes.
+
+        A head means the request is no longer on its way, even if the fake never saw it: a
+        reply from anybody else holds nothing from here on."""
         if exchange in self._in_flight:
             self._in_flight[exchange] = max(0, self._in_flight[exchange] - units)
+            if head:
+                self._requests.discard(exchange)
 
     def close(self, exchange: str | None) -> None:
         self._in_flight.pop(exchange or "", None)
