@@ -41,7 +41,8 @@ _INDENT = " " * 23
 
 
 class CreateosWarning(pytest.PytestWarning):
-    """A teardown check set to ``warn`` (leaked sandboxes, unfired faults)."""
+    """A teardown check set to ``warn`` (leaked sandboxes, unfired faults), or a notice of the
+    fake (a provider on its clock without the clock transport)."""
 
 
 def header_line(options: Options) -> str:
@@ -135,7 +136,8 @@ def problems(
     owned: Collection[str] = (),
     internal: bool = True,
 ) -> tuple[list[str], list[str]]:
-    """Teardown findings as (failures, warnings), each check following its mode.
+    """Teardown findings as (failures, warnings), each check following its mode; the fake's
+    notices are warnings.
 
     ``owned`` sandboxes belong to a lease fixture, which destroys them and reports its own
     failure; ``internal=False`` leaves out the fake's internal errors (reported elsewhere).
@@ -155,7 +157,14 @@ def problems(
         found = check()
         if found is not None:
             (failures if mode == "fail" else warnings).append(found)
+    warnings.extend(_notices(run))
     return failures, warnings
+
+
+def _notices(run: Run) -> list[str]:
+    """The fake's notices during the test (a provider on its clock without the clock
+    transport: ``fake_server.clock.unreported``), each once."""
+    return list(dict.fromkeys(e.detail for e in run.fake.journal.filter(kind="notice")))
 
 
 SCOPE_HINT = (

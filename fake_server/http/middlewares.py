@@ -9,11 +9,13 @@ import asyncio
 import difflib
 import hmac
 import traceback
+import weakref
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from fake_server.clock import EXCHANGE_HEADER
+from fake_server.clock.unreported import UNREPORTED, unreported_provider
 from fake_server.faults import Call
 from fake_server.http.commands import MAX_UPLOAD_BYTES
 from fake_server.http.connections import request_finished, request_started
@@ -50,7 +52,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from fake_server.clock import Clock
-    from fake_server.models import Account
+    from fake_server.models import Account, Journal
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -151,10 +153,24 @@ async def core_middleware(request: web.Request, handler: Handler) -> web.StreamR
     clock = world.ctx.clock
     exchange = request.headers.get(EXCHANGE_HEADER)
     request[ANNOUNCED_KEY] = exchange if clock.request_arrived(exchange) else None
+    if unreported_provider(clock, request.headers.get("User-Agent"), exchange):
+        _note_unreported(world.ctx.journal, clock)
     try:
         return await _serve(request, handler, clock)
     finally:
         request_finished(request)
+
+
+#: The journal generation each journal last got the unreported-provider notice in.
+_NOTED: weakref.WeakKeyDictionary[Journal, int] = weakref.WeakKeyDictionary()
+
+
+def _note_unreported(journal: Journal, clock: Clock) -> None:
+    """The fake's notice, once per test (journal generation), that a provider on its virtual
+    clock reports nothing to it (``clock.unreported``)."""
+    if _NOTED.get(journal) != journal.generation:
+        _NOTED[journal] = journal.generation
+        journal.record(Event(time=clock.now(), kind="notice", detail=UNREPORTED))
 
 
 async def _serve(request: web.Request, handler: Handler, clock: Clock) -> web.StreamResponse:

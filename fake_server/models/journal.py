@@ -17,7 +17,8 @@ __all__ = ["Event", "Journal"]
 class Event:
     """One thing that happened, stamped with the fake clock's ``now()``.
 
-    ``kind`` is one of ``request``, ``response``, ``transition``, ``fault``, ``process``.
+    ``kind`` is one of ``request``, ``response``, ``transition``, ``fault``, ``process``,
+    ``notice`` (advice on how the fake is driven: ``fake_server.clock.unreported``).
     ``path`` never carries the query string; ``query``, ``headers`` and ``body`` (requests and
     responses, while ``Journal.messages`` is on) are for tests to assert on, recorded through
     ``models.recording`` (credentials redacted, bodies capped at ``BODY_LIMIT`` characters,

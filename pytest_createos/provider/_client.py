@@ -19,7 +19,9 @@ failures → "CreateOS connection failed."; an aborted signal re-raises its reas
 
 ``HttpPool`` keeps one ``httpx.AsyncClient`` per API URL for the provider's lifetime, all
 sharing one ``ssl.SSLContext`` built once per process (building one costs ~30 ms). The clients
-keep no cookies, as ``fetch`` in the TypeScript provider keeps none.
+keep no cookies, as ``fetch`` in the TypeScript provider keeps none, and name the provider in
+their ``User-Agent`` (``pytest-createos/0.1.0``): a fake tells from it that a provider on its
+virtual clock sends requests without the clock transport.
 """
 
 from __future__ import annotations
@@ -137,6 +139,7 @@ class HttpPool:
         _preload_network_backend()
         client = _CookielessClient(
             transport=self._transport,
+            headers={"User-Agent": _user_agent()},
             verify=_ssl_context(tls=not api_url.startswith("http://")),
             follow_redirects=False,
             timeout=None,  # deadlines run on the injected clock, not on wall time
@@ -153,6 +156,17 @@ class HttpPool:
             if owner is loop:
                 with contextlib.suppress(Exception):
                     await client.aclose()
+
+
+@functools.cache
+def _user_agent() -> str:
+    """``pytest-createos/<version>``: the provider names itself, as the SDKs do."""
+    from importlib import metadata
+
+    try:
+        return f"pytest-createos/{metadata.version('pytest-createos')}"
+    except metadata.PackageNotFoundError:
+        return "pytest-createos/unknown"
 
 
 class _NoCookies(httpx.Cookies):

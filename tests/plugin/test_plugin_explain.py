@@ -259,3 +259,50 @@ def test_an_async_test_without_a_marker_or_pytest_asyncio(pytester: pytest.Pytes
         "async def test_unmarked has no marker, so nothing runs it: pip install "
         "'pytest-createos[asyncio]' and add @pytest.mark.asyncio"
     ]
+
+
+def test_a_provider_of_the_test_s_own_without_the_clock_transport_is_warned(
+    pytester: pytest.Pytester, make_ini: MakeIni
+) -> None:
+    """A ``CreateosProvider`` built on ``createos_clock`` without the clock transport gets the
+    fake's notice as a ``CreateosWarning`` with the fix; with the transport, and the plugin's
+    own providers, get none."""
+    make_ini(extra="    default::pytest_createos.CreateosWarning")
+    pytester.makepyfile(
+        """
+        import pytest
+        from fake_server import clock_transport
+        from pytest_createos.provider import CreateosProvider, Pacer
+
+        async def lifecycle(provider, env):
+            lease = await provider.acquire_lease(env)
+            await provider.destroy_lease(env, lease.provider_lease_id, lease.metadata)
+            await provider.shutdown()
+
+        @pytest.mark.asyncio
+        async def test_without(createos_clock, createos_env):
+            await lifecycle(CreateosProvider(clock=createos_clock, pacer=Pacer.disabled()),
+                            createos_env)
+
+        @pytest.mark.asyncio
+        async def test_with(createos_clock, createos_env):
+            transport = clock_transport(createos_clock)
+            await lifecycle(CreateosProvider(clock=createos_clock, pacer=Pacer.disabled(),
+                                             transport=transport), createos_env)
+
+        @pytest.mark.asyncio
+        async def test_plugin_s(createos_provider, createos_env, createos_lease):
+            await createos_provider.execute(createos_env, createos_lease, "true")
+        """
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=3, warnings=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*::test_without",
+            "*CreateosWarning: createos: a CreateosProvider sent requests to this fake without "
+            "fake_server.clock_transport, so the fake's VirtualClock cannot see them on the wire "
+            "and the provider's deadlines can fire during a real network delay; build it with "
+            "CreateosProvider(clock=clock, transport=fake_server.clock_transport(clock))",
+        ]
+    )
