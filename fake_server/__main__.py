@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fake_server.clock import RealClock
+from fake_server.console import Console
 from fake_server.dashboard import dashboard_request
 from fake_server.http.routes import CONTROL_KEY_HEADER
 from fake_server.http.serve_guards import allowed_hosts, host_guard, request_log
@@ -25,7 +26,7 @@ from fake_server.server import FakeCreateOS
 from fake_server.stopping import StopSignals
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
 __all__ = [
     "ENV_API_KEY",
@@ -257,10 +258,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _runtime(choice: str, image_fallback: bool = False) -> tuple[str, str]:
+def _runtime(
+    choice: str, image_fallback: bool = False, say: Callable[[str], None] = print
+) -> tuple[str, str]:
     """The runtime to serve with and the lines that say so (with the process runtime's
     network mode, reduced where sandboxes cannot share a network namespace, and the image
-    each rootfs name boots, built first if need be with a progress line)."""
+    each rootfs name boots, built first if need be with a progress line, given to ``say``)."""
     from fake_server.models.catalog import Catalog
     from fake_server.runtime.process import cgroups, confine, idmap, netmode, system
     from fake_server.runtime.process.bwrap import require_bwrap
@@ -272,7 +275,7 @@ def _runtime(choice: str, image_fallback: bool = False) -> tuple[str, str]:
             require_bwrap()
         except RuntimeUnavailable as exc:
             return "bashkit", f"runtime: bashkit ({str(exc).split('. ')[0]})"
-    chosen = system.choose(fallback=image_fallback, progress=lambda line: print(line, flush=True))
+    chosen = system.choose(fallback=image_fallback, progress=say)
     images = chosen.describe(Catalog().rootfs)
     contained = confine.describe(idmap.host_range() if chosen.image else None)
     lines = [f"runtime: {netmode.detect().describe()}", cgroups.describe(), contained, images]
@@ -409,13 +412,26 @@ def short_key_warnings(args: argparse.Namespace) -> list[str]:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    for line in short_key_warnings(args):
-        _complain(line)
+    """Serve until a signal; every line goes through a ``Console``, so a closed or stuck
+    stdout or stderr (``serve | head -3``) never changes an answer or holds up a stop."""
+    console = Console()
     try:
-        runtime, runtime_line = _runtime(args.runtime, args.image_fallback)
+        return await _serve_with(args, console)
+    finally:
+        console.close()
+
+
+async def _serve_with(args: argparse.Namespace, console: Console) -> int:
+    def complain(message: str) -> None:
+        console.err(f"createos-fake: {message}")
+
+    for line in short_key_warnings(args):
+        complain(line)
+    try:
+        runtime, runtime_line = _runtime(args.runtime, args.image_fallback, console.out)
         fake = serve_fake(args, runtime)
     except RuntimeUnavailable as exc:
-        print(f"createos-fake: {exc}", file=sys.stderr)
+        complain(str(exc))
         return 1
     persistence = None
     if args.state_dir is not None:
@@ -423,17 +439,15 @@ async def _serve(args: argparse.Namespace) -> int:
 
         try:
             persistence = Persistence(
-                fake, args.state_dir, on_error=_complain, keep_key=args.api_key is not None
+                fake, args.state_dir, on_error=complain, keep_key=args.api_key is not None
             )
         except StateDirError as exc:
             fake.runtimes.close()
-            print(f"createos-fake: {exc}", file=sys.stderr)
+            complain(str(exc))
             return 2
     outer = [host_guard(allowed_hosts(args.host, args.allow_host))]
     if not args.quiet:
-        outer.insert(
-            0, request_log(fake.faults, lambda line: print(line, flush=True), dashboard_request)
-        )
+        outer.insert(0, request_log(fake.faults, console.out, dashboard_request))
     try:
         await fake.start_async(
             outer_middlewares=outer, idle_timeout=args.idle_timeout, shutdown_grace=STOP_GRACE
@@ -441,28 +455,30 @@ async def _serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         reason = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror
         ports = f"{args.port}" if not args.preview_port else f"{args.port} or {args.preview_port}"
-        print(f"createos-fake: cannot listen on {args.host}:{ports}: {reason}", file=sys.stderr)
+        complain(f"cannot listen on {args.host}:{ports}: {reason}")
         await fake.aclose()
         return 1
     state_lines = persistence.describe() if persistence is not None else ()
-    with StopSignals(lambda line: print(line, flush=True)) as signals:
+    with StopSignals(console.out) as signals:
         try:
             if args.print_env is not None:  # before the lines: whoever reads them finds it
                 try:
                     write_env(args.print_env, env_lines(fake))
                 except OSError as exc:
-                    _complain(f"cannot write --print-env {args.print_env}: {exc.strerror}")
+                    complain(f"cannot write --print-env {args.print_env}: {exc.strerror}")
                     return 1
-            print(connection_help(fake, runtime_line, state_lines), flush=True)
+            for line in connection_help(fake, runtime_line, state_lines).splitlines():
+                console.out(line)
+            console.out("")
             if args.open:
-                _open_browser(fake.dashboard_url)
+                _open_browser(fake.dashboard_url, complain)
             await signals.stopping.wait()
             if persistence is not None:
                 persistence.begin_stop()  # from here on a request gets 503, changing nothing
-                print(f"createos-fake: saving the state to {args.state_dir}", flush=True)
+                console.out(f"createos-fake: saving the state to {args.state_dir}")
         finally:
             await fake.aclose()
-    print("createos-fake: stopped", flush=True)
+    console.out("createos-fake: stopped")
     return 0
 
 
@@ -470,7 +486,7 @@ def _complain(message: str) -> None:
     print(f"createos-fake: {message}", file=sys.stderr, flush=True)
 
 
-def _open_browser(url: str) -> None:
+def _open_browser(url: str, complain: Callable[[str], None] = _complain) -> None:
     """``--open``: the default browser, without waiting for it; a machine without one says so."""
     import webbrowser
 
@@ -479,7 +495,7 @@ def _open_browser(url: str) -> None:
     except webbrowser.Error:
         opened = False
     if not opened:
-        print(f"createos-fake: no browser to open; visit {url}", file=sys.stderr, flush=True)
+        complain(f"no browser to open; visit {url}")
 
 
 def _image() -> int:

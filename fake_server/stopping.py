@@ -49,16 +49,19 @@ class StopSignals:
             self._loop.remove_signal_handler(sig)
 
     def _on_signal(self, sig: signal.Signals) -> None:
+        # Saying so comes last: a failing ``say`` (a closed stdout) must not keep the stop.
         if self.received is not None:
-            self._say(f"createos-fake: second signal ({sig.name}): exiting now")
-            _exit(128 + sig)  # sandboxes run under bwrap --die-with-parent: they go too
+            try:
+                self._say(f"createos-fake: second signal ({sig.name}): exiting now")
+            finally:
+                _exit(128 + sig)  # sandboxes run under bwrap --die-with-parent: they go too
             return
         self.received = sig
+        self.stopping.set()
         self._say(
             f"createos-fake: {sig.name}: stopping (killing the sandboxes' processes; "
             "a second signal exits at once)"
         )
-        self.stopping.set()
 
 
 def _exit(status: int) -> None:
