@@ -44,6 +44,10 @@ class Clock(Protocol):
         """A busy token that belongs to no task: released explicitly, from anywhere."""
         ...
 
+    def real_time(self) -> Hold:
+        """A real program runs: until released, time follows real time (rule 8)."""
+        ...
+
     # The exchange reports of docs/time.md, rule 3 (``VirtualClock`` documents them).
     def request_sent(self) -> str | None: ...
     def request_arrived(self, exchange: str | None = None) -> bool: ...
@@ -101,6 +105,9 @@ class RealClock:
         yield
 
     def hold(self) -> Hold:
+        return Hold()
+
+    def real_time(self) -> Hold:
         return Hold()
 
     def request_sent(self) -> str | None:

@@ -2,7 +2,8 @@
 
 ``advance()`` moves it by hand; with ``autojump`` on (the default) it jumps to the next deadline
 once nobody is busy, nothing is on the wire, every watched loop is parked and every attending
-thread waits -- trio's ``MockClock`` autojump is the model. The rules are in docs/time.md.
+thread waits -- trio's ``MockClock`` autojump is the model. While a real program runs
+(``real_time()``), it follows real time instead. The rules are in docs/time.md.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from fake_server.clock.base import Hold
+from fake_server.clock.realtime import RealFlow
 from fake_server.clock.watch import LoopProbe, ThreadProbe
 from fake_server.clock.wire import ExchangeLedger
 
@@ -75,6 +77,8 @@ class VirtualClock:
         self._busy = 0
         self._held: dict[object, int] = {}  # busy tokens by task (None: outside a task)
         self._exchanges = ExchangeLedger()
+        self._real = RealFlow()
+        self._real.enabled = autojump
         self._last_activity = time.perf_counter()
         self._jumps = 0
         self._loops: dict[asyncio.AbstractEventLoop, LoopProbe] = {}
@@ -92,6 +96,7 @@ class VirtualClock:
     def now(self) -> float:
         with self._cond:
             self._touch()
+            self._now = self._real.catch_up(self._now)
             return self._now
 
     def time(self) -> float:
@@ -105,6 +110,7 @@ class VirtualClock:
     def autojump(self, value: bool) -> None:
         with self._cond:
             self._autojump = bool(value)
+            self._now = self._real.enable(self._autojump, self._now)
             self._cond.notify_all()
 
     @property
@@ -142,6 +148,7 @@ class VirtualClock:
         future: asyncio.Future[None] = loop.create_future()
         with self._cond:
             self._touch()
+            self._now = self._real.catch_up(self._now)
             deadline = self._now + max(0.0, seconds)
             sleeper = _Sleeper(deadline, next(self._seq), loop, future, passive=passive)
             if deadline <= self._now:
@@ -150,7 +157,7 @@ class VirtualClock:
             else:
                 heapq.heappush(self._heap, sleeper)
                 self._ensure_watcher()
-                self._wake_watcher()
+                self._wake_watcher(sooner=self._heap[0] is sleeper)
         with self.idle():
             try:
                 await future
@@ -169,7 +176,7 @@ class VirtualClock:
         if seconds < 0:
             raise ValueError("a clock cannot go backwards; advance() takes seconds >= 0")
         with self._cond:
-            target = self._now + seconds
+            target = self._real.catch_up(self._now) + seconds
             while self._heap and self._heap[0].deadline <= target:
                 self._fire_next()
             self._now = target
@@ -179,6 +186,7 @@ class VirtualClock:
     def next_deadline(self) -> float | None:
         """The earliest deadline autojump would go to (passive sleeps aside), or ``None``."""
         with self._cond:
+            self._now = self._real.catch_up(self._now)
             self._drop_cancelled()
             return self._jump_target()
 
@@ -211,6 +219,31 @@ class VirtualClock:
     def hold(self) -> Hold:
         self._hold_for(_NO_TASK, 1)
         return Hold(lambda: self._hold_for(_NO_TASK, -1))
+
+    def real_time(self) -> Hold:
+        """A real program runs: until released, time follows real time (docs/time.md, rule 8).
+
+        It never jumps past the program and never stands still while it runs: a deadline on
+        this clock comes after as many real seconds as fake ones, whatever else is busy."""
+        with self._cond:
+            self._now = self._real.started(self._now)
+            self._touch()
+            self._ensure_watcher()
+            self._cond.notify_all()
+        return Hold(self._real_ended)
+
+    def _real_ended(self) -> None:
+        with self._cond:
+            self._now = self._real.ended(self._now)
+            self._touch()
+            self._cond.notify_all()
+
+    @property
+    def following_real_time(self) -> bool:
+        """Whether a real program runs (autojump on), so time follows real time: for tests
+        and debugging."""
+        with self._cond:
+            return self._real.flowing
 
     def _hold_for(self, task: object, tokens: int) -> None:
         """Add (or give back) busy tokens of ``task``; a hold's belong to no task."""
@@ -353,12 +386,13 @@ class VirtualClock:
         sleeper.woken = True
         self._busy += 1
 
-    def _wake_watcher(self) -> None:
-        """Wake the watcher out of its wait with nothing to jump to (a deadline arrived).
+    def _wake_watcher(self, *, sooner: bool = False) -> None:
+        """Wake the watcher out of its wait with nothing to jump to (a deadline arrived), or,
+        while time follows real time, out of its wait for a later deadline (``sooner``).
 
         Reports never wake it (a thread switch each): they restart the quiet period, and the
         watcher's own timeout checks again once that has passed."""
-        if self._watcher_parked:
+        if self._watcher_parked or (sooner and self._real.flowing):
             self._cond.notify_all()
 
     def _ensure_watcher(self) -> None:
@@ -372,6 +406,9 @@ class VirtualClock:
         with self._cond:
             while not self._closed:
                 self._drop_cancelled()
+                if self._real.flowing:
+                    self._follow_real_time()
+                    continue
                 if not self._autojump or not self._heap:
                     self._watcher_parked = True
                     self._cond.wait(0.05)
@@ -400,6 +437,26 @@ class VirtualClock:
                 self._jumps += 1
                 self._touch()
 
+    def _follow_real_time(self) -> None:
+        """One step of the watcher while real programs run: wake whoever's deadline came,
+        then wait for the next one in real time (woken sooner by an earlier sleeper or the
+        end of the last program)."""
+        self._now = self._real.catch_up(self._now)
+        woke = False
+        while self._heap and self._heap[0].deadline <= self._now:
+            self._fire_next()
+            woke = True
+        if woke:
+            self._jumps += 1
+            self._touch()
+        self._drop_cancelled()
+        wait = self._heap[0].deadline - self._now if self._heap else _REAL_IDLE
+        self._cond.wait(min(max(wait, 0.0), _REAL_IDLE))
+
+
+#: Real seconds the watcher waits at most while time follows real time (it is woken sooner
+#: by an earlier deadline and by the end of the last real program).
+_REAL_IDLE = 1.0
 
 #: The owner of holds' busy tokens: no task, so no ``idle()`` can give them back.
 _NO_TASK = object()

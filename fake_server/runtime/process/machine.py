@@ -190,6 +190,7 @@ class ProcessMachine:
             cgroup=self.cgroup,
             stopping=lambda: self.stopping,
             confinement=self._owner.confinement if self.rootfs is not None else None,
+            clock=clock,
         )
 
     def set_disk_size(self, disk_mib: int) -> None:

@@ -20,6 +20,7 @@ from fake_server.runtime.pipes import ProcessSignal, StdinPipe
 from fake_server.runtime.process import pty, seccomp, tree
 from fake_server.runtime.process.guest import INIT
 from fake_server.runtime.process.netns import nsenter_path
+from fake_server.runtime.process.realwait import Running
 from fake_server.runtime.process.spawn import feed, pump, reap, spawn
 from fake_server.runtime.startfail import CommandNotStarted, start_failure
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
     from pathlib import Path
 
+    from fake_server.clock import Clock
     from fake_server.runtime.api import Sink
     from fake_server.runtime.process.cgroups import SandboxGroup
     from fake_server.runtime.process.confine import Confinement, Handoff
@@ -115,6 +117,8 @@ class Run:
     #: Levels of the tree above ``nsenter``'s child that only wrap it (the bwrap installing a
     #: confined sandbox's seccomp filter): signals meant for the command skip them.
     wrappers: int = 0
+    #: Its real-time token: the fake's clock follows real time while it runs (``realwait``).
+    running: Running = field(default_factory=lambda: Running(None))
 
     def signal(self, signum: int, *, tree_scope: bool, tries: int = _LEADER_TRIES) -> None:
         every = tree.descendants(self.pid)
@@ -143,6 +147,10 @@ class Run:
         was resumed meanwhile.
         """
         self.paused = signum == signals.SIGSTOP
+        if self.paused:
+            self.running.stop()  # a stopped program does not run: time may jump again
+        else:
+            self.running.start()
         levels = tree.descendants(self.pid)
         for level in levels:  # the wrappers too: nsenter stops itself while its child is
             tree.send(level, signum)
@@ -187,10 +195,13 @@ class Runner:
         cgroup: SandboxGroup | None = None,
         stopping: Callable[[], bool] = lambda: False,
         confinement: Confinement | None = None,
+        clock: Clock | None = None,
     ) -> None:
         """``confinement``: how an image sandbox is confined (its ids, seccomp, masks)."""
         self._bwrap = bwrap
         self._confinement = confinement if rootfs is not None else None
+        #: The fake's clock, which follows real time while a program of this runner runs.
+        self._clock = clock
         #: Whether the fake is stopping: a run registered from now on is killed at once.
         self._stopping = stopping
         #: The sandbox's process limit, which every process joins before it runs.
@@ -222,7 +233,10 @@ class Runner:
         return False
 
     def _register(self, task: Any, run: Run) -> Run:
-        """``run`` is live: signals sent while it started reach it now."""
+        """``run`` is live: signals sent while it started reach it now, and the fake's clock
+        follows real time while it runs."""
+        run.running = Running(self._clock)
+        run.running.start()
         self._runs[task] = run
         for signum, tree_scope in self._early.pop(task, []):
             run.signal(signum, tree_scope=tree_scope)
@@ -245,10 +259,13 @@ class Runner:
         terminal: Terminal | None = None,
     ) -> int:
         """Run ``argv`` in the sandbox; the exit status, or ``ProcessSignal`` when a signal the
-        API sent ended it. Raises ``FileNotFoundError`` for a missing working directory."""
+        API sent ended it. Raises ``FileNotFoundError`` for a missing working directory.
+
+        ``started`` is called once the program runs, and so the fake's clock follows real
+        time (a caller's hold may go then), or at the end when it never ran."""
         self._early[asyncio.current_task()] = []
         try:
-            return await self._run(argv, cwd, env, stdin, on_stdout, on_stderr, terminal)
+            return await self._run(argv, cwd, env, stdin, on_stdout, on_stderr, terminal, started)
         finally:
             self._early.pop(asyncio.current_task(), None)
             if started is not None:
@@ -263,6 +280,7 @@ class Runner:
         on_stdout: Sink,
         on_stderr: Sink,
         terminal: Terminal | None = None,
+        started: Callable[[], None] | None = None,
     ) -> int:
         args = check_argv(argv)
         image = self._rootfs is not None
@@ -289,7 +307,7 @@ class Runner:
         if terminal is not None:
             root = f"/proc/{init}/root"  # the PTY in the sandbox's own devpts
             return await self._run_on_pty(
-                prefix, args, terminal, stdin, on_stdout, environment, passed, root
+                prefix, args, terminal, stdin, on_stdout, environment, passed, root, started
             )
         proc, pipes = await spawn(
             [*prefix, *args], piped=stdin is not None, env=environment, pass_fds=passed
@@ -299,6 +317,8 @@ class Runner:
             task,
             Run(proc.pid, pipes=pipes.inodes, sandbox=self._guest.processes, wrappers=wrappers),
         )
+        if started is not None:
+            started()
         missing = _NotFound(args[0], on_stderr)
         pumps = [
             asyncio.ensure_future(pump(pipes.stdout, on_stdout)),
@@ -315,6 +335,7 @@ class Runner:
             raise
         finally:
             self._runs.pop(task, None)
+            run.running.stop()
             for piping in pumps:
                 piping.cancel()
             pipes.close()
@@ -361,13 +382,18 @@ class Runner:
         env: dict[str, str],
         pass_fds: Sequence[int] = (),
         root: str | None = None,
+        started: Callable[[], None] | None = None,
     ) -> int:
         """``args`` as the session leader of a real PTY (``pty.run_on_pty``) made in the
         devpts under ``root`` (the sandbox init's)."""
         task = asyncio.current_task()
+        tracked: list[Run] = []
 
         def track(pid: int) -> Run:
-            return self._register(task, Run(pid, wrappers=1 if pass_fds else 0))
+            tracked.append(self._register(task, Run(pid, wrappers=1 if pass_fds else 0)))
+            if started is not None:
+                started()
+            return tracked[-1]
 
         if pty.SETSID is None:
             for fd in pass_fds:
@@ -380,6 +406,8 @@ class Runner:
             )
         finally:
             self._runs.pop(task, None)
+            for each in tracked:
+                each.running.stop()
         return _status(code, run, False)
 
 
