@@ -8,7 +8,9 @@ failing test's report:
 
 * the reason the fake gave, from its error envelope (``shape: unknown shape``);
 * that the test reset the fake (everything before the reset is gone: hence a 404);
-* that the test closed the fake (nothing answers any more: hence the connection failure).
+* that the test closed the fake (nothing answers any more: hence the connection failure);
+* for any error, that a command's output stayed open after its program exited, held by a
+  process it left (``sleep 100 &``): why an exec never answered.
 """
 
 from __future__ import annotations
@@ -48,19 +50,29 @@ CLOSED = (
 
 
 def explain(error: BaseException, run: Run) -> list[str]:
-    """The notes for a provider ``error`` raised during ``run``: what the fake knows of it."""
+    """The notes for an ``error`` raised during ``run``: what the fake knows of it (a command
+    whose output a process it left holds open, for any error: a hung exec times out in the
+    SDK or in the provider; for a provider error, its reason, a reset, a close)."""
     from pytest_createos.provider import CreateosApiError, CreateosError
 
-    if not isinstance(error, CreateosError):
-        return []
     if not run.fake.serving:
-        return [CLOSED]
-    notes = [RESET] if run.fake.journal.generation != run.generation else []
+        return [CLOSED] if isinstance(error, CreateosError) else []
+    notes = [f"createos: in {e.sandbox_id}: {e.detail}" for e in _held_open(run)]
+    if not isinstance(error, CreateosError):
+        return notes
+    if run.fake.journal.generation != run.generation:
+        notes.insert(0, RESET)
     if isinstance(error, CreateosApiError):
         reason = fake_reason(run, error.status)
         if reason is not None:
             notes.append(f"the fake's reason: {reason}")
     return notes
+
+
+def _held_open(run: Run) -> list[Event]:
+    """The fake's notes, during this test, of a command's output held open after its program
+    exited (``fake_server.runtime.process.heldopen``)."""
+    return [e for e in run.fake.journal.filter(kind="process") if "still holds" in e.detail]
 
 
 def add_notes(error: BaseException, run: Run) -> None:

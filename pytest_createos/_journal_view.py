@@ -10,9 +10,14 @@ a run of identical calls (a status poll) becomes one line with the states it saw
 
     +0.50s GET /v1/sandboxes/sb-…7T ×10 → 200 (pausing → paused)
 
-and a change a test applied out of band (``fake.faults.vanish_network(...)``) one of its own::
+a change a test applied out of band (``fake.faults.vanish_network(...)``) one of its own::
 
     +1.00s applied now VanishNetwork net_…k3
+
+and so does what the fake says of itself (a command whose output a process it left holds
+open, a provider that does not report to the clock)::
+
+    +0.52s sb-…7T bash exited (0) but pid 4 (sleep 100) still holds its stdout or stderr: …
 """
 
 from __future__ import annotations
@@ -114,6 +119,11 @@ def exchanges(events: Iterable[Event]) -> list[Exchange]:
                 _add_state(exchange, old, new)
             open_calls.setdefault((event.method, event.path), []).append(exchange)
             out.append(exchange)
+        elif event.kind in ("process", "notice") and event.detail:
+            # The fake explains itself: a command's output held open, a provider unreported.
+            said = Exchange(event.time, "", "", event.sandbox_id)
+            said.faults.append(event.detail)
+            out.append(said)
         elif event.kind == "fault" and not event.method:  # applied now, outside any request
             applied = Exchange(event.time, "", "")
             applied.faults.append(_applied_text(event.detail))

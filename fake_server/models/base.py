@@ -116,6 +116,22 @@ class AccountBase:
             raise BadRequest("directory does not exist", field="cwd")
         return path
 
+    def _held_open(self, sandbox_id: str, process_id: str | None, text: str) -> None:
+        """The journal's note that a command's output stays open after its program exited
+        (``runtime.process.heldopen``): what a hung exec or connect says in a failing test."""
+        from fake_server.models.journal import Event
+
+        self.ctx.journal.record(
+            Event(
+                time=self.ctx.clock.now(),
+                kind="process",
+                account_id=self.id,
+                sandbox_id=sandbox_id,
+                process_id=process_id,
+                detail=text,
+            )
+        )
+
     def forget_sandbox(self, sandbox_id: str) -> None:
         """Make a sandbox vanish (fault hook): its processes die, later requests get 404."""
         sandbox = self.sandboxes.pop(sandbox_id, None)

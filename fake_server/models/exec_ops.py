@@ -6,6 +6,7 @@ import asyncio
 import codecs
 import contextlib
 import errno
+import functools
 import traceback
 from collections import deque
 from dataclasses import dataclass
@@ -127,6 +128,7 @@ class ExecOps(AccountBase):
                     on_stdout=out,
                     on_stderr=err,
                     started=bridge.release,
+                    held_open=functools.partial(self._held_open, job.sandbox.id, None),
                 )
             except ProcessSignal as exc:
                 return 128 + _SIGNUMS.get(exc.signal, 9), f"command killed by {exc.signal}"

@@ -82,6 +82,7 @@ class Process:
         home: str = HOME,
         on_exit: Callable[[Process], None] | None = None,
         on_error: Callable[[str], None] | None = None,
+        on_held_open: Callable[[str], None] | None = None,
     ) -> None:
         self.process_id = process_id
         self.pid = pid
@@ -110,6 +111,9 @@ class Process:
         self._kill_signal: str | None = None
         self._on_exit = on_exit
         self._on_error = on_error
+        #: Told why the process has not ended when its program exited but a process it left
+        #: keeps its output open (the process runtime's ``heldopen``): the journal keeps it.
+        self._on_held_open = on_held_open
         self._shell: Runner | None = None
         #: Held while bulk output waits to be announced to readers (see ``_emit``).
         self._flush: Hold | None = None
@@ -161,6 +165,7 @@ class Process:
                 on_stderr=on_stderr,
                 started=bridge.release,
                 terminal=self.terminal,
+                held_open=self._on_held_open,
             )
         except asyncio.CancelledError:
             self._finish(None, self._kill_signal or "SIGKILL")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from fake_server.models.base import AccountBase
@@ -59,8 +60,9 @@ class ProcessOps(AccountBase):
         cwd = self._check_cwd(sandbox, spec.cwd)
         self._room_for_a_command()
         ids = self.ctx.ids
+        process_id = ids.process_id()
         process = Process(
-            process_id=ids.process_id(),
+            process_id=process_id,
             pid=ids.pid(),
             spec=ProcessSpec(spec.cmd, spec.args, cwd, spec.env, spec.pty),
             created_at=self.ctx.clock.time(),
@@ -68,6 +70,7 @@ class ProcessOps(AccountBase):
             stdin=StdinPipe(),
             home=sandbox.machine.home,
             on_error=lambda trace: self.ctx.errors.append(("create_process", trace)),
+            on_held_open=functools.partial(self._held_open, sandbox.id, process_id),
         )
         sandbox.processes[process.process_id] = process
         process.start(sandbox.machine.runner(self.ctx.clock), env)

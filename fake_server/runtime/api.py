@@ -23,8 +23,10 @@ under bubblewrap, on real time; ``fake_server.runtime.process``). The models onl
     ``wait_clock(clock)`` is the clock that timeouts, grace periods and heartbeats of this
     sandbox's processes wait on: the fake's own for bashkit, real time for real processes.
 ``Runner``
-    ``run(argv, cwd=, env=, stdin=, on_stdout=, on_stderr=, started=, terminal=)`` as
-    ``Shell.run`` (``terminal``: the PTY's window, for a PTY process), and
+    ``run(argv, cwd=, env=, stdin=, on_stdout=, on_stderr=, started=, terminal=, held_open=)``
+    as ``Shell.run`` (``terminal``: the PTY's window, for a PTY process; ``held_open``: told
+    why the run waits when the program exited but processes it left keep its output open,
+    where the runtime can know), and
     ``signal(task, name, tree=)``: True when the runtime delivered a real signal (the owner then
     waits for the exit), False when the owner emulates it by cancelling the task.
 """
@@ -101,6 +103,7 @@ class Runner(Protocol):
         on_stderr: Sink,
         started: Callable[[], None] | None = None,
         terminal: Terminal | None = None,
+        held_open: Callable[[str], None] | None = None,
     ) -> int: ...
 
     def sigterm_ignored(self, task: asyncio.Task[Any]) -> bool: ...

@@ -1,13 +1,14 @@
 """Misuse named where it happens: the fake's reason for a setup error, a reset or a close
-during a test, a provider coroutine never run, an async test without its marker."""
+during a test, a provider coroutine never run, an async test without its marker, a provider
+without the clock transport, an exec whose output a background job holds open."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import pytest
+import pytest
 
+if TYPE_CHECKING:
     from tests.plugin.conftest import MakeIni
 
 RESET = (
@@ -305,4 +306,52 @@ def test_a_provider_of_the_test_s_own_without_the_clock_transport_is_warned(
             "and the provider's deadlines can fire during a real network delay; build it with "
             "CreateosProvider(clock=clock, transport=fake_server.clock_transport(clock))",
         ]
+    )
+
+
+@pytest.mark.reliability
+def test_a_hung_exec_s_failure_says_who_holds_its_output(inner: pytest.Pytester) -> None:
+    """``bash -c 'sleep 100 &'`` on the process runtime: the provider's timeout fires (fake
+    time follows real time), and the failing test's report names the holder and the fix,
+    under the error and in the journal (real programs: reliability)."""
+    inner.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.createos(runtime="process")
+        def test_hangs(createos_provider, createos_env, createos_lease, createos_run):
+            result = createos_run(
+                createos_provider.execute(
+                    createos_env, createos_lease, "bash", ["-c", "echo up; sleep 100 &"],
+                    timeout_ms=2000,
+                ),
+                timeout=30,
+            )
+            assert result.exit_code == 0
+        """
+    )
+    result = inner.runpytest()
+    result.assert_outcomes(failed=1)
+    held = (
+        "bash exited (0) but pid * (sleep 100) still holds its stdout or stderr: the output "
+        "does not end, and the reply waits for it; redirect its output (>/dev/null 2>&1) or "
+        "use setsid/nohup with >file"
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "E       AssertionError: assert None == 0",
+            "E        +  where None = ExecuteResult(*timed_out=True, stdout='up\\n'*",
+            f"E       createos: in sb-01KDVDNA00FHJR5RQ6CBVJHD7T: {held}",
+            "",
+            "*.py:12: AssertionError",
+            "*- createos journal -*",
+            "seed 0, *",
+            "+0.00s setup: *",
+            "+0.0*s POST /v1/sandboxes/sb-…7T/processes → 201",
+            "+0.0*s POST /v1/sandboxes/sb-…7T/processes/proc-…*/stdin/close → 200",
+            "+0.0*s GET /v1/sandboxes/sb-…7T/processes/proc-…*/connect → no reply",
+            f"+0.5*s sb-…7T {held}",
+            "+2.0*s DELETE /v1/sandboxes/sb-…7T/processes/proc-…* → 200",
+        ],
+        consecutive=True,
     )

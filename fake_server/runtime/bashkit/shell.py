@@ -109,10 +109,12 @@ class Shell:
         on_stderr: Sink,
         started: Callable[[], None] | None = None,
         terminal: Terminal | None = None,
+        held_open: Callable[[str], None] | None = None,
     ) -> int:
         """Run ``argv`` to completion, streaming its output; returns the exit status (0..255).
 
-        ``terminal`` is a PTY process's window (``stty size`` prints it).
+        ``terminal`` is a PTY process's window (``stty size`` prints it). ``held_open`` is
+        never called: a bashkit run's output ends with the run.
 
         ``started`` is called once the interpreter holds its busy token (or it never will, on
         an early error), so a caller can hand over its own token without a gap in which a

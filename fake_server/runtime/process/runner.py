@@ -19,6 +19,7 @@ from fake_server.runtime.environment import BASE_ENV
 from fake_server.runtime.pipes import ProcessSignal, StdinPipe
 from fake_server.runtime.process import pty, seccomp, tree
 from fake_server.runtime.process.guest import INIT
+from fake_server.runtime.process.heldopen import drain
 from fake_server.runtime.process.netns import nsenter_path
 from fake_server.runtime.process.realwait import Running
 from fake_server.runtime.process.spawn import feed, pump, reap, spawn
@@ -137,6 +138,8 @@ class Run:
             asyncio.get_running_loop().call_later(_LEADER_POLL, retry)
             return
         everyone = [p for level in levels for p in level]
+        if tree_scope:  # a background job holding the output belongs to the exec's tree
+            everyone += [p for p in tree.holding(self.sandbox(), self.pipes) if p not in everyone]
         pids = everyone if tree_scope else levels[0][:1] if levels else []
         tree.send(pids, signum)
 
@@ -160,6 +163,11 @@ class Run:
     def _stop_later(self, tries: int) -> None:
         if self.paused and os.path.exists(f"/proc/{self.pid}"):
             self.stop(signals.SIGSTOP, tries)
+
+
+def _holders(run: Run) -> list[int]:
+    """The sandbox's processes holding ``run``'s output pipes."""
+    return tree.holding(run.sandbox(), run.pipes)
 
 
 def _started(levels: list[list[int]]) -> bool:
@@ -257,15 +265,20 @@ class Runner:
         on_stderr: Sink,
         started: Callable[[], None] | None = None,
         terminal: Terminal | None = None,
+        held_open: Callable[[str], None] | None = None,
     ) -> int:
         """Run ``argv`` in the sandbox; the exit status, or ``ProcessSignal`` when a signal the
         API sent ended it. Raises ``FileNotFoundError`` for a missing working directory.
 
         ``started`` is called once the program runs, and so the fake's clock follows real
-        time (a caller's hold may go then), or at the end when it never ran."""
+        time (a caller's hold may go then), or at the end when it never ran. ``held_open`` is
+        told, once, when the program exited but processes it left keep its output open
+        (``heldopen``)."""
         self._early[asyncio.current_task()] = []
         try:
-            return await self._run(argv, cwd, env, stdin, on_stdout, on_stderr, terminal, started)
+            return await self._run(
+                argv, cwd, env, stdin, on_stdout, on_stderr, terminal, started, held_open
+            )
         finally:
             self._early.pop(asyncio.current_task(), None)
             if started is not None:
@@ -281,6 +294,7 @@ class Runner:
         on_stderr: Sink,
         terminal: Terminal | None = None,
         started: Callable[[], None] | None = None,
+        held_open: Callable[[str], None] | None = None,
     ) -> int:
         args = check_argv(argv)
         image = self._rootfs is not None
@@ -328,7 +342,8 @@ class Runner:
             pumps.append(asyncio.ensure_future(feed(proc.stdin, stdin)))
         try:
             code = await proc.wait()
-            await asyncio.gather(*pumps[:2])  # until every holder of the pipes closed them
+            # Until every holder of the pipes closed them; who, if it takes a while.
+            await drain(pumps[:2], (args[0], code), functools.partial(_holders, run), held_open)
         except asyncio.CancelledError:
             run.signal(signals.SIGKILL, tree_scope=True)
             await reap(proc, pumps)
