@@ -16,6 +16,7 @@ import pytest
 from hypothesis import settings
 
 from fake_server.runtime.process.rootdir import BASE_NAME, processes_naming
+from tests._needs import act
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -49,6 +50,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.parent == _EXAMPLES and item.path.name in _SLOW_EXAMPLES:
             item.add_marker(pytest.mark.reliability)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test needing what is not installed: skipped with the install line, failed under
+    ``CI=true`` (``tests/_needs.py``)."""
+    act(item)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

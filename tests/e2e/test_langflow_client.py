@@ -16,9 +16,18 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from fake_server import FakeCreateOS, TransitionPolicy
+from tests._needs import needs_module
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+
+#: Installed by ``.ci/run`` without its dependencies (the ``test`` extra cannot say that).
+pytestmark = needs_module(
+    "langflow_sandbox_createos",
+    "langflow-sandbox-createos",
+    "pip install --no-deps 'langflow-sandbox-createos==0.2.0'",
+)
 
 
 class SandboxExecutionError(RuntimeError):

@@ -10,13 +10,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
-from fake_server.runtime.process import ProcessMachine, tree
+from fake_server.runtime.process import ProcessMachine, nft, tree
 from fake_server.runtime.process.rootdir import BASE_NAME
+from tests._needs import needs
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
     import httpx
+
+
+#: For tests of sandboxes' way out (NAT, egress rules) and of what serve says with one.
+needs_nft = needs(None if nft.nft_path() else "nftables' nft", "apt-get install nftables")
 
 
 def bwrap_descendants() -> list[int]:

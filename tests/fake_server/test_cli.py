@@ -18,6 +18,7 @@ import pytest
 from fake_server import tls_context
 from fake_server.__main__ import build_parser, main, serve_fake
 from fake_server.server import FakeCreateOS
+from tests.fake_server._process_runtime import needs_nft
 
 #: Slow (subprocesses, real programs): in the reliability step, keeping the main suite fast.
 pytestmark = pytest.mark.reliability
@@ -32,6 +33,7 @@ STOPPED = (
 )
 
 
+@needs_nft  # it prints the runtime line of a host with nftables
 def test_serve_prints_what_to_paste_logs_requests_and_stops_on_sigint() -> None:
     command = [sys.executable, "-m", "fake_server", "serve", "--port", "0"]
     with subprocess.Popen(
@@ -275,6 +277,7 @@ def test_serve_auto_falls_back_to_bashkit_and_says_why(monkeypatch: pytest.Monke
     assert _runtime("bashkit") == ("bashkit", "runtime: bashkit")
 
 
+@needs_nft  # and, undone, says what root with nftables gets
 def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_missing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -326,6 +329,7 @@ def test_serve_says_sandboxes_have_no_way_out_without_nft(
     )
 
 
+@needs_nft  # without nft, that is said first
 def test_serve_says_sandboxes_have_no_way_out_where_forwarding_cannot_be_turned_on(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

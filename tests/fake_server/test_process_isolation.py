@@ -20,6 +20,7 @@ from fake_server.runtime.pipes import StdinPipe
 from fake_server.runtime.process import (
     ProcessRuntime,
     bwrap,
+    hostcheck,
     netmode,
     netns,
 )
@@ -191,7 +192,9 @@ def refused(*_args: int) -> int:
 async def test_without_root_sandboxes_get_a_network_per_process(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert netmode.detect() == netmode.SHARED  # the real probe, as root here
+    # The real probe, as root here: a shared network, with a way out or not (nft may be
+    # missing on a fresh machine: the README's install does not bring Debian packages).
+    assert netmode.detect().shared
     monkeypatch.setattr(netns, "_unshare", refused)
     monkeypatch.setattr(netmode.os, "geteuid", lambda: 1000)
     assert netmode.detect.__wrapped__() == netmode.NetworkMode("not root")
@@ -199,7 +202,22 @@ async def test_without_root_sandboxes_get_a_network_per_process(
     assert netmode.detect.__wrapped__() == netmode.NetworkMode(
         "a network namespace cannot be created: Operation not permitted"
     )
-    assert netmode.detect() == netmode.SHARED  # decided once: not probed again
+    assert netmode.detect().shared  # decided once: not probed again
+
+
+async def test_without_nft_sandboxes_share_a_network_with_no_way_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fresh machine without nftables: the probe still gives the shared network, and says
+    why there is no way out (what ``serve`` prints)."""
+    monkeypatch.setattr(hostcheck.nft, "nft_path", lambda: None)
+    mode = netmode.detect.__wrapped__()
+    assert (mode.shared, mode.uplink_missing) == (True, hostcheck.NFT_MISSING)
+    assert mode.describe() == (
+        "process (sandboxes reach nothing past the fake: no NAT and no egress rules, since "
+        "nftables' nft is not installed (apt-get install nftables); eth0, preview URLs and "
+        "account networks work)"
+    )
 
 
 async def test_without_nsenter_sandboxes_get_a_network_per_process(

@@ -36,6 +36,21 @@ Install and run the tests:
 ```bash
 pip install -e '.[test]' && pytest
 ```
+
+That is all a fresh machine needs for the main suite to pass. A few tests need what the
+`test` extra cannot install; without it they are skipped, each skip naming the line that
+installs it (`pytest -rs` lists them), and under `CI=true` they fail instead, so CI never
+passes by skipping. `.ci/run` installs them all (and first runs the two commands above in a
+fresh clone with none of them):
+
+- the `langflow-sandbox-createos` client, without its dependencies:
+  `pip install --no-deps 'langflow-sandbox-createos==0.2.0'`;
+- the official TypeScript SDK (Node.js):
+  `npm install --prefix .ci/node @nodeops-createos/sandbox@0.7.1` and
+  `export CREATEOS_TS_SDK_NODE_PATH=$PWD/.ci/node/node_modules`;
+- for the reliability step (`pytest -m reliability`): Debian's Chromium
+  (`apt-get install chromium`), and nftables (`apt-get install nftables`) for sandboxes'
+  way out to the network.
 """
 
 
@@ -70,6 +85,9 @@ def test_readme_starts_with_the_install_lines_then_the_checkout_commands() -> No
     assert "## " + sections[2].rstrip("\n") + "\n" == CONTRIBUTING
     ci = (ROOT / ".ci" / "run").read_text()
     assert "pip install -e '.[test]'\n" in ci
+    # First, in a fresh clone, the README's very command, before anything else is installed.
+    assert "\n    pip install -e '.[test]' && pytest\n" in ci
+    assert ci.index("pip install -e '.[test]' && pytest") < ci.index("apt-get install")
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))

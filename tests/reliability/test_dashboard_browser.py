@@ -23,6 +23,7 @@ from benchmarks._browser import chromium_missing, open_browser
 from fake_server import FakeCreateOS, TransitionPolicy
 from fake_server.clock import RealClock
 from fake_server.runtime.api import RUNTIMES
+from tests._needs import needs
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -31,7 +32,13 @@ if TYPE_CHECKING:
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 _MISSING = chromium_missing()
-pytestmark = pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")
+pytestmark = (
+    needs(None, "")
+    if _MISSING is None
+    else needs("playwright", "pip install -e '.[test]'")
+    if "playwright" in _MISSING
+    else needs("Debian's Chromium", "apt-get install chromium")
+)
 SHOTS = os.environ.get("CREATEOS_UI_SCREENSHOTS")
 
 

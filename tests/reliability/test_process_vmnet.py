@@ -19,13 +19,14 @@ from fake_server import FakeCreateOS, NetworkOptions, TransitionPolicy, VirtualC
 from fake_server.runtime.process import ProcessRuntime, hostcheck, nft, router
 from fake_server.runtime.process.resolver import host_resolver
 from tests.fake_server._netstubs import DnsStub, Upstream, on_host
-from tests.fake_server._process_runtime import api_sh, no_bwrap_left
+from tests.fake_server._process_runtime import api_sh, needs_nft, no_bwrap_left
 from tests.reliability._helpers import until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-pytestmark = pytest.mark.asyncio
+#: Sandboxes' way out: NAT and egress rules are nftables'.
+pytestmark = [pytest.mark.asyncio, needs_nft]
 
 
 PORT, OTHER_PORT = 8000, 8001
