@@ -228,7 +228,7 @@ class VirtualClock:
         with self._cond:
             self._now = self._real.started(self._now)
             self._touch()
-            self._ensure_watcher()
+            # No watcher of its own: one starts with the first sleeper, which is all it wakes.
             self._cond.notify_all()
         return Hold(self._real_ended)
 
