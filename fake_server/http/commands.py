@@ -5,24 +5,25 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
+from fake_server.http.bodies import body_chunks
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
+from fake_server.http.recorder import BODY_KEY
 from fake_server.http.streams import open_body, stream_ndjson
 from fake_server.http.wire.commands import exec_event, exec_result, parse_exec
-from fake_server.http.wire.common import read_body, read_json
-from fake_server.models import PayloadTooLarge
+from fake_server.http.wire.common import read_json
 from fake_server.runtime.environment import FILE_LIMIT
+from fake_server.runtime.files import CHUNK
 
 if TYPE_CHECKING:
     from aiohttp import web
 
 __all__ = ["MAX_UPLOAD_BYTES", "download_file", "exec_command", "upload_file"]
 
-#: Largest accepted upload: one file of the sandbox's disk. Bigger bodies are refused from
-#: their Content-Length, or as soon as the bytes read pass the limit, never buffered whole.
+#: The most of an upload read before its handler runs, so fault rules (``when=``) and the
+#: journal see it whole: one file of the bashkit runtime's disk. A larger body streams on to
+#: the sandbox's disk (the process runtime takes any size; bashkit refuses it with 413).
 MAX_UPLOAD_BYTES = FILE_LIMIT
-_TOO_LARGE = f"file exceeds the fake sandbox's {FILE_LIMIT}-byte file limit"
-CHUNK = 64 * 1024
 
 
 async def exec_command(request: web.Request) -> web.StreamResponse:
@@ -35,16 +36,34 @@ async def exec_command(request: web.Request) -> web.StreamResponse:
 
 
 async def upload_file(request: web.Request) -> web.Response:
+    """The body goes to the file as it arrives: the fake holds one chunk of it at a time
+    (beyond what was read ahead)."""
     path = request.query.get("path", "")
-    body = await read_body(request, MAX_UPLOAD_BYTES, too_large=_TOO_LARGE, error=PayloadTooLarge)
-    target, size = request[BACKEND_KEY].upload_file(sandbox_id(request), path, body)
+    ahead = request.get(BODY_KEY)
+    if isinstance(ahead, Exception):
+        raise ahead
+    body = body_chunks(request, ahead if isinstance(ahead, bytes) else None)
+    target, size = await request[BACKEND_KEY].upload_file(
+        sandbox_id(request), path, body, request.content_length
+    )
     return ok({"path": target, "bytes": size})
 
 
 async def download_file(request: web.Request) -> web.StreamResponse:
-    data = request[BACKEND_KEY].download_file(sandbox_id(request), request.query.get("path", ""))
-    response, writer = await open_body(request, len(data))
-    with contextlib.suppress(ConnectionResetError):
-        for start in range(0, len(data), CHUNK):
-            await writer.write(data[start : start + CHUNK])
+    """The file from its disk a chunk at a time; one that shrank meanwhile ends its reply
+    short and closes the connection (its length was promised)."""
+    source = request[BACKEND_KEY].download_file(sandbox_id(request), request.query.get("path", ""))
+    try:
+        response, writer = await open_body(request, source.size)
+        sent = 0
+        with contextlib.suppress(ConnectionResetError):
+            while sent < source.size:
+                chunk = await source.read(min(CHUNK, source.size - sent))
+                if not chunk:
+                    response.force_close()
+                    break
+                await writer.write(chunk)
+                sent += len(chunk)
+    finally:
+        source.close()
     return response

@@ -6,6 +6,9 @@ request arrives, until the request reaches the fake's middleware (which then hol
 busy), the request is provably in flight: the server holds the clock with a ``hold()``. A
 connection that closes first lets go. Body bytes of a request being served, or left over from
 one, do not count: the handler is busy, or done with them.
+
+Each connection also reports to its server's ``Admission`` (opened, bytes heard, serving or
+not, closed), which bounds how many connections the server holds.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
+from fake_server.http.admission import Admission
+
 if TYPE_CHECKING:
     from fake_server.clock import Clock, Hold
 
@@ -26,9 +31,12 @@ __all__ = ["WatchedRunner", "request_finished", "request_started"]
 class _WatchedHandler(RequestHandler):
     """aiohttp's per-connection protocol, telling the clock when a request is on its way."""
 
-    def __init__(self, manager: web.Server, *, clock: Clock, **kwargs: Any) -> None:
+    def __init__(
+        self, manager: web.Server, *, clock: Clock, admission: Admission, **kwargs: Any
+    ) -> None:
         super().__init__(manager, loop=asyncio.get_running_loop(), **kwargs)
         self._clock = clock
+        self.admission = admission
         self._receiving: Hold | None = None
         self._serving = 0
         self._payload: Any = None  # the body stream of the last request served
@@ -36,23 +44,29 @@ class _WatchedHandler(RequestHandler):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         self._start_receiving()  # a new connection: its first request is on its way
+        self.admission.opened(self)
 
     def data_received(self, data: bytes) -> None:
         if data and not self._serving and (self._payload is None or self._payload.is_eof()):
             self._start_receiving()
+        self.admission.heard(self)
         super().data_received(data)
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._stop_receiving()
+        self.admission.closed(self)
         super().connection_lost(exc)
 
     def started(self, request: web.BaseRequest) -> None:
         self._serving += 1
         self._payload = request.content
         self._stop_receiving()
+        self.admission.waiting(self, False)
 
     def finished(self) -> None:
         self._serving -= 1
+        if not self._serving:
+            self.admission.waiting(self, True)
 
     def _start_receiving(self) -> None:
         if self._receiving is None:
@@ -89,6 +103,8 @@ class WatchedRunner(web.AppRunner):
         super().__init__(app, **kwargs, **handler_kwargs)
         self._clock = clock
         self._handler_kwargs = handler_kwargs
+        #: Its connections, bounded (``admission``).
+        self.admission = Admission()
 
     @property
     def server(self) -> Any:
@@ -96,4 +112,10 @@ class WatchedRunner(web.AppRunner):
         if server is None:
             return None
         # The protocol factory ``TCPSite`` gives the event loop: one watched handler a connection.
-        return functools.partial(_WatchedHandler, server, clock=self._clock, **self._handler_kwargs)
+        return functools.partial(
+            _WatchedHandler,
+            server,
+            clock=self._clock,
+            admission=self.admission,
+            **self._handler_kwargs,
+        )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from fake_server.http.bodies import read_some
 from fake_server.models.recording import binary_summary, body_text, query_text, redacted
 
 if TYPE_CHECKING:
@@ -62,10 +63,12 @@ TALLY_KEY: web.RequestKey[Tally] = web.RequestKey("fake_server.tally")
 
 
 async def read_ahead(request: web.Request, limit: int) -> bytes | None:
-    """Read the body (at most ``limit`` + 1 bytes) into ``request[BODY_KEY]``; returns it.
+    """Read the body (at most ``limit`` + 1 bytes) into ``request[BODY_KEY]``; returns it,
+    or ``None`` when it is larger than ``limit`` (then ``BODY_KEY`` holds its start).
 
-    A body announced larger than ``limit`` is left for the handler to refuse unread; a
-    negative ``limit`` reads nothing (the handler streams the body on).
+    A body announced larger than ``limit`` is left for the handler to refuse or stream
+    unread; a negative ``limit`` reads nothing (the handler streams the body on). A body
+    that stalls fails as ``bodies.read_some`` says, raised again where the handler reads.
     """
     if limit < 0 or not request.body_exists:
         return None
@@ -76,7 +79,7 @@ async def read_ahead(request: web.Request, limit: int) -> bytes | None:
     chunks: list[bytes] = []
     size = 0
     try:
-        while chunk := await request.content.read(limit + 1 - size):
+        while chunk := await read_some(request, limit + 1 - size):
             chunks.append(chunk)
             size += len(chunk)
             if size > limit:
@@ -85,7 +88,9 @@ async def read_ahead(request: web.Request, limit: int) -> bytes | None:
         request[BODY_KEY] = exc
         return None
     body = request[BODY_KEY] = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    return body
+    # Past the limit it is only the start of the body: the handler refuses or streams it on,
+    # and nobody else may mistake the start for the whole.
+    return None if size > limit else body
 
 
 def secrets_of(state: AppState) -> tuple[str, ...]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
 import errno
 import functools
@@ -14,20 +13,25 @@ from typing import TYPE_CHECKING
 
 from fake_server.models.base import AccountBase
 from fake_server.models.errors import (
+    ApiError,
     BadRequest,
     InsufficientStorage,
     NotFound,
     PayloadTooLarge,
     at_capacity,
 )
+from fake_server.models.exec_output import BUFFERED_LIMIT, Backlog, OutputSink, cut_notice
 from fake_server.models.paths import check_abs_path
 from fake_server.models.waiting import Wakeup, handed_off, wait_event
+from fake_server.runtime.environment import DISK_LIMIT, FILE_LIMIT
+from fake_server.runtime.files import FileDisk, NotRegularFile, open_source, open_target
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, Callable
+    from collections.abc import AsyncGenerator, AsyncIterator
 
     from fake_server.models.sandbox import Sandbox
     from fake_server.runtime.api import Runner
+    from fake_server.runtime.files import Source
 
 __all__ = [
     "ExecError",
@@ -103,7 +107,7 @@ class ExecOps(AccountBase):
         self._room_for_a_command()
         return _Prepared(sandbox, [spec.cmd, *spec.args], cwd, env, stdin)
 
-    async def _run(self, job: _Prepared, out: _Sink, err: _Sink) -> tuple[int, str]:
+    async def _run(self, job: _Prepared, out: OutputSink, err: OutputSink) -> tuple[int, str]:
         """Exit status and error text (empty on a normal exit)."""
         shell = job.sandbox.machine.runner(self.ctx.clock)
         job.sandbox.execs += 1
@@ -114,7 +118,7 @@ class ExecOps(AccountBase):
             job.sandbox.touch()  # idle time counts from the end of the exec
 
     async def _run_on(
-        self, shell: Runner, job: _Prepared, out: _Sink, err: _Sink
+        self, shell: Runner, job: _Prepared, out: OutputSink, err: OutputSink
     ) -> tuple[int, str]:
         from fake_server.runtime import CapacityError, CommandNotStarted, ProcessSignal
 
@@ -138,14 +142,21 @@ class ExecOps(AccountBase):
                 return 1, "working directory does not exist"
             except CapacityError as exc:
                 raise at_capacity(exc) from None
+            except OSError as exc:
+                if exc.errno != errno.E2BIG:
+                    raise
+                # Past the host's own limit (a stack limit below 8 MiB makes it smaller than
+                # the one the API checks): the command could not start.
+                return 126, "argument list too long: the command could not start"
         return code, ""
 
     async def exec(self, sandbox_id: str, spec: ExecSpec) -> ExecResult:
         job = self._prepare(sandbox_id, spec)
-        out, err = _Sink(), _Sink()
+        out, err = OutputSink(limit=BUFFERED_LIMIT), OutputSink(limit=BUFFERED_LIMIT)
         start = self.ctx.clock.now()
         code, error = await self._run(job, out, err)
         exec_ms = round((self.ctx.clock.now() - start) * 1000, 3)
+        error = "; ".join(part for part in (error, cut_notice(out, err)) if part)
         return ExecResult(code, out.text(), err.text(), error, exec_ms)
 
     def exec_stream(self, sandbox_id: str, spec: ExecSpec) -> AsyncGenerator[ExecEvent, None]:
@@ -157,14 +168,17 @@ class ExecOps(AccountBase):
         events: deque[ExecEvent] = deque()
         clock = job.sandbox.machine.wait_clock(self.ctx.clock)  # real time for real programs
         state = {"changed": Wakeup(clock)}
+        backlog = Backlog()
 
         def push(event: ExecEvent) -> None:
+            if isinstance(event, ExecOutput):
+                backlog.added(len(event.text))
             events.append(event)
             changed, state["changed"] = state["changed"], Wakeup(clock)
             changed.set()
 
-        out = _Sink(lambda text: push(ExecOutput("stdout", text)))
-        err = _Sink(lambda text: push(ExecOutput("stderr", text)))
+        out = OutputSink(lambda text: push(ExecOutput("stdout", text)), backlog=backlog)
+        err = OutputSink(lambda text: push(ExecOutput("stderr", text)), backlog=backlog)
 
         async def runner() -> None:
             try:
@@ -188,6 +202,8 @@ class ExecOps(AccountBase):
                 while events:
                     event = events.popleft()
                     yield event
+                    if isinstance(event, ExecOutput):
+                        backlog.taken(len(event.text))
                     if isinstance(event, ExecExit):
                         return
                 if task.done():
@@ -200,72 +216,72 @@ class ExecOps(AccountBase):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-    def upload_file(self, sandbox_id: str, path: str, data: bytes) -> tuple[str, int]:
+    async def upload_file(
+        self, sandbox_id: str, path: str, body: AsyncIterator[bytes], size: int | None = None
+    ) -> tuple[str, int]:
+        """Write ``body`` to ``path`` as it arrives; ``size``: the announced length, if any."""
         sandbox = self._running(sandbox_id)
         target = check_abs_path(path)
-        sandbox.bandwidth.received(len(data))
+        held = not isinstance(sandbox.disk, FileDisk)  # in memory: one file at most FILE_LIMIT
+        if held and size is not None and size > FILE_LIMIT:
+            raise PayloadTooLarge(TOO_LARGE, field="body")
+        received = 0
         try:
-            sandbox.disk.write_file(target, data)
+            file = open_target(sandbox.disk, target, FILE_LIMIT)
+            try:
+                async for chunk in body:
+                    received += len(chunk)
+                    await file.write(chunk)
+                await file.finish()
+            finally:
+                file.close()
+        except ConnectionError:
+            raise
+        except NotRegularFile as exc:
+            raise BadRequest(exc.strerror or "is not a regular file", field="path") from None
         except IsADirectoryError:
             raise BadRequest("is a directory", field="path") from None
         except (NotADirectoryError, FileExistsError):
             raise BadRequest("a parent is not a directory", field="path") from None
         except OSError as exc:
-            from fake_server.runtime.environment import DISK_LIMIT, FILE_LIMIT
+            raise _write_error(sandbox, exc) from None
+        finally:
+            sandbox.bandwidth.received(received)
+        return target, received
 
-            if exc.errno == errno.EFBIG:
-                message = f"file exceeds the fake sandbox's {FILE_LIMIT}-byte file limit"
-                raise PayloadTooLarge(message, field="body") from None
-            if exc.errno == errno.ENOSPC:
-                message = (
-                    f"the fake sandbox's {DISK_LIMIT}-byte disk is full"
-                    if sandbox.machine.runtime == "bashkit"
-                    else f"the sandbox's {sandbox.disk_mib} MiB disk is full"
-                )
-                raise InsufficientStorage(message) from None
-            raise BadRequest("cannot be written", field="path") from None
-        return target, len(data)
-
-    def download_file(self, sandbox_id: str, path: str) -> bytes:
+    def download_file(self, sandbox_id: str, path: str) -> Source:
+        """The file, open for reading in chunks (the caller closes it)."""
         sandbox = self._running(sandbox_id)
         target = check_abs_path(path)
         try:
-            data = sandbox.disk.read_file(target)
+            source = open_source(sandbox.disk, target)
+        except NotRegularFile as exc:
+            raise BadRequest(exc.strerror or "is not a regular file", field="path") from None
         except IsADirectoryError:
             raise BadRequest("is a directory", field="path") from None
         except (FileNotFoundError, NotADirectoryError):
             raise NotFound("file not found", code="file_not_found") from None
         except OSError:
             raise BadRequest("cannot be read", field="path") from None
-        sandbox.bandwidth.sent(len(data))
-        return data
+        sandbox.bandwidth.sent(source.size)
+        return source
+
+
+#: What an upload past the in-memory disk's file limit answers (413).
+TOO_LARGE = f"file exceeds the fake sandbox's {FILE_LIMIT}-byte file limit"
+
+
+def _write_error(sandbox: Sandbox, exc: OSError) -> ApiError:
+    if exc.errno == errno.EFBIG:
+        return PayloadTooLarge(TOO_LARGE, field="body")
+    if exc.errno == errno.ENOSPC:
+        message = (
+            f"the fake sandbox's {DISK_LIMIT}-byte disk is full"
+            if sandbox.machine.runtime == "bashkit"
+            else f"the sandbox's {sandbox.disk_mib} MiB disk is full"
+        )
+        return InsufficientStorage(message)
+    return BadRequest("cannot be written", field="path")
 
 
 _SIGNUMS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGKILL": 9, "SIGTERM": 15}
-
-
-class _Sink:
-    """Collects one output stream as text, decoding UTF-8 across chunk boundaries."""
-
-    def __init__(self, emit: Callable[[str], None] | None = None) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._parts: list[str] = []
-        self._emit = emit
-
-    async def __call__(self, data: bytes) -> None:
-        self._push(self._decoder.decode(data))
-
-    def _push(self, text: str) -> None:
-        if not text:
-            return
-        if self._emit is None:
-            self._parts.append(text)
-        else:
-            self._emit(text)
-
-    def flush(self) -> None:
-        self._push(self._decoder.decode(b"", final=True))
-
-    def text(self) -> str:
-        self.flush()
-        return "".join(self._parts)

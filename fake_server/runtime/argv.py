@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-__all__ = ["check_argv", "check_env", "utf8"]
+__all__ = ["MAX_ARGS_TOTAL", "MAX_ARG_BYTES", "check_argv", "check_env", "oversize", "utf8"]
+
+#: The longest argument, or environment entry (``KEY=VALUE``), Linux passes to a program:
+#: ``MAX_ARG_STRLEN``, 32 pages of 4 KiB with the string's NUL. A longer one fails ``execve``
+#: with ``E2BIG`` on the service's VM as here, so the API refuses it first (400).
+MAX_ARG_BYTES = 131_071
+#: Bytes all of a command's arguments and environment entries may take together (each with
+#: its NUL): half of Linux's 2 MiB under the default 8 MiB stack, so what the fake adds
+#: around a command (its wrapper's arguments, the sandbox's variables) always fits.
+MAX_ARGS_TOTAL = 1_048_576
 
 _SURROGATE = re.compile("[\\ud800-\\udfff]")
 
@@ -52,3 +61,36 @@ def check_env(env: Mapping[str, str]) -> dict[str, str]:
             raise ValueError("environment keys must be non-empty without '=' or NUL")
         checked[utf8(key)] = utf8(value)
     return checked
+
+
+def oversize(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str, str] | None:
+    """``(field, message)`` when ``argv`` (``cmd`` first) or ``env`` is larger than Linux
+    passes to a program, else ``None``; the fields are the exec request's."""
+    total = 0
+    for index, arg in enumerate(argv):
+        size = len(arg.encode("utf-8", "surrogatepass"))
+        if size > MAX_ARG_BYTES:
+            field = "cmd" if index == 0 else "args"
+            what = "is" if index == 0 else "has an argument"
+            return (
+                field,
+                f"{what} longer than {MAX_ARG_BYTES} bytes, the most Linux passes "
+                "to a program (MAX_ARG_STRLEN); pass large data as stdin or in a file",
+            )
+        total += size + 1
+    for key, value in env.items():
+        size = len(f"{key}={value}".encode("utf-8", "surrogatepass"))
+        if size > MAX_ARG_BYTES:
+            return (
+                "env",
+                f"has an entry (KEY=VALUE) longer than {MAX_ARG_BYTES} bytes, the "
+                "most Linux passes to a program (MAX_ARG_STRLEN); pass large data in a file",
+            )
+        total += size + 1
+    if total > MAX_ARGS_TOTAL:
+        return (
+            "args",
+            f"arguments and environment take more than {MAX_ARGS_TOTAL} bytes "
+            "together; pass large data as stdin or in a file",
+        )
+    return None

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fake_server.http.wire.common import bool_field, no_nul, str_field, str_list, str_map
+from fake_server.http.wire.common import (
+    bool_field,
+    command_fits,
+    no_nul,
+    str_field,
+    str_list,
+    str_map,
+)
 from fake_server.models import (
     ExecError,
     ExecExit,
@@ -28,13 +35,9 @@ def parse_exec(body: Mapping[str, Any], query_stream: str | None) -> tuple[ExecS
     args = str_list(body, "args")
     stdin = str_field(body, "stdin")
     no_nul(cmd, *args)
-    spec = ExecSpec(
-        cmd=cmd,
-        args=args,
-        stdin=stdin,
-        cwd=str_field(body, "cwd") or None,
-        env=str_map(body, "env"),
-    )
+    env = str_map(body, "env")
+    command_fits(cmd, args, env)
+    spec = ExecSpec(cmd=cmd, args=args, stdin=stdin, cwd=str_field(body, "cwd") or None, env=env)
     stream = bool_field(body, "stream") or (query_stream or "").lower() in ("true", "1")
     return spec, stream
 

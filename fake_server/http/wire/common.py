@@ -10,8 +10,10 @@ import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from fake_server.http.bodies import read_some
 from fake_server.http.recorder import BODY_KEY
 from fake_server.models import ApiError, BadRequest
+from fake_server.runtime.argv import oversize
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_JSON_BYTES",
     "bool_field",
+    "command_fits",
     "decode_json",
     "iso",
     "no_nul",
@@ -78,7 +81,7 @@ async def read_body(
             raise error(too_large, field="body")
         return ahead
     raw = bytearray()
-    while chunk := await request.content.read(limit + 1 - len(raw)):
+    while chunk := await read_some(request, limit + 1 - len(raw)):
         raw += chunk
         if len(raw) > limit:
             raise error(too_large, field="body")
@@ -174,3 +177,12 @@ def no_nul(*values: str | None) -> None:
     for value in values:
         if value is not None and "\x00" in value:
             raise BadRequest("must not contain NUL", field="cmd")
+
+
+def command_fits(cmd: str, args: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> None:
+    """400 naming the field when the command is larger than Linux passes to a program (an
+    argument over 128 KiB, say), which would otherwise fail to start."""
+    problem = oversize([cmd, *args], dict(env))
+    if problem is not None:
+        field, message = problem
+        raise BadRequest(message, field=field)

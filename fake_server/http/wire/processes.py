@@ -7,7 +7,15 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any
 
-from fake_server.http.wire.common import iso, no_nul, opt_int, str_field, str_list, str_map
+from fake_server.http.wire.common import (
+    command_fits,
+    iso,
+    no_nul,
+    opt_int,
+    str_field,
+    str_list,
+    str_map,
+)
 from fake_server.models import (
     BadRequest,
     ExitFrame,
@@ -47,9 +55,9 @@ def parse_process(body: Mapping[str, Any]) -> ProcessSpec:
             raise BadRequest("must be an object with rows and cols", field="pty")
         rows, cols = opt_int(pty, "rows") or 24, opt_int(pty, "cols") or 80
         size = (rows, cols)
-    return ProcessSpec(
-        cmd=cmd, args=args, cwd=str_field(body, "cwd") or None, env=str_map(body, "env"), pty=size
-    )
+    env = str_map(body, "env")
+    command_fits(cmd, args, env)
+    return ProcessSpec(cmd=cmd, args=args, cwd=str_field(body, "cwd") or None, env=env, pty=size)
 
 
 def parse_input(body: Mapping[str, Any]) -> bytes:

@@ -18,6 +18,7 @@ import bashkit
 from fake_server.runtime import capacity
 from fake_server.runtime.argv import utf8
 from fake_server.runtime.bashkit import vfs
+from fake_server.runtime.files import NotRegularFile
 
 __all__ = [
     "IMAGE_COMMANDS",
@@ -126,6 +127,7 @@ class SandboxDisk:
         real = self._resolve(path, missing="none")
         if self._kind(real) == "directory":
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        self._refuse_fifo(real, path)
         try:
             return bytes(self.fs.read_file(real))
         except RuntimeError as exc:
@@ -142,6 +144,7 @@ class SandboxDisk:
         real = vfs.resolve(self.fs, posixpath.join(real_parent, name), missing="last")
         if self._kind(real) == "directory":
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        self._refuse_fifo(real, path)
         try:
             self.fs.write_file(real, bytes(data))
             if mode is not None:
@@ -228,6 +231,16 @@ class SandboxDisk:
     def _resolve(self, path: str, *, missing: vfs.Missing) -> str:
         self._check()
         return vfs.resolve(self.fs, _absolute(path), missing=missing)
+
+    def _refuse_fifo(self, real: str, path: str) -> None:
+        """``NotRegularFile`` for a FIFO (``mkfifo``), as on the process runtime; bashkit's
+        own FIFOs are files that never block, but the files API moves regular files only."""
+        try:
+            kind = self.fs.stat(real).get("file_type")
+        except RuntimeError:
+            return
+        if kind == "fifo":
+            raise NotRegularFile("FIFO", path)
 
     def _kind(self, real: str) -> str | None:
         entry = vfs.lstat(self.fs, real)

@@ -17,6 +17,8 @@ import posixpath
 import stat
 from typing import TYPE_CHECKING
 
+from fake_server.runtime.files import NotRegularFile, kind_of
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from pathlib import Path
@@ -25,6 +27,9 @@ __all__ = ["DirDisk"]
 
 _MAX_LINKS = 40
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: How the files API opens a file: never waiting on a FIFO, never taking a terminal.
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY
 #: The root itself may be a path through a descriptor (``/proc/<pid>/fd/<n>``, ``rootfs``).
 _ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
@@ -51,19 +56,58 @@ class DirDisk:
     # -- API ----------------------------------------------------------------------------------
 
     def read_file(self, path: str) -> bytes:
-        fd = self._open(path, os.O_RDONLY, create=False)
-        with os.fdopen(fd, "rb") as handle:
-            if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
-                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        with os.fdopen(self.open_read(path), "rb") as handle:
             return handle.read()
 
     def write_file(self, path: str, data: bytes, *, mode: int | None = None) -> None:
-        fd = self._open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, create=True)
-        with os.fdopen(fd, "wb") as handle:
-            self._adopt(handle.fileno())
+        with os.fdopen(self.open_write(path), "wb") as handle:
             handle.write(bytes(data))
             if mode is not None:
                 os.fchmod(handle.fileno(), mode & 0o7777)
+
+    def open_read(self, path: str) -> int:
+        """A descriptor of the regular file ``path``, open for reading.
+
+        Opened non-blocking, so a FIFO never waits for a writer: anything but a regular file
+        raises ``NotRegularFile`` (a directory ``IsADirectoryError``)."""
+        try:
+            fd = self._open(path, _READ_FLAGS, create=False)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a socket, a device without its driver
+                raise NotRegularFile(self._special(path, "socket"), path) from None
+            raise
+        return _regular(fd, path)
+
+    def open_write(self, path: str) -> int:
+        """A descriptor of the regular file ``path`` (created with its parents if missing,
+        given to the sandbox's root), emptied and open for writing; ``NotRegularFile`` for a
+        FIFO, device or socket, which is neither waited on (non-blocking open) nor truncated."""
+        try:
+            fd = self._open(path, _WRITE_FLAGS, create=True)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a FIFO without a reader, a socket
+                raise NotRegularFile(self._special(path, "FIFO or socket"), path) from None
+            raise
+        fd = _regular(fd, path)
+        try:
+            os.ftruncate(fd, 0)
+            self._adopt(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _special(self, path: str, guess: str) -> str:
+        """What the special file ``path`` is (``guess`` where it cannot be told)."""
+        try:
+            fd = self._open(path, os.O_PATH, create=False)
+        except (OSError, ValueError):
+            return guess
+        try:
+            mode = os.fstat(fd).st_mode
+        finally:
+            os.close(fd)
+        return guess if stat.S_ISLNK(mode) or stat.S_ISREG(mode) else kind_of(mode)
 
     def make_dirs(self, path: str) -> None:
         """Create the directory ``path`` and its parents (a template's empty directories)."""
@@ -193,6 +237,21 @@ class DirDisk:
                 continue
             stack.append(fd)
             names.append(part)
+
+
+def _regular(fd: int, path: str) -> int:
+    """``fd`` when it is a regular file's, blocking again; closed and refused otherwise."""
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(kind_of(mode), path)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _readlink(name: str, dirfd: int) -> str | None:
