@@ -7,6 +7,11 @@ answered 202. The fake listens there with a socket it makes inside the sandbox's
 namespace (as preview URLs connect to the sandbox with sockets made there), so the port is
 reachable from the sandbox's processes only; nothing listens on the host's loopback. The
 reply is sent before the sandbox is paused or destroyed, so the caller gets its 202.
+
+At most ``CONNECTIONS`` connections are served at once (each holds a descriptor of the fake's
+process for up to ``_READ_TIMEOUT``); more are closed as soon as they are accepted, so a
+sandbox flooding its agent cannot take the fake's descriptors (1,500 connections once gave
+thousands of ``EMFILE`` errors and API timeouts).
 """
 
 from __future__ import annotations
@@ -19,13 +24,15 @@ from urllib.parse import parse_qs, urlsplit
 
 import h11
 
+from fake_server.runtime.process.caps import Caps
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from fake_server.runtime.process.netns import NetNamespace
     from fake_server.runtime.process.selfpipe import SelfPipe
 
-__all__ = ["ACTIONS", "PORT", "REASON_LIMIT", "Agent"]
+__all__ = ["ACTIONS", "CONNECTIONS", "PORT", "REASON_LIMIT", "Agent"]
 
 PORT = 1029
 #: What ``/self/<action>`` may name.
@@ -34,6 +41,8 @@ ACTIONS = ("pause", "delete")
 REASON_LIMIT = 128
 #: Real seconds a connection may take to send its request.
 _READ_TIMEOUT = 10.0
+#: Connections served at once; more are closed at once.
+CONNECTIONS = 16
 
 
 class Agent:
@@ -53,6 +62,8 @@ class Agent:
         self._pipe = pipe
         self._server: asyncio.Server | None = None
         self._starting: asyncio.Task[None] | None = None
+        #: Connections being served now (bounded by ``CONNECTIONS``).
+        self.caps: Caps[None] = Caps(CONNECTIONS, CONNECTIONS)
 
     async def start(self) -> None:
         """Listen (once; later calls wait for the first)."""
@@ -74,6 +85,9 @@ class Agent:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One request per connection (HTTP/1.1 through h11), then close."""
+        if not self.caps.take(None):
+            writer.close()
+            return
         connection = h11.Connection(h11.SERVER)
         try:
             async with asyncio.timeout(_READ_TIMEOUT):
@@ -88,6 +102,7 @@ class Agent:
         except (OSError, TimeoutError, h11.ProtocolError):
             return  # a client that went away or spoke no HTTP: nothing to answer
         finally:
+            self.caps.give(None)
             writer.close()
             with contextlib.suppress(OSError):
                 await writer.wait_closed()

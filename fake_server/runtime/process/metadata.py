@@ -6,6 +6,9 @@ h11, one request per connection):
 
 - ``GET /``: ``{"sandbox_id": …, "ip": …}`` of the sandbox asking (known by its address);
 - any other path or method: 404; a request from an address that is no sandbox's: 404.
+
+Bounded as the DNS relay is (``caps``): ``EACH`` connections per sandbox, ``TOTAL`` for all
+of them; more are closed as soon as they are accepted.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import h11
 
+from fake_server.runtime.process.caps import Caps
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -27,6 +32,8 @@ __all__ = ["Metadata"]
 PORT = 80
 #: Real seconds a client has to send its request.
 REQUEST_TIMEOUT = 10.0
+#: Connections served at once: per sandbox, and for all sandboxes together.
+EACH, TOTAL = 8, 64
 
 
 class Metadata:
@@ -40,6 +47,8 @@ class Metadata:
         self._describe = describe
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Connections being served, by sandbox address.
+        self.caps: Caps[str] = Caps(EACH, TOTAL)
 
     async def serve(self) -> None:
         sock = self._net.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -66,6 +75,11 @@ class Metadata:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
+        peer = writer.get_extra_info("peername")
+        client = str(peer[0]) if peer else ""
+        if not self.caps.take(client):
+            writer.close()
+            return
         self._tasks.add(task)
         connection = h11.Connection(h11.SERVER)
         try:
@@ -76,8 +90,7 @@ class Metadata:
                     event = connection.next_event()
             if not isinstance(event, h11.Request):
                 return
-            peer = writer.get_extra_info("peername")
-            status, body = self.answer(str(peer[0]) if peer else "", event.method, event.target)
+            status, body = self.answer(client, event.method, event.target)
             headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
             headers.append(("Connection", "close"))
             reason = b"OK" if status == 200 else b"Not Found"
@@ -90,6 +103,7 @@ class Metadata:
             pass
         finally:
             self._tasks.discard(task)
+            self.caps.give(client)
             writer.close()
 
     def close(self) -> None:

@@ -7,6 +7,12 @@ query unchanged to the host's first resolver (``/etc/resolv.conf`` of the host, 
 (systemd-resolved's ``127.0.0.53``) serves sandboxes too. Without a resolver to relay to,
 each query is answered ``REFUSED`` at once. ``watch`` sees every UDP answer
 before the sandbox does (the strict hostname mode learns addresses from it).
+
+Bounded (``caps``): a sandbox has at most ``QUERIES_EACH`` UDP queries in flight (each holds
+a socket to the upstream resolver for up to ``UPSTREAM_TIMEOUT``; more are dropped, as a busy
+resolver drops them, and the client asks again) and ``TCP_EACH`` TCP connections (more are
+closed at once); all sandboxes together ``QUERIES_TOTAL`` and ``TCP_TOTAL``. A TCP connection
+with no byte either way for ``TCP_IDLE`` seconds is closed.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import asyncio
 import contextlib
 import socket
 from typing import TYPE_CHECKING, Any, cast
+
+from fake_server.runtime.process.caps import Caps
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
@@ -26,6 +34,12 @@ __all__ = ["Resolver", "host_resolver"]
 PORT = 53
 #: Real seconds an upstream resolver has to answer one query.
 UPSTREAM_TIMEOUT = 5.0
+#: UDP queries in flight: per sandbox, and for all sandboxes together.
+QUERIES_EACH, QUERIES_TOTAL = 32, 256
+#: DNS-over-TCP connections: per sandbox, and for all sandboxes together.
+TCP_EACH, TCP_TOTAL = 8, 64
+#: Real seconds a TCP connection may go without a byte either way (RFC 7766's idle timeout).
+TCP_IDLE = 10.0
 _MAX_UDP = 65535
 
 
@@ -71,7 +85,9 @@ class _Listener(asyncio.DatagramProtocol):
         self.transport = cast("asyncio.DatagramTransport", transport)
 
     def datagram_received(self, data: bytes, addr: tuple[str | object, int]) -> None:
-        self._owner.spawn(self._owner.relay(self, data, addr))
+        client = str(addr[0])
+        if self._owner.queries.take(client):  # else dropped: the sandbox has enough in flight
+            self._owner.spawn(self._owner.relay(self, data, addr), client)
 
 
 class Resolver:
@@ -87,6 +103,9 @@ class Resolver:
         self._udp: asyncio.DatagramTransport | None = None
         self._tcp: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        #: What the sandboxes hold: queries in flight, TCP connections (by address).
+        self.queries: Caps[str] = Caps(QUERIES_EACH, QUERIES_TOTAL)
+        self.connections: Caps[str] = Caps(TCP_EACH, TCP_TOTAL)
 
     async def serve(self) -> None:
         loop = asyncio.get_running_loop()
@@ -114,11 +133,17 @@ class Resolver:
             tcp.close()
             raise
 
-    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        """Run one query's relay as a task the resolver cancels when it closes."""
+    def spawn(self, coro: Coroutine[Any, Any, None], client: str) -> None:
+        """Run one query's relay as a task the resolver cancels when it closes; what
+        ``client`` took of ``queries`` goes back when it ends."""
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+
+        def done(task: asyncio.Task[None]) -> None:
+            self._tasks.discard(task)
+            self.queries.give(client)
+
+        task.add_done_callback(done)
 
     async def relay(
         self, listener: _Listener, query: bytes, client: tuple[str | object, int]
@@ -151,6 +176,11 @@ class Resolver:
         """DNS over TCP (answers too large for UDP): the bytes go both ways unchanged."""
         task = asyncio.current_task()
         assert task is not None
+        peer = writer.get_extra_info("peername")
+        client = str(peer[0]) if peer else ""
+        if not self.connections.take(client):
+            writer.close()
+            return
         self._tasks.add(task)
         try:
             if self.upstream is None:
@@ -158,13 +188,21 @@ class Resolver:
             async with asyncio.timeout(UPSTREAM_TIMEOUT):
                 up_reader, up_writer = await asyncio.open_connection(*self.upstream)
             try:
-                await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+                async with asyncio.timeout(TCP_IDLE) as idle:
+
+                    def heard() -> None:
+                        idle.reschedule(asyncio.get_running_loop().time() + TCP_IDLE)
+
+                    await asyncio.gather(
+                        _pipe(reader, up_writer, heard), _pipe(up_reader, writer, heard)
+                    )
             finally:
                 up_writer.close()
         except (OSError, TimeoutError):
             pass
         finally:
             self._tasks.discard(task)
+            self.connections.give(client)
             writer.close()
 
     def close(self) -> None:
@@ -179,9 +217,12 @@ class Resolver:
             task.cancel()
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def _pipe(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, heard: Callable[[], None]
+) -> None:
     with contextlib.suppress(OSError):
         while data := await reader.read(_MAX_UDP):
+            heard()
             writer.write(data)
             await writer.drain()
         if writer.can_write_eof():
