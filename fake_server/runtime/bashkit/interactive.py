@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import bashkit
 
 from fake_server.runtime.bashkit import braces, devices
+from fake_server.runtime.bashkit.outputcut import cut_notice, cut_status
 from fake_server.runtime.bashkit.primed import add_commands
 
 if TYPE_CHECKING:
@@ -187,9 +188,15 @@ def reads_commands_from_stdin(name: str, options: list[str]) -> bool:
 
 
 async def run_interactive(
-    bash: bashkit.Bash, state: RunState, source: StdinSource, out: Sink, err: Sink
+    bash: bashkit.Bash,
+    state: RunState,
+    source: StdinSource,
+    out: Sink,
+    err: Sink,
+    notices: Sink | None = None,
 ) -> int:
-    """Run commands from ``source`` line by line until ``exit`` or end of input."""
+    """Run commands from ``source`` line by line until ``exit`` or end of input; ``notices``
+    (the plain stderr sink, ``err`` being bashkit's) says where bashkit cut a line's output."""
     alive: list[int] = []
 
     async def mark_alive(ctx: bashkit.CommandContext) -> int:
@@ -225,13 +232,21 @@ async def run_interactive(
             # $? of the previous line carries over, as in a shell reading line by line.
             chunk_script = f"(exit {status})\n{script}\n{ALIVE_COMMAND} $?"
             result = await bash.execute(chunk_script, stdout=out, stderr=err)
-            status = int(result.exit_code) & 0xFF
+            status = await _said(result, notices)
             if not alive:
                 return status
     if pending:
         result = await bash.execute(pending, stdout=out, stderr=err)
-        status = int(result.exit_code) & 0xFF
+        status = await _said(result, notices)
     return status
+
+
+async def _said(result: bashkit.ExecResult, notices: Sink | None) -> int:
+    """The line's status, after saying where bashkit cut its output (``outputcut``)."""
+    notice = cut_notice(result)
+    if notice is not None and notices is not None:
+        await notices(notice)
+    return cut_status(int(result.exit_code) & 0xFF, result)
 
 
 def _incomplete(bash: bashkit.Bash, script: str) -> bool:

@@ -29,6 +29,7 @@ from fake_server.runtime.bashkit.interactive import (
     run_interactive,
 )
 from fake_server.runtime.bashkit.missing import DEFAULT_CHOICE, with_runtime_hint
+from fake_server.runtime.bashkit.outputcut import cut_notice, cut_status
 from fake_server.runtime.bashkit.primed import add_commands, primed
 from fake_server.runtime.bashkit.runstate import RunState
 from fake_server.runtime.bashkit.startcheck import StartCheck
@@ -230,7 +231,7 @@ class Shell:
         stdout, stderr = primed(stdout), primed(stderr)  # bashkit's from here on
         try:
             if isinstance(stdin, StdinPipe) and interactive:
-                return await run_interactive(bash, state, stdin, stdout, stderr)
+                return await run_interactive(bash, state, stdin, stdout, stderr, on_stderr)
             line = " ".join(_quote(a) for a in [program, *args[1:]])
             script = command_string(args[1:]) if program in ("bash", "sh") else None
             cut = (braces.overflow(script) if script else None) or devices.capped_read(
@@ -253,7 +254,10 @@ class Shell:
             # bashkit stops at its fixed expansion limits (measured in ``braces``) with
             # status 1 and the reason only in the result: say it.
             await on_stderr(f"bash: {_LIMIT_ERROR.sub('', result.error)}\n".encode())
-        return int(result.exit_code) & 0xFF
+        notice = cut_notice(result)
+        if notice is not None:
+            await on_stderr(notice)
+        return cut_status(int(result.exit_code) & 0xFF, result)
 
     async def _spawn(
         self,
