@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from fake_server.clock import RealClock
 from fake_server.console import Console
 from fake_server.dashboard import dashboard_request
+from fake_server.hostfiles import write_whole
 from fake_server.http.routes import CONTROL_KEY_HEADER
 from fake_server.http.serve_guards import allowed_hosts, host_guard, request_log
 from fake_server.models import TransitionPolicy
@@ -343,12 +344,9 @@ def env_lines(fake: FakeCreateOS) -> str:
 
 
 def write_env(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole (a waiting reader never sees half of it), mode 0600."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as file:
-        file.write(text)
-    os.replace(partial, path)
+    """Write ``text`` to ``path`` whole (a waiting reader never sees half of it), mode 0600,
+    never through a link planted in its folder (``hostfiles.write_whole``)."""
+    write_whole(path, text.encode())
 
 
 def keys_from_environment(

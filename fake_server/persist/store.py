@@ -18,6 +18,8 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
+from fake_server.hostfiles import create_new, open_own, write_whole
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
@@ -39,6 +41,10 @@ CREATE TABLE IF NOT EXISTS journal (
     seq INTEGER PRIMARY KEY, count INTEGER, offset REAL, data TEXT
 );
 """
+
+
+#: The files the fake writes in the state directory under fixed names.
+_OWN_FILES = ("lock", DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", DB_NAME + "-journal")
 
 
 class StateDirError(Exception):
@@ -63,20 +69,23 @@ def prepare(directory: Path) -> None:
             f"state directory {directory} is owned by uid {owner}, not by this user "
             f"(uid {me}); use a directory of your own"
         )
-    probe = directory / ".write-probe"
+    probe: Path | None = None
     try:
-        with probe.open("wb") as handle:
+        fd, probe = create_new(directory, ".write-probe-")
+        with os.fdopen(fd, "wb") as handle:
             handle.write(b"\0" * 4096)
             handle.flush()
             os.fsync(handle.fileno())
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            probe.unlink()
+        if probe is not None:
+            with contextlib.suppress(OSError):
+                probe.unlink()
         cause = "read-only" if exc.errno == errno.EROFS else "not writable"
         raise StateDirError(
             f"state directory {directory} is {cause}: {exc.strerror or exc}"
         ) from None
     probe.unlink()
+    _own_files(directory)
     stats = os.statvfs(directory)
     free = stats.f_bavail * stats.f_frsize
     if free < MIN_FREE_BYTES:
@@ -125,7 +134,7 @@ class Store:
             source = self.directory / name
             if source.exists():
                 source.rename(aside / name)
-        (aside / "REASON").write_text(reason + "\n")
+        write_whole(aside / "REASON", (reason + "\n").encode())
         return aside
 
     # -- reading and writing ------------------------------------------------------------------
@@ -157,11 +166,10 @@ class Store:
 
 def _connect(path: Path) -> sqlite3.Connection:
     """Open and check the database; ``StateDirError`` for one of a newer schema."""
-    fresh = not path.exists()
+    if not path.exists():  # made here, mode 0600: it holds API keys and disk credentials
+        os.close(open_own(path, os.O_RDWR | os.O_CREAT | os.O_EXCL))
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
-        if fresh:
-            os.chmod(path, 0o600)  # it holds API keys and disk credentials
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         check = db.execute("PRAGMA quick_check").fetchone()
@@ -189,8 +197,20 @@ def _connect(path: Path) -> sqlite3.Connection:
     return db
 
 
+def _own_files(directory: Path) -> None:
+    """``StateDirError`` when a name the fake writes in ``directory`` holds a symlink or a
+    special file: SQLite and the lock would write through it, into whatever it names."""
+    for name in _OWN_FILES:
+        path = directory / name
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise StateDirError(
+                f"state directory {directory} holds {name} that is a symlink or not a regular "
+                "file; the fake writes only files of its own there: remove it"
+            )
+
+
 def _lock(directory: Path) -> int:
-    fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_own(directory / "lock", os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
