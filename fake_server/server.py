@@ -14,6 +14,7 @@ from fake_server.dashboard import dashboard_url, install_dashboard
 from fake_server.faults import Faults
 from fake_server.faults.world import WorldTarget
 from fake_server.http import AppState, create_app, create_preview_app
+from fake_server.http.admission import Admission, deepen_backlog
 from fake_server.http.connections import WatchedRunner
 from fake_server.http.fault_middleware import applied_listener, journal_listener
 from fake_server.http.h2front import H2Runner
@@ -305,11 +306,13 @@ class FakeCreateOS:
             timeouts["keepalive_timeout"] = idle_timeout
         # The API's port speaks HTTP/1.1 and HTTP/2 (the TS SDK 0.8 opens h2c first); preview
         # URLs are relayed as HTTP/1.1, where Upgrades (WebSockets) live.
+        admission = Admission()  # the API's and the previews' connections, bounded together
         runners = [
             runner_class(
                 served,
                 clock=self.clock,
                 handler_kwargs={"access_log": None, **timeouts},
+                admission=admission,
                 handle_signals=False,
                 handler_cancellation=True,
                 shutdown_timeout=shutdown_grace,
@@ -323,7 +326,9 @@ class FakeCreateOS:
             with self.clock.hold():
                 for runner, port in zip(runners, (self.port, self.preview_port), strict=True):
                     await runner.setup()
-                    await web.TCPSite(runner, self.host, port).start()
+                    site = web.TCPSite(runner, self.host, port)
+                    await site.start()
+                    deepen_backlog(site)
         except BaseException:
             for runner in runners:
                 await runner.cleanup()

@@ -5,17 +5,20 @@ time, a body that stops coming) would otherwise take every descriptor the proces
 and then nothing, ``/readyz`` included, could connect until their timeouts fired (slowloris:
 1,100 stalled connections under ``ulimit -n 1024``). So a server holds at most half its
 open-files limit in connections (``connection_limit``: 512 under ``ulimit -n 1024``), leaving
-the other half to sandboxes and their pipes. A connection past the bound closes the one that
-has waited longest on its client: a connection with no request in progress (idle between
-requests, or a head still arriving), or one whose handler waits for body bytes
-(``waiting_on_client``). A connection whose request is being served (an exec that runs, a
-stream, a tunnel, a WebSocket) is never closed for another; when every connection is being
-served, the newcomer is closed instead.
+the other half to sandboxes and their pipes. A connection past the bound closes one that
+waits on its client: first one whose request has not fully arrived (a new connection, a head
+still arriving, a handler waiting for body bytes: ``waiting_on_client``), the one heard from
+longest ago, then an idle keep-alive connection that has been served before (a pooled client's
+connection goes last, so a client in good standing rarely sees one closed under it). A
+connection whose request is being served (an exec that runs, a stream, a tunnel, a WebSocket)
+is never closed for another; when every connection is being served, the newcomer is closed
+instead.
 """
 
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Protocol
 
@@ -26,10 +29,19 @@ if TYPE_CHECKING:
 
     from aiohttp import web
 
-__all__ = ["MIN_CONNECTIONS", "Admission", "connection_limit", "waiting_on_client"]
+__all__ = [
+    "LISTEN_BACKLOG",
+    "MIN_CONNECTIONS",
+    "Admission",
+    "connection_limit",
+    "deepen_backlog",
+    "waiting_on_client",
+]
 
 #: The bound never goes below this, however low the open-files limit.
 MIN_CONNECTIONS = 16
+#: Connections the kernel queues for the server (capped by ``net.core.somaxconn``).
+LISTEN_BACKLOG = 4096
 
 
 class Connection(Protocol):
@@ -44,13 +56,15 @@ def connection_limit() -> int | None:
 
 
 class Admission:
-    """The connections of one server: which are open, and which wait on their client, oldest
-    activity first."""
+    """The connections of one server: which are open, and which wait on their client (those
+    whose request is still arriving, and idle ones served before), least recently heard
+    from first."""
 
     def __init__(self, limit: Callable[[], int | None] = connection_limit) -> None:
         self._limit = limit
         self._open: set[Connection] = set()
-        self._waiting: OrderedDict[Connection, None] = OrderedDict()
+        self._arriving: OrderedDict[Connection, None] = OrderedDict()
+        self._idle: OrderedDict[Connection, None] = OrderedDict()
         #: Connections closed to make room, for the figures a test reads.
         self.shed = 0
 
@@ -58,12 +72,15 @@ class Admission:
         return len(self._open)
 
     def opened(self, connection: Connection) -> None:
-        """A new connection, waiting for its first request; room is made for it."""
+        """A new connection, its first request on its way; room is made for it."""
         self._open.add(connection)
-        self._waiting[connection] = None
+        self._arriving[connection] = None
         limit = self._limit()
         while limit is not None and len(self._open) > limit:
-            victim = next((c for c in self._waiting if c is not connection), connection)
+            victim = next(
+                (c for queue in (self._arriving, self._idle) for c in queue if c is not connection),
+                connection,
+            )
             self.closed(victim)
             self.shed += 1
             victim.force_close()
@@ -72,22 +89,31 @@ class Admission:
 
     def heard(self, connection: Connection) -> None:
         """Bytes arrived from its client: it has waited least of all now."""
-        if connection in self._waiting:
-            self._waiting.move_to_end(connection)
+        for queue in (self._arriving, self._idle):
+            if connection in queue:
+                queue.move_to_end(connection)
 
-    def waiting(self, connection: Connection, waiting: bool) -> None:
-        """Whether it waits on its client (no request in progress, or a body read)."""
-        if connection not in self._open:
-            return
-        if waiting:
-            self._waiting[connection] = None
-            self._waiting.move_to_end(connection)
-        else:
-            self._waiting.pop(connection, None)
+    def arriving(self, connection: Connection) -> None:
+        """Its request is on its way (a head, or a body a handler waits for)."""
+        self._put(connection, self._arriving)
+
+    def idle(self, connection: Connection) -> None:
+        """It was served and waits for its next request."""
+        self._put(connection, self._idle)
+
+    def serving(self, connection: Connection) -> None:
+        """Its request is being served: never closed for another."""
+        self._arriving.pop(connection, None)
+        self._idle.pop(connection, None)
 
     def closed(self, connection: Connection) -> None:
         self._open.discard(connection)
-        self._waiting.pop(connection, None)
+        self.serving(connection)
+
+    def _put(self, connection: Connection, queue: OrderedDict[Connection, None]) -> None:
+        if connection in self._open:
+            self.serving(connection)
+            queue[connection] = None
 
 
 @contextlib.contextmanager
@@ -98,8 +124,26 @@ def waiting_on_client(request: web.BaseRequest) -> Iterator[None]:
     if not isinstance(admission, Admission) or connection is None:
         yield
         return
-    admission.waiting(connection, True)
+    admission.arriving(connection)
     try:
         yield
     finally:
-        admission.waiting(connection, False)
+        admission.serving(connection)
+
+
+def deepen_backlog(site: web.BaseSite) -> None:
+    """Let the kernel queue ``LISTEN_BACKLOG`` connections for ``site``'s sockets.
+
+    asyncio listens with the backlog it is given and also accepts that many connections at
+    one turn of the loop (aiohttp's 128), each taking a descriptor before the server can shed
+    any. A burst of stalled clients past 128 then fills the queue, the kernel drops the SYN
+    of the next client (``/readyz``) and its retry comes a second later. Listening again with
+    a deeper backlog keeps the kernel's queue long while asyncio still accepts 128 a turn.
+    """
+    server = getattr(site, "_server", None)  # as aiohttp's own ``BaseRunner.addresses`` reads
+    for sock in getattr(server, "sockets", None) or ():
+        with (
+            contextlib.suppress(OSError),
+            socket.fromfd(sock.fileno(), sock.family, sock.type) as dup,
+        ):
+            dup.listen(LISTEN_BACKLOG)  # a duplicate descriptor of the same socket

@@ -49,7 +49,9 @@ class _WatchedHandler(RequestHandler):
     def data_received(self, data: bytes) -> None:
         if data and not self._serving and (self._payload is None or self._payload.is_eof()):
             self._start_receiving()
-        self.admission.heard(self)
+            self.admission.arriving(self)  # a new request's bytes: no longer idle
+        else:
+            self.admission.heard(self)
         super().data_received(data)
 
     def connection_lost(self, exc: BaseException | None) -> None:
@@ -61,12 +63,12 @@ class _WatchedHandler(RequestHandler):
         self._serving += 1
         self._payload = request.content
         self._stop_receiving()
-        self.admission.waiting(self, False)
+        self.admission.serving(self)
 
     def finished(self) -> None:
         self._serving -= 1
         if not self._serving:
-            self.admission.waiting(self, True)
+            self.admission.idle(self)
 
     def _start_receiving(self) -> None:
         if self._receiving is None:
@@ -94,17 +96,25 @@ def request_finished(request: web.BaseRequest) -> None:
 class WatchedRunner(web.AppRunner):
     """An ``AppRunner`` whose connections report partly received requests to ``clock``.
 
-    ``handler_kwargs`` are the ``RequestHandler`` options also given to the runner.
+    ``handler_kwargs`` are the ``RequestHandler`` options also given to the runner;
+    ``admission`` bounds its connections (one shared by every runner of a fake: they draw
+    on one process's descriptors).
     """
 
     def __init__(
-        self, app: web.Application, *, clock: Clock, handler_kwargs: dict[str, Any], **kwargs: Any
+        self,
+        app: web.Application,
+        *,
+        clock: Clock,
+        handler_kwargs: dict[str, Any],
+        admission: Admission | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(app, **kwargs, **handler_kwargs)
         self._clock = clock
         self._handler_kwargs = handler_kwargs
-        #: Its connections, bounded (``admission``).
-        self.admission = Admission()
+        #: Its connections, bounded (``admission``); runners of one fake share one.
+        self.admission = admission if admission is not None else Admission()
 
     @property
     def server(self) -> Any:

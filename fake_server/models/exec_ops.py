@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from fake_server.models import exec_output
 from fake_server.models.base import AccountBase
 from fake_server.models.errors import (
     ApiError,
@@ -20,7 +21,7 @@ from fake_server.models.errors import (
     PayloadTooLarge,
     at_capacity,
 )
-from fake_server.models.exec_output import BUFFERED_LIMIT, Backlog, OutputSink, cut_notice
+from fake_server.models.exec_output import Backlog, OutputSink, cut_notice
 from fake_server.models.paths import check_abs_path
 from fake_server.models.waiting import Wakeup, handed_off, wait_event
 from fake_server.runtime.environment import DISK_LIMIT, FILE_LIMIT
@@ -152,7 +153,8 @@ class ExecOps(AccountBase):
 
     async def exec(self, sandbox_id: str, spec: ExecSpec) -> ExecResult:
         job = self._prepare(sandbox_id, spec)
-        out, err = OutputSink(limit=BUFFERED_LIMIT), OutputSink(limit=BUFFERED_LIMIT)
+        limit = exec_output.BUFFERED_LIMIT
+        out, err = OutputSink(limit=limit), OutputSink(limit=limit)
         start = self.ctx.clock.now()
         code, error = await self._run(job, out, err)
         exec_ms = round((self.ctx.clock.now() - start) * 1000, 3)

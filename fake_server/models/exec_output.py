@@ -65,6 +65,7 @@ class OutputSink:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._parts: list[str] = []
         self._emit = emit
+        self.limit = limit
         self._room = limit
         self._backlog = backlog
         self.dropped = 0
@@ -99,14 +100,13 @@ class OutputSink:
 
 def cut_notice(out: OutputSink, err: OutputSink) -> str:
     """What the result's ``error`` says of output a buffered exec dropped (``""``: none)."""
-    cut = [(name, sink.dropped) for name, sink in (("stdout", out), ("stderr", err))]
-    cut = [(name, dropped) for name, dropped in cut if dropped]
+    cut = [(name, sink) for name, sink in (("stdout", out), ("stderr", err)) if sink.dropped]
     if not cut:
         return ""
     names = " and ".join(name for name, _ in cut)
-    counts = " and ".join(f"{dropped} {name}" for name, dropped in cut)
+    counts = " and ".join(f"{sink.dropped} {name}" for name, sink in cut)
     return (
-        f"{names} passed the {BUFFERED_LIMIT}-byte limit a buffered exec keeps of each "
+        f"{names} passed the {cut[0][1].limit}-byte limit a buffered exec keeps of each "
         f"stream ({counts} bytes dropped); stream the output (stream=true) or write it to "
         "a file"
     )

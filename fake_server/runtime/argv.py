@@ -19,10 +19,11 @@ __all__ = ["MAX_ARGS_TOTAL", "MAX_ARG_BYTES", "check_argv", "check_env", "oversi
 #: ``MAX_ARG_STRLEN``, 32 pages of 4 KiB with the string's NUL. A longer one fails ``execve``
 #: with ``E2BIG`` on the service's VM as here, so the API refuses it first (400).
 MAX_ARG_BYTES = 131_071
-#: Bytes all of a command's arguments and environment entries may take together (each with
-#: its NUL): half of Linux's 2 MiB under the default 8 MiB stack, so what the fake adds
-#: around a command (its wrapper's arguments, the sandbox's variables) always fits.
-MAX_ARGS_TOTAL = 1_048_576
+#: Bytes a command's arguments and environment entries may take together, counted as Linux
+#: counts them (each string with its NUL, and its 8-byte pointer): Linux's 2 MiB under the
+#: default 8 MiB stack, less 128 KiB for what the fake adds around a command (its wrapper's
+#: arguments, the base environment, the sandbox's variables: at most 64 KiB).
+MAX_ARGS_TOTAL = 2 * 1024 * 1024 - 128 * 1024
 
 _SURROGATE = re.compile("[\\ud800-\\udfff]")
 
@@ -77,7 +78,7 @@ def oversize(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str, str] | N
                 f"{what} longer than {MAX_ARG_BYTES} bytes, the most Linux passes "
                 "to a program (MAX_ARG_STRLEN); pass large data as stdin or in a file",
             )
-        total += size + 1
+        total += size + 9
     for key, value in env.items():
         size = len(f"{key}={value}".encode("utf-8", "surrogatepass"))
         if size > MAX_ARG_BYTES:
@@ -86,7 +87,7 @@ def oversize(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str, str] | N
                 f"has an entry (KEY=VALUE) longer than {MAX_ARG_BYTES} bytes, the "
                 "most Linux passes to a program (MAX_ARG_STRLEN); pass large data in a file",
             )
-        total += size + 1
+        total += size + 9
     if total > MAX_ARGS_TOTAL:
         return (
             "args",

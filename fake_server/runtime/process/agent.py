@@ -41,7 +41,8 @@ ACTIONS = ("pause", "delete")
 REASON_LIMIT = 128
 #: Real seconds a connection may take to send its request.
 _READ_TIMEOUT = 10.0
-#: Connections served at once; more are closed at once.
+#: Connections served at once; more are closed at once. Also the listen backlog and what one
+#: turn of the loop accepts (asyncio's default, 100, would take as many descriptors at once).
 CONNECTIONS = 16
 
 
@@ -78,7 +79,7 @@ class Agent:
         try:
             sock.bind(("127.0.0.1", PORT))
             sock.listen(16)
-            self._server = await asyncio.start_server(self._serve, sock=sock)
+            self._server = await asyncio.start_server(self._serve, sock=sock, backlog=CONNECTIONS)
         except BaseException:
             sock.close()
             raise

@@ -34,6 +34,9 @@ PORT = 80
 REQUEST_TIMEOUT = 10.0
 #: Connections served at once: per sandbox, and for all sandboxes together.
 EACH, TOTAL = 8, 64
+#: Connections waiting to be accepted, and accepted at one turn of the loop (asyncio's
+#: default is 100: as many descriptors at once, even for connections closed at once).
+_BACKLOG = 16
 
 
 class Metadata:
@@ -60,7 +63,7 @@ class Metadata:
             sock.close()
             raise
         try:
-            self._server = await asyncio.start_server(self._serve, sock=sock)
+            self._server = await asyncio.start_server(self._serve, sock=sock, backlog=_BACKLOG)
         except BaseException:
             sock.close()
             raise

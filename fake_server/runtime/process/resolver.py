@@ -40,6 +40,9 @@ QUERIES_EACH, QUERIES_TOTAL = 32, 256
 TCP_EACH, TCP_TOTAL = 8, 64
 #: Real seconds a TCP connection may go without a byte either way (RFC 7766's idle timeout).
 TCP_IDLE = 10.0
+#: Connections waiting to be accepted, and accepted at one turn of the loop (asyncio's
+#: default is 100: as many descriptors at once, even for connections closed at once).
+_BACKLOG = 16
 _MAX_UDP = 65535
 
 
@@ -128,7 +131,7 @@ class Resolver:
             raise
         self._udp = transport
         try:
-            self._tcp = await asyncio.start_server(self._stream, sock=tcp)
+            self._tcp = await asyncio.start_server(self._stream, sock=tcp, backlog=_BACKLOG)
         except BaseException:
             tcp.close()
             raise
