@@ -2,12 +2,13 @@
 
 A buffered exec (``POST …/exec``) answers with the whole output in one JSON reply, so the
 fake keeps at most ``BUFFERED_LIMIT`` bytes of each stream; the rest is read (the command
-never blocks on a full pipe) and dropped, and the result's ``error`` says how much went, as
-both SDKs' ``sh()`` report it. No public source states a limit of the service's; this one
-keeps the fake's memory bounded (200 MB of output once took it to 661 MB) and matches
-bashkit's own cut of a command's output (10 MiB). A streamed exec keeps no such limit: its
-frames wait for the client to take them, and past ``STREAM_BACKLOG`` bytes waiting the
-command waits too, as a program writing to a slow pipe does.
+never blocks on a full pipe) and dropped, and the result's ``error`` says how much went,
+which both SDKs' strict helpers (TS ``sh()``, Python ``shell()``) raise on. No public source
+states a limit of the service's; this one keeps the fake's memory bounded (200 MB of output
+once took it to 661 MB) and matches bashkit's own cut of a command's output (10 MiB). A
+streamed exec keeps no such limit: its frames wait for the client to take them, and past
+``STREAM_BACKLOG`` characters waiting the command waits too, as a program writing to a slow
+pipe does.
 """
 
 from __future__ import annotations
