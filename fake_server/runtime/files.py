@@ -18,9 +18,11 @@ import errno
 import io
 import os
 import stat
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from fake_server.runtime.api import Disk
 
 __all__ = [
@@ -36,6 +38,8 @@ __all__ = [
 
 #: Bytes moved at a time between a host file and a connection.
 CHUNK = 256 * 1024
+
+_T = TypeVar("_T")
 
 
 class NotRegularFile(OSError):
@@ -67,24 +71,48 @@ class FileDisk(Protocol):
     def open_write(self, path: str) -> int: ...
 
 
+class _Descriptor:
+    """A host file's descriptor used from the loop's executor: ``close()`` while a read or
+    write is still running there closes it once that call returns, so the call never meets
+    a descriptor number reused by another file meanwhile."""
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+        self._busy: asyncio.Future[Any] | None = None
+
+    async def run(self, call: Callable[..., _T], *args: object) -> _T:
+        assert self.fd is not None
+        future = asyncio.get_running_loop().run_in_executor(None, call, self.fd, *args)
+        self._busy = future
+        return await future
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, None
+        if fd is None:
+            return
+        busy = self._busy
+        if busy is not None and not busy.done():
+            busy.add_done_callback(lambda _: os.close(fd))
+        else:
+            os.close(fd)
+
+
 class Source:
     """A file being downloaded: its size, then its bytes ``read()`` a chunk at a time."""
 
     def __init__(self, size: int, fd: int | None = None, data: bytes = b"") -> None:
         self.size = size
-        self._fd = fd
+        self._file = _Descriptor(fd)
         self._data = io.BytesIO(data)
 
     async def read(self, limit: int = CHUNK) -> bytes:
         """Up to ``limit`` bytes; ``b""`` at the end of the file."""
-        if self._fd is None:
+        if self._file.fd is None:
             return self._data.read(limit)
-        return await asyncio.get_running_loop().run_in_executor(None, os.read, self._fd, limit)
+        return await self._file.run(os.read, limit)
 
     def close(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
+        self._file.close()
 
 
 class Target:
@@ -95,7 +123,7 @@ class Target:
         self, fd: int | None = None, disk: Disk | None = None, path: str = "", limit: int = 0
     ) -> None:
         self.size = 0
-        self._fd = fd
+        self._file = _Descriptor(fd)
         self._disk = disk
         self._path = path
         self._limit = limit
@@ -104,23 +132,21 @@ class Target:
     async def write(self, data: bytes) -> None:
         """Raises ``OSError`` (``EFBIG`` past an in-memory disk's file limit, ``ENOSPC``)."""
         self.size += len(data)
-        if self._fd is None:
+        if self._file.fd is None:
             if self.size > self._limit:
                 raise OSError(errno.EFBIG, os.strerror(errno.EFBIG), self._path)
             self._parts.append(bytes(data))
             return
-        await asyncio.get_running_loop().run_in_executor(None, _write_all, self._fd, data)
+        await self._file.run(_write_all, data)
 
     async def finish(self) -> None:
-        if self._fd is None and self._disk is not None:
+        if self._file.fd is None and self._disk is not None:
             self._disk.write_file(self._path, b"".join(self._parts))
         self.close()
 
     def close(self) -> None:
         self._parts.clear()
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
+        self._file.close()
 
 
 def _write_all(fd: int, data: bytes) -> None:

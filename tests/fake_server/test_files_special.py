@@ -9,6 +9,7 @@ process runtime in ``test_process_files.py``.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -120,3 +121,20 @@ async def test_bashkit_refuses_a_fifo_as_the_process_runtime_does(
     assert (download.status_code, download.json()) == (400, refused)
     upload = await client.put(files, params={"path": "/root/fifo"}, content=b"x")
     assert (upload.status_code, upload.json()) == (400, refused)
+
+
+async def test_a_descriptor_closed_during_a_read_closes_once_the_read_returns() -> None:
+    from fake_server.runtime.files import _Descriptor
+
+    read_end, write_end = os.pipe()
+    file = _Descriptor(read_end)
+    reading = asyncio.ensure_future(file.run(os.read, 10))  # blocks in the executor
+    await asyncio.sleep(0)  # the read is handed to the executor
+    file.close()
+    os.fstat(read_end)  # still open: the read holds it
+    os.write(write_end, b"late")
+    assert await asyncio.wait_for(reading, timeout=10) == b"late"
+    await asyncio.sleep(0)  # the close runs as the read's callback
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(read_end)
+    os.close(write_end)
