@@ -9,9 +9,9 @@ from fake_server.http.bodies import body_chunks
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
 from fake_server.http.recorder import BODY_KEY
-from fake_server.http.streams import open_body, stream_ndjson
+from fake_server.http.streams import LARGE_JSON, open_body, stream_json, stream_ndjson
 from fake_server.http.wire.commands import exec_event, exec_result, parse_exec
-from fake_server.http.wire.common import read_json
+from fake_server.http.wire.common import read_json, success
 from fake_server.runtime.environment import FILE_LIMIT
 from fake_server.runtime.files import CHUNK
 
@@ -30,7 +30,10 @@ async def exec_command(request: web.Request) -> web.StreamResponse:
     spec, stream = parse_exec(await read_json(request), request.query.get("stream"))
     account = request[BACKEND_KEY]
     if not stream:
-        return ok(exec_result(await account.exec(sandbox_id(request), spec)))
+        result = await account.exec(sandbox_id(request), spec)
+        if len(result.stdout) + len(result.stderr) > LARGE_JSON:
+            return await stream_json(request, success(exec_result(result)))
+        return ok(exec_result(result))
     events = account.exec_stream(sandbox_id(request), spec)
     return await stream_ndjson(request, events, exec_event)
 

@@ -53,6 +53,8 @@ class _WatchedHandler(RequestHandler):
         else:
             self.admission.heard(self)
         super().data_received(data)
+        if self._messages:  # a whole head arrived: served next, never shed meanwhile
+            self.admission.serving(self)
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._stop_receiving()

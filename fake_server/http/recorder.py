@@ -56,6 +56,8 @@ class Tally:
     def summary(self) -> str:
         if self.kind == "ndjson":
             return f"<ndjson stream, {self.lines} lines, {self.size} bytes>"
+        if self.kind == "json":
+            return f"<json, {self.size} bytes>"
         return binary_summary(self.size)
 
 

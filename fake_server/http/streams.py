@@ -13,11 +13,25 @@ from fake_server.http.keys import ANNOUNCED_KEY, STREAM_KEY, STREAM_WRAPPERS_KEY
 from fake_server.http.recorder import TALLY_KEY, Tally
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, Callable, Mapping
+    from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 
     from fake_server.clock import Clock
 
-__all__ = ["BodyWriter", "FrameWriter", "open_body", "open_ndjson", "stream_ndjson"]
+__all__ = [
+    "LARGE_JSON",
+    "BodyWriter",
+    "FrameWriter",
+    "json_pieces",
+    "open_body",
+    "open_ndjson",
+    "stream_json",
+    "stream_ndjson",
+]
+
+#: Characters of strings past which a JSON reply is written in pieces (``stream_json``).
+LARGE_JSON = 1024 * 1024
+#: Characters of a string encoded at a time.
+_PIECE = 64 * 1024
 
 _T = TypeVar("_T")
 
@@ -108,4 +122,52 @@ async def stream_ndjson(
         with contextlib.suppress(ConnectionResetError):
             async for item in items:
                 await writer.write_frame(render(item))
+    return response
+
+
+def json_pieces(value: Any) -> Iterator[str]:
+    """``json.dumps(value)`` (``web.json_response``'s format) in pieces: a long string is
+    escaped a slice at a time, so no one step holds the loop for long."""
+    if isinstance(value, str) and len(value) > _PIECE:
+        yield '"'
+        for start in range(0, len(value), _PIECE):
+            yield json.dumps(value[start : start + _PIECE])[1:-1]
+        yield '"'
+    elif isinstance(value, dict):
+        yield "{"
+        for index, (key, item) in enumerate(value.items()):
+            yield f"{', ' if index else ''}{json.dumps(str(key))}: "
+            yield from json_pieces(item)
+        yield "}"
+    elif isinstance(value, list | tuple):
+        yield "["
+        for index, item in enumerate(value):
+            if index:
+                yield ", "
+            yield from json_pieces(item)
+        yield "]"
+    else:
+        yield json.dumps(value)
+
+
+async def stream_json(request: web.Request, data: Mapping[str, Any]) -> web.StreamResponse:
+    """A 200 JSON reply written in pieces as the client takes them: encoding a 10 MiB
+    string at once holds the loop (and every other request) for a tenth of a second and
+    more. Fault stream wrappers do not apply (it is not a stream of the API's); the journal
+    keeps its size (``<json, N bytes>``)."""
+    response = web.StreamResponse(headers={"Content-Type": "application/json; charset=utf-8"})
+    await response.prepare(request)
+    tally = request[TALLY_KEY] = Tally("json")
+    writer = BodyWriter(response, *_announced(request), tally)
+    pending: list[str] = []
+    size = 0
+    with contextlib.suppress(ConnectionResetError):
+        for piece in json_pieces(data):
+            pending.append(piece)
+            size += len(piece)
+            if size >= _PIECE:
+                await writer.write("".join(pending).encode())
+                pending, size = [], 0
+        if pending:
+            await writer.write("".join(pending).encode())
     return response

@@ -139,3 +139,49 @@ async def test_the_notice_names_every_stream_bashkit_cut(
         None if notice is None else f"bash: {notice}"
     )
     assert cut_status(code, result) == status
+
+
+# -- large replies ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"status": "success", "data": {"result": {"stdout": 'a"b\\c\n\t' * 30_000, "n": 1}}},
+        {"s": "é😀\u2028" * 40_000, "list": [1, None, True, "x" * 70_000, {"k": 2.5}]},
+        {"empty": "", "nested": [[{"deep": ["y" * 65_536]}]]},
+    ],
+)
+async def test_a_reply_in_pieces_is_the_reply_json_response_writes(value: Any) -> None:
+    from fake_server.http.streams import json_pieces
+
+    pieces = list(json_pieces(value))
+    assert "".join(pieces) == json.dumps(value)
+    assert max(map(len, pieces)) <= 12 * 64 * 1024  # an escaped slice at most, never the whole
+
+
+async def test_a_large_buffered_result_is_written_in_pieces_and_journaled_by_size(
+    fake: Any,
+    client: httpx.AsyncClient,
+    make_sandbox: MakeSandbox,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fake_server.http import commands
+
+    monkeypatch.setattr(commands, "LARGE_JSON", 100)
+    sandbox_id = await make_sandbox()
+    reply = await client.post(
+        f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "bash", "args": ["-c", "seq 100"]}
+    )
+    assert reply.headers["content-type"] == "application/json; charset=utf-8"
+    out = "".join(f"{i}\n" for i in range(1, 101))
+    data = reply.json()["data"]
+    assert data["result"] == {"exit_code": 0, "stdout": out, "stderr": "", "error": ""}
+    assert (
+        reply.content
+        == json.dumps(
+            {"status": "success", "data": {"result": data["result"], "exec_ms": data["exec_ms"]}}
+        ).encode()
+    )
+    event = fake.journal.filter(kind="response", operation="exec")[-1]
+    assert event.body == f"<json, {len(reply.content)} bytes>"

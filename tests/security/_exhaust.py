@@ -1,33 +1,32 @@
 """What the exhaustion attacks share: the fake's own usage, and a watch on ``/readyz`` that runs
 beside an attack.
 
-``Watch`` polls ``/readyz`` from a thread of its own (every 0.3 s: the open routes' rate limit
-is 300 requests a minute per peer) and samples the ``serve`` process's resident set and open
-descriptors at each poll; the test then asserts that every poll answered 200 within a second
-and that the peaks stayed bounded.
+``Watch`` polls ``/readyz`` from a process of its own (``_watcher``, every 0.3 s: the open
+routes' rate limit is 300 requests a minute per peer) and samples the ``serve`` process's
+resident set and open descriptors at each poll; the test then asserts that every poll
+answered 200 within a second and that the peaks stayed bounded.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
-import ssl
-import threading
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-import httpx
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from tests.security._attack import Target
 
-__all__ = ["Usage", "Watch", "open_stalled", "until", "usage"]
+__all__ = ["Usage", "Watch", "open_stalled", "usage"]
 
-_TLS = ssl.create_default_context()
 MIB = 1024 * 1024
+#: The checkout, where ``python -m tests.security._watcher`` finds its module.
+_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +44,8 @@ def usage(pid: int) -> Usage:
 
 @dataclass
 class Watch:
-    """``/readyz`` and the fake's usage, sampled from a thread while the ``with`` block runs."""
+    """``/readyz`` and the fake's usage, sampled by a process of its own (``_watcher``) while
+    the ``with`` block runs; ``sample()`` adds a sample taken here."""
 
     target: Target
     interval: float = 0.3
@@ -53,60 +53,51 @@ class Watch:
     failures: list[str] = field(default_factory=list)
     peak: Usage = Usage(0, 0)
     base: Usage = Usage(0, 0)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _process: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> Watch:
-        self.base = self.peak = usage(self.target.serve.process.pid)
-        self._thread = threading.Thread(target=self._run, name="readyz-watch", daemon=True)
-        self._thread.start()
+        pid = self.target.serve.process.pid
+        self.base = self.peak = usage(pid)
+        command = [sys.executable, "-m", "tests.security._watcher", self.target.origin]
+        self._process = subprocess.Popen(
+            [*command, str(pid), str(self.interval)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=_ROOT,
+        )
+        assert self._process.stdout is not None
+        self._record(self._process.stdout.readline())  # a first poll before the attack
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        assert self._thread is not None
-        self._thread.join(timeout=10)
+        assert self._process is not None
+        out, _ = self._process.communicate(input="", timeout=30)
+        for line in out.splitlines():
+            self._record(line)
 
-    def _run(self) -> None:
-        with httpx.Client(base_url=self.target.origin, verify=_TLS, timeout=1.0) as client:
-            while not self._stop.is_set():
-                self.sample()
-                started = time.monotonic()
-                try:
-                    reply = client.get("/readyz")
-                    if reply.status_code != 200:
-                        self.failures.append(f"/readyz answered {reply.status_code}")
-                except httpx.HTTPError as exc:
-                    waited = time.monotonic() - started
-                    self.failures.append(f"/readyz: {type(exc).__name__} after {waited:.2f} s")
-                self.polls += 1
-                self._stop.wait(self.interval)
+    def _record(self, line: str) -> None:
+        poll = json.loads(line)
+        self.polls += 1
+        if poll["problem"]:
+            self.failures.append(f"/readyz: {poll['problem']}")
+        self._seen(Usage(poll["rss"], poll["fds"]))
 
     def sample(self) -> Usage:
         now = usage(self.target.serve.process.pid)
-        self.peak = Usage(max(self.peak.rss, now.rss), max(self.peak.fds, now.fds))
+        self._seen(now)
         return now
+
+    def _seen(self, now: Usage) -> None:
+        self.peak = Usage(max(self.peak.rss, now.rss), max(self.peak.fds, now.fds))
 
     def check(self, *, rss_growth: int, fd_growth: int) -> None:
         """Every poll answered in time; the peaks stayed within the growths given."""
-        assert self.polls >= 1
+        assert self.polls >= 2  # at least one before the attack and one after
         assert self.failures == [], self.failures
         grew = Usage(self.peak.rss - self.base.rss, self.peak.fds - self.base.fds)
         assert grew.rss < rss_growth, f"the fake grew by {grew.rss // MIB} MiB"
         assert grew.fds < fd_growth, f"the fake opened {grew.fds} more descriptors"
-
-
-def until(condition: Callable[[], Any], *, timeout: float = 30.0, what: str = "") -> Any:
-    """Poll ``condition`` until it is truthy (returned), failing after ``timeout`` real
-    seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}")
-        time.sleep(0.05)
 
 
 def open_stalled(address: tuple[str, int], payloads: list[bytes]) -> list[socket.socket]:

@@ -247,23 +247,26 @@ def _dns_still_answers(serve: Target, other: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "script"),
+    "script",
     [
-        ("dns over tcp", _connections("169.254.0.1", 53, 300)),
-        ("metadata", _connections("169.254.169.254", 80, 300)),
-        ("agent", _connections("127.0.0.1", 1029, 1500)),
+        _connections("169.254.0.1", 53, 300),
+        _connections("169.254.169.254", 80, 300),
+        _connections("127.0.0.1", 1029, 1500),
     ],
     ids=["dns-tcp", "metadata", "agent"],
 )
 def test_connections_held_from_a_sandbox_take_a_bounded_share_of_the_fake(
-    serve: Target, other: str, name: str, script: str
+    serve: Target, other: str, script: str
 ) -> None:
     sandbox = serve.create()
     with Watch(serve) as watch, _hold(serve, sandbox, script):
         assert serve.sh(other, "echo ok") == (0, "ok\n")
         _dns_still_answers(serve, other)
         watch.sample()
-    watch.check(rss_growth=64 * MIB, fd_growth=48)
+    # At most 16 connections served (8 relayed, two descriptors each) and 16 more accepted at
+    # one turn before they close, beside the descriptors the checks themselves use (an exec's
+    # pipes, the other sandbox's DNS query): on main the same attacks took 289 to 608.
+    watch.check(rss_growth=64 * MIB, fd_growth=64)
 
 
 def test_a_udp_flood_of_the_dns_relay_takes_a_bounded_share_of_the_fake(
@@ -282,4 +285,6 @@ def test_a_udp_flood_of_the_dns_relay_takes_a_bounded_share_of_the_fake(
     with Watch(serve) as watch, _hold(serve, sandbox, flood):
         assert serve.sh(other, "echo ok") == (0, "ok\n")
         _dns_still_answers(serve, other)
-    watch.check(rss_growth=64 * MIB, fd_growth=64)
+    # At most 32 queries in flight, an upstream socket each, beside the descriptors the checks
+    # themselves use: on main the same flood took 3,721.
+    watch.check(rss_growth=64 * MIB, fd_growth=80)

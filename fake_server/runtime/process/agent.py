@@ -9,9 +9,9 @@ reachable from the sandbox's processes only; nothing listens on the host's loopb
 reply is sent before the sandbox is paused or destroyed, so the caller gets its 202.
 
 At most ``CONNECTIONS`` connections are served at once (each holds a descriptor of the fake's
-process for up to ``_READ_TIMEOUT``); more are closed as soon as they are accepted, so a
-sandbox flooding its agent cannot take the fake's descriptors (1,500 connections once gave
-thousands of ``EMFILE`` errors and API timeouts).
+process for up to ``_READ_TIMEOUT``); more wait in the listen backlog, unaccepted
+(``caps.BoundedServer``), so a sandbox flooding its agent cannot take the fake's descriptors
+(1,500 connections once gave thousands of ``EMFILE`` errors and API timeouts).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import h11
 
-from fake_server.runtime.process.caps import Caps
+from fake_server.runtime.process.caps import BoundedServer, Caps
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -41,8 +41,7 @@ ACTIONS = ("pause", "delete")
 REASON_LIMIT = 128
 #: Real seconds a connection may take to send its request.
 _READ_TIMEOUT = 10.0
-#: Connections served at once; more are closed at once. Also the listen backlog and what one
-#: turn of the loop accepts (asyncio's default, 100, would take as many descriptors at once).
+#: Connections served at once (and the listen backlog, where more wait).
 CONNECTIONS = 16
 
 
@@ -61,10 +60,10 @@ class Agent:
         self._net = net
         self._handler = handler
         self._pipe = pipe
-        self._server: asyncio.Server | None = None
+        self._server: BoundedServer | None = None
         self._starting: asyncio.Task[None] | None = None
         #: Connections being served now (bounded by ``CONNECTIONS``).
-        self.caps: Caps[None] = Caps(CONNECTIONS, CONNECTIONS)
+        self.caps: Caps[str | None] = Caps(CONNECTIONS, CONNECTIONS)
 
     async def start(self) -> None:
         """Listen (once; later calls wait for the first)."""
@@ -78,17 +77,14 @@ class Agent:
         sock = self._net.socket()
         try:
             sock.bind(("127.0.0.1", PORT))
-            sock.listen(16)
-            self._server = await asyncio.start_server(self._serve, sock=sock, backlog=CONNECTIONS)
+            sock.listen(CONNECTIONS)
+            self._server = BoundedServer(sock, self.caps, self._serve, by_peer=False)
         except BaseException:
             sock.close()
             raise
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One request per connection (HTTP/1.1 through h11), then close."""
-        if not self.caps.take(None):
-            writer.close()
-            return
         connection = h11.Connection(h11.SERVER)
         try:
             async with asyncio.timeout(_READ_TIMEOUT):
@@ -103,7 +99,6 @@ class Agent:
         except (OSError, TimeoutError, h11.ProtocolError):
             return  # a client that went away or spoke no HTTP: nothing to answer
         finally:
-            self.caps.give(None)
             writer.close()
             with contextlib.suppress(OSError):
                 await writer.wait_closed()

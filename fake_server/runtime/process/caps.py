@@ -7,14 +7,29 @@ relay held 929 descriptors, a 3 s UDP flood 11,301, and 1,500 connections to an 
 thousands of ``EMFILE`` errors and API timeouts for every client. So each server counts what
 each sandbox (by its address) holds and what all of them hold together; past either bound a
 new connection is closed at once and a new query dropped, as a busy server's are.
+
+``BoundedServer`` accepts a listening socket's connections one at a time, and none while all
+sandboxes together hold their bound: more wait in the kernel's queue (the listen backlog),
+holding nothing of the fake, and one refused for its sandbox's bound is closed before the next
+is accepted. (``asyncio.start_server`` accepts its whole backlog at one turn of the loop and
+closes a refused connection turns later: a flood held 80 descriptors that way.)
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections import Counter
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-__all__ = ["Caps"]
+if TYPE_CHECKING:
+    import socket
+    from collections.abc import Awaitable, Callable
+
+__all__ = ["BoundedServer", "Caps"]
+
+#: Real seconds an accept that failed (the fake out of descriptors) waits before the next.
+_RETRY = 0.1
 
 _K = TypeVar("_K")
 
@@ -50,3 +65,69 @@ class Caps(Generic[_K]):
     def held(self, key: _K | None = None) -> int:
         """What ``key`` holds, or everyone together."""
         return self._sum if key is None else self._held[key]
+
+
+class BoundedServer:
+    """Serves a listening socket's connections with ``handle(reader, writer)``, holding at
+    most what ``caps`` allows (keyed by the peer's address, or ``None`` for one key)."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        caps: Caps[str | None],
+        handle: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+        *,
+        by_peer: bool = True,
+    ) -> None:
+        sock.setblocking(False)
+        self._sock = sock
+        self._caps = caps
+        self._handle = handle
+        self._by_peer = by_peer
+        self._room = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._accepting = asyncio.ensure_future(self._accept())
+
+    async def _accept(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            while self._caps.held() >= self._caps.total:
+                self._room.clear()
+                await self._room.wait()
+            try:
+                conn, peer = await loop.sock_accept(self._sock)
+            except OSError:
+                await asyncio.sleep(_RETRY)
+                continue
+            key = str(peer[0]) if self._by_peer and peer else None
+            if not self._caps.take(key):
+                conn.close()
+                continue
+            task = asyncio.ensure_future(self._serve(conn, key))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, conn: socket.socket, key: str | None) -> None:
+        try:
+            reader, writer = await asyncio.open_connection(sock=conn)
+        except OSError:
+            conn.close()
+            self._give(key)
+            return
+        try:
+            await self._handle(reader, writer)
+        finally:
+            writer.close()
+            self._give(key)
+
+    def _give(self, key: str | None) -> None:
+        self._caps.give(key)
+        self._room.set()
+
+    def close(self) -> None:
+        """Stop accepting, drop every connection, close the socket; idempotent."""
+        self._accepting.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        with contextlib.suppress(OSError):
+            self._sock.close()

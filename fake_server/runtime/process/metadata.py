@@ -8,7 +8,8 @@ h11, one request per connection):
 - any other path or method: 404; a request from an address that is no sandbox's: 404.
 
 Bounded as the DNS relay is (``caps``): ``EACH`` connections per sandbox, ``TOTAL`` for all
-of them; more are closed as soon as they are accepted.
+of them: a connection past a sandbox's bound is closed as soon as it is accepted, and none is
+accepted while all sandboxes hold theirs (``caps.BoundedServer``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import h11
 
-from fake_server.runtime.process.caps import Caps
+from fake_server.runtime.process.caps import BoundedServer, Caps
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -34,9 +35,8 @@ PORT = 80
 REQUEST_TIMEOUT = 10.0
 #: Connections served at once: per sandbox, and for all sandboxes together.
 EACH, TOTAL = 8, 64
-#: Connections waiting to be accepted, and accepted at one turn of the loop (asyncio's
-#: default is 100: as many descriptors at once, even for connections closed at once).
-_BACKLOG = 16
+#: Connections the kernel queues while the endpoint accepts none.
+_BACKLOG = 64
 
 
 class Metadata:
@@ -48,25 +48,20 @@ class Metadata:
         self._net = net
         self._address = address
         self._describe = describe
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._server: BoundedServer | None = None
         #: Connections being served, by sandbox address.
-        self.caps: Caps[str] = Caps(EACH, TOTAL)
+        self.caps: Caps[str | None] = Caps(EACH, TOTAL)
 
     async def serve(self) -> None:
         sock = self._net.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((self._address, PORT))
-            sock.listen(64)
+            sock.listen(_BACKLOG)
         except OSError:
             sock.close()
             raise
-        try:
-            self._server = await asyncio.start_server(self._serve, sock=sock, backlog=_BACKLOG)
-        except BaseException:
-            sock.close()
-            raise
+        self._server = BoundedServer(sock, self.caps, self._serve)
 
     def answer(self, client: str, method: bytes, target: bytes) -> tuple[int, bytes]:
         """The status and JSON body for one request from ``client``."""
@@ -76,14 +71,8 @@ class Metadata:
         return 200, json.dumps(found).encode() + b"\n"
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
         peer = writer.get_extra_info("peername")
         client = str(peer[0]) if peer else ""
-        if not self.caps.take(client):
-            writer.close()
-            return
-        self._tasks.add(task)
         connection = h11.Connection(h11.SERVER)
         try:
             async with asyncio.timeout(REQUEST_TIMEOUT):
@@ -105,8 +94,6 @@ class Metadata:
         except (OSError, TimeoutError, h11.ProtocolError):
             pass
         finally:
-            self._tasks.discard(task)
-            self.caps.give(client)
             writer.close()
 
     def close(self) -> None:
@@ -114,5 +101,3 @@ class Metadata:
         server, self._server = self._server, None
         if server is not None:
             server.close()
-        for task in list(self._tasks):
-            task.cancel()

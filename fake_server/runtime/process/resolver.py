@@ -11,7 +11,8 @@ before the sandbox does (the strict hostname mode learns addresses from it).
 Bounded (``caps``): a sandbox has at most ``QUERIES_EACH`` UDP queries in flight (each holds
 a socket to the upstream resolver for up to ``UPSTREAM_TIMEOUT``; more are dropped, as a busy
 resolver drops them, and the client asks again) and ``TCP_EACH`` TCP connections (more are
-closed at once); all sandboxes together ``QUERIES_TOTAL`` and ``TCP_TOTAL``. A TCP connection
+closed at once); all sandboxes together ``QUERIES_TOTAL`` and ``TCP_TOTAL`` (past which no
+TCP connection is accepted until one ends: ``caps.BoundedServer``). A TCP connection
 with no byte either way for ``TCP_IDLE`` seconds is closed.
 """
 
@@ -22,7 +23,7 @@ import contextlib
 import socket
 from typing import TYPE_CHECKING, Any, cast
 
-from fake_server.runtime.process.caps import Caps
+from fake_server.runtime.process.caps import BoundedServer, Caps
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
@@ -40,9 +41,8 @@ QUERIES_EACH, QUERIES_TOTAL = 32, 256
 TCP_EACH, TCP_TOTAL = 8, 64
 #: Real seconds a TCP connection may go without a byte either way (RFC 7766's idle timeout).
 TCP_IDLE = 10.0
-#: Connections waiting to be accepted, and accepted at one turn of the loop (asyncio's
-#: default is 100: as many descriptors at once, even for connections closed at once).
-_BACKLOG = 16
+#: TCP connections the kernel queues while the relay accepts none.
+_BACKLOG = 64
 _MAX_UDP = 65535
 
 
@@ -104,11 +104,11 @@ class Resolver:
         #: Awaited with ``(sandbox address, answer)`` before each UDP answer is relayed.
         self.watch: Callable[[str, bytes], Awaitable[None]] | None = None
         self._udp: asyncio.DatagramTransport | None = None
-        self._tcp: asyncio.Server | None = None
+        self._tcp: BoundedServer | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         #: What the sandboxes hold: queries in flight, TCP connections (by address).
         self.queries: Caps[str] = Caps(QUERIES_EACH, QUERIES_TOTAL)
-        self.connections: Caps[str] = Caps(TCP_EACH, TCP_TOTAL)
+        self.connections: Caps[str | None] = Caps(TCP_EACH, TCP_TOTAL)
 
     async def serve(self) -> None:
         loop = asyncio.get_running_loop()
@@ -118,7 +118,7 @@ class Resolver:
             udp.bind((self._address, PORT))
             tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             tcp.bind((self._address, PORT))
-            tcp.listen(64)
+            tcp.listen(_BACKLOG)
         except OSError:
             udp.close()
             tcp.close()
@@ -130,11 +130,7 @@ class Resolver:
             tcp.close()
             raise
         self._udp = transport
-        try:
-            self._tcp = await asyncio.start_server(self._stream, sock=tcp, backlog=_BACKLOG)
-        except BaseException:
-            tcp.close()
-            raise
+        self._tcp = BoundedServer(tcp, self.connections, self._stream)
 
     def spawn(self, coro: Coroutine[Any, Any, None], client: str) -> None:
         """Run one query's relay as a task the resolver cancels when it closes; what
@@ -177,14 +173,6 @@ class Resolver:
 
     async def _stream(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """DNS over TCP (answers too large for UDP): the bytes go both ways unchanged."""
-        task = asyncio.current_task()
-        assert task is not None
-        peer = writer.get_extra_info("peername")
-        client = str(peer[0]) if peer else ""
-        if not self.connections.take(client):
-            writer.close()
-            return
-        self._tasks.add(task)
         try:
             if self.upstream is None:
                 return
@@ -204,8 +192,6 @@ class Resolver:
         except (OSError, TimeoutError):
             pass
         finally:
-            self._tasks.discard(task)
-            self.connections.give(client)
             writer.close()
 
     def close(self) -> None:
