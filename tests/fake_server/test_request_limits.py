@@ -58,18 +58,26 @@ _TOTAL = (
     ],
     ids=["argument", "multibyte", "cmd", "total", "env"],
 )
-@pytest.mark.parametrize("route", ["exec", "exec?stream=true", "processes"])
 async def test_a_command_larger_than_linux_starts_is_a_400_naming_the_field(
     client: httpx.AsyncClient,
     make_sandbox: MakeSandbox,
-    route: str,
     body: dict[str, Any],
     field: str,
     message: str,
 ) -> None:
     sandbox_id = await make_sandbox(envs={"A": "1"})
-    reply = await client.post(f"/v1/sandboxes/{sandbox_id}/{route}", json=body)
+    reply = await client.post(f"/v1/sandboxes/{sandbox_id}/exec", json=body)
     assert (reply.status_code, reply.json()) == (400, {"status": "fail", "data": {field: message}})
+
+
+@pytest.mark.parametrize("route", ["exec?stream=true", "processes"])
+async def test_streamed_execs_and_processes_check_the_same_sizes(
+    client: httpx.AsyncClient, make_sandbox: MakeSandbox, route: str
+) -> None:
+    sandbox_id = await make_sandbox()
+    body = {"cmd": "echo", "args": ["a" * (MAX_ARG_BYTES + 1)]}
+    reply = await client.post(f"/v1/sandboxes/{sandbox_id}/{route}", json=body)
+    assert (reply.status_code, reply.json()) == (400, {"status": "fail", "data": {"args": _ARG}})
 
 
 async def test_the_largest_argument_linux_passes_runs(
