@@ -14,7 +14,7 @@ from fake_server.dashboard import dashboard_url, install_dashboard
 from fake_server.faults import Faults
 from fake_server.faults.world import WorldTarget
 from fake_server.http import AppState, create_app, create_preview_app
-from fake_server.http.admission import Admission, deepen_backlog
+from fake_server.http.admission import ACCEPT_BATCH, Admission, deepen_backlog
 from fake_server.http.connections import WatchedRunner
 from fake_server.http.fault_middleware import applied_listener, journal_listener
 from fake_server.http.h2front import H2Runner
@@ -326,7 +326,7 @@ class FakeCreateOS:
             with self.clock.hold():
                 for runner, port in zip(runners, (self.port, self.preview_port), strict=True):
                     await runner.setup()
-                    site = web.TCPSite(runner, self.host, port)
+                    site = web.TCPSite(runner, self.host, port, backlog=ACCEPT_BATCH)
                     await site.start()
                     deepen_backlog(site)
         except BaseException:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from aiohttp import web
 
 __all__ = [
+    "ACCEPT_BATCH",
     "LISTEN_BACKLOG",
     "MIN_CONNECTIONS",
     "Admission",
@@ -42,6 +43,9 @@ __all__ = [
 MIN_CONNECTIONS = 16
 #: Connections the kernel queues for the server (capped by ``net.core.somaxconn``).
 LISTEN_BACKLOG = 4096
+#: Connections asyncio accepts at one turn of the loop (each a descriptor before the server
+#: can shed any): aiohttp's default is 128.
+ACCEPT_BATCH = 32
 
 
 class Connection(Protocol):
@@ -135,10 +139,11 @@ def deepen_backlog(site: web.BaseSite) -> None:
     """Let the kernel queue ``LISTEN_BACKLOG`` connections for ``site``'s sockets.
 
     asyncio listens with the backlog it is given and also accepts that many connections at
-    one turn of the loop (aiohttp's 128), each taking a descriptor before the server can shed
-    any. A burst of stalled clients past 128 then fills the queue, the kernel drops the SYN
-    of the next client (``/readyz``) and its retry comes a second later. Listening again with
-    a deeper backlog keeps the kernel's queue long while asyncio still accepts 128 a turn.
+    one turn of the loop, each taking a descriptor before the server can shed any, so the
+    site is made with a small one (``ACCEPT_BATCH``). A burst of stalled clients past it would
+    then fill the kernel's queue, the kernel drop the SYN of the next client (``/readyz``)
+    and its retry come a second later. Listening again with a deeper backlog keeps the
+    kernel's queue long while asyncio still accepts ``ACCEPT_BATCH`` a turn.
     """
     server = getattr(site, "_server", None)  # as aiohttp's own ``BaseRunner.addresses`` reads
     for sock in getattr(server, "sockets", None) or ():
