@@ -10,6 +10,7 @@ past half its open-files limit in connections closes the one that waits longest 
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -201,3 +202,29 @@ async def test_a_server_without_an_open_files_limit_holds_any_number() -> None:
     admission = Admission(limit=lambda: None)
     opened = _open(admission, *(str(i) for i in range(100)))
     assert not any(connection.closed for connection in opened.values())
+
+
+async def test_a_host_refusing_a_smaller_command_line_is_an_exit_not_a_500(
+    client: httpx.AsyncClient, make_sandbox: MakeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host whose stack limit is below 8 MiB refuses less than the API checks for."""
+    from fake_server.runtime.bashkit.shell import Shell
+
+    async def refuse(*args: object, **kwargs: object) -> int:
+        raise OSError(errno.E2BIG, "Argument list too long")
+
+    monkeypatch.setattr(Shell, "run", refuse)
+    sandbox_id = await make_sandbox()
+    buffered = await client.post(f"/v1/sandboxes/{sandbox_id}/exec", json={"cmd": "true"})
+    assert buffered.json()["data"]["result"] == {
+        "exit_code": 126,
+        "stdout": "",
+        "stderr": "",
+        "error": "argument list too long: the command could not start",
+    }
+    body = {"cmd": "true", "stream": True}
+    streamed = await client.post(f"/v1/sandboxes/{sandbox_id}/exec", json=body)
+    assert [json.loads(line) for line in streamed.text.splitlines()] == [
+        {"error": "argument list too long: the command could not start"},
+        {"exit_code": 126},
+    ]
