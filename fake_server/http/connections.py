@@ -44,6 +44,10 @@ class _WatchedHandler(RequestHandler):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         self._start_receiving()  # a new connection: its first request is on its way
+        if getattr(transport, "in_memory", False):
+            # An HTTP/2 stream's in-memory channel (``h2front``): no descriptor of its own;
+            # its connection is counted where it is a socket.
+            self.admission = Admission(limit=lambda: None)
         self.admission.opened(self)
 
     def data_received(self, data: bytes) -> None:

@@ -35,6 +35,7 @@ from h2.exceptions import H2Error
 from h2.settings import SettingCodes
 from hpack import Encoder
 
+from fake_server.http.admission import Admission
 from fake_server.http.connections import WatchedRunner
 from fake_server.http.h2stream import Channel, Stream
 
@@ -97,7 +98,9 @@ class H2Runner(WatchedRunner):
         # aiohttp closes an HTTP/1.1 connection idle this long; a connection that has sent
         # nothing yet, or an HTTP/2 one, is closed by the same rule here.
         idle = float(self._handler_kwargs.get("keepalive_timeout", _AIOHTTP_KEEPALIVE))
-        return functools.partial(_Sniffer, inner, self._fronts, self._clock, idle)
+        return functools.partial(
+            _Sniffer, inner, self._fronts, self._clock, idle, admission=self.admission
+        )
 
     async def cleanup(self) -> None:
         for front in list(self._fronts):
@@ -114,12 +117,20 @@ class _Sniffer(asyncio.Protocol):
     closes an idle one, if none come within ``idle`` seconds)."""
 
     def __init__(
-        self, inner: Callable[[], Any], fronts: set[_Front], clock: Clock, idle: float
+        self,
+        inner: Callable[[], Any],
+        fronts: set[_Front],
+        clock: Clock,
+        idle: float,
+        *,
+        admission: Admission,
     ) -> None:
         self._inner = inner
         self._fronts = fronts
         self._clock = clock
         self._idle = idle
+        #: The server's bound on connections: a connection counts from its opening.
+        self._admission = admission
         self._seen = b""
         self._transport: asyncio.Transport | None = None
         self._hold: Hold | None = None
@@ -130,12 +141,18 @@ class _Sniffer(asyncio.Protocol):
         self._transport = transport
         self._hold = self._clock.hold()  # a new connection: a request is on its way
         self._timer = asyncio.get_running_loop().call_later(self._idle, transport.close)
+        self._admission.opened(self)
         tls = transport.get_extra_info("ssl_object")
         if tls is not None and tls.selected_alpn_protocol() == "h2":
             self._switch(self._front())
 
     def _front(self) -> _Front:
-        return _Front(self._inner, self._fronts, self._clock, self._idle)
+        return _Front(self._inner, self._fronts, self._clock, self._idle, self._admission)
+
+    def force_close(self) -> None:
+        """Closed to make room for another connection (``admission``)."""
+        if self._transport is not None:
+            self._transport.close()
 
     def data_received(self, data: bytes) -> None:
         self._seen += data
@@ -149,6 +166,7 @@ class _Sniffer(asyncio.Protocol):
         self._seen = b""
         if self._timer is not None:
             self._timer.cancel()
+        self._admission.closed(self)  # the protocol it hands over to counts from here
         transport.set_protocol(protocol)
         protocol.connection_made(transport)
         if seen:
@@ -161,6 +179,7 @@ class _Sniffer(asyncio.Protocol):
     def connection_lost(self, exc: BaseException | None) -> None:
         if self._timer is not None:
             self._timer.cancel()
+        self._admission.closed(self)
         self._release()
 
     def _release(self) -> None:
@@ -173,10 +192,17 @@ class _Front(asyncio.Protocol):
     """One HTTP/2 connection: its streams, flow control both ways, and the socket."""
 
     def __init__(
-        self, handler: Callable[[], Any], fronts: set[_Front], clock: Clock, idle: float
+        self,
+        handler: Callable[[], Any],
+        fronts: set[_Front],
+        clock: Clock,
+        idle: float,
+        admission: Admission | None = None,
     ) -> None:
         self._handler = handler
         self._idle_after = idle
+        #: The server's bound on connections: idle without a stream, served with one.
+        self._admission = admission if admission is not None else Admission(lambda: None)
         self._fronts = fronts
         self._clock = clock
         self.conn = H2Connection(_CONFIG)
@@ -196,6 +222,8 @@ class _Front(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         self._fronts.add(self)
+        self._admission.opened(self)
+        self._admission.idle(self)
         self._watch_idle()
         self.conn.initiate_connection()
         self.conn.update_settings({SettingCodes.MAX_CONCURRENT_STREAMS: MAX_STREAMS})
@@ -219,6 +247,7 @@ class _Front(asyncio.Protocol):
             channel = self._idle.pop() if self._idle else Channel(self, self._handler)
             opened = Stream(self, event.stream_id, channel)
             self.streams[event.stream_id] = opened
+            self._admission.serving(self)
             self._watch_idle()
             opened.start(event.headers or [], ended=event.stream_ended is not None)
             return
@@ -267,6 +296,7 @@ class _Front(asyncio.Protocol):
     def forget(self, stream_id: int) -> None:
         self.streams.pop(stream_id, None)
         if not self.streams:
+            self._admission.idle(self)
             self._watch_idle()
 
     def _watch_idle(self) -> None:
@@ -326,8 +356,13 @@ class _Front(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
+    def force_close(self) -> None:
+        """Closed to make room for another connection (``admission``): only while idle."""
+        self.close()
+
     def connection_lost(self, exc: BaseException | None) -> None:
         self._fronts.discard(self)
+        self._admission.closed(self)
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None

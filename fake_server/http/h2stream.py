@@ -293,6 +293,9 @@ class Stream:
 class Channel(asyncio.Transport):
     """An aiohttp handler of the app's own and the in-memory transport it writes to."""
 
+    #: No descriptor of its own: its connection is bounded where it is a socket (``admission``).
+    in_memory = True
+
     def __init__(self, front: Front, handler: Callable[[], Any]) -> None:
         super().__init__()
         self._front = front

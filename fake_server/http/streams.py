@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LARGE_JSON",
+    "WRITE",
     "BodyWriter",
     "FrameWriter",
     "json_pieces",
@@ -28,6 +29,9 @@ __all__ = [
     "stream_ndjson",
 ]
 
+#: Bytes written to a connection at a time (an HTTP/2 stream's channel takes at most this
+#: many at once).
+WRITE = 64 * 1024
 #: Characters of strings past which a JSON reply is written in pieces (``stream_json``).
 LARGE_JSON = 1024 * 1024
 #: Characters of a string encoded at a time.
@@ -166,8 +170,12 @@ async def stream_json(request: web.Request, data: Mapping[str, Any]) -> web.Stre
             pending.append(piece)
             size += len(piece)
             if size >= _PIECE:
-                await writer.write("".join(pending).encode())
+                await _write(writer, "".join(pending).encode())
                 pending, size = [], 0
-        if pending:
-            await writer.write("".join(pending).encode())
+        await _write(writer, "".join(pending).encode())
     return response
+
+
+async def _write(writer: BodyWriter, data: bytes) -> None:
+    for start in range(0, len(data), WRITE):
+        await writer.write(data[start : start + WRITE])

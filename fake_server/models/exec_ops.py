@@ -122,6 +122,7 @@ class ExecOps(AccountBase):
         self, shell: Runner, job: _Prepared, out: OutputSink, err: OutputSink
     ) -> tuple[int, str]:
         from fake_server.runtime import CapacityError, CommandNotStarted, ProcessSignal
+        from fake_server.runtime.startfail import start_failure
 
         with handed_off(self.ctx.clock) as bridge:
             try:
@@ -148,7 +149,8 @@ class ExecOps(AccountBase):
                     raise
                 # Past the host's own limit (a stack limit below 8 MiB makes it smaller than
                 # the one the API checks): the command could not start.
-                return 126, "argument list too long: the command could not start"
+                failure = start_failure(job.argv[0], "Argument list too long")
+                return failure.exit_code, failure.error
         return code, ""
 
     async def exec(self, sandbox_id: str, spec: ExecSpec) -> ExecResult:

@@ -13,16 +13,15 @@ import asyncio
 import errno
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import httpx
 import pytest
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.http.admission import Admission
+from fake_server.http.connections import WatchedRunner
 from fake_server.runtime.argv import MAX_ARG_BYTES, MAX_ARGS_TOTAL, oversize
-
-if TYPE_CHECKING:
-    import httpx
 
 pytestmark = pytest.mark.asyncio
 
@@ -220,11 +219,40 @@ async def test_a_host_refusing_a_smaller_command_line_is_an_exit_not_a_500(
         "exit_code": 126,
         "stdout": "",
         "stderr": "",
-        "error": "argument list too long: the command could not start",
+        "error": "fork/exec true: argument list too long",
     }
     body = {"cmd": "true", "stream": True}
     streamed = await client.post(f"/v1/sandboxes/{sandbox_id}/exec", json=body)
     assert [json.loads(line) for line in streamed.text.splitlines()] == [
-        {"error": "argument list too long: the command could not start"},
+        {"error": "fork/exec true: argument list too long"},
         {"exit_code": 126},
     ]
+
+
+async def test_every_socket_counts_once_whatever_it_speaks(fake: FakeCreateOS) -> None:
+    """A connection that sends nothing yet (the HTTP/2 front waits for its first bytes) counts,
+    and an HTTP/2 connection counts once whatever its streams (each runs on a channel in
+    memory, which holds no descriptor)."""
+    runner = fake._runner
+    assert isinstance(runner, WatchedRunner)
+    admission = runner.admission
+    loop = asyncio.get_running_loop()
+
+    async def counted(expected: int) -> None:
+        deadline = loop.time() + 10
+        while len(admission) != expected:
+            assert loop.time() < deadline, (len(admission), expected)
+            await asyncio.sleep(0.005)
+
+    base = len(admission)
+    silent = [await asyncio.open_connection("127.0.0.1", fake.port) for _ in range(3)]
+    await counted(base + 3)
+    async with httpx.AsyncClient(
+        base_url=fake.url, headers={"X-Api-Key": fake.api_key}, http1=False, http2=True
+    ) as h2:
+        replies = await asyncio.gather(*(h2.get("/v1/whoami") for _ in range(5)))
+        assert {reply.http_version for reply in replies} == {"HTTP/2"}
+        await counted(base + 4)
+    for _reader, writer in silent:
+        writer.close()
+    await counted(base)
