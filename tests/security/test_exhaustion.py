@@ -130,7 +130,8 @@ def test_stalled_heads_and_bodies_leave_readyz_and_create_working(lowered: Targe
         b"PUT /v1/sandboxes/sb-0/files?path=/x HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"Content-Length: 1000000\r\n\r\nthe start of a body"
     )
-    stalled = open_stalled(_address(lowered), [head] * 550 + [body] * 550)
+    # Silent ones (nothing sent: the HTTP/2 front waits for the first bytes), heads and bodies.
+    stalled = open_stalled(_address(lowered), [b""] * 300 + [head] * 400 + [body] * 400)
     try:
         with Watch(lowered) as watch:
             sandbox = lowered.create()
