@@ -143,7 +143,8 @@ def test_a_call_after_closing_the_fake_names_the_close(inner: pytest.Pytester) -
             createos_run(createos_provider.execute(createos_env, createos_lease, "true"))
         """
     )
-    result = inner.runpytest()
+    # -rN: without the short summary, which under CI=true repeats the message in full
+    result = inner.runpytest("-rN")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
