@@ -35,6 +35,7 @@ from fake_server.dashboard.security import (
 from fake_server.http.connections import request_finished, request_started
 from fake_server.http.keys import STATE_KEY
 from fake_server.http.preview import preview_of_host
+from fake_server.http.shared_routes import SharedRoutes, shared_table
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -147,6 +148,7 @@ async def dashboard_middleware(request: web.Request, handler: Handler) -> web.St
     if preview_of_host(request.headers.get("Host")) is not None:
         # Its cookie would be that preview hostname's, which the sandbox's server receives.
         return fail(404, "the dashboard is not served on a preview hostname")
+    request.app[HUB_KEY].start()
     if request.path.startswith(CONTROL_UI + "/") and request.match_info.http_exception is None:
         refused = _refusal(request)
         if refused is not None:
@@ -174,24 +176,8 @@ async def _prepared(request: web.Request, response: web.StreamResponse) -> None:
             response.headers.setdefault(name, value)
 
 
-def install_dashboard(app: web.Application) -> None:
-    """Add the dashboard to the fake's ``app`` (before it starts)."""
-    state = app[STATE_KEY]
-    hub = app[HUB_KEY] = Hub(state.world)
-    app[SESSIONS_KEY] = Sessions()
-    app[ROWS_KEY] = EntryIndex()
-
-    async def start(_: web.Application) -> None:
-        hub.start()
-
-    async def stop(_: web.Application) -> None:
-        hub.stop()
-
-    app.on_startup.append(start)
-    app.on_shutdown.append(stop)
-    app.on_response_prepare.append(_prepared)
-    app.middlewares.insert(0, dashboard_middleware)
-    app.router.add_routes(
+def _table(router: web.UrlDispatcher) -> None:
+    router.add_routes(
         [
             web.get(_PREFIX, to_index),
             web.get(UI_PATH, index),
@@ -202,3 +188,25 @@ def install_dashboard(app: web.Application) -> None:
             *action_routes(CONTROL_UI),
         ]
     )
+
+
+#: The dashboard's routes, built once per process (``http.shared_routes``).
+dashboard_table = shared_table(_table)
+
+
+def install_dashboard(app: web.Application) -> None:
+    """Add the dashboard to the fake's ``app`` (before it starts). Its routes are shared
+    between fakes, and its live hub listens to the journal from the first dashboard request
+    on: a fake whose dashboard nobody opens pays neither."""
+    state = app[STATE_KEY]
+    hub = app[HUB_KEY] = Hub(state.world)
+    app[SESSIONS_KEY] = Sessions()
+    app[ROWS_KEY] = EntryIndex()
+
+    async def stop(_: web.Application) -> None:
+        hub.stop()
+
+    app.on_shutdown.append(stop)
+    app.on_response_prepare.append(_prepared)
+    app.middlewares.insert(0, dashboard_middleware)
+    app.router.register_resource(SharedRoutes(dashboard_table(), _PREFIX))

@@ -52,7 +52,9 @@ class Hub:
         self._reminder: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
-        """Listen from now on (called on the serving loop)."""
+        """Listen from now on (called on the serving loop); later calls do nothing."""
+        if self._loop is not None:
+            return
         self._loop = asyncio.get_running_loop()
         self._thread = threading.get_ident()
         self._count = self._journal.dropped + len(self._journal)

@@ -24,13 +24,14 @@ from fake_server.http.preview import (
     as_path_form,
 )
 from fake_server.http.routes import ROUTES, UNIMPLEMENTED
+from fake_server.http.shared_routes import SharedRoutes, shared_table
 
 if TYPE_CHECKING:
     from aiohttp.typedefs import Middleware
 
     from fake_server.http.state import AppState
 
-__all__ = ["CLIENT_MAX_SIZE", "create_app", "create_preview_app"]
+__all__ = ["CLIENT_MAX_SIZE", "api_table", "create_app", "create_preview_app", "preview_table"]
 
 #: For JSON bodies; uploads stream in chunks and are bounded separately.
 CLIENT_MAX_SIZE = 64 * 1024 * 1024
@@ -53,15 +54,34 @@ def _app(state: AppState) -> web.Application:
     return app
 
 
+def _api_table(router: web.UrlDispatcher) -> None:
+    for method, path, operation, handler in ROUTES:
+        router.add_route(method, path, handler, name=operation)
+    for method, path, real_name in UNIMPLEMENTED:
+        router.add_route(method, path, not_implemented, name=f"not_implemented:{real_name}")
+    router.add_routes(control_routes())
+
+
+def _preview_table(router: web.UrlDispatcher) -> None:
+    host_form = PreviewHostResource(HOST_FORM)
+    router.register_resource(host_form)
+    host_form.add_route("*", ingress)
+    for method, path, operation, handler in ROUTES:
+        if operation == "ingress":
+            router.add_route(method, path, handler, name=operation)
+    router.add_route("*", "/{tail:.*}", nowhere, name="ingress:elsewhere")
+
+
+#: The API's routes and the preview port's, each built once per process (``shared_routes``).
+api_table = shared_table(_api_table)
+preview_table = shared_table(_preview_table)
+
+
 def create_app(state: AppState) -> web.Application:
     """The fake's app: API routes and control routes (``/_ingress/…`` here moves to the
     preview port's app)."""
     app = _app(state)
-    for method, path, operation, handler in ROUTES:
-        app.router.add_route(method, path, handler, name=operation)
-    for method, path, real_name in UNIMPLEMENTED:
-        app.router.add_route(method, path, not_implemented, name=f"not_implemented:{real_name}")
-    app.router.add_routes(control_routes())
+    app.router.register_resource(SharedRoutes(api_table()))
     return app
 
 
@@ -71,11 +91,5 @@ def create_preview_app(state: AppState) -> web.Application:
     app = _app(state)
     app.middlewares.insert(0, as_path_form)
     app[PREVIEW_APP_KEY] = True
-    host_form = PreviewHostResource(HOST_FORM)
-    app.router.register_resource(host_form)
-    host_form.add_route("*", ingress)
-    for method, path, operation, handler in ROUTES:
-        if operation == "ingress":
-            app.router.add_route(method, path, handler, name=operation)
-    app.router.add_route("*", "/{tail:.*}", nowhere, name="ingress:elsewhere")
+    app.router.register_resource(SharedRoutes(preview_table()))
     return app

@@ -34,6 +34,7 @@ from fake_server.http.keys import (
 )
 from fake_server.http.recorder import read_ahead, request_message, response_message, secrets_of
 from fake_server.http.routes import CONTROL_KEY_HEADER, CONTROL_PREFIX, KEY_HEADERS, is_control
+from fake_server.http.shared_routes import SharedRoutes
 from fake_server.http.wire.common import MAX_JSON_BYTES
 from fake_server.models import (
     ApiError,
@@ -49,7 +50,9 @@ from fake_server.models import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Iterable, Iterator
+
+    from aiohttp.web_urldispatcher import AbstractResource
 
     from fake_server.clock import Clock
     from fake_server.models import Account, Journal
@@ -106,12 +109,21 @@ def operation_of(request: web.Request) -> str:
 
 def _known_routes(request: web.Request) -> list[str]:
     routes = set()
-    for resource in request.app.router.resources():
+    for resource in _resources(request.app.router.resources()):
         info = resource.get_info()
         path = info.get("path") or info.get("formatter")
         if isinstance(path, str):
             routes.add(path)
     return sorted(routes)
+
+
+def _resources(resources: Iterable[AbstractResource]) -> Iterator[AbstractResource]:
+    """``resources`` with each shared table's own in its place (``http.shared_routes``)."""
+    for resource in resources:
+        if isinstance(resource, SharedRoutes):
+            yield from resource.resources()
+        else:
+            yield resource
 
 
 async def not_implemented(request: web.Request) -> web.StreamResponse:
