@@ -129,7 +129,7 @@ class Session:
                     pacer=Pacer.disabled(),
                     environ={},
                     # The clock learns of each exchange on the wire from this transport.
-                    transport=clock_transport(self.clock, lease_transport()),
+                    transport=clock_transport(self.clock, lease_transport(tls=False)),
                 )
             self._lease_providers[live] = provider
         return provider

@@ -9,6 +9,8 @@ default transport, as it is the provider a project ships.
 
 from __future__ import annotations
 
+import functools
+import ssl
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -22,14 +24,27 @@ if TYPE_CHECKING:
 __all__ = ["lease_transport"]
 
 
-def lease_transport() -> httpx.AsyncBaseTransport:
-    """A transport for one provider; its aiohttp session opens on the loop of first use."""
-    return AiohttpTransport(verify=tls_context(), client=_session)
+def lease_transport(*, tls: bool = True) -> httpx.AsyncBaseTransport:
+    """A transport for one provider; its aiohttp session opens on the loop of first use.
+
+    ``tls=False`` is for the fake on a plain ``http://`` loopback URL: no CA bundle is loaded
+    (tens of milliseconds in every xdist worker's start), and an ``https`` URL fails its
+    handshake, as a context that trusts no certificate refuses every server.
+    """
+    context = tls_context() if tls else _trusting_nobody()
+    return AiohttpTransport(verify=context, client=lambda: _session(context))
 
 
-def _session() -> aiohttp.ClientSession:
+def _session(context: ssl.SSLContext) -> aiohttp.ClientSession:
     # No cookie jar: the API sets none, and ``fetch`` in the TypeScript provider keeps none.
     return aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(ssl=tls_context()),
+        connector=aiohttp.TCPConnector(ssl=context),
         cookie_jar=aiohttp.DummyCookieJar(),
     )
+
+
+@functools.cache
+def _trusting_nobody() -> ssl.SSLContext:
+    """Verifies hostnames and certificates (the defaults of ``PROTOCOL_TLS_CLIENT``) against
+    no CA at all."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)

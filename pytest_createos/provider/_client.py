@@ -111,7 +111,9 @@ def _preload_network_backend() -> None:
 
     That import takes tens of milliseconds (far more on a loaded machine) inside the first
     request. A virtual clock stays still meanwhile (the exchange is open), but loading it up
-    front keeps the first request as quick as the others.
+    front keeps the first request as quick as the others. A pool given a transport of its
+    own (the plugin's lease provider sends with aiohttp's client) may never use httpcore, so
+    it does not import it.
     """
     for module in ("httpcore._backends.anyio", "anyio._backends._asyncio"):
         with contextlib.suppress(ImportError):
@@ -136,7 +138,8 @@ class HttpPool:
         entry = self._clients.get(api_url)
         if entry is not None and entry[0] is loop and not entry[1].is_closed:
             return entry[1]
-        _preload_network_backend()
+        if self._transport is None:  # httpx's own transport, over httpcore
+            _preload_network_backend()
         client = _CookielessClient(
             transport=self._transport,
             headers={"User-Agent": _user_agent()},
