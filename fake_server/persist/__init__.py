@@ -99,4 +99,5 @@ class Persistence:
             if not self.saver.stale:
                 self.blobs.gc(referenced(self.saver.manifests.values()))
         finally:
+            self.saver.closed = True
             self.store.close()

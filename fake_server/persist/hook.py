@@ -1,5 +1,6 @@
-"""Where persistence meets the HTTP layer: a middleware that saves after each request and
-answers 503, changing nothing, once a shutdown has begun."""
+"""Where persistence meets the HTTP layer: a middleware that notes what each request may have
+changed (written when the loop turn ends) and answers 503, changing nothing, once a shutdown
+has begun."""
 
 from __future__ import annotations
 
