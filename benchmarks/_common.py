@@ -39,14 +39,22 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Scale:
-    """How much work a run does: ``smoke`` keeps every benchmark to a fraction of a second."""
+    """How much work a run does: ``smoke`` keeps every benchmark to a fraction of a second
+    (its figures mean nothing); ``quick`` does a quarter of the work, enough for the ratio
+    goals the regression gate checks (``benchmarks/gate.py``)."""
 
     rounds: int
     smoke: bool = False
+    quick: bool = False
 
-    def pick(self, full: int, smoke: int) -> int:
-        """An iteration count: ``full`` normally, ``smoke`` in a smoke run."""
-        return smoke if self.smoke else full
+    def pick(self, full: int, smoke: int, quick: int | None = None) -> int:
+        """An iteration count: ``full`` normally, ``smoke`` in a smoke run, ``quick`` (by
+        default a quarter of ``full``) in a quick one."""
+        if self.smoke:
+            return smoke
+        if self.quick:
+            return quick if quick is not None else max(smoke, full // 4)
+        return full
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,21 @@ class Goal:
         if self.higher_is_better:
             return self.measured >= self.target
         return self.measured <= self.target
+
+    @property
+    def ratio(self) -> bool:
+        """A ratio of two figures measured side by side in one run (unit ``x``): what the
+        regression gate checks, as the machine's load moves it far less than a time."""
+        return self.unit == "x"
+
+    def missed_by(self) -> float:
+        """How many times worse than its target the measurement is (1.0 or less: met)."""
+        worse, better = (
+            (self.target, self.measured) if self.higher_is_better else (self.measured, self.target)
+        )
+        if better <= 0:
+            return 1.0 if worse <= 0 else math.inf
+        return worse / better
 
     def describe(self) -> str:
         sign = ">=" if self.higher_is_better else "<="
@@ -176,13 +199,18 @@ def parse_args(argv: Sequence[str] | None, description: str, default_rounds: int
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds")
     parser.add_argument("--smoke", action="store_true", help="tiny counts: checks it still runs")
+    parser.add_argument(
+        "--quick", action="store_true", help="a quarter of the work: enough for the ratio goals"
+    )
     parser.add_argument("--json", default=None, help="also write the report as JSON here")
     args = parser.parse_args(argv)
+    if args.smoke and args.quick:
+        parser.error("--smoke and --quick exclude each other")
     if args.rounds is None:
-        args.rounds = 1 if args.smoke else default_rounds
+        args.rounds = 1 if args.smoke else min(default_rounds, 5) if args.quick else default_rounds
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
-    args.scale = Scale(rounds=args.rounds, smoke=args.smoke)
+    args.scale = Scale(rounds=args.rounds, smoke=args.smoke, quick=args.quick)
     return args
 
 

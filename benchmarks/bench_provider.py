@@ -6,7 +6,7 @@
 * acquire → realize → execute → release (pause) → resume → execute → destroy against the fake
   (virtual clock, immediate transitions, pacing off) against the same lifecycle through
   ``httpx.MockTransport`` with canned answers, the floor without sockets or a shell
-  (goal: within 8x of the floor);
+  (goal: within 4x of the floor);
 * no wall-clock sleeping during a fake-backed lifecycle: ``asyncio.sleep``/``time.sleep`` with
   a non-zero delay, and wall-clock timers armed from provider code, are counted (goal: 0).
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["lifecycle", "main", "run"]
 
 FIRST_REQUEST_GOAL_MS = 5.0
-LIFECYCLE_GOAL_RATIO = 8.0
+LIFECYCLE_GOAL_RATIO = 4.0
 GONE_SANDBOX = "sb-01KBENCH0000000000000GONE0"
 
 

@@ -12,7 +12,7 @@ alone (goal under 50 ms); beside it, copying the same files between two bare bas
 filesystems (the floor of a copy, for the ratio).
 
 Both again on a fake saving its state (``serve --state-dir``), side by side: persistence
-costs at most 10% on each.
+costs at most 5% on the creates and 10% on the fork.
 
 Run: ``python benchmarks/bench_sandboxes.py [--rounds N] [--smoke] [--json PATH]``.
 """
@@ -40,8 +40,9 @@ __all__ = ["main", "run"]
 
 CREATE_GOAL_S = 1.0
 FORK_GOAL_MS = 50.0
-#: A fake saving its state / the same fake in memory, for creates and for the fork.
-PERSISTED_GOAL = 1.10
+#: A fake saving its state / the same fake in memory: creates and the fork.
+PERSISTED_CREATES_GOAL = 1.05
+PERSISTED_FORK_GOAL = 1.10
 MIB = 1024 * 1024
 
 
@@ -134,11 +135,11 @@ def run(rounds: int, creates: int, files: int) -> Report:
     report.goal("synchronous creates", create_s, CREATE_GOAL_S, "s", higher_is_better=False)
     report.goal("fork of a full sandbox", fork_ms, FORK_GOAL_MS, "ms", higher_is_better=False)
     report.goal(
-        "creates: persisted / in memory", kept_create_s / create_s, PERSISTED_GOAL, "x",
+        "creates: persisted / in memory", kept_create_s / create_s, PERSISTED_CREATES_GOAL, "x",
         higher_is_better=False,
     )  # fmt: skip
     report.goal(
-        "fork: persisted / in memory", kept_fork_ms / fork_ms, PERSISTED_GOAL, "x",
+        "fork: persisted / in memory", kept_fork_ms / fork_ms, PERSISTED_FORK_GOAL, "x",
         higher_is_better=False,
     )  # fmt: skip
     return report

@@ -4,7 +4,9 @@ Each benchmark runs as ``python benchmarks/bench_xxx.py --json FILE`` in a fresh
 so memory figures and "first provider" costs are not skewed by an earlier benchmark. Any
 ``benchmarks/bench_*.py`` is picked up, including ones added later (``bench_chaos.py``).
 
-Run: ``python benchmarks/run_all.py [--smoke] [--rounds N] [--only NAME ...]``.
+Run: ``python benchmarks/run_all.py [--smoke | --quick] [--rounds N] [--only NAME ...]``;
+``--gate`` runs the regression gate's benchmarks (``benchmarks/gate.py``; with ``--only``,
+those named) and exits 1 when a ratio goal misses by more than the gate's tolerance.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchmarks._common import Report
+from benchmarks.gate import GATED, gate_table
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -91,20 +94,29 @@ def summary(results: dict[str, Report | str]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="tiny counts in every benchmark")
+    parser.add_argument("--quick", action="store_true", help="enough work for the ratio goals")
+    parser.add_argument("--gate", action="store_true", help="the regression gate (gate.py)")
     parser.add_argument("--rounds", type=int, default=None, help="rounds for every benchmark")
     parser.add_argument("--only", nargs="*", default=None, help="benchmark names, e.g. requests")
     args = parser.parse_args(argv)
-    extra = ["--smoke"] if args.smoke else []
+    if args.smoke and (args.quick or args.gate):
+        parser.error("--smoke measures nothing: it goes with neither --quick nor --gate")
+    extra = ["--smoke"] if args.smoke else ["--quick"] if args.quick else []
     if args.rounds is not None:
         extra += ["--rounds", str(args.rounds)]
+    wanted = args.only or (GATED if args.gate else None)
     results: dict[str, Report | str] = {}
     for script in discover():
         name = script.stem.removeprefix("bench_")
-        if args.only and name not in args.only:
+        if wanted and name not in wanted:
             continue
         print(f"\n### {name}", flush=True)
         results[name] = _run_one(script, extra)
     print("\n" + summary(results))
+    if args.gate:
+        table, passed = gate_table(results)
+        print("\n" + table, flush=True)
+        return 0 if passed else 1
     failed = any(isinstance(result, str) for result in results.values())
     return 1 if failed else 0
 
