@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 from fake_server.persist.files import Blobs
@@ -61,8 +62,11 @@ class Persistence:
                     "aside or use another --state-dir"
                 ) from None
             self.saver.save_all(files=False)  # the statuses that changed, what was destroyed
+            self.saver.sync()
             self.blobs.gc(referenced(self.saver.manifests.values()))
         except BaseException:
+            with contextlib.suppress(Exception):
+                self.saver.close()
             self.store.close()
             raise
         self.gate = Gate()
@@ -96,8 +100,10 @@ class Persistence:
         self.gate.closing = True
         try:
             self.saver.save_all()
+            self.saver.close()
             if not self.saver.stale:
                 self.blobs.gc(referenced(self.saver.manifests.values()))
         finally:
             self.saver.closed = True
+            self.saver.writer.close()
             self.store.close()

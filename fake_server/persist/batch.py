@@ -1,8 +1,10 @@
-"""The rows one save writes, and writing them: the store's side of ``saver``."""
+"""The rows one save writes, writing them and reading them back: the store's side of
+``saver``."""
 
 from __future__ import annotations
 
 import json
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -11,7 +13,7 @@ if TYPE_CHECKING:
 
     from fake_server.persist.files import Manifest
 
-__all__ = ["Batch", "write"]
+__all__ = ["Batch", "read_back", "write", "write_journal"]
 
 
 @dataclass
@@ -26,6 +28,32 @@ class Batch:
 
     def __bool__(self) -> bool:
         return bool(self.accounts or self.sandboxes or self.filesystems or self.meta)
+
+    def remember(
+        self, rows: dict[str, str], manifests: dict[str, Manifest], pristine: dict[str, float]
+    ) -> None:
+        """Update the saver's copy of what the store holds (``Saver.rows`` and friends)."""
+        for key, text in self.meta.items():
+            rows["m:" + key] = text
+        for key, account_row in self.accounts.items():
+            if account_row is None:
+                rows.pop("a:" + key, None)
+            else:
+                rows["a:" + key] = account_row[1]
+        for sandbox_id, sandbox_row in self.sandboxes.items():
+            if sandbox_row is None:
+                rows.pop("s:" + sandbox_id, None)
+            else:
+                rows["s:" + sandbox_id] = sandbox_row[1]
+        for owner, manifest in self.filesystems.items():
+            if manifest is None:
+                manifests.pop(owner, None)
+                pristine.pop(owner, None)
+            elif isinstance(manifest, str):
+                manifests.pop(owner, None)
+            else:
+                manifests[owner] = manifest
+                pristine.pop(owner, None)
 
 
 def write(db: sqlite3.Connection, batch: Batch) -> None:
@@ -50,3 +78,45 @@ def write(db: sqlite3.Connection, batch: Batch) -> None:
             db.execute(
                 "INSERT OR REPLACE INTO filesystems VALUES (?, ?)", (owner, json.dumps(manifest))
             )
+
+
+def write_journal(
+    db: sqlite3.Connection,
+    rows: deque[tuple[int, int]],
+    count: int,
+    data: str,
+    limit: int | None,
+    offset: float,
+) -> None:
+    """One journal row of ``count`` events; the oldest rows go once the rest holds ``limit``
+    events (``rows``: ``(seq, count)`` of the rows, oldest first)."""
+    cursor = db.execute(
+        "INSERT INTO journal (count, offset, data) VALUES (?, ?, ?)", (count, offset, data)
+    )
+    rows.append((int(cursor.lastrowid or 0), count))
+    total = sum(n for _, n in rows)
+    while limit is not None and len(rows) > 1 and total - rows[0][1] >= limit:
+        seq, dropped = rows.popleft()
+        total -= dropped
+        db.execute("DELETE FROM journal WHERE seq = ?", (seq,))
+
+
+def read_back(
+    db: sqlite3.Connection,
+) -> tuple[deque[tuple[int, int]], dict[str, str], dict[str, set[str]], dict[str, Manifest]]:
+    """What the store holds, as the saver keeps it: the journal's rows, the rows by key
+    (``a:``, ``s:``, ``m:bucket_space``), the sandbox ids by account key and the manifests."""
+    journal_rows: deque[tuple[int, int]] = deque(db.execute("SELECT seq, count FROM journal"))
+    rows = {"a:" + key: data for key, _, data in db.execute("SELECT * FROM accounts")}
+    saved_ids: dict[str, set[str]] = {}
+    for sandbox_id, account, data in db.execute("SELECT * FROM sandboxes"):
+        rows["s:" + sandbox_id] = data
+        saved_ids.setdefault(account, set()).add(sandbox_id)
+    for key, value in db.execute("SELECT key, value FROM meta WHERE key = 'bucket_space'"):
+        rows["m:" + key] = value
+    manifests: dict[str, Manifest] = {}
+    for owner, text in db.execute("SELECT owner, data FROM filesystems"):
+        manifest = json.loads(text)
+        if isinstance(manifest, list):
+            manifests[owner] = manifest
+    return journal_rows, rows, saved_ids, manifests

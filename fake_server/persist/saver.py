@@ -13,14 +13,14 @@ a second after they happen.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import sqlite3
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fake_server.persist.batch import Batch, write
+from fake_server.persist.batch import Batch, read_back, write, write_journal
 from fake_server.persist.codec import (
     RESTORED_STATUS,
     encode_account,
@@ -29,8 +29,10 @@ from fake_server.persist.codec import (
     mark,
 )
 from fake_server.persist.files import Blobs, Manifest, same_files, snapshot, unchanged
+from fake_server.persist.writer import Writer
 
 if TYPE_CHECKING:
+    import sqlite3
     from collections.abc import Callable
 
     import bashkit
@@ -96,6 +98,9 @@ class Saver:
         self.stale = False
         #: The store is closed: nothing more is written.
         self.closed = False
+        #: Writes the transactions on a thread of its own; ``_loop`` hears of failures.
+        self.writer = Writer(store, self._wake)
+        self._loop: asyncio.AbstractEventLoop | None = None
         #: What the requests of this loop turn named, by account key.
         self._pending: dict[str, _Noted] = {}
         #: A control-API change in this loop turn: the whole world is saved.
@@ -130,7 +135,8 @@ class Saver:
             return
         if not self._scheduled:
             self._scheduled = True
-            asyncio.get_running_loop().call_soon(self.flush)
+            self._loop = asyncio.get_running_loop()
+            self._loop.call_soon(self.flush)
 
     def _changed(self, account: Account, sandbox_id: str | None) -> bool:
         """Whether a read may have changed what is saved: a transition settled, or a
@@ -320,6 +326,8 @@ class Saver:
     # -- writing ----------------------------------------------------------------------------
 
     def _commit(self, batch: Batch, *, force: bool = False) -> None:
+        """Hand ``batch`` (and the journal's events when due) to the writer's thread; what
+        the store holds is taken to be written from now on (``take_failures`` says if not)."""
         journal = self.world.ctx.journal
         cleared = journal.generation != self._journal_generation
         due = self.events and (force or time.monotonic() - self._flushed >= JOURNAL_EVERY)
@@ -329,69 +337,62 @@ class Saver:
         del self.events[: len(events)]  # the journal's tap: the same list
         clock = self.world.ctx.clock
         offset = clock.time() - clock.now()
-        try:
-            with self.store.transaction() as db:
-                write(db, batch)
-                if cleared:
-                    db.execute("DELETE FROM journal")
-                    self.journal_rows.clear()
-                if events:
-                    self._journal(db, events, journal.max_events, offset)
-                if force:  # else a restart reads it from the journal's last request id
-                    db.execute(
-                        "INSERT OR REPLACE INTO meta VALUES ('requests', ?)",
-                        (json.dumps(self.world.requests),),
-                    )
-        except (sqlite3.Error, OSError) as exc:
-            self.events[:0] = events
-            self.journal_rows = deque(self.store.db.execute("SELECT seq, count FROM journal"))
-            self.stale = True
-            self.on_error(f"cannot save the state to {self.store.directory}: {exc}")
-            return
+        data = json.dumps([encode_event(e) for e in events], separators=_COMPACT)
+        limit = journal.max_events
+        requests = json.dumps(self.world.requests) if force else None
+
+        def job(db: sqlite3.Connection) -> None:
+            write(db, batch)
+            if cleared:
+                db.execute("DELETE FROM journal")
+                self.journal_rows.clear()
+            if events:  # on the writer's thread, the only user of ``journal_rows`` once serving
+                write_journal(db, self.journal_rows, len(events), data, limit, offset)
+            if requests is not None:  # else a restart reads it from the journal's last id
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('requests', ?)", (requests,))
+
+        self.writer.submit(job, events)
         self._journal_generation = journal.generation
         if events:
             self._flushed = time.monotonic()
-        self._remember(batch)
+        batch.remember(self.rows, self.manifests, self.pristine)
 
-    def _journal(
-        self, db: sqlite3.Connection, events: list[Event], limit: int | None, offset: float
-    ) -> None:
-        """One row for the batch; the oldest rows go once the rest holds ``limit`` events."""
-        data = json.dumps([encode_event(e) for e in events], separators=_COMPACT)
-        cursor = db.execute(
-            "INSERT INTO journal (count, offset, data) VALUES (?, ?, ?)",
-            (len(events), offset, data),
-        )
-        rows = self.journal_rows
-        rows.append((int(cursor.lastrowid or 0), len(events)))
-        total = sum(count for _, count in rows)
-        while limit is not None and len(rows) > 1 and total - rows[0][1] >= limit:
-            seq, count = rows.popleft()
-            total -= count
-            db.execute("DELETE FROM journal WHERE seq = ?", (seq,))
+    # -- the writer's thread ----------------------------------------------------------------
 
-    def _remember(self, batch: Batch) -> None:
-        for key, text in batch.meta.items():
-            self.rows["m:" + key] = text
-        for key, account_row in batch.accounts.items():
-            if account_row is None:
-                self.rows.pop("a:" + key, None)
-            else:
-                self.rows["a:" + key] = account_row[1]
-        for sandbox_id, sandbox_row in batch.sandboxes.items():
-            if sandbox_row is None:
-                self.rows.pop("s:" + sandbox_id, None)
-            else:
-                self.rows["s:" + sandbox_id] = sandbox_row[1]
-        for owner, manifest in batch.filesystems.items():
-            if manifest is None:
-                self.manifests.pop(owner, None)
-                self.pristine.pop(owner, None)
-            elif isinstance(manifest, str):
-                self.manifests.pop(owner, None)
-            else:
-                self.manifests[owner] = manifest
-                self.pristine.pop(owner, None)
+    def _wake(self) -> None:
+        """On the writer's thread: a transaction failed; take it up on the serving loop."""
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: ``close`` takes it up
+                loop.call_soon_threadsafe(self.take_failures)
+
+    def take_failures(self) -> None:
+        """Report the transactions that failed and read what the store really holds, so the
+        next save writes everything that differs from it."""
+        failures = self.writer.take_failures()
+        if not failures:
+            return
+        self.writer.drain()  # the store is still: read it as it is
+        failures += self.writer.take_failures()
+        for _, events in reversed(failures):
+            self.events[:0] = events
+        self.journal_rows, self.rows, self.saved_ids, self.manifests = read_back(self.store.db)
+        for owner in self.manifests:
+            self.pristine.pop(owner, None)
+        self.marks.clear()
+        self.stale = True
+        self.on_error(f"cannot save the state to {self.store.directory}: {failures[0][0]}")
+
+    def sync(self) -> None:
+        """Wait until everything handed to the writer is written; report what failed."""
+        self.writer.drain()
+        self.take_failures()
+
+    def close(self) -> None:
+        """Write what is left and stop the writer's thread; nothing is written after."""
+        self.writer.close()
+        self.take_failures()
+        self.closed = True
 
 
 def _directory(sandbox: Sandbox) -> str | None:

@@ -96,13 +96,15 @@ def test_a_clean_stop_and_a_new_fake_bring_the_world_back(state: Path) -> None:
 
 
 def _crash(fake: FakeCreateOS, persistence: Persistence) -> None:
-    """Stop ``fake`` without the save a clean stop makes, as ``kill -9`` would."""
+    """Stop ``fake`` without the save a clean stop makes, as ``kill -9`` would once the
+    writer's thread has written what the requests changed (milliseconds after each answer)."""
     fake.closing_hooks.remove(persistence.close)
-    fake.close()
+    fake.close()  # the loop's last turns hand their changes to the writer
+    persistence.saver.writer.close()
     persistence.store.close()  # the lock a dead process would no longer hold
 
 
-def test_each_change_is_saved_before_its_reply(state: Path) -> None:
+def test_each_change_is_saved_after_its_reply_without_a_clean_stop(state: Path) -> None:
     fake, persistence = _fake(state)
     with sdk(fake.api_key, fake.url) as client:
         fresh = client.create_sandbox(CreateSandboxRequest(shape=SHAPE))  # the image's files

@@ -4,11 +4,14 @@ the directories it refuses, with exit status 2 and a message naming the path and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -71,6 +74,10 @@ def test_a_restart_brings_every_sandbox_back_paused(
     assert first.state == f"state: {state} (new)"
     with Client(first.key, base_url=first.origin) as client:
         made = make_world(client, disks=True)
+    if how == signal.SIGKILL:
+        # A change is written milliseconds after its answer (no answer waits on SQLite):
+        # kill once the last one, the template, is in the database.
+        _until_stored(state, made.template)
     out, err = first.stop(how)
     assert err == ""
     if how == signal.SIGTERM:
@@ -97,6 +104,16 @@ def test_a_restart_brings_every_sandbox_back_paused(
         assert sorted(p.name for p in (state / "sandboxes").iterdir()) == []
         buckets = list((state / "disks").iterdir())
         assert [(b / "kept.txt").read_text() for b in buckets] == ["on-disk\n"]
+
+
+def _until_stored(state: Path, text: str) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        with contextlib.closing(sqlite3.connect(state / "state.sqlite3")) as db:
+            if any(text in data for (data,) in db.execute("SELECT data FROM accounts")):
+                return
+        assert time.monotonic() < deadline, "the last change was not written within 30 s"
+        time.sleep(0.01)
 
 
 def _refused(state: Path, *prefix: str) -> subprocess.CompletedProcess[str]:
