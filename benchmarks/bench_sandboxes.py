@@ -147,7 +147,7 @@ def run(rounds: int, creates: int, files: int) -> Report:
 
 def main(argv: Sequence[str] | None = None, *, quiet: bool = False) -> Report:
     args = parse_args(argv, __doc__ or "", default_rounds=5)
-    creates = args.scale.pick(full=100, smoke=2)
+    creates = args.scale.pick(full=100, smoke=2, quick=50)
     files = args.scale.pick(full=50, smoke=1)
     return finish(run(args.rounds, creates, files), args, quiet=quiet)
 

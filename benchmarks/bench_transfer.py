@@ -219,8 +219,8 @@ async def run(rounds: int, file_bytes: int, output_bytes: int) -> Report:
 
 def main(argv: Sequence[str] | None = None, *, quiet: bool = False) -> Report:
     args = parse_args(argv, __doc__ or "", default_rounds=11)
-    file_bytes = args.scale.pick(full=5 * MIB, smoke=64 * 1024)
-    output_bytes = args.scale.pick(full=MIB, smoke=64 * 1024)
+    file_bytes = args.scale.pick(full=5 * MIB, smoke=64 * 1024, quick=5 * MIB)
+    output_bytes = args.scale.pick(full=MIB, smoke=64 * 1024, quick=MIB)
     return finish(asyncio.run(run(args.rounds, file_bytes, output_bytes)), args, quiet=quiet)
 
 
