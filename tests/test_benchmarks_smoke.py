@@ -193,3 +193,55 @@ def test_a_resident_set_that_shrinks_reads_as_no_growth(monkeypatch: pytest.Monk
     assert figure.value == 0
     assert growth_per(1000, 600, 4) == 0
     assert growth_per(1000, 1600, 4) == 150
+
+
+def test_the_gate_fails_only_a_ratio_goal_missed_by_more_than_its_tolerance() -> None:
+    """A ratio goal (unit x) missed by at most 1.5x is reported, beyond it the gate fails;
+    absolute goals are not gated, and a benchmark that did not run fails the gate."""
+    from benchmarks.gate import gate_table, verdict
+
+    within = Goal("lifecycle", 5.9, 4.0, "x", higher_is_better=False)
+    beyond = Goal("rate", 0.3, 0.5, "x", higher_is_better=True)
+    absolute = Goal("start+stop", 9.0, 1.0, "ms", higher_is_better=False)
+    met = Goal("persisted", 1.01, 1.05, "x", higher_is_better=False)
+    assert [verdict(g) for g in (within, beyond, absolute, met)] == ["missed", "FAILED", "-", "met"]
+    report = Report(title="x", rounds=5, goals=[within, absolute, met])
+    table, passed = gate_table({"provider": report})
+    assert passed
+    lines = table.splitlines()
+    assert lines[0].split() == ["benchmark", "ratio", "goal", "measured", "goal", "gate", "verdict"]
+    assert lines[2].split() == [
+        "provider",
+        "lifecycle",
+        "5.9",
+        "x",
+        "<=",
+        "4",
+        "x",
+        "<=",
+        "6",
+        "x",
+        "missed",
+    ]
+    assert len(lines) == 5  # the absolute goal has no row
+    assert lines[-1] == "gate: passed (tolerance 1.5x of each goal)"
+    table, passed = gate_table(
+        {"requests": Report(title="y", rounds=5, goals=[beyond]), "plugin": "exited with status 1"}
+    )
+    assert not passed
+    assert table.splitlines()[-1] == "gate: FAILED (tolerance 1.5x of each goal)"
+    assert table.splitlines()[3].split()[-5:] == ["FAILED:", "exited", "with", "status", "1"]
+
+
+def test_quick_mode_cuts_rounds_and_keeps_the_sizes_a_benchmark_asks_for() -> None:
+    """``--quick``: at most 5 rounds, a quarter of each count unless the benchmark names one;
+    it excludes ``--smoke``."""
+    from benchmarks._common import parse_args
+
+    args = parse_args(["--quick"], "", default_rounds=9)
+    assert (args.rounds, args.scale.quick) == (5, True)
+    assert args.scale.pick(full=100, smoke=2) == 25
+    assert args.scale.pick(full=300, smoke=3, quick=300) == 300
+    assert parse_args([], "", default_rounds=9).scale.pick(full=100, smoke=2) == 100
+    with pytest.raises(SystemExit):
+        parse_args(["--quick", "--smoke"], "", default_rounds=9)
