@@ -113,18 +113,13 @@ class Saver:
     def after_request(
         self, account: Account | None, sandbox_id: str | None, *, mutating: bool
     ) -> None:
-        """Note the scope of one request (the whole world for the control API's changes):
-        it is written when this loop turn ends, with every other request's of the turn.
-
-        The answer goes out first, so a request waits on no write: a change is in the
-        database once a later request of the same client is answered (a killed process
-        loses at most what it answered in its last loop turn; a clean stop saves all)."""
+        """Note the scope of one request (the whole world for the control API's changes),
+        encoded when this loop turn ends, after its answers, and written by the writer's
+        thread within milliseconds (a clean stop writes all; a killed process loses those)."""
         if account is None:
-            if not mutating:
-                if not self._journal_due():
-                    return
-            else:
-                self._whole = True
+            if not (mutating or self._journal_due()):
+                return
+            self._whole = self._whole or mutating
         elif mutating or self._changed(account, sandbox_id):
             noted = self._pending.get(account.api_key)
             if noted is None:
@@ -352,7 +347,7 @@ class Saver:
             if requests is not None:  # else a restart reads it from the journal's last id
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('requests', ?)", (requests,))
 
-        self.writer.submit(job, events)
+        self.writer.add(job, events)
         self._journal_generation = journal.generation
         if events:
             self._flushed = time.monotonic()
@@ -385,7 +380,8 @@ class Saver:
         self.on_error(f"cannot save the state to {self.store.directory}: {failures[0][0]}")
 
     def sync(self) -> None:
-        """Wait until everything handed to the writer is written; report what failed."""
+        """Wait until every change saved so far is written; report what failed."""
+        self.writer.hand_over()
         self.writer.drain()
         self.take_failures()
 

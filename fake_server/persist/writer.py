@@ -1,8 +1,9 @@
 """The thread that writes the store's transactions, in order, so no answer waits on SQLite.
 
-The saver builds each transaction's rows on the serving loop (what changed, as JSON) and hands
-them here; SQLite releases the GIL while it writes and checkpoints, so the loop goes on
-answering meanwhile. What waits is memory: the transactions not yet written. A transaction
+The saver builds each transaction's rows on the serving loop (what changed, as JSON) and adds
+them here; those of a few milliseconds go to the thread together, as one transaction, and
+SQLite releases the GIL while it writes and checkpoints, so the loop goes on answering
+meanwhile. What waits is memory: the transactions not yet written. A transaction
 that fails is rolled back and kept, with its journal events, for the saver to take up on its
 loop (``failures``): it then reads what the store really holds and writes everything that
 differs (``Saver.stale``).
@@ -10,6 +11,7 @@ differs (``Saver.stale``).
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import sqlite3
 import threading
@@ -21,7 +23,11 @@ if TYPE_CHECKING:
     from fake_server.models import Event
     from fake_server.persist.store import Store
 
-__all__ = ["Writer"]
+__all__ = ["WRITE_EVERY", "Writer"]
+
+#: Real seconds a loop turn's transaction waits for the next turns' before the thread gets
+#: them as one: a burst of changes wakes it once, not once per request.
+WRITE_EVERY = 0.005
 
 
 class Writer:
@@ -39,6 +45,35 @@ class Writer:
         #: Failed transactions, oldest first: the error and the journal events they held.
         self.failures: list[tuple[Exception, list[Event]]] = []
         self._thread: threading.Thread | None = None
+        #: Jobs added and not yet handed to the thread.
+        self._outgoing: list[tuple[Callable[[sqlite3.Connection], None], list[Event]]] = []
+        self._handing = False
+
+    def add(self, job: Callable[[sqlite3.Connection], None], events: list[Event]) -> None:
+        """Write ``job`` after every transaction added before it: at once outside a loop, else
+        within ``WRITE_EVERY`` with every other job added meanwhile, as one transaction."""
+        self._outgoing.append((job, events))
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a restore or a stop
+            self.hand_over()
+            return
+        if not self._handing:
+            self._handing = True
+            loop.call_later(WRITE_EVERY, self.hand_over)
+
+    def hand_over(self) -> None:
+        """Give the thread every job added since the last hand-over, as one transaction."""
+        self._handing = False
+        outgoing, self._outgoing = self._outgoing, []
+        if not outgoing:
+            return
+
+        def job(db: sqlite3.Connection) -> None:
+            for part, _ in outgoing:
+                part(db)
+
+        self.submit(job, [event for _, events in outgoing for event in events])
 
     def submit(self, job: Callable[[sqlite3.Connection], None], events: list[Event]) -> None:
         """Write ``job`` after every transaction submitted before it."""
@@ -58,6 +93,7 @@ class Writer:
 
     def close(self) -> None:
         """Write what is left, then stop the thread; idempotent."""
+        self.hand_over()
         thread, self._thread = self._thread, None
         if thread is not None:
             self._jobs.put(None)
