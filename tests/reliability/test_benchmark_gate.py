@@ -55,7 +55,7 @@ def test_the_gate_passes_on_this_tree() -> None:
     assert table[-1] == "gate: passed (tolerance 1.5x of each goal)"
     assert not [line for line in table if line.endswith("FAILED")]
     gated = {line.split()[0] for line in table[2:-1]}
-    assert gated == {"plugin", "provider", "requests", "sandboxes", "startup", "transfer"}
+    assert gated == {"http2", "plugin", "provider", "requests", "sandboxes", "startup", "transfer"}
 
 
 def test_the_gate_fails_on_a_deliberate_slowdown(tmp_path: Path) -> None:
