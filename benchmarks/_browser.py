@@ -74,29 +74,39 @@ class _Relay:
         self._server = await asyncio.start_server(self._pipe, sock=self._listener)
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Pipe one connection both ways; both ends are closed however it ends (a relay
+        closed while the browser keeps a connection open cancels this: its sockets must not
+        be left to the garbage collector)."""
+        up_writer: asyncio.StreamWriter | None = None
         try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
-        except OSError:
-            writer.close()
-            return
+            try:
+                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
+            except OSError:
+                return
 
-        async def copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(OSError):
-                while data := await src.read(65536):
-                    dst.write(data)
-                    await dst.drain()
-            with contextlib.suppress(OSError):
-                dst.close()
+            async def copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+                with contextlib.suppress(OSError):
+                    while data := await src.read(65536):
+                        dst.write(data)
+                        await dst.drain()
+                with contextlib.suppress(OSError):
+                    dst.close()
 
-        await asyncio.gather(copy(reader, up_writer), copy(up_reader, writer))
+            await asyncio.gather(copy(reader, up_writer), copy(up_reader, writer))
+        finally:
+            for end in (writer, up_writer):
+                if end is not None:
+                    end.close()
 
     def close(self) -> None:
         async def stop() -> None:
             if self._server is not None:
                 self._server.close()
-            for task in asyncio.all_tasks():
-                if task is not asyncio.current_task():
-                    task.cancel()
+            pipes = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in pipes:
+                task.cancel()
+            await asyncio.gather(*pipes, return_exceptions=True)  # their ends closed
+            await asyncio.sleep(0)  # the transports' own close callbacks run
 
         with contextlib.suppress(Exception):
             asyncio.run_coroutine_threadsafe(stop(), self._loop).result(5)

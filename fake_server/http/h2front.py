@@ -89,6 +89,9 @@ class H2Runner(WatchedRunner):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._fronts: set[_Front] = set()
+        #: Connections that have not said yet which protocol they speak (aiohttp does not
+        #: know them, so its shutdown would leave their sockets open).
+        self._sniffers: set[_Sniffer] = set()
 
     @property
     def server(self) -> Any:
@@ -99,7 +102,13 @@ class H2Runner(WatchedRunner):
         # nothing yet, or an HTTP/2 one, is closed by the same rule here.
         idle = float(self._handler_kwargs.get("keepalive_timeout", _AIOHTTP_KEEPALIVE))
         return functools.partial(
-            _Sniffer, inner, self._fronts, self._clock, idle, admission=self.admission
+            _Sniffer,
+            inner,
+            self._fronts,
+            self._clock,
+            idle,
+            admission=self.admission,
+            sniffers=self._sniffers,
         )
 
     async def cleanup(self) -> None:
@@ -110,6 +119,8 @@ class H2Runner(WatchedRunner):
         finally:
             for front in list(self._fronts):
                 front.close()
+            for sniffer in list(self._sniffers):
+                sniffer.force_close()
 
 
 class _Sniffer(asyncio.Protocol):
@@ -124,6 +135,7 @@ class _Sniffer(asyncio.Protocol):
         idle: float,
         *,
         admission: Admission,
+        sniffers: set[_Sniffer],
     ) -> None:
         self._inner = inner
         self._fronts = fronts
@@ -131,6 +143,7 @@ class _Sniffer(asyncio.Protocol):
         self._idle = idle
         #: The server's bound on connections: a connection counts from its opening.
         self._admission = admission
+        self._sniffers = sniffers
         self._seen = b""
         self._transport: asyncio.Transport | None = None
         self._hold: Hold | None = None
@@ -141,6 +154,7 @@ class _Sniffer(asyncio.Protocol):
         self._transport = transport
         self._hold = self._clock.hold()  # a new connection: a request is on its way
         self._timer = asyncio.get_running_loop().call_later(self._idle, transport.close)
+        self._sniffers.add(self)
         self._admission.opened(self)
         tls = transport.get_extra_info("ssl_object")
         if tls is not None and tls.selected_alpn_protocol() == "h2":
@@ -167,6 +181,7 @@ class _Sniffer(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
         self._admission.closed(self)  # the protocol it hands over to counts from here
+        self._sniffers.discard(self)
         transport.set_protocol(protocol)
         protocol.connection_made(transport)
         if seen:
@@ -180,6 +195,7 @@ class _Sniffer(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
         self._admission.closed(self)
+        self._sniffers.discard(self)
         self._release()
 
     def _release(self) -> None:

@@ -189,6 +189,22 @@ async def test_closing_the_fake_ends_open_http2_connections() -> None:
     assert fake.errors == []
 
 
+async def test_closing_the_fake_closes_a_connection_that_never_spoke() -> None:
+    """A connection that sent nothing yet (a browser's preconnect) is not aiohttp's to close:
+    the fake's close closes it too, rather than leaving its socket to the collector."""
+    fake = FakeCreateOS(clock=VirtualClock(), transitions=TransitionPolicy.immediate())
+    await fake.__aenter__()
+    host, port = fake.url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    async with httpx.AsyncClient() as client:  # served after the silent one was accepted
+        assert (await client.get(fake.url + "/readyz")).status_code == 200
+    await asyncio.wait_for(fake.aclose(), 30)
+    assert await asyncio.wait_for(reader.read(1), 30) == b""  # closed by the fake
+    writer.close()
+    await writer.wait_closed()
+    assert fake.errors == []
+
+
 async def test_h2_over_tls_by_alpn(tmp_path: Path) -> None:
     """Where TLS is on, a client offering ``h2`` by ALPN gets HTTP/2 (the TS SDK on
     ``https://``); one offering only ``http/1.1`` gets HTTP/1.1 (the CLI's shell and tunnels)."""
