@@ -142,8 +142,11 @@ class Guest:
         return [self._proc.pid, self.pid]
 
     def send(self, signum: int, also: Iterable[int] = ()) -> None:
-        """Send ``signum`` to every process of the sandbox but pid 1 (pause, resume)."""
-        tree.send(self.processes(also), signum)
+        """Send ``signum`` to every process of the sandbox but pid 1 (pause, resume).
+
+        SIGCONT goes to children before their parents (``continuing``)."""
+        pids = self.processes(also)
+        tree.send(tree.continuing(pids) if signum == signals.SIGCONT else pids, signum)
 
     def close(self, also: Iterable[int] = ()) -> None:
         """SIGTERM everything, SIGKILL what is left after ``GRACE``; idempotent."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from fake_server.runtime.api import FeatureUnavailable, Usage
 from fake_server.runtime.environment import HOME
-from fake_server.runtime.process import buckets, tree
+from fake_server.runtime.process import buckets
 from fake_server.runtime.process.agent import Agent
 from fake_server.runtime.process.cgroups import Limits, SandboxGroup
 from fake_server.runtime.process.dirdisk import DirDisk
@@ -314,16 +314,14 @@ class ProcessMachine:
     def pause(self) -> None:
         """Stop every process, daemons included; they resume where they were."""
         self.paused = True
-        self.guest.send(signals.SIGSTOP, self._run_pids())
-        for run in list(self.runs.values()):
+        for run in list(self.runs.values()):  # each exec's nsenter first (``tree.stop_first``)
             run.stop(signals.SIGSTOP)
+        self.guest.send(signals.SIGSTOP, self._run_pids())
 
     def resume(self) -> None:
         self.paused = False
-        pids = self._run_pids()
-        self.guest.send(signals.SIGCONT, pids)
-        tree.send(pids, signals.SIGCONT)  # nsenter stops itself while its child is stopped
-        for run in list(self.runs.values()):
+        self.guest.send(signals.SIGCONT, self._run_pids())  # children first
+        for run in list(self.runs.values()):  # each exec's nsenter last
             run.stop(signals.SIGCONT)
 
     def _run_pids(self) -> list[int]:

@@ -155,8 +155,20 @@ class Run:
         else:
             self.running.start()
         levels = tree.descendants(self.pid)
-        for level in levels:  # the wrappers too: nsenter stops itself while its child is
-            tree.send(level, signum)
+        if self.paused:
+            # nsenter (the tree's root, or its first level under the bwrap) is stopped
+            # before its child, continued after it (``tree.stop_first``)
+            if self.wrappers:
+                for pid in levels[0] if levels else ():
+                    tree.stop_first(pid)
+            else:
+                tree.stop_first(self.pid)
+            for level in levels:
+                tree.send(level, signum)
+        else:
+            for level in tree.continuing(levels):
+                tree.send(level, signum)
+            tree.send([self.pid], signum)
         if self.paused and tries > 0 and not _started(levels[self.wrappers :]):
             asyncio.get_running_loop().call_later(_LEADER_POLL, self._stop_later, tries - 1)
 

@@ -11,14 +11,59 @@ from __future__ import annotations
 import contextlib
 import os
 import signal as signals
+import time
+from typing import TYPE_CHECKING, TypeVar
 
-__all__ = ["SIGNALS", "descendants", "holding", "send"]
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["SIGNALS", "continuing", "descendants", "holding", "send", "stop_first"]
+
+_T = TypeVar("_T")
 
 SIGNALS = {
     name: int(getattr(signals, name))
     for name in ("SIGHUP", "SIGINT", "SIGQUIT", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGTERM",
                  "SIGWINCH", "SIGSTOP", "SIGCONT")
 }  # fmt: skip
+
+
+#: Real seconds ``stop_first`` waits for an ``nsenter`` to stop (it is woken by the signal
+#: and stops at once, unless the machine is too busy to run it).
+STOP_BOUND = 2.0
+
+
+def continuing(top_down: Sequence[_T]) -> list[_T]:
+    """Processes (or levels of them) listed parents first, in the order SIGCONT goes: children
+    first (``stop_first`` says why)."""
+    return list(reversed(top_down))
+
+
+def stop_first(pid: int) -> None:
+    """SIGSTOP ``pid`` (an ``nsenter``) and wait until it has stopped, before its child is.
+
+    ``nsenter`` waits for its child with ``WUNTRACED`` and, when it sees it stopped, stops
+    itself, then continues the child once continued. A signal stops a process only when it
+    next runs: an ``nsenter`` still running when its child stopped could take the child's stop
+    and be stopped by our signal just before stopping itself, which it then does once resumed,
+    for good (its exec would never end). Stopped first, it never sees the child stopped: the
+    child is continued before it (``continuing``), which clears the stop it could have seen.
+    """
+    if not send([pid], signals.SIGSTOP):
+        return
+    deadline = time.monotonic() + STOP_BOUND
+    while _state(pid) not in ("T", "t", "Z", "X", "") and time.monotonic() < deadline:
+        time.sleep(0.0002)
+
+
+def _state(pid: int) -> str:
+    """``pid``'s state letter (``/proc/PID/stat``), ``""`` once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return ""
+    return data[data.rfind(b")") + 2 :][:1].decode()
 
 
 def _children() -> dict[int, list[int]]:
