@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import os
 import sys
 import threading
 import time
@@ -159,6 +160,8 @@ def test_the_kernel_tells_a_running_thread_from_a_blocked_one() -> None:
         # loaded machine may keep it off a CPU for a while: the check yields the CPU between
         # reads and waits (in real time, bounded) for the wait the thread is bound to reach.
         assert settled(lambda: not watch.runnable(native), bound=30.0)
+    # join() returns once Python is done with the thread; the kernel's task ends just after
+    assert settled(lambda: not os.path.exists(f"/proc/self/task/{native}"), bound=30.0)
     assert (watch.runnable(native), watch.runnable(0)) == (False, False)  # ended; unknown
 
 
