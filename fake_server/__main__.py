@@ -497,12 +497,13 @@ def _open_browser(url: str, complain: Callable[[str], None] = _complain) -> None
 
 
 def _image() -> int:
-    """Build the devbox:1 image's cache (CI does it before the tests, which stay offline)."""
+    """Build the devbox:1 image's cache: bun and the Debian 13 tree (CI does it before the
+    tests, which stay offline)."""
     from fake_server.models.catalog import Catalog
     from fake_server.runtime.process import system
 
     try:
-        chosen = system.choose(progress=lambda line: print(line, flush=True))
+        chosen = system.build(progress=lambda line: print(line, flush=True))
     except RuntimeUnavailable as exc:
         _complain(str(exc))
         return 1

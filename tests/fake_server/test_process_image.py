@@ -11,7 +11,7 @@ from _process_runtime import no_bwrap_left
 from fake_server import VirtualClock
 from fake_server.__main__ import main
 from fake_server.runtime.api import RuntimeUnavailable
-from fake_server.runtime.process import ProcessRuntime, image, system
+from fake_server.runtime.process import ProcessRuntime, debian, image, system
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -27,6 +27,21 @@ WORKING_NPM = """#!/bin/sh
 while [ "$1" != --prefix ]; do shift; done
 mkdir -p "$2/bin" && printf '#!/bin/sh\\necho 1.0.0\\n' > "$2/bin/bun" && chmod 755 "$2/bin/bun"
 """
+
+
+#: A Debian builder that makes the smallest tree taken as built (its arguments: the staging
+#: directory, the mirror), or fails as mmdebstrap does when the mirror cannot be reached.
+WORKING_BUILDER = '#!/bin/sh\nmkdir -p "$1/usr/bin" && touch "$1/usr/bin/python3"\n'
+FAILING_BUILDER = "#!/bin/sh\necho 'E: apt-get update failed' >&2\nexit 1\n"
+
+
+def fake_builder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, script: str | None) -> None:
+    """Point the Debian 13 build at ``script`` (``None``: no builder installed)."""
+    builder = tmp_path / "builder"
+    if script is not None:
+        builder.write_text(script)
+        builder.chmod(0o755)
+    monkeypatch.setattr(debian, "_builder", lambda: [str(builder)] if script else None)
 
 
 def fake_npm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, script: str | None) -> Path:
@@ -77,14 +92,61 @@ def test_the_image_command_builds_it_and_says_what_each_rootfs_boots(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cache = fake_npm(monkeypatch, tmp_path, WORKING_NPM)
+    fake_builder(monkeypatch, tmp_path, WORKING_BUILDER)
     assert main(["image"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == f"createos-fake: building image devbox:1 once: npm install bun into {cache}"
-    assert lines[1].startswith("images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, ")
-    assert len(lines) == 2
+    assert lines == [
+        f"createos-fake: building image devbox:1 once: npm install bun into {cache}",
+        f"createos-fake: building image devbox:1 once: Debian 13 (trixie) from "
+        f"{debian.mirror()} into {cache} (a few minutes)",
+        "images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, python:3.12 boot devbox:1: "
+        "Debian 13 (trixie) on a copy-on-write root per sandbox (user root; apt-get, pip, "
+        "npm -g; bun)",
+    ]
     monkeypatch.setattr(image, "npm_path", lambda: None)
-    assert main(["image"]) == 0  # cached: no npm needed any more
+    fake_builder(monkeypatch, tmp_path, None)
+    assert main(["image"]) == 0  # cached: neither npm nor a builder needed any more
     assert capsys.readouterr().out.startswith("images: rootfs devbox:1, ")
+    assert system.choose() == system.System(bun=cache / "bun", root=debian.tree(cache))
+
+
+@pytest.mark.parametrize(
+    ("builder", "why"),
+    [
+        (FAILING_BUILDER, "builder failed (status 1): E: apt-get update failed"),
+        (None, "neither mmdebstrap nor debootstrap is installed (apt-get install mmdebstrap)"),
+    ],
+)
+def test_a_debian_tree_that_cannot_be_built_says_why_and_leaves_the_hosts_programs(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    builder: str | None,
+    why: str,
+) -> None:
+    cache = fake_npm(monkeypatch, tmp_path, WORKING_NPM)
+    fake_builder(monkeypatch, tmp_path, builder)
+    assert main(["image"]) == 1
+    assert capsys.readouterr().err == (
+        f"createos-fake: the Debian 13 (trixie) image for devbox:1 cannot be built: {why}. "
+        "Sandboxes boot the host's own programs until it is (createos-fake image builds it "
+        f"into {cache})\n"
+    )
+    assert sorted(p.name for p in cache.iterdir()) == [".lock", "bun"]  # nothing half-built
+    chosen = system.choose()
+    assert chosen == system.System(bun=cache / "bun")
+    assert "(no Debian 13 (trixie) image yet: createos-fake image builds it)" in chosen.describe(
+        ["devbox:1"]
+    )
+
+
+def test_the_mirror_is_the_hosts_apt_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert debian._SOURCE.search("Types: deb\nURIs: http://mirror.test/debian\nSuites: x\n")
+    found = debian._SOURCE.search("deb [arch=amd64] https://mirror.test/debian/ bookworm main\n")
+    assert found is not None
+    assert found.group(1) == "https://mirror.test/debian"
+    monkeypatch.setenv("CREATEOS_FAKE_DEBIAN_MIRROR", "http://chosen.test/debian")
+    assert debian.mirror() == "http://chosen.test/debian"
 
 
 def test_serve_refuses_to_start_without_the_image_unless_the_fallback_is_allowed(

@@ -194,7 +194,11 @@ class ProcessRuntime:
         if self._images is None:
             assert self.ids is not None
             self._images = ImageSpace(
-                self.fake_root.path / ".image", name=DEVBOX, bun=self.system.bun, ids=self.ids
+                self.fake_root.path / ".image",
+                name=DEVBOX,
+                bun=self.system.bun,
+                ids=self.ids,
+                source=self.system.root,
             )
         return self._images
 

@@ -72,7 +72,6 @@ _VAR_LIB_HIDDEN = (
 _HIDDEN_FILES = (
     "etc/shadow", "etc/shadow-", "etc/gshadow", "etc/gshadow-", "etc/ssh/ssh_host_*",
     "etc/security/opasswd", "etc/machine-id", "etc/credstore", "etc/credstore.encrypted",
-    "usr/lib/python3*/EXTERNALLY-MANAGED",
 )  # fmt: skip
 _ETC = {
     "hostname": "sandbox\n",
@@ -129,15 +128,36 @@ def _system_accounts(text: str) -> str:
     return "".join(f"{line}\n" for line in kept)
 
 
-def write_mask(layer: Path, host: Path, *, bun: bool) -> None:
-    """Write the mask layer for ``host`` (the host's root) into the empty directory ``layer``."""
+def write_mask(layer: Path, host: Path, *, bun: bool, personal: bool = True) -> None:
+    """Write the mask layer for the root file system ``host`` into the empty directory
+    ``layer``. ``personal``: ``host`` is the host's own root, whose personal entries are
+    hidden; a root built for sandboxes (``debian``) gets only the sandbox's own files."""
+    if personal:
+        _mask_personal(layer, host)
+    else:
+        for name in ("paperclip-workspace", "opt"):
+            if not (host / name).is_dir():
+                _opaque(layer / name, 0o755)
+    for name in _SKELETON:
+        if name.startswith(("opt/", "usr/local/")) or personal:
+            (layer / name).mkdir(parents=True, exist_ok=True)
+    for found in glob.glob(str(host / "usr/lib/python3*/EXTERNALLY-MANAGED")):
+        _whiteout(layer / os.path.relpath(found, host))
+    (layer / "etc").mkdir(exist_ok=True)
+    for name, text in _ETC.items():
+        (layer / "etc" / name).write_text(text)
+    if bun:
+        for program in ("bun", "bunx"):
+            (layer / "usr/local/bin" / program).symlink_to(f"{BUN_GUEST}/bin/{program}")
+
+
+def _mask_personal(layer: Path, host: Path) -> None:
+    """Hide what the host keeps personal (see the module's docstring)."""
     for entry in os.scandir(host):
         if entry.name not in _KEEP_TOP:
             _whiteout(layer / entry.name)
     for name, mode in _EMPTY:
         _opaque(layer / name, mode)
-    for name in _SKELETON:
-        (layer / name).mkdir(parents=True, exist_ok=True)
     for name in _VAR_LIB_HIDDEN:
         if os.path.lexists(host / "var/lib" / name):
             _whiteout(layer / "var/lib" / name)
@@ -145,15 +165,10 @@ def write_mask(layer: Path, host: Path, *, bun: bool) -> None:
         for found in glob.glob(str(host / pattern)):
             _whiteout(layer / os.path.relpath(found, host))
     (layer / "etc").mkdir(exist_ok=True)
-    for name, text in _ETC.items():
-        (layer / "etc" / name).write_text(text)
     for name in ("passwd", "group"):
         with contextlib.suppress(OSError):
             text = (host / "etc" / name).read_text()
             (layer / "etc" / name).write_text(_system_accounts(text))
-    if bun:
-        for program in ("bun", "bunx"):
-            (layer / "usr/local/bin" / program).symlink_to(f"{BUN_GUEST}/bin/{program}")
 
 
 def npm_path() -> str | None:

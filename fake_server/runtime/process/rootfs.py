@@ -66,7 +66,17 @@ class ImageSpace:
     seen through idmapped mounts with the sandboxes' id range (``idmap``), so the host's root
     owns nothing a sandbox sees: its files belong to the sandbox's root."""
 
-    def __init__(self, layer: Path, *, name: str, bun: Path | None, ids: IdRange) -> None:
+    def __init__(
+        self,
+        layer: Path,
+        *,
+        name: str,
+        bun: Path | None,
+        ids: IdRange,
+        source: Path | None = None,
+    ) -> None:
+        """``source``: the root file system sandboxes boot (the Debian 13 tree); ``None``: the
+        host's own, with what it keeps personal masked."""
         layer.mkdir(mode=0o711, exist_ok=True)  # a kept root may hold it from a killed fake
         self.layer = layer
         self.ids = ids
@@ -76,13 +86,14 @@ class ImageSpace:
         #: The map idmapped mounts take (host uid 0 shows as the sandbox's root).
         self.userns = idmap.userns(ids)
         userns = self.userns
+        root = _HOST_ROOT if source is None else source
 
         def setup() -> None:
             mount("tmpfs", str(mask), "tmpfs", MS_NOSUID | MS_NODEV, f"size={_MASK_SIZE}")
-            write_mask(mask, _HOST_ROOT, bun=bun is not None)
+            write_mask(mask, root, bun=bun is not None, personal=source is None)
             mount("none", str(mask), None, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_RDONLY)
-            for source, target in ((str(mask), lower_mask), (str(_HOST_ROOT), lower_host)):
-                clone = idmapped(source, userns, readonly=True)
+            for layer_path, target in ((str(mask), lower_mask), (str(root), lower_host)):
+                clone = idmapped(layer_path, userns, readonly=True)
                 try:
                     attach(clone, str(target))
                 finally:

@@ -16,14 +16,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.api import RuntimeUnavailable
-from fake_server.runtime.process.image import DEVBOX, ensure_bun
+from fake_server.runtime.process import debian
+from fake_server.runtime.process.image import DEVBOX, cache_dir, ensure_bun
 from fake_server.runtime.process.mountns import MS_NOSUID, MountSpace, mount
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from pathlib import Path
 
-__all__ = ["System", "choose"]
+__all__ = ["System", "build", "choose"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,8 @@ class System:
 
     bun: Path | None = None
     missing: str | None = None
+    #: The Debian 13 tree sandboxes boot (``debian``); ``None``: the host's own programs.
+    root: Path | None = None
 
     @property
     def image(self) -> bool:
@@ -41,9 +44,15 @@ class System:
         """``serve``'s line saying what each rootfs name boots."""
         names = ", ".join(rootfs)
         if self.image:
+            what = (
+                debian.NAME
+                if self.root is not None
+                else f"this host's {_host_os()} programs (no {debian.NAME} image yet: "
+                "createos-fake image builds it)"
+            )
             return (
-                f"images: rootfs {names} boot {DEVBOX}: this host's {_host_os()} programs on "
-                "a copy-on-write root per sandbox (user root; apt-get, pip, npm -g; bun)"
+                f"images: rootfs {names} boot {DEVBOX}: {what} on a copy-on-write root per "
+                "sandbox (user root; apt-get, pip, npm -g; bun)"
             )
         return (
             f"images: rootfs {names} boot the host's programs on a read-only /usr as user "
@@ -59,11 +68,21 @@ def choose(*, fallback: bool = False, progress: Callable[[str], None] | None = N
     if why is not None:
         return System(missing=why)
     try:
-        return System(bun=ensure_bun(progress))
+        return System(bun=ensure_bun(progress), root=debian.built(cache_dir()))
     except RuntimeUnavailable as exc:
         if not fallback:
             raise
         return System(missing=str(exc).split(": ", 1)[1].split(". ", 1)[0])
+
+
+def build(progress: Callable[[str], None] | None = None) -> System:
+    """``createos-fake image``: the image's parts built now (bun, the Debian 13 tree), and the
+    system they make; ``RuntimeUnavailable`` saying what to do when one cannot be built."""
+    why = _no_mounts()
+    if why is not None:
+        raise RuntimeUnavailable(f"the {DEVBOX} image needs root and mounts: {why}")
+    bun = ensure_bun(progress)
+    return System(bun=bun, root=debian.build(cache_dir(), progress))
 
 
 @functools.cache
