@@ -107,8 +107,10 @@ async def test_what_the_host_keeps_personal_is_absent(runtime: ProcessRuntime) -
         "cut -d: -f3 /etc/passwd | sort -n | tail -1; ls -A /var/lib | grep -c postgresql"
     )
     code, output = await sh(machine, script)
+    # the Debian 13 image's root has the shell's dotfiles, as a fresh VM's; the host's is empty
+    dotfiles = ".bashrc\n.profile\n" if runtime.system.root is not None else ""
     assert output == (
-        "/home:\n\n/mnt:\n\n/opt:\ncreateos\n\n/root:\n\n/srv:\n\n/tmp:\n\n"
+        f"/home:\n\n/mnt:\n\n/opt:\ncreateos\n\n/root:\n{dotfiles}\n/srv:\n\n/tmp:\n\n"
         "/usr/local/bin:\nbun\nbunx\n"
         "'/work': No such file or directory\n"
         "'/etc/shadow': No such file or directory\n"
