@@ -92,10 +92,11 @@ def test_installed_packages_survive_pause_resume_and_are_copied_by_fork(sdk: Cli
         "createos-hello; python3 -c 'import createos_hello as m; print(m.GREETING, m.__file__)'; "
         "dpkg-query -W -f '${Status}\\n' createos-hello"
     )
+    minor = sh(sandbox, "python3 -c 'import sys; print(sys.version_info[1])'")[1].strip()
     expected = (
         0,
         "hello from a package\nhello from a wheel "
-        "/usr/local/lib/python3.11/dist-packages/createos_hello/__init__.py\n"
+        f"/usr/local/lib/python3.{minor}/dist-packages/createos_hello/__init__.py\n"
         "install ok installed\n",
     )
     assert sh(sandbox, check) == expected

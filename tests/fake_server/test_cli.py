@@ -17,6 +17,7 @@ import pytest
 
 from fake_server import tls_context
 from fake_server.__main__ import build_parser, main, serve_fake
+from fake_server.runtime.process import debian, image
 from fake_server.server import FakeCreateOS
 from tests.fake_server._process_runtime import needs_nft
 
@@ -27,6 +28,14 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 HOST_OS = platform.freedesktop_os_release()["PRETTY_NAME"]
+#: What devbox:1 boots here: the Debian 13 tree where ``createos-fake image`` built it (CI),
+#: the host's own programs otherwise (a fresh machine).
+DEVBOX_BOOTS = (
+    debian.NAME
+    if debian.built(image.cache_dir()) is not None
+    else f"this host's {HOST_OS} programs (no {debian.NAME} image yet: createos-fake image "
+    "builds it)"
+)
 STOPPED = (
     "createos-fake: {signal}: stopping (killing the sandboxes' processes; a second signal exits "
     "at once)\ncreateos-fake: stopped\n"
@@ -88,8 +97,8 @@ def _exercise(process: subprocess.Popen[str]) -> None:
         "containment: root inside is host id 983040000 (ids up to 983105535), /proc masked, a "
         "seccomp filter",
         "images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, python:3.12 boot devbox:1: "
-        f"this host's {HOST_OS} programs on a copy-on-write root per sandbox "
-        "(user root; apt-get, pip, npm -g; bun)",
+        f"{DEVBOX_BOOTS} on a copy-on-write root per sandbox (user root; apt-get, pip, npm -g; "
+        "bun)",
         "state: in memory only, lost at stop (--state-dir DIR keeps it)",
         "",
         "# the official SDKs (they add /v1 themselves; Python reads CREATEOS_API_KEY,"
