@@ -42,7 +42,11 @@ async def test_npm_install_g_lands_in_the_system_survives_pause_and_is_forked(
 ) -> None:
     machine = runtime.new_sandbox("sb")
     assert await sh(machine, PACKAGE) == (0, "")
-    expected = (0, "hello from npm\n/usr/bin/createos-hello\n42\n")
+    # npm's global prefix is the system's: /usr/local on Debian 13's npm (as on Ubuntu's),
+    # /usr where the host's npm was built so
+    code, prefix = await sh(machine, "npm prefix -g")
+    assert (code, prefix) in ((0, "/usr\n"), (0, "/usr/local\n"))
+    expected = (0, f"hello from npm\n{prefix.strip()}/bin/createos-hello\n42\n")
     assert await sh(machine, CHECK) == expected
     machine.pause()
     machine.resume()

@@ -138,6 +138,7 @@ def write_mask(layer: Path, host: Path, *, bun: bool, personal: bool = True) -> 
         for name in ("paperclip-workspace", "opt"):
             if not (host / name).is_dir():
                 _opaque(layer / name, 0o755)
+        _trust_as_the_host_does(layer)
     for name in _SKELETON:
         if name.startswith(("opt/", "usr/local/")) or personal:
             (layer / name).mkdir(parents=True, exist_ok=True)
@@ -149,6 +150,21 @@ def write_mask(layer: Path, host: Path, *, bun: bool, personal: bool = True) -> 
     if bun:
         for program in ("bun", "bunx"):
             (layer / "usr/local/bin" / program).symlink_to(f"{BUN_GUEST}/bin/{program}")
+
+
+#: The host's bundle of trusted certificate authorities (Debian's and Ubuntu's path).
+_HOST_CAS = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+def _trust_as_the_host_does(layer: Path) -> None:
+    """A root built for sandboxes trusts what the host trusts: its traffic leaves through the
+    host's network, where a proxy that re-signs TLS (a company's, a CI runner's) is trusted by
+    the host's bundle only. Programs reading the system's bundle (curl, pip, apt, git) then
+    reach what the host reaches."""
+    with contextlib.suppress(OSError):
+        bundle = _HOST_CAS.read_bytes()
+        (layer / "etc/ssl/certs").mkdir(parents=True, exist_ok=True)
+        (layer / "etc/ssl/certs/ca-certificates.crt").write_bytes(bundle)
 
 
 def _mask_personal(layer: Path, host: Path) -> None:
