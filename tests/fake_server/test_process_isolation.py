@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -28,7 +29,6 @@ from fake_server.runtime.process.rootdir import sweep
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
-    from pathlib import Path
 
 pytestmark = pytest.mark.asyncio
 
@@ -108,17 +108,32 @@ async def test_what_the_host_keeps_personal_is_absent(runtime: ProcessRuntime) -
     )
     code, output = await sh(machine, script)
     # the Debian 13 image's root has the shell's dotfiles, as a fresh VM's; the host's is empty
-    dotfiles = ".bashrc\n.profile\n" if runtime.system.root is not None else ""
+    image = runtime.system.root is not None
+    dotfiles = ".bashrc\n.profile\n" if image else ""
+    # the image's own users have an /etc/shadow (not the host's: checked below)
+    missing, present = (
+        ("", "/etc/shadow\n")
+        if image
+        else (
+            "'/etc/shadow': No such file or directory\n",
+            "",
+        )
+    )
     assert output == (
         f"/home:\n\n/mnt:\n\n/opt:\ncreateos\n\n/root:\n{dotfiles}\n/srv:\n\n/tmp:\n\n"
         "/usr/local/bin:\nbun\nbunx\n"
         "'/work': No such file or directory\n"
-        "'/etc/shadow': No such file or directory\n"
+        f"{missing}"
         f"'{runtime.fake_root.path}': No such file or directory\n"
         "'/etc/ssh/ssh_host_rsa_key': No such file or directory\n"
+        f"{present}"
         "65534\n0\n"
     )
     assert code == 1  # grep -c found nothing
+    if image:
+        _, own = await sh(machine, "cat /etc/shadow")
+        assert own.startswith("root:")
+        assert own != await asyncio.to_thread(Path("/etc/shadow").read_text)
 
 
 async def test_sandboxes_see_neither_each_others_files_nor_processes(
