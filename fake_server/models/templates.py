@@ -244,6 +244,10 @@ class _Build:
         return f"RUN exited with status {code}" if code else ""
 
 
+#: Trees a sandbox's kernel provides: never copied from a template's files.
+_KERNELS = frozenset({"/dev", "/proc", "/sys"})
+
+
 def seed_sandbox(template: Template, sandbox: Sandbox) -> None:
     """Copy the built files and ENV values into a new sandbox's disk.
 
@@ -264,6 +268,8 @@ def seed_sandbox(template: Template, sandbox: Sandbox) -> None:
             directory = stack.pop()
             for name, entry in vfs.list_dir(image.fs, directory):
                 path = posixpath.join(directory, name)
+                if path in _KERNELS:
+                    continue  # the sandbox's kernel provides them (bashkit's are stand-ins)
                 if entry.kind == "directory":
                     if isinstance(sandbox.disk, SandboxDisk):
                         vfs.mkdirs(sandbox.disk.fs, path)
