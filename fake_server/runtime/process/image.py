@@ -154,17 +154,26 @@ def write_mask(layer: Path, host: Path, *, bun: bool, personal: bool = True) -> 
 
 #: The host's bundle of trusted certificate authorities (Debian's and Ubuntu's path).
 _HOST_CAS = Path("/etc/ssl/certs/ca-certificates.crt")
+#: A CA's entry in a hashed directory: its subject's hash, a dot, a counter.
+_HASHED = re.compile(r"[0-9a-f]{8}\.[0-9]+")
 
 
 def _trust_as_the_host_does(layer: Path) -> None:
     """A root built for sandboxes trusts what the host trusts: its traffic leaves through the
     host's network, where a proxy that re-signs TLS (a company's, a CI runner's) is trusted by
     the host's bundle only. Programs reading the system's bundle (curl, pip, apt, git) then
-    reach what the host reaches."""
+    reach what the host reaches; so do those looking a CA up by its subject's hash in
+    ``/etc/ssl/certs`` (OpenSSL's and BoringSSL's directory lookup: bun), whose links to a
+    host's own CAs (``/usr/local/share/ca-certificates``) are copied as files."""
+    certs = layer / "etc/ssl/certs"
     with contextlib.suppress(OSError):
         bundle = _HOST_CAS.read_bytes()
-        (layer / "etc/ssl/certs").mkdir(parents=True, exist_ok=True)
-        (layer / "etc/ssl/certs/ca-certificates.crt").write_bytes(bundle)
+        certs.mkdir(parents=True, exist_ok=True)
+        (certs / "ca-certificates.crt").write_bytes(bundle)
+        for entry in os.scandir(_HOST_CAS.parent):
+            if _HASHED.fullmatch(entry.name):
+                with contextlib.suppress(OSError):
+                    (certs / entry.name).write_bytes(Path(entry.path).read_bytes())
 
 
 def _mask_personal(layer: Path, host: Path) -> None:
