@@ -266,7 +266,7 @@ def _runtime(
     network mode, reduced where sandboxes cannot share a network namespace, and the image
     each rootfs name boots, built first if need be with a progress line, given to ``say``)."""
     from fake_server.models.catalog import Catalog
-    from fake_server.runtime.process import cgroups, confine, idmap, netmode, system
+    from fake_server.runtime.process import cgroups, confine, idmap, netmode, procview, system
     from fake_server.runtime.process.bwrap import require_bwrap
 
     if choice == "bashkit":
@@ -279,7 +279,10 @@ def _runtime(
     chosen = system.choose(fallback=image_fallback, progress=say)
     images = chosen.describe(Catalog().rootfs)
     contained = confine.describe(idmap.host_range() if chosen.image else None)
-    lines = [f"runtime: {netmode.detect().describe()}", cgroups.describe(), contained, images]
+    lines = [f"runtime: {netmode.detect().describe()}", cgroups.describe(), contained]
+    if chosen.image:  # lxcfs serves sandboxes booting the image (``procview``)
+        lines.append(procview.describe())
+    lines.append(images)
     return "process", "\n".join(lines)
 
 

@@ -10,15 +10,15 @@ the host's cgroup files of the ``serve`` under test, which the sandbox cannot re
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from fake_server.runtime.process import cgroups
+from fake_server.runtime.process import cgroups, procview
+from tests._needs import needs_command
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from tests.security._attack import Target
 
 pytestmark = pytest.mark.skipif(
@@ -69,6 +69,31 @@ def test_nproc_and_the_cpu_quota_are_the_shapes(serve: Target) -> None:
     ]
     # one vCPU: one CPU's time per period; a quarter vCPU: a quarter of it
     assert set(quotas) == {str(cgroups.PERIOD_US), str(cgroups.PERIOD_US // 4)}
+
+
+@needs_command("lxcfs", "lxcfs", "apt-get install lxcfs")
+def test_free_and_proc_show_the_shape_not_the_host(serve: Target) -> None:
+    assert procview.describe() in serve.serve.lines
+    small, big = serve.create(shape="s-1vcpu-1gb"), serve.create(shape="s-2vcpu-4gb")
+    free = "free -m | awk '/^Mem:/ {print $2}'; grep -c ^processor /proc/cpuinfo"
+    assert serve.sh(small, free) == (0, "1024\n1\n")
+    vcpus = min(2, len(os.sched_getaffinity(0)))
+    assert serve.sh(big, free) == (0, f"4096\n{vcpus}\n")
+    # uptime is the sandbox's (booted after serve started), not the host's
+    code, out = serve.sh(small, "cut -d' ' -f1 /proc/uptime")
+    assert code == 0
+    assert float(out) <= _age(serve.serve.process.pid) + 1
+    # the files are read-only: the sandbox's root cannot write them or unmount the view
+    code, out = serve.sh(small, "echo x > /proc/meminfo; umount /proc/meminfo; echo $?")
+    assert out.splitlines()[-1] != "0"
+    assert serve.sh(small, free) == (0, "1024\n1\n")
+
+
+def _age(pid: int) -> float:
+    """Seconds since process ``pid`` started (``/proc``'s start time against the uptime)."""
+    start = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    return uptime - start / os.sysconf("SC_CLK_TCK")
 
 
 #: The attack that lifted the limit before: a cgroup namespace of its own, the v1 ``pids``

@@ -25,11 +25,12 @@ PTY processes run on a real PTY (``pty.py``). Not supported (yet): registered Py
 
 from __future__ import annotations
 
+import contextlib
 import signal as signals
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
-from fake_server.runtime.process import buckets, idmap, netmode
+from fake_server.runtime.process import buckets, idmap, netmode, procview
 from fake_server.runtime.process.bridges import Hub
 from fake_server.runtime.process.bwrap import reachable_copy, require_bwrap
 from fake_server.runtime.process.confine import Confinement
@@ -37,6 +38,7 @@ from fake_server.runtime.process.image import DEVBOX
 from fake_server.runtime.process.machine import DISKS_NEED_ROOT, ProcessMachine
 from fake_server.runtime.process.netns import nsenter_path
 from fake_server.runtime.process.network import Network
+from fake_server.runtime.process.procview import ProcView
 from fake_server.runtime.process.rootdir import (
     BASE_NAME,
     FakeRoot,
@@ -102,6 +104,9 @@ class ProcessRuntime:
         #: The fake's temporary directory when its sandboxes are kept elsewhere (``scratch``).
         self._scratch: FakeRoot | None = None
         self._confinement: Confinement | None = None
+        #: lxcfs for the sandboxes' ``/proc`` (``procview``), started with the image's space.
+        self._procview: ProcView | None = None
+        self._procview_tried = False
         self._images: ImageSpace | None = None
         self.machines: dict[str, ProcessMachine] = {}
         self.hubs: dict[str, Hub] = {}
@@ -136,8 +141,20 @@ class ProcessRuntime:
         host-directory layout."""
         if self._confinement is None and self.ids is not None:
             init_bwrap = reachable_copy(self.bwrap, self.scratch.programs)
-            self._confinement = Confinement(self.ids, init_bwrap, self.bwrap)
+            view = self._proc_view()
+            binds = tuple(view.binds()) if view is not None else ()
+            self._confinement = Confinement(self.ids, init_bwrap, self.bwrap, binds)
         return self._confinement
+
+    def _proc_view(self) -> ProcView | None:
+        """The fake's lxcfs, started once, before the image's mount namespace copies the
+        host's mounts; ``None`` where it cannot run (``serve`` said why at start-up)."""
+        if not self._procview_tried:
+            self._procview_tried = True
+            if procview.unavailable() is None:
+                with contextlib.suppress(OSError):
+                    self._procview = ProcView(self.scratch.path / ".lxcfs")
+        return self._procview
 
     def _bucket_base(self) -> Path:
         kept = self.kept_buckets
@@ -193,6 +210,7 @@ class ProcessRuntime:
         """The image namespace every sandbox's is a copy of, made on first use."""
         if self._images is None:
             assert self.ids is not None
+            self._proc_view()  # mounted first: the image's namespace copies the mounts once
             self._images = ImageSpace(
                 self.fake_root.path / ".image",
                 name=DEVBOX,
@@ -272,6 +290,10 @@ class ProcessRuntime:
         if images is not None:
             images.close()
             remove_tree(images.layer)  # a mount point only (a kept root keeps the rest)
+        view, self._procview = self._procview, None
+        self._procview_tried = False
+        if view is not None:
+            view.close()
         root, self._root = self._root, None
         if root is not None:
             root.close()

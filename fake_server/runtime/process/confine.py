@@ -101,6 +101,8 @@ class Confinement:
     init_bwrap: str
     #: bwrap as the fake runs it (the exec wrapper).
     bwrap: str
+    #: bwrap's options binding files over ``/proc``'s (``procview``: the shape's figures).
+    proc_binds: tuple[str, ...] = ()
 
     def init_argv(
         self,
@@ -122,7 +124,8 @@ class Confinement:
             *(["--unshare-net"] if own_net else []), "--hostname", "sandbox",
             "--die-with-parent",
             *(["--seccomp", str(handoff.filter)] if handoff.filter >= 0 else []),
-            "--bind", root, "/", "--proc", "/proc", *mask_argv(), "--dev", "/dev", "--clearenv",
+            "--bind", root, "/", "--proc", "/proc", *mask_argv(), *self.proc_binds,
+            "--dev", "/dev", "--clearenv",
         ]  # fmt: skip
         for key, value in env.items():
             argv += ["--setenv", key, value]

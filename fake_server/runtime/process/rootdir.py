@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from fake_server.runtime.process.procview import unmount_under
+
 __all__ = [
     "BASE_NAME",
     "FakeRoot",
@@ -226,6 +228,7 @@ def sweep(base: Path) -> int:
                 if not os.pread(fd, 1, 0) and _alive(entry.name):
                     continue  # a fake between creating its lock and taking it (then it writes)
             kill_processes_of(entry)
+            unmount_under(entry)  # its lxcfs's mount (``procview``), dead with it
             remove_tree(entry)
             removed += 1
         finally:
