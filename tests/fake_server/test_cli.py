@@ -17,7 +17,7 @@ import pytest
 
 from fake_server import tls_context
 from fake_server.__main__ import build_parser, main, serve_fake
-from fake_server.runtime.process import debian, image
+from fake_server.runtime.process import debian, image, procview
 from fake_server.server import FakeCreateOS
 from tests.fake_server._process_runtime import needs_nft
 
@@ -96,6 +96,7 @@ def _exercise(process: subprocess.Popen[str]) -> None:
         "cpu, pids)",
         "containment: root inside is host id 983040000 (ids up to 983105535), /proc masked, a "
         "seccomp filter",
+        procview.describe(),
         "images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, python:3.12 boot devbox:1: "
         f"{DEVBOX_BOOTS} on a copy-on-write root per sandbox (user root; apt-get, pip, npm -g; "
         "bun)",
@@ -317,6 +318,7 @@ def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_miss
         "cpu, pids)\n"
         "containment: root inside is host id 983040000 (ids up to 983105535), /proc masked, a "
         "seccomp filter\n"
+        f"{procview.describe()}\n"
         "images: rootfs devbox:1, "
     )
 
