@@ -10,7 +10,7 @@ from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
 from fake_server.http.wire.common import iso, query_int, read_json
 from fake_server.http.wire.computer import geometry_json, screen_json, window_json
-from fake_server.models.desktop_render import screenshot as render_png
+from fake_server.models import desktop_live
 from fake_server.models.errors import BadRequest
 
 if TYPE_CHECKING:
@@ -63,13 +63,14 @@ async def get_screen(request: web.Request) -> web.Response:
 
 
 async def get_cursor(request: web.Request) -> web.Response:
-    _, screen = _desktop(request)
-    return ok({"x": screen.cursor[0], "y": screen.cursor[1]})
+    desktop, screen = _desktop(request)
+    x, y = await desktop_live.cursor(desktop, screen)
+    return ok({"x": x, "y": y})
 
 
 async def get_clipboard(request: web.Request) -> web.Response:
     desktop, _ = _desktop(request)
-    return ok({"text": desktop.clipboard})
+    return ok({"text": await desktop_live.clipboard(desktop)})
 
 
 async def set_clipboard(request: web.Request) -> web.Response:
@@ -77,19 +78,20 @@ async def set_clipboard(request: web.Request) -> web.Response:
     text = (await _body(request)).get("text")
     if not isinstance(text, str):
         raise BadRequest("must be a string", field="text")
-    desktop.clipboard = text
-    desktop.record(screen, "clipboard", text=text)
+    await desktop_live.set_clipboard(desktop, screen, text)
     return _done()
 
 
 async def open_target(request: web.Request) -> web.Response:
     desktop, screen = _desktop(request)
-    return _done({"window": window_json(desktop.open(screen, await _body(request)))})
+    window = await desktop_live.open_target(desktop, screen, await _body(request))
+    return _done({"window": window_json(window)})
 
 
 async def launch_app(request: web.Request) -> web.Response:
     desktop, screen = _desktop(request)
-    return _done({"window": window_json(desktop.launch(screen, await _body(request)))})
+    window = await desktop_live.launch(desktop, screen, await _body(request))
+    return _done({"window": window_json(window)})
 
 
 async def take_screenshot(request: web.Request) -> web.Response:
@@ -101,14 +103,15 @@ async def take_screenshot(request: web.Request) -> web.Response:
         width = values["width"] if values["width"] > 0 else screen.width - x
         height = values["height"] if values["height"] > 0 else screen.height - y
         region = (x, y, width, height)
-    png = render_png(desktop, screen, region=region, window_id=request.query.get("window_id", ""))
+    window_id = request.query.get("window_id", "")
+    png = await desktop_live.screenshot(desktop, screen, region, window_id)
     return web.Response(body=png, content_type="image/png")
 
 
-def _input(action: Callable[[Desktop, Screen, dict[str, Any]], object]) -> Handler:
+def _input(kind: str) -> Handler:
     async def handler(request: web.Request) -> web.Response:
         desktop, screen = _desktop(request)
-        action(desktop, screen, await _body(request))
+        await desktop_live.send_input(desktop, screen, kind, await _body(request))
         return _done()
 
     return handler
@@ -116,35 +119,33 @@ def _input(action: Callable[[Desktop, Screen, dict[str, Any]], object]) -> Handl
 
 async def list_windows(request: web.Request) -> web.Response:
     desktop, screen = _desktop(request)
-    windows = desktop.listing(screen, request.query.get("application", ""))
+    windows = await desktop_live.listing(desktop, screen, request.query.get("application", ""))
     return ok({"data": [window_json(w) for w in windows]})
 
 
 async def current_window(request: web.Request) -> web.Response:
     desktop, screen = _desktop(request)
-    window = desktop.focused(screen)
-    if window is None:
-        from fake_server.models.errors import NotFound
-
-        raise NotFound("no window has the focus", code="window_not_found")
-    return ok(window_json(window))
+    return ok(window_json(await desktop_live.focused(desktop, screen)))
 
 
 async def get_window(request: web.Request) -> web.Response:
     desktop, screen = _desktop(request)
-    return ok(window_json(desktop.window(screen, request.match_info["window_id"])))
+    window = await desktop_live.window(desktop, screen, request.match_info["window_id"])
+    return ok(window_json(window))
 
 
 async def window_geometry(request: web.Request) -> web.Response:
     desktop, screen = _desktop(request)
-    return ok(geometry_json(desktop.window(screen, request.match_info["window_id"])))
+    window = await desktop_live.window(desktop, screen, request.match_info["window_id"])
+    return ok(geometry_json(window))
 
 
 def _window_action(action: str) -> Handler:
     async def handler(request: web.Request) -> web.Response:
         desktop, screen = _desktop(request)
         body = await _body(request)
-        window = desktop.act(screen, request.match_info["window_id"], action, body)
+        window_id = request.match_info["window_id"]
+        window = await desktop_live.act(desktop, screen, window_id, action, body)
         return _done({"window": geometry_json(window)})
 
     return handler
@@ -157,6 +158,7 @@ async def list_screens(request: web.Request) -> web.Response:
 
 async def create_screen(request: web.Request) -> web.Response:
     desktop, _ = _desktop(request)
+    desktop_live.synthetic_screens(desktop)
     screen = desktop.create_screen(await _body(request))
     return ok(screen_json(screen), status=201)
 
@@ -179,30 +181,28 @@ async def connect_screen(request: web.Request) -> web.Response:
 
 async def resize_screen(request: web.Request) -> web.Response:
     desktop, screen_id = _screen_of(request)
+    desktop_live.synthetic_screens(desktop)
     return ok(screen_json(desktop.resize_screen(screen_id, await _body(request))))
 
 
 async def delete_screen(request: web.Request) -> web.Response:
     desktop, screen_id = _screen_of(request)
+    desktop_live.synthetic_screens(desktop)
     desktop.delete_screen(screen_id)
     return _done()
 
 
-def _keys(kind: str) -> Callable[[Desktop, Screen, dict[str, Any]], None]:
-    return lambda d, s, b: d.keys(s, b, kind)
-
-
 # The handlers built from one pattern, named by their operation (``fake_server.operations``).
-mouse_move = _input(lambda d, s, b: d.move(s, b))
-mouse_click = _input(lambda d, s, b: d.click(s, b))
-mouse_scroll = _input(lambda d, s, b: d.scroll(s, b))
-mouse_drag = _input(lambda d, s, b: d.drag(s, b))
-mouse_down = _input(lambda d, s, b: d.button(s, b, down=True))
-mouse_up = _input(lambda d, s, b: d.button(s, b, down=False))
-keyboard_type = _input(lambda d, s, b: d.type(s, b))
-keyboard_press = _input(_keys("key_press"))
-keyboard_down = _input(_keys("key_down"))
-keyboard_up = _input(_keys("key_up"))
+mouse_move = _input("move")
+mouse_click = _input("click")
+mouse_scroll = _input("scroll")
+mouse_drag = _input("drag")
+mouse_down = _input("mouse_down")
+mouse_up = _input("mouse_up")
+keyboard_type = _input("type")
+keyboard_press = _input("key_press")
+keyboard_down = _input("key_down")
+keyboard_up = _input("key_up")
 focus_window = _window_action("focus")
 move_window = _window_action("move")
 resize_window = _window_action("resize")

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from fake_server.models.errors import BadRequest, Conflict, NotFound
 
 if TYPE_CHECKING:
+    from fake_server.clock import Clock
     from fake_server.models.context import Context
 
 __all__ = ["DESKTOP_ROOTFS", "Desktop", "Screen", "Window"]
@@ -84,14 +85,21 @@ class Screen:
 class Desktop:
     """One sandbox's desktop session."""
 
-    def __init__(self, ctx: Context, sandbox_id: str) -> None:
+    def __init__(self, ctx: Context, sandbox_id: str, machine: object = None) -> None:
+        """``machine``: the sandbox's, whose runtime may run a real desktop
+        (``models.desktop_live``)."""
         self._ctx = ctx
         self.sandbox_id = sandbox_id
+        self.machine = machine
         self.screens: dict[int, Screen] = {0: Screen(0, *DEFAULT_SIZE)}
         self.windows: list[Window] = []  # bottom to top: the last one has the focus
         self.clipboard = ""
         self.events: list[dict[str, Any]] = []
         self._next_window = 1
+
+    @property
+    def clock(self) -> Clock:
+        return self._ctx.clock
 
     # -- screens -------------------------------------------------------------------------
 
@@ -324,6 +332,11 @@ def _screen_index(screen_id: str) -> int:
     if prefix != "screen" or not number.isdigit() or int(number[:3]) >= MAX_SCREENS:
         raise BadRequest("must be screen-0 to screen-7", field="screen_id")
     return int(number)
+
+
+def int_field(body: Any, name: str, low: int, high: int) -> int:
+    """``body[name]``, an integer from ``low`` to ``high`` (400 otherwise)."""
+    return _int(body, name, low, high)
 
 
 def _int(body: Any, name: str, low: int, high: int) -> int:

@@ -129,5 +129,5 @@ class AccountResources:
                 raise Conflict(
                     "computer use needs a desktop rootfs (desktop:1)", code="not_a_desktop"
                 )
-            desktop = self.desktops[sandbox.id] = Desktop(self.ctx, sandbox.id)
+            desktop = self.desktops[sandbox.id] = Desktop(self.ctx, sandbox.id, sandbox.machine)
         return desktop

@@ -17,6 +17,7 @@ from fake_server.runtime.environment import HOME
 from fake_server.runtime.process import buckets
 from fake_server.runtime.process.agent import Agent
 from fake_server.runtime.process.cgroups import Limits, SandboxGroup
+from fake_server.runtime.process.desktop import XDesktop
 from fake_server.runtime.process.dirdisk import DirDisk
 from fake_server.runtime.process.guest import Guest
 from fake_server.runtime.process.netns import NetNamespace
@@ -37,13 +38,20 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.netmode import NetworkMode
     from fake_server.runtime.process.network import Link, Network
     from fake_server.runtime.process.rootfs import SandboxRoot
+    from fake_server.runtime.process.system import System
 
-__all__ = ["DISKS_NEED_ROOT", "Owner", "ProcessMachine"]
+__all__ = ["DISKS_NEED_ROOT", "NO_DESKTOP", "Owner", "ProcessMachine"]
 
 #: Why a sandbox without its own root file system (not root) cannot mount a disk.
 DISKS_NEED_ROOT = (
     "disks need the process runtime's devbox:1 image (the fake running as root, where a "
     "sandbox has a mount namespace of its own); this sandbox runs on the host-directory layout"
+)
+
+#: Why a process-runtime sandbox has no desktop for computer use.
+NO_DESKTOP = (
+    "computer use on the process runtime needs desktop:1's X desktop in the Debian 13 image "
+    "(createos-fake image builds it, as root)"
 )
 
 
@@ -54,6 +62,8 @@ class Owner(Protocol):
     network_mode: NetworkMode
     #: The host ids of its sandboxes' users (the image), ``None`` on the host-directory layout.
     ids: IdRange | None
+    #: What its sandboxes boot (``system``): whether the X desktop is there.
+    system: System
 
     @property
     def confinement(self) -> Confinement | None: ...
@@ -125,6 +135,7 @@ class ProcessMachine:
         self._agent: Agent | None = None
         #: Disk buckets bound into its root: mount path -> bucket.
         self.buckets: dict[str, str] = {}
+        self._desktop: XDesktop | None = None
         if not lazy_net:
             self._make_net()
 
@@ -192,6 +203,15 @@ class ProcessMachine:
             confinement=self._owner.confinement if self.rootfs is not None else None,
             clock=clock,
         )
+
+    def desktop(self, clock: Clock, width: int, height: int) -> XDesktop:
+        """Its X desktop (``desktop``: started on first use, at ``width`` × ``height``);
+        ``FeatureUnavailable`` where the image has none."""
+        if self._desktop is None:
+            if not self._owner.system.desktop or self.rootfs is None:
+                raise FeatureUnavailable(NO_DESKTOP)
+            self._desktop = XDesktop(lambda: self.runner(clock), width, height)
+        return self._desktop
 
     def set_disk_size(self, disk_mib: int) -> None:
         """Writes past ``disk_mib`` fail with ENOSPC (the image's upper layer is that big)."""

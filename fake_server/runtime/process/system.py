@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.api import RuntimeUnavailable
-from fake_server.runtime.process import debian
+from fake_server.runtime.process import debian, desktop_image
 from fake_server.runtime.process.image import DEVBOX, cache_dir, ensure_bun
 from fake_server.runtime.process.mountns import MS_NOSUID, MountSpace, mount
 
@@ -33,8 +33,11 @@ class System:
 
     bun: Path | None = None
     missing: str | None = None
-    #: The Debian 13 tree sandboxes boot (``debian``); ``None``: the host's own programs.
+    #: The Debian 13 tree sandboxes boot (``debian``, with desktop:1's X desktop when
+    #: ``desktop_image`` added it); ``None``: the host's own programs.
     root: Path | None = None
+    #: Whether ``root`` has the X desktop computer use drives (``desktop_image``).
+    desktop: bool = False
 
     @property
     def image(self) -> bool:
@@ -45,7 +48,7 @@ class System:
         names = ", ".join(rootfs)
         if self.image:
             what = (
-                debian.NAME
+                debian.NAME + (" with an X desktop (Xvfb, evilwm, xdotool)" if self.desktop else "")
                 if self.root is not None
                 else f"this host's {_host_os()} programs (no {debian.NAME} image yet: "
                 "createos-fake image builds it)"
@@ -68,7 +71,12 @@ def choose(*, fallback: bool = False, progress: Callable[[str], None] | None = N
     if why is not None:
         return System(missing=why)
     try:
-        return System(bun=ensure_bun(progress), root=debian.built(cache_dir()))
+        bun = ensure_bun(progress)
+        cache = cache_dir()
+        desktop = desktop_image.built(cache)
+        if desktop is not None:
+            return System(bun=bun, root=desktop, desktop=True)
+        return System(bun=bun, root=debian.built(cache))
     except RuntimeUnavailable as exc:
         if not fallback:
             raise
@@ -76,13 +84,16 @@ def choose(*, fallback: bool = False, progress: Callable[[str], None] | None = N
 
 
 def build(progress: Callable[[str], None] | None = None) -> System:
-    """``createos-fake image``: the image's parts built now (bun, the Debian 13 tree), and the
-    system they make; ``RuntimeUnavailable`` saying what to do when one cannot be built."""
+    """``createos-fake image``: the image's parts built now (bun, the Debian 13 tree, its X
+    desktop), and the system they make; ``RuntimeUnavailable`` saying what to do when one
+    cannot be built."""
     why = _no_mounts()
     if why is not None:
         raise RuntimeUnavailable(f"the {DEVBOX} image needs root and mounts: {why}")
     bun = ensure_bun(progress)
-    return System(bun=bun, root=debian.build(cache_dir(), progress))
+    cache = cache_dir()
+    base = debian.build(cache, progress)
+    return System(bun=bun, root=desktop_image.build(cache, base, progress), desktop=True)
 
 
 @functools.cache

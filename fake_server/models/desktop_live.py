@@ -1,0 +1,209 @@
+"""Computer use as the handlers call it: on the sandbox's real desktop where its runtime runs
+one (the process runtime's X server, ``runtime.desktop``), else on the synthetic ``Desktop``.
+
+Requests are checked by ``Desktop`` either way (one set of rules and messages); on a real
+desktop the checked input is then done by the X server, and what is read (screenshot, windows,
+cursor, clipboard) comes from it. What a real desktop cannot do answers 409
+``runtime_unsupported``: more screens or another size (Xvfb has one screen, of the size it
+started with), and ``open`` (desktop:1's image has no browser or file manager).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fake_server.models.desktop import MAX_HEIGHT, MAX_WIDTH, Window, int_field
+from fake_server.models.desktop_render import screenshot as render_png
+from fake_server.models.errors import BadRequest, Conflict, NotFound
+from fake_server.runtime.api import FeatureUnavailable
+from fake_server.runtime.desktop import (
+    DesktopFailed,
+    LiveDesktop,
+    LiveWindow,
+    NoSuchWindow,
+    NotInstalled,
+    UnknownKey,
+    live_desktop,
+)
+
+if TYPE_CHECKING:
+    from fake_server.models.desktop import Desktop, Screen
+    from fake_server.models.desktop_render import Region
+
+__all__ = [
+    "act", "clipboard", "cursor", "focused", "launch", "listing", "open_target", "screenshot",
+    "send_input", "set_clipboard", "synthetic_screens", "window",
+]  # fmt: skip
+
+#: Why a real desktop refuses what only the synthetic one does.
+ONE_SCREEN = "the process runtime's desktop has one screen (screen-0) of a fixed size"
+NO_OPENER = "desktop:1 on the process runtime has no browser or file manager; launch a program"
+
+
+def live(desktop: Desktop) -> LiveDesktop | None:
+    """The sandbox's real desktop, ``None`` for the synthetic one (bashkit)."""
+    primary = desktop.screens[0]
+    try:
+        return live_desktop(desktop.machine, desktop.clock, primary.width, primary.height)
+    except FeatureUnavailable as exc:
+        raise Conflict(str(exc), code="runtime_unsupported") from None
+
+
+async def _call(awaitable: Any) -> Any:
+    """Await a real desktop's answer, turning its errors into the API's."""
+    try:
+        return await awaitable
+    except NoSuchWindow:
+        raise NotFound("window not found", code="window_not_found") from None
+    except UnknownKey as exc:
+        raise BadRequest(f"unknown key name {str(exc)!r}", field="keys") from None
+    except NotInstalled as exc:
+        raise NotFound(
+            f"application not installed; installed: {', '.join(exc.installed)}"
+        ) from None
+    except DesktopFailed as exc:
+        raise Conflict(str(exc), code="desktop_failed") from None
+
+
+def _window(found: LiveWindow) -> Window:
+    return Window(
+        found.id, found.title, found.application, found.x, found.y,
+        found.width, found.height, 0, found.state,
+    )  # fmt: skip
+
+
+def synthetic_screens(desktop: Desktop) -> None:
+    """409 where the desktop is real: screens are created, resized and deleted only on the
+    synthetic one."""
+    if live(desktop) is not None:
+        raise Conflict(ONE_SCREEN, code="runtime_unsupported")
+
+
+async def screenshot(
+    desktop: Desktop, screen: Screen, region: Region | None, window_id: str
+) -> bytes:
+    real = live(desktop)
+    if real is None:
+        return render_png(desktop, screen, region=region, window_id=window_id)
+    if window_id:
+        found = await window(desktop, screen, window_id)
+        if found.state == "minimized":
+            raise BadRequest("window is minimized", field="window_id")
+        return bytes(await _call(real.screenshot((0, 0, 1, 1), window_id)))
+    x, y, width, height = region if region is not None else (0, 0, screen.width, screen.height)
+    if width < 1 or height < 1 or x + width > screen.width or y + height > screen.height:
+        raise BadRequest(
+            f"region must lie within the {screen.width}x{screen.height} screen", field="width"
+        )
+    return bytes(await _call(real.screenshot((x, y, width, height), "")))
+
+
+async def send_input(desktop: Desktop, screen: Screen, kind: str, body: dict[str, Any]) -> None:
+    """Check and record the input (``Desktop``), then do it on the real desktop, if any."""
+    recorded = len(desktop.events)
+    if kind == "move":
+        desktop.move(screen, body)
+    elif kind == "click":
+        desktop.click(screen, body)
+    elif kind == "scroll":
+        desktop.scroll(screen, body)
+    elif kind == "drag":
+        desktop.drag(screen, body)
+    elif kind in ("mouse_down", "mouse_up"):
+        desktop.button(screen, body, down=kind == "mouse_down")
+    elif kind == "type":
+        desktop.type(screen, body)
+    else:
+        desktop.keys(screen, body, kind)
+    real = live(desktop)
+    if real is None:
+        return
+    event = dict(desktop.events[recorded])
+    if kind == "type" and body.get("delay_in_ms"):
+        event["delay_in_ms"] = int_field(body, "delay_in_ms", 0, 1000)
+    await _call(real.apply(event))
+
+
+async def cursor(desktop: Desktop, screen: Screen) -> tuple[int, int]:
+    real = live(desktop)
+    return screen.cursor if real is None else tuple(await _call(real.cursor()))
+
+
+async def clipboard(desktop: Desktop) -> str:
+    real = live(desktop)
+    return desktop.clipboard if real is None else str(await _call(real.clipboard()))
+
+
+async def set_clipboard(desktop: Desktop, screen: Screen, text: str) -> None:
+    desktop.clipboard = text
+    desktop.record(screen, "clipboard", text=text)
+    real = live(desktop)
+    if real is not None:
+        await _call(real.set_clipboard(text))
+
+
+async def open_target(desktop: Desktop, screen: Screen, body: dict[str, Any]) -> Window:
+    if live(desktop) is not None:
+        raise Conflict(NO_OPENER, code="runtime_unsupported")
+    return desktop.open(screen, body)
+
+
+async def launch(desktop: Desktop, screen: Screen, body: dict[str, Any]) -> Window:
+    real = live(desktop)
+    if real is None:
+        return desktop.launch(screen, body)
+    app, uri = body.get("application"), body.get("uri") or ""
+    if not isinstance(app, str) or not app:
+        raise BadRequest("is required", field="application")
+    if not isinstance(uri, str):
+        raise BadRequest("must be a string", field="uri")
+    desktop.record(screen, "launch", application=app, uri=uri)
+    return _window(await _call(real.launch([app, *([uri] if uri else [])])))
+
+
+async def listing(desktop: Desktop, screen: Screen, application: str = "") -> list[Window]:
+    real = live(desktop)
+    if real is None:
+        return desktop.listing(screen, application)
+    found = await _call(real.windows())
+    return [_window(w) for w in found if not application or w.application == application]
+
+
+async def window(desktop: Desktop, screen: Screen, window_id: str) -> Window:
+    real = live(desktop)
+    if real is None:
+        return desktop.window(screen, window_id)
+    for found in await _call(real.windows()):
+        if found.id == window_id:
+            return _window(found)
+    raise NotFound("window not found", code="window_not_found")
+
+
+async def focused(desktop: Desktop, screen: Screen) -> Window:
+    real = live(desktop)
+    if real is None:
+        current = desktop.focused(screen)
+    else:
+        windows = [w for w in await _call(real.windows()) if w.focused]
+        current = _window(windows[0]) if windows else None
+    if current is None:
+        raise NotFound("no window has the focus", code="window_not_found")
+    return current
+
+
+async def act(
+    desktop: Desktop, screen: Screen, window_id: str, action: str, body: dict[str, Any]
+) -> Window:
+    real = live(desktop)
+    if real is None:
+        return desktop.act(screen, window_id, action, body)
+    numbers: list[int] = []
+    if action == "move":
+        numbers = [
+            int_field(body, "x", -MAX_WIDTH, MAX_WIDTH),
+            int_field(body, "y", -MAX_HEIGHT, MAX_HEIGHT),
+        ]
+    elif action == "resize":
+        numbers = [int_field(body, "width", 1, MAX_WIDTH), int_field(body, "height", 1, MAX_HEIGHT)]
+    desktop.record(screen, f"window_{action}", window=window_id)
+    return _window(await _call(real.act(window_id, action, numbers)))

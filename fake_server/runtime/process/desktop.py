@@ -1,0 +1,208 @@
+"""desktop:1's real desktop on the process runtime: Xvfb, evilwm and xdotool in the sandbox.
+
+The X server starts on the sandbox's first computer-use call (not at create: a desktop sandbox
+nobody drives costs no X server), as a daemon of the sandbox, started by an exec of the fake's
+own: so it runs in the sandbox's namespaces, under its seccomp filter and cgroups (its memory
+counts against the shape), stops and resumes with it and dies with it, as every process the
+sandbox starts does (``guest``). It listens on ``/tmp/.X11-unix/X0`` of the sandbox's own
+root and on the abstract socket of the sandbox's network namespace only (``-nolisten tcp``):
+the host's X server, if any, is out of reach (nothing of the host's ``/tmp`` is in the
+sandbox), and nothing outside the sandbox can reach this one. ``DISPLAY=:0`` is what programs
+of the sandbox use.
+
+Every call is one exec in the sandbox: ``xdotool`` for input (clicks, moves, keys, typing,
+scrolling go to whatever the pointer or the focus is on, as on a real desktop), and
+``xguest`` (the guest's ``python3`` with ``python3-xlib``) for what is read: the screen's
+pixels (the PNG is encoded here, with Pillow), the window manager's window list, key names,
+window actions, launching a program and waiting for its window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PIL import Image
+
+from fake_server.runtime.desktop import (
+    DesktopFailed,
+    LiveWindow,
+    NoSuchWindow,
+    NotInstalled,
+    UnknownKey,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from fake_server.runtime.api import Runner
+
+__all__ = ["DISPLAY", "XDesktop"]
+
+DISPLAY = ":0"
+_GUEST = (Path(__file__).with_name("xguest.py")).read_text()
+_ENV = {"DISPLAY": DISPLAY}
+#: Seconds the start waits for the X server and the window manager (inside the sandbox).
+_START_WAIT = 20
+#: Starts what is not running: the X server, then the window manager ($0: ``xguest``).
+_START = """
+if ! pgrep -x Xvfb >/dev/null; then
+    rm -f /tmp/.X0-lock /tmp/.X11-unix/X0
+    setsid nohup Xvfb :0 -screen 0 {width}x{height}x24 -nolisten tcp \
+        >/var/log/Xvfb.0.log 2>&1 </dev/null &
+fi
+python3 -c "$0" ready {wait} || exit 4
+if ! pgrep -x evilwm >/dev/null; then
+    setsid nohup evilwm -fn fixed >/var/log/evilwm.log 2>&1 </dev/null &
+fi
+exec python3 -c "$0" ready {wait} wm
+"""
+#: ``xguest keys`` checks the names, then xdotool presses them as one chord ($0: ``xguest``).
+_KEYS = 'python3 -c "$0" keys "$@" && exec xdotool {verb} -- "$(IFS=+; echo "$*")"'
+_BUTTONS = {"left": "1", "middle": "2", "right": "3"}
+_NO_SUCH_WINDOW, _UNKNOWN_KEY, _NO_X, _NOT_INSTALLED, _NO_WINDOW = 5, 3, 4, 6, 7
+#: xdotool's pause between typed characters (its own default).
+TYPE_DELAY_MS = 12
+
+
+class XDesktop:
+    """One sandbox's X desktop (``runtime.desktop.LiveDesktop``), started on first use."""
+
+    def __init__(self, runner: Callable[[], Runner], width: int, height: int) -> None:
+        self._runner = runner
+        self.width, self.height = width, height
+        self._lock = asyncio.Lock()
+        self._started = False
+
+    async def _exec(self, argv: list[str], stdin: bytes | None = None) -> tuple[int, bytes]:
+        out, err = bytearray(), bytearray()
+
+        async def collect_out(data: bytes) -> None:
+            out.extend(data)
+
+        async def collect_err(data: bytes) -> None:
+            err.extend(data)
+
+        code = await self._runner().run(
+            argv, env=_ENV, stdin=stdin, on_stdout=collect_out, on_stderr=collect_err
+        )
+        if code == _NO_X:
+            self._started = False  # killed from inside, say: started again on the next call
+            raise DesktopFailed("the desktop's X server is not running")
+        return code, bytes(out)
+
+    async def start(self) -> None:
+        """Start the X server and the window manager unless they run."""
+        async with self._lock:
+            if self._started:
+                return
+            script = _START.format(width=self.width, height=self.height, wait=_START_WAIT)
+            code, _ = await self._exec(["bash", "-c", script, _GUEST])
+            if code != 0:
+                raise DesktopFailed(f"the desktop did not start (status {code})")
+            self._started = True
+
+    async def _guest(self, *args: str) -> tuple[int, bytes]:
+        await self.start()
+        code, out = await self._exec(["python3", "-c", _GUEST, *args])
+        if code == _NO_SUCH_WINDOW:
+            raise NoSuchWindow(args[1] if len(args) > 1 else "")
+        return code, out
+
+    async def _xdotool(self, *args: str) -> None:
+        await self.start()
+        code, _ = await self._exec(["xdotool", *args])
+        if code != 0:
+            raise DesktopFailed(f"xdotool failed (status {code})")
+
+    async def screenshot(self, region: tuple[int, int, int, int], window_id: str) -> bytes:
+        args = [str(n) for n in region] + ([window_id] if window_id else [])
+        code, out = await self._guest("shot", *args)
+        header, _, pixels = out.partition(b"\n")
+        width, height = (int(n) for n in header.split())
+        if code != 0 or len(pixels) < width * height * 4:
+            raise DesktopFailed("the screen could not be read")
+        image = Image.frombytes("RGB", (width, height), pixels, "raw", "BGRX")
+        png = io.BytesIO()
+        image.save(png, format="PNG", compress_level=1)
+        return png.getvalue()
+
+    async def windows(self) -> list[LiveWindow]:
+        _, out = await self._guest("windows")
+        return [LiveWindow(**w) for w in json.loads(out)]
+
+    async def cursor(self) -> tuple[int, int]:
+        _, out = await self._guest("cursor")
+        x, y = out.split()
+        return int(x), int(y)
+
+    async def apply(self, event: dict[str, Any]) -> None:
+        """Do what ``models.desktop`` recorded (its checks passed): ``event`` is the record."""
+        kind = event["kind"]
+        if kind in ("key_press", "key_down", "key_up"):
+            verb = {"key_press": "key", "key_down": "keydown", "key_up": "keyup"}[kind]
+            await self.start()
+            code, out = await self._exec(
+                ["bash", "-c", _KEYS.format(verb=verb), _GUEST, *event["keys"]]
+            )
+            if code == _UNKNOWN_KEY:
+                raise UnknownKey(out.decode(errors="replace").strip())
+            if code != 0:
+                raise DesktopFailed(f"xdotool failed (status {code})")
+            return
+        await self._xdotool(*_input_args(event))
+
+    async def launch(self, argv: list[str]) -> LiveWindow:
+        code, out = await self._guest("launch", *argv)
+        text = out.decode(errors="replace").strip()
+        if code == _NOT_INSTALLED:
+            raise NotInstalled([name for name in text.split(",") if name])
+        if code != 0:
+            raise DesktopFailed(text or f"the program did not start (status {code})")
+        return LiveWindow(**json.loads(text))
+
+    async def act(self, window_id: str, action: str, numbers: list[int]) -> LiveWindow:
+        _, out = await self._guest("act", window_id, action, *(str(n) for n in numbers))
+        return LiveWindow(**json.loads(out))
+
+    async def clipboard(self) -> str:
+        await self.start()
+        code, out = await self._exec(["xclip", "-selection", "clipboard", "-o"])
+        return out.decode(errors="replace") if code == 0 else ""  # 1: nothing copied yet
+
+    async def set_clipboard(self, text: str) -> None:
+        await self.start()
+        # xclip stays in the background holding the selection, as a copying program does
+        command = "xclip -selection clipboard -i >/dev/null 2>&1"
+        code, _ = await self._exec(["bash", "-c", command], stdin=text.encode())
+        if code != 0:
+            raise DesktopFailed(f"xclip failed (status {code})")
+
+
+def _input_args(event: dict[str, Any]) -> list[str]:
+    """xdotool's arguments for a recorded input event."""
+    kind = event["kind"]
+    if kind == "move":
+        return ["mousemove", "--sync", str(event["x"]), str(event["y"])]
+    if kind == "click":
+        point = [str(event["x"]), str(event["y"])]
+        button, count = _BUTTONS[event["button"]], str(event["count"])
+        return ["mousemove", "--sync", *point, "click", "--repeat", count, button]
+    if kind == "scroll":
+        button = "4" if event["direction"] == "up" else "5"
+        return ["click", "--repeat", str(event["amount"]), button]
+    if kind == "drag":
+        start, end = event["from"], event["to"]
+        return [
+            "mousemove", "--sync", str(start[0]), str(start[1]), "mousedown", "1",
+            "mousemove", "--sync", str(end[0]), str(end[1]), "mouseup", "1",
+        ]  # fmt: skip
+    if kind in ("mouse_down", "mouse_up"):
+        return ["mousedown" if kind == "mouse_down" else "mouseup", _BUTTONS[event["button"]]]
+    if kind == "type":
+        delay = str(event.get("delay_in_ms", TYPE_DELAY_MS))
+        return ["type", "--delay", delay, "--", event["text"]]
+    raise ValueError(f"not an input event: {kind}")
