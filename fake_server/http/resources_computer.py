@@ -45,6 +45,7 @@ _INT_QUERY = ("x", "y", "width", "height")
 
 def _desktop(request: web.Request) -> tuple[Desktop, Screen]:
     desktop: Desktop = request[BACKEND_KEY].resources.desktop(sandbox_id(request))
+    desktop_live.live(desktop)  # 409 where the runtime should run a desktop and cannot
     return desktop, desktop.screen(request.query.get("screen_id") or None)
 
 
@@ -175,6 +176,7 @@ async def get_screen_by_id(request: web.Request) -> web.Response:
 
 async def connect_screen(request: web.Request) -> web.Response:
     desktop, screen_id = _screen_of(request)
+    desktop_live.no_vnc(desktop)
     data = desktop.connection(screen_id)
     return ok({**data, "expires_at": iso(data["expires_at"])})
 

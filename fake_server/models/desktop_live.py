@@ -31,12 +31,14 @@ if TYPE_CHECKING:
     from fake_server.models.desktop_render import Region
 
 __all__ = [
-    "act", "clipboard", "cursor", "focused", "launch", "listing", "open_target", "screenshot",
+    "act", "clipboard", "cursor", "focused", "launch", "listing", "no_vnc", "open_target",
+    "screenshot",
     "send_input", "set_clipboard", "synthetic_screens", "window",
 ]  # fmt: skip
 
 #: Why a real desktop refuses what only the synthetic one does.
 ONE_SCREEN = "the process runtime's desktop has one screen (screen-0) of a fixed size"
+NO_VNC = "the process runtime's desktop serves no VNC (screenshots and input are real)"
 NO_OPENER = "desktop:1 on the process runtime has no browser or file manager; launch a program"
 
 
@@ -77,6 +79,12 @@ def synthetic_screens(desktop: Desktop) -> None:
     synthetic one."""
     if live(desktop) is not None:
         raise Conflict(ONE_SCREEN, code="runtime_unsupported")
+
+
+def no_vnc(desktop: Desktop) -> None:
+    """409 where the desktop is real: nothing would serve a noVNC URL."""
+    if live(desktop) is not None:
+        raise Conflict(NO_VNC, code="runtime_unsupported")
 
 
 async def screenshot(

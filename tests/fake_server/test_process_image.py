@@ -11,7 +11,7 @@ from _process_runtime import no_bwrap_left
 from fake_server import VirtualClock
 from fake_server.__main__ import main
 from fake_server.runtime.api import RuntimeUnavailable
-from fake_server.runtime.process import ProcessRuntime, debian, image, system
+from fake_server.runtime.process import ProcessRuntime, debian, desktop_image, image, system
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -35,13 +35,29 @@ WORKING_BUILDER = '#!/bin/sh\nmkdir -p "$1/usr/bin" && touch "$1/usr/bin/python3
 FAILING_BUILDER = "#!/bin/sh\necho 'E: apt-get update failed' >&2\nexit 1\n"
 
 
-def fake_builder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, script: str | None) -> None:
-    """Point the Debian 13 build at ``script`` (``None``: no builder installed)."""
+#: The desktop's install step (its arguments: the tree, the packages): one that adds the X
+#: server, or fails as apt-get does when a package is not in the mirror.
+WORKING_INSTALL = '#!/bin/sh\nmkdir -p "$1/usr/bin" && touch "$1/usr/bin/Xvfb"\n'
+FAILING_INSTALL = "#!/bin/sh\necho 'E: Unable to locate package evilwm' >&2\nexit 100\n"
+
+
+def fake_builder(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    script: str | None,
+    install: str = WORKING_INSTALL,
+) -> None:
+    """Point the Debian 13 build at ``script`` (``None``: no builder installed) and the
+    desktop's install step at ``install``."""
     builder = tmp_path / "builder"
     if script is not None:
         builder.write_text(script)
         builder.chmod(0o755)
     monkeypatch.setattr(debian, "_builder", lambda: [str(builder)] if script else None)
+    installer = tmp_path / "install"
+    installer.write_text(install)
+    installer.chmod(0o755)
+    monkeypatch.setattr(desktop_image, "_installer", lambda: [str(installer)])
 
 
 def fake_npm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, script: str | None) -> Path:
@@ -99,14 +115,39 @@ def test_the_image_command_builds_it_and_says_what_each_rootfs_boots(
         f"createos-fake: building image devbox:1 once: npm install bun into {cache}",
         f"createos-fake: building image devbox:1 once: Debian 13 (trixie) from "
         f"{debian.mirror()} into {cache} (a few minutes)",
+        "createos-fake: adding desktop:1's X desktop once (xvfb, evilwm, xdotool, python3-xlib, "
+        f"xclip, xterm) from {debian.mirror()}",
         "images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, python:3.12 boot devbox:1: "
-        "Debian 13 (trixie) on a copy-on-write root per sandbox (user root; apt-get, pip, "
-        "npm -g; bun)",
+        "Debian 13 (trixie) with an X desktop (Xvfb, evilwm, xdotool) on a copy-on-write root "
+        "per sandbox (user root; apt-get, pip, npm -g; bun)",
     ]
     monkeypatch.setattr(image, "npm_path", lambda: None)
     fake_builder(monkeypatch, tmp_path, None)
     assert main(["image"]) == 0  # cached: neither npm nor a builder needed any more
     assert capsys.readouterr().out.startswith("images: rootfs devbox:1, ")
+    assert system.choose() == system.System(
+        bun=cache / "bun", root=desktop_image.tree(cache), desktop=True
+    )
+    # the desktop's tree is a copy of the devbox tree's files, with what apt-get added
+    assert (desktop_image.tree(cache) / "usr/bin/python3").stat().st_ino == (
+        debian.tree(cache) / "usr/bin/python3"
+    ).stat().st_ino
+    assert not (debian.tree(cache) / "usr/bin/Xvfb").exists()
+
+
+def test_a_desktop_that_cannot_be_added_says_why_and_leaves_the_devbox_tree(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = fake_npm(monkeypatch, tmp_path, WORKING_NPM)
+    fake_builder(monkeypatch, tmp_path, WORKING_BUILDER, FAILING_INSTALL)
+    assert main(["image"]) == 1
+    assert capsys.readouterr().err == (
+        "createos-fake: desktop:1's X desktop cannot be added to the Debian 13 (trixie) image: "
+        "apt-get failed (status 100): E: Unable to locate package evilwm. Computer use on the "
+        "process runtime answers 409 until it is (createos-fake image)\n"
+    )
+    assert sorted(p.name for p in cache.iterdir()) == [".lock", "bun", debian.tree(cache).name]
+    # sandboxes boot the devbox tree meanwhile, without a desktop
     assert system.choose() == system.System(bun=cache / "bun", root=debian.tree(cache))
 
 

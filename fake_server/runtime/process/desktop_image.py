@@ -102,7 +102,7 @@ def _install(base: Path, staging: Path) -> None:
     )
     if copied.returncode != 0:
         raise RuntimeUnavailable(_failed("the devbox tree cannot be copied"))
-    command = ["unshare", "--mount", "--fork", "sh", "-c", _INSTALL, "sh", str(staging)]
+    command = [*_installer(), str(staging)]
     env = {
         "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
         "LC_ALL": "C.UTF-8",
@@ -118,6 +118,11 @@ def _install(base: Path, staging: Path) -> None:
         lines = result.stderr.decode(errors="replace").strip().splitlines()
         why = f"apt-get failed (status {result.returncode})"
         raise RuntimeUnavailable(_failed(f"{why}: {lines[-1][:200] if lines else ''}"))
+
+
+def _installer() -> list[str]:
+    """The command line that installs the packages appended to it into the tree before them."""
+    return ["unshare", "--mount", "--fork", "sh", "-c", _INSTALL, "sh"]
 
 
 def _failed(why: str) -> str:

@@ -17,12 +17,14 @@ import sys
 import time
 
 from Xlib import XK, X, Xatom, display
-from Xlib.error import BadWindow, DisplayError
+from Xlib.error import BadWindow, DisplayError, XError
 from Xlib.protocol import event
 
 ALIASES = {"ctrl", "control", "alt", "shift", "super", "meta"}
 KNOWN_APPS = ("firefox", "chromium", "xterm", "gedit", "nautilus", "code")
-WAIT_WINDOW, POLL = 10.0, 0.02
+WAIT_WINDOW, WAIT_ACTION, POLL = 10.0, 2.0, 0.02
+#: The virtual desktop minimized windows go to (evilwm's last of eight).
+HIDDEN_DESKTOP = 7
 
 
 def connect(wait=0.0):
@@ -62,14 +64,18 @@ def text(value):
 
 
 def describe(d, wid):
+    try:
+        return _describe(d, wid)
+    except XError:  # gone meanwhile
+        return None
+
+
+def _describe(d, wid):
     window = d.create_resource_object("window", wid)
     root = d.screen().root
-    try:
-        geometry = window.get_geometry()
-        origin = window.translate_coords(root, 0, 0)
-        attributes = window.get_attributes()
-    except BadWindow:
-        return None
+    geometry = window.get_geometry()
+    origin = window.translate_coords(root, 0, 0)
+    attributes = window.get_attributes()
     title = text(prop(d, window, "_NET_WM_NAME")) or text(prop(d, window, "WM_NAME"))
     wm_class = window.get_wm_class() or ("", "")
     states = set(prop(d, window, "_NET_WM_STATE", Xatom.ATOM) or ())
@@ -209,11 +215,22 @@ def op_act(args):
     d = connect()
     wid, action, rest = find(d, args[0]), args[1], [int(a) for a in args[2:]]
     window = d.create_resource_object("window", wid)
+    before = describe(d, wid)
     horizontal, vertical = "_NET_WM_STATE_MAXIMIZED_HORZ", "_NET_WM_STATE_MAXIMIZED_VERT"
+    done = {
+        "focus": lambda w: w["focused"],
+        "restore": lambda w: w["state"] == "normal",
+        "move": lambda w: (w["x"], w["y"]) == tuple(rest),
+        "resize": lambda w: (w["width"], w["height"]) == tuple(rest),
+        "maximize": lambda w: w["state"] == "maximized",
+        "minimize": lambda w: w["state"] == "minimized",
+        "close": lambda w: False,
+    }[action]
     if action in ("focus", "restore"):
         if action == "restore":
             send(d, wid, "_NET_WM_STATE", (0, atom(d, horizontal), atom(d, vertical), 1))
-        window.map()
+        current = prop(d, d.screen().root, "_NET_CURRENT_DESKTOP", Xatom.CARDINAL)
+        send(d, wid, "_NET_WM_DESKTOP", (int(current[0]) if current else 0, 2))
         send(d, wid, "_NET_ACTIVE_WINDOW", (2, X.CurrentTime))
         window.configure(stack_mode=X.Above)
     elif action == "move":
@@ -223,11 +240,18 @@ def op_act(args):
     elif action == "maximize":
         send(d, wid, "_NET_WM_STATE", (1, atom(d, horizontal), atom(d, vertical), 1))
     elif action == "minimize":
-        send(d, wid, "WM_CHANGE_STATE", (3,))
+        # evilwm has no icons: a window on a virtual desktop never shown is hidden
+        send(d, wid, "_NET_WM_DESKTOP", (HIDDEN_DESKTOP, 2))
     elif action == "close":
         send(d, wid, "_NET_CLOSE_WINDOW", (X.CurrentTime, 2))
     d.sync()
-    print(json.dumps(describe(d, wid) or {"id": args[0]}))
+    # the window manager acts on its own time: the answer waits for it (bounded)
+    deadline = time.monotonic() + WAIT_ACTION
+    now = describe(d, wid) if wid in clients(d) else None
+    while now is not None and not done(now) and time.monotonic() < deadline:
+        time.sleep(POLL)
+        now = describe(d, wid) if wid in clients(d) else None
+    print(json.dumps(now or before))
 
 
 if __name__ == "__main__":
