@@ -47,11 +47,13 @@ _GUEST = (Path(__file__).with_name("xguest.py")).read_text()
 _ENV = {"DISPLAY": DISPLAY}
 #: Seconds the start waits for the X server and the window manager (inside the sandbox).
 _START_WAIT = 20
-#: Starts what is not running: the X server, then the window manager ($0: ``xguest``).
+#: Starts what is not running: the X server, then the window manager ($0: ``xguest``). The
+#: server never resets (``-noreset``): by default it does when its last client leaves, and
+#: the window manager connecting just as the first check left would find no display.
 _START = """
 if ! pgrep -x Xvfb >/dev/null; then
     rm -f /tmp/.X0-lock /tmp/.X11-unix/X0
-    setsid nohup Xvfb :0 -screen 0 {width}x{height}x24 -nolisten tcp \
+    setsid nohup Xvfb :0 -screen 0 {width}x{height}x24 -nolisten tcp -noreset \
         >/var/log/Xvfb.0.log 2>&1 </dev/null &
 fi
 python3 -c "$0" ready {wait} || exit 4
@@ -64,8 +66,9 @@ exec python3 -c "$0" ready {wait} wm
 _KEYS = 'python3 -c "$0" keys "$@" && exec xdotool {verb} -- "$(IFS=+; echo "$*")"'
 _BUTTONS = {"left": "1", "middle": "2", "right": "3"}
 _NO_SUCH_WINDOW, _UNKNOWN_KEY, _NO_X, _NOT_INSTALLED, _NO_WINDOW = 5, 3, 4, 6, 7
-#: xdotool's pause between typed characters (its own default).
-TYPE_DELAY_MS = 12
+#: xdotool's pauses between typed characters and between the clicks of a double or triple
+#: click (its own defaults).
+TYPE_DELAY_MS, CLICK_DELAY_MS = 12, 100
 
 
 class XDesktop:
@@ -77,7 +80,9 @@ class XDesktop:
         self._lock = asyncio.Lock()
         self._started = False
 
-    async def _exec(self, argv: list[str], stdin: bytes | None = None) -> tuple[int, bytes]:
+    async def _exec(
+        self, argv: list[str], stdin: bytes | None = None, *, starting: bool = False
+    ) -> tuple[int, bytes]:
         out, err = bytearray(), bytearray()
 
         async def collect_out(data: bytes) -> None:
@@ -91,6 +96,9 @@ class XDesktop:
         )
         if code == _NO_X:
             self._started = False  # killed from inside, say: started again on the next call
+            why = err.decode(errors="replace").strip().splitlines()
+            if starting:  # xguest's own line: the X server or the window manager
+                raise DesktopFailed(f"the desktop did not start: {why[-1] if why else code}")
             raise DesktopFailed("the desktop's X server is not running")
         return code, bytes(out)
 
@@ -100,7 +108,7 @@ class XDesktop:
             if self._started:
                 return
             script = _START.format(width=self.width, height=self.height, wait=_START_WAIT)
-            code, _ = await self._exec(["bash", "-c", script, _GUEST])
+            code, _ = await self._exec(["bash", "-c", script, _GUEST], starting=True)
             if code != 0:
                 raise DesktopFailed(f"the desktop did not start (status {code})")
             self._started = True
@@ -186,19 +194,21 @@ def _input_args(event: dict[str, Any]) -> list[str]:
     """xdotool's arguments for a recorded input event."""
     kind = event["kind"]
     if kind == "move":
-        return ["mousemove", "--sync", str(event["x"]), str(event["y"])]
+        return ["mousemove", str(event["x"]), str(event["y"])]
     if kind == "click":
         point = [str(event["x"]), str(event["y"])]
         button, count = _BUTTONS[event["button"]], str(event["count"])
-        return ["mousemove", "--sync", *point, "click", "--repeat", count, button]
+        # xdotool waits its --delay after every click, a single one too
+        delay = "0" if count == "1" else str(CLICK_DELAY_MS)
+        return ["mousemove", *point, "click", "--repeat", count, "--delay", delay, button]
     if kind == "scroll":
         button = "4" if event["direction"] == "up" else "5"
         return ["click", "--repeat", str(event["amount"]), button]
     if kind == "drag":
         start, end = event["from"], event["to"]
         return [
-            "mousemove", "--sync", str(start[0]), str(start[1]), "mousedown", "1",
-            "mousemove", "--sync", str(end[0]), str(end[1]), "mouseup", "1",
+            "mousemove", str(start[0]), str(start[1]), "mousedown", "1",
+            "mousemove", str(end[0]), str(end[1]), "mouseup", "1",
         ]  # fmt: skip
     if kind in ("mouse_down", "mouse_up"):
         return ["mousedown" if kind == "mouse_down" else "mouseup", _BUTTONS[event["button"]]]
