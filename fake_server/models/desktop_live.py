@@ -16,6 +16,7 @@ from fake_server.models.desktop import MAX_HEIGHT, MAX_WIDTH, Window, int_field
 from fake_server.models.desktop_render import screenshot as render_png
 from fake_server.models.errors import BadRequest, Conflict, NotFound
 from fake_server.runtime.api import FeatureUnavailable
+from fake_server.runtime.argv import MAX_ARG_BYTES
 from fake_server.runtime.desktop import (
     DesktopFailed,
     LiveDesktop,
@@ -40,6 +41,18 @@ __all__ = [
 ONE_SCREEN = "the process runtime's desktop has one screen (screen-0) of a fixed size"
 NO_VNC = "the process runtime's desktop serves no VNC (screenshots and input are real)"
 NO_OPENER = "desktop:1 on the process runtime has no browser or file manager; launch a program"
+
+
+def _passable(value: str, field: str) -> None:
+    """400 for what a program cannot get as an argument (input goes to xdotool as one)."""
+    if "\x00" in value:
+        raise BadRequest("must not contain NUL", field=field)
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_ARG_BYTES:
+        raise BadRequest(
+            f"is longer than {MAX_ARG_BYTES} bytes, the most Linux passes to a program "
+            "(MAX_ARG_STRLEN)",
+            field=field,
+        )
 
 
 def live(desktop: Desktop) -> LiveDesktop | None:
@@ -108,6 +121,18 @@ async def screenshot(
 
 async def send_input(desktop: Desktop, screen: Screen, kind: str, body: dict[str, Any]) -> None:
     """Check and record the input (``Desktop``), then do it on the real desktop, if any."""
+    real = live(desktop)
+    delay = None
+    if real is not None:  # what the program cannot take is refused before anything is done
+        values: list[tuple[object, str]] = [(body.get("text"), "text")]
+        keys = body.get("keys")
+        if isinstance(keys, list):
+            values += [(key, "keys") for key in keys]
+        for value, field in values:
+            if isinstance(value, str):
+                _passable(value, field)
+        if kind == "type" and body.get("delay_in_ms"):
+            delay = int_field(body, "delay_in_ms", 0, 1000)
     recorded = len(desktop.events)
     if kind == "move":
         desktop.move(screen, body)
@@ -123,12 +148,11 @@ async def send_input(desktop: Desktop, screen: Screen, kind: str, body: dict[str
         desktop.type(screen, body)
     else:
         desktop.keys(screen, body, kind)
-    real = live(desktop)
     if real is None:
         return
     event = dict(desktop.events[recorded])
-    if kind == "type" and body.get("delay_in_ms"):
-        event["delay_in_ms"] = int_field(body, "delay_in_ms", 0, 1000)
+    if delay is not None:
+        event["delay_in_ms"] = delay
     await _call(real.apply(event))
 
 
@@ -165,6 +189,8 @@ async def launch(desktop: Desktop, screen: Screen, body: dict[str, Any]) -> Wind
         raise BadRequest("is required", field="application")
     if not isinstance(uri, str):
         raise BadRequest("must be a string", field="uri")
+    _passable(app, "application")
+    _passable(uri, "uri")
     desktop.record(screen, "launch", application=app, uri=uri)
     return _window(await _call(real.launch([app, *([uri] if uri else [])])))
 

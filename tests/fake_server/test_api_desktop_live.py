@@ -141,11 +141,36 @@ async def test_input_is_checked_recorded_and_handed_to_the_desktop(
         {"kind": "key_press", "screen": "screen-0", "keys": ["ctrl", "c"]},
     ]
     assert set(machine.sizes) == {(1280, 800)}  # the desktop starts at screen-0's size
-    # what the checks refuse never reaches the desktop
+    # what the checks refuse never reaches the desktop, nor the record
     stub.calls.clear()
-    refused = await client.post(base + "/mouse/click", json={"x": 1280, "y": 0})
-    assert refused.json() == {"status": "fail", "data": {"x": "must be between 0 and 1279"}}
+    account = fake.world.account_for_key(fake.api_key)
+    assert account is not None
+    events = next(iter(account.resources.desktops.values())).events
+    recorded = len(events)
+    refused = [
+        ("/mouse/click", {"x": 1280, "y": 0}, {"x": "must be between 0 and 1279"}),
+        ("/keyboard/type", {"text": "a\x00b"}, {"text": "must not contain NUL"}),
+        ("/keyboard/press", {"keys": ["a\x00"]}, {"keys": "must not contain NUL"}),
+        ("/launch", {"application": "xterm\x00"}, {"application": "must not contain NUL"}),
+        (
+            "/keyboard/type",
+            {"text": "é" * 70_000},
+            {
+                "text": "is longer than 131071 bytes, the most Linux passes to a program "
+                "(MAX_ARG_STRLEN)"
+            },
+        ),
+        (
+            "/keyboard/type",
+            {"text": "x", "delay_in_ms": 5000},
+            {"delay_in_ms": "must be between 0 and 1000"},
+        ),
+    ]
+    for path, body, data in refused:
+        answer = await client.post(base + path, json=body)
+        assert (answer.status_code, answer.json()) == (400, {"status": "fail", "data": data})
     assert stub.calls == []
+    assert len(events) == recorded
 
 
 async def test_what_is_read_comes_from_the_desktop(

@@ -63,7 +63,7 @@ fi
 exec python3 -c "$0" ready {wait} wm
 """
 #: ``xguest keys`` checks the names, then xdotool presses them as one chord ($0: ``xguest``).
-_KEYS = 'python3 -c "$0" keys "$@" && exec xdotool {verb} -- "$(IFS=+; echo "$*")"'
+_KEYS = 'python3 -c "$0" keys "$@" && exec xdotool {verb} -- "$(IFS=+; printf %s "$*")"'
 _BUTTONS = {"left": "1", "middle": "2", "right": "3"}
 _NO_SUCH_WINDOW, _UNKNOWN_KEY, _NO_X, _NOT_INSTALLED, _NO_WINDOW = 5, 3, 4, 6, 7
 #: xdotool's pauses between typed characters and between the clicks of a double or triple
