@@ -10,6 +10,7 @@ started with), and ``open`` (desktop:1's image has no browser or file manager).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from fake_server.models.desktop import MAX_HEIGHT, MAX_WIDTH, Window, int_field
@@ -37,10 +38,19 @@ __all__ = [
     "send_input", "set_clipboard", "synthetic_screens", "window",
 ]  # fmt: skip
 
+_WINDOW_ID = re.compile(r"0x[0-9a-f]{1,8}")
 #: Why a real desktop refuses what only the synthetic one does.
 ONE_SCREEN = "the process runtime's desktop has one screen (screen-0) of a fixed size"
 NO_VNC = "the process runtime's desktop serves no VNC (screenshots and input are real)"
 NO_OPENER = "desktop:1 on the process runtime has no browser or file manager; launch a program"
+
+
+def _window_id(window_id: str) -> str:
+    """An X window id as the window list gives them (``0x00600001``), else 404 before any
+    program runs."""
+    if _WINDOW_ID.fullmatch(window_id) is None:
+        raise NotFound("window not found", code="window_not_found")
+    return window_id
 
 
 def _passable(value: str, field: str) -> None:
@@ -207,6 +217,7 @@ async def window(desktop: Desktop, screen: Screen, window_id: str) -> Window:
     real = live(desktop)
     if real is None:
         return desktop.window(screen, window_id)
+    _window_id(window_id)
     for found in await _call(real.windows()):
         if found.id == window_id:
             return _window(found)
@@ -231,6 +242,7 @@ async def act(
     real = live(desktop)
     if real is None:
         return desktop.act(screen, window_id, action, body)
+    _window_id(window_id)
     numbers: list[int] = []
     if action == "move":
         numbers = [

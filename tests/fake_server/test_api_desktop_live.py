@@ -204,6 +204,18 @@ async def test_what_is_read_comes_from_the_desktop(
     moved = await client.post(f"{base}/windows/{XTERM.id}/move", json={"x": 3, "y": 4})
     assert moved.json()["data"]["window"]["id"] == XTERM.id
     assert ("act", (XTERM.id, "move", [3, 4])) in stub.calls
+    stub.calls.clear()
+    for bad in ("nope", "0x%00", "0x123456789", "-0x1"):
+        for answer in (
+            await client.get(f"{base}/windows/{bad}"),
+            await client.post(f"{base}/windows/{bad}/focus"),
+            await client.get(base + "/screenshot", params={"window_id": bad}),
+        ):
+            assert (answer.status_code, answer.json()) == (
+                404,
+                _fail("window_not_found", "window not found"),
+            )
+    assert stub.calls == []  # nothing ran for them
     launched = await client.post(base + "/launch", json={"application": "xterm", "uri": "-hold"})
     assert launched.json()["data"]["window"]["title"] == "xterm"
     assert ("launch", ["xterm", "-hold"]) in stub.calls
