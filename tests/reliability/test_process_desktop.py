@@ -240,6 +240,16 @@ def test_errors_say_exactly_what_is_wrong(desktop: SandboxInstance) -> None:
             "data": {"code": "not_found", "message": "application not installed; installed: xterm"},
         },
     )
+    assert _error(lambda: computer.launch(ComputerLaunchRequest(application="false"))) == (
+        409,
+        {
+            "status": "fail",
+            "data": {
+                "code": "desktop_failed",
+                "message": "the program exited with status 1 before opening a window",
+            },
+        },
+    )
     unsupported = [
         (
             lambda: computer.open(ComputerOpenRequest(target="https://example.com")),

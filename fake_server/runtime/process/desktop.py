@@ -113,11 +113,14 @@ class XDesktop:
                 raise DesktopFailed(f"the desktop did not start (status {code})")
             self._started = True
 
-    async def _guest(self, *args: str) -> tuple[int, bytes]:
+    async def _guest(self, *args: str, also: tuple[int, ...] = ()) -> tuple[int, bytes]:
+        """``xguest``'s output; its statuses other than 0 and ``also`` raise."""
         await self.start()
         code, out = await self._exec(["python3", "-c", _GUEST, *args])
         if code == _NO_SUCH_WINDOW:
             raise NoSuchWindow(args[1] if len(args) > 1 else "")
+        if code != 0 and code not in also:
+            raise DesktopFailed(f"the desktop could not {args[0]} (status {code})")
         return code, out
 
     async def _xdotool(self, *args: str) -> None:
@@ -128,10 +131,10 @@ class XDesktop:
 
     async def screenshot(self, region: tuple[int, int, int, int], window_id: str) -> bytes:
         args = [str(n) for n in region] + ([window_id] if window_id else [])
-        code, out = await self._guest("shot", *args)
+        _, out = await self._guest("shot", *args)
         header, _, pixels = out.partition(b"\n")
         width, height = (int(n) for n in header.split())
-        if code != 0 or len(pixels) < width * height * 4:
+        if len(pixels) < width * height * 4:
             raise DesktopFailed("the screen could not be read")
         image = Image.frombytes("RGB", (width, height), pixels, "raw", "BGRX")
         png = io.BytesIO()
@@ -164,7 +167,7 @@ class XDesktop:
         await self._xdotool(*_input_args(event))
 
     async def launch(self, argv: list[str]) -> LiveWindow:
-        code, out = await self._guest("launch", *argv)
+        code, out = await self._guest("launch", *argv, also=(_NOT_INSTALLED, _NO_WINDOW))
         text = out.decode(errors="replace").strip()
         if code == _NOT_INSTALLED:
             raise NotInstalled([name for name in text.split(",") if name])

@@ -203,10 +203,10 @@ def op_launch(args):
                 return
         status = child.poll()
         if status is not None:
-            print(f"{args[0]} exited with status {status} before opening a window")
+            print(f"the program exited with status {status} before opening a window")
             sys.exit(7)
         if time.monotonic() >= deadline:
-            print(f"{args[0]} opened no window in {WAIT_WINDOW:.0f} s")
+            print(f"the program opened no window in {WAIT_WINDOW:.0f} s")
             sys.exit(7)
         time.sleep(POLL)
 
