@@ -34,6 +34,7 @@ pytestmark = pytest.mark.asyncio
 
 XTERM = LiveWindow("0x00600001", "xterm", "xterm", 10, 20, 484, 316, "normal", focused=True)
 OTHER = LiveWindow("0x00800001", "canvas", "canvas", 0, 0, 300, 200, "minimized", focused=False)
+AWAY = LiveWindow("0x00900001", "away", "canvas", 1300, 0, 100, 100, "normal", focused=False)
 
 
 class StubDesktop:
@@ -49,14 +50,13 @@ class StubDesktop:
             raise self.fail
         return value
 
-    async def screenshot(self, region: tuple[int, int, int, int], window_id: str) -> bytes:
-        image = Image.new("RGB", region[2:] if not window_id else (484, 316), (1, 2, 3))
+    async def screenshot(self, region: tuple[int, int, int, int]) -> bytes:
         png = io.BytesIO()
-        image.save(png, format="PNG")
-        return bytes(await self._answer("screenshot", (region, window_id), png.getvalue()))
+        Image.new("RGB", region[2:], (1, 2, 3)).save(png, format="PNG")
+        return bytes(await self._answer("screenshot", region, png.getvalue()))
 
     async def windows(self) -> list[LiveWindow]:
-        return list(await self._answer("windows", None, [XTERM, OTHER]))
+        return list(await self._answer("windows", None, [XTERM, OTHER, AWAY]))
 
     async def cursor(self) -> tuple[int, int]:
         return tuple(await self._answer("cursor", None, (7, 8)))  # type: ignore[return-value]
@@ -184,9 +184,10 @@ async def test_what_is_read_comes_from_the_desktop(
     assert windows == [
         {"id": XTERM.id, "title": "xterm", "application": "xterm", "state": "normal"},
         {"id": OTHER.id, "title": "canvas", "application": "canvas", "state": "minimized"},
+        {"id": AWAY.id, "title": "away", "application": "canvas", "state": "normal"},
     ]
     only = (await client.get(base + "/windows", params={"application": "canvas"})).json()
-    assert [w["id"] for w in only["data"]["data"]] == [OTHER.id]
+    assert [w["id"] for w in only["data"]["data"]] == [OTHER.id, AWAY.id]
     assert (await client.get(base + "/windows/current")).json()["data"]["id"] == XTERM.id
     geometry = (await client.get(f"{base}/windows/{XTERM.id}/geometry")).json()["data"]
     assert geometry == {"id": XTERM.id, "x": 10, "y": 20, "width": 484, "height": 316, "screen": 0}
@@ -194,8 +195,13 @@ async def test_what_is_read_comes_from_the_desktop(
         base + "/screenshot", params={"x": 0, "y": 0, "width": 30, "height": 20}
     )
     assert Image.open(io.BytesIO(shot.content)).size == (30, 20)
+    window = await client.get(base + "/screenshot", params={"window_id": XTERM.id})
+    assert Image.open(io.BytesIO(window.content)).size == (484, 316)
+    assert ("screenshot", (10, 20, 484, 316)) in stub.calls  # the window's pixels
     minimized = await client.get(base + "/screenshot", params={"window_id": OTHER.id})
     assert minimized.json() == {"status": "fail", "data": {"window_id": "window is minimized"}}
+    away = await client.get(base + "/screenshot", params={"window_id": AWAY.id})
+    assert away.json() == {"status": "fail", "data": {"window_id": "window is off screen"}}
     outside = await client.get(base + "/screenshot", params={"x": 1200, "width": 200})
     assert outside.json() == {
         "status": "fail",

@@ -129,9 +129,8 @@ class XDesktop:
         if code != 0:
             raise DesktopFailed(f"xdotool failed (status {code})")
 
-    async def screenshot(self, region: tuple[int, int, int, int], window_id: str) -> bytes:
-        args = [str(n) for n in region] + ([window_id] if window_id else [])
-        _, out = await self._guest("shot", *args)
+    async def screenshot(self, region: tuple[int, int, int, int]) -> bytes:
+        _, out = await self._guest("shot", *(str(n) for n in region))
         header, _, pixels = out.partition(b"\n")
         width, height = (int(n) for n in header.split())
         if len(pixels) < width * height * 4:

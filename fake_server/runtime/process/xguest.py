@@ -147,13 +147,6 @@ def op_ready(args):
 def op_shot(args):
     d = connect()
     x, y, width, height = (int(a) for a in args[:4])
-    if len(args) > 4:
-        w = describe(d, find(d, args[4]))
-        screen = d.screen()
-        left, top = max(w["x"], 0), max(w["y"], 0)
-        right = min(w["x"] + w["width"], screen.width_in_pixels)
-        bottom = min(w["y"] + w["height"], screen.height_in_pixels)
-        x, y, width, height = left, top, max(right - left, 1), max(bottom - top, 1)
     image = d.screen().root.get_image(x, y, width, height, X.ZPixmap, 0xFFFFFFFF)
     out = sys.stdout.buffer
     out.write(f"{width} {height}\n".encode())
