@@ -65,6 +65,11 @@ exec python3 -c "$0" ready {wait} wm
 #: ``xguest keys`` checks the names, then xdotool presses them as one chord ($0: ``xguest``).
 _KEYS = 'python3 -c "$0" keys "$@" && exec xdotool {verb} -- "$(IFS=+; printf %s "$*")"'
 _BUTTONS = {"left": "1", "middle": "2", "right": "3"}
+#: What each ``xguest`` operation does, for the message when it fails.
+_DOING = {
+    "shot": "read the screen", "windows": "list the windows", "cursor": "read the pointer",
+    "launch": "start the program", "act": "act on the window",
+}  # fmt: skip
 _NO_SUCH_WINDOW, _UNKNOWN_KEY, _NO_X, _NOT_INSTALLED, _NO_WINDOW = 5, 3, 4, 6, 7
 #: xdotool's pauses between typed characters and between the clicks of a double or triple
 #: click (its own defaults).
@@ -120,7 +125,7 @@ class XDesktop:
         if code == _NO_SUCH_WINDOW:
             raise NoSuchWindow(args[1] if len(args) > 1 else "")
         if code != 0 and code not in also:
-            raise DesktopFailed(f"the desktop could not {args[0]} (status {code})")
+            raise DesktopFailed(f"the desktop could not {_DOING[args[0]]} (status {code})")
         return code, out
 
     async def _xdotool(self, *args: str) -> None:
