@@ -307,3 +307,22 @@ def test_without_the_desktop_image_computer_use_says_so(fake: FakeCreateOS, sdk:
         )
     finally:
         runtime.system = system
+
+
+def test_a_fork_starts_a_desktop_of_its_own(desktop: SandboxInstance) -> None:
+    """A fork copies the files, not the processes (as the service's fork of a VM's disk): its
+    first computer-use call starts its own X server over the copied /tmp."""
+    computer = desktop.computer
+    computer.launch(ComputerLaunchRequest(application="xterm"))
+    desktop.pause()
+    desktop.wait_until_paused()
+    fork = desktop.fork()
+    fork.wait_until_running()
+    assert _sh(fork, "ls -A /tmp/.X11-unix") == "X0\n"  # the source's socket, copied
+    assert fork.computer.windows.list() == []
+    assert _image(_png(fork.computer)).size == (1280, 800)
+    fork.computer.launch(ComputerLaunchRequest(application="xterm"))
+    assert [w.title for w in fork.computer.windows.list()] == ["xterm"]
+    desktop.resume()
+    desktop.wait_until_running()
+    assert [w.title for w in computer.windows.list()] == ["xterm"]  # its own, still there
