@@ -36,7 +36,7 @@ from PIL import Image
 from fake_server import FakeCreateOS
 from fake_server.models import desktop_live
 from fake_server.models.transitions import TransitionPolicy
-from fake_server.runtime.process import desktop_image
+from fake_server.runtime.process import cgroups, desktop_image
 from fake_server.runtime.process.image import cache_dir
 from fake_server.runtime.process.machine import NO_DESKTOP
 from tests._needs import needs
@@ -267,8 +267,9 @@ def test_errors_say_exactly_what_is_wrong(desktop: SandboxInstance) -> None:
     assert computer.windows.list() == []
 
 
-def test_the_x_server_is_the_sandboxs_own(desktop: SandboxInstance) -> None:
-    """No TCP listener, its socket in the sandbox's /tmp and network namespace only."""
+def test_the_x_server_is_the_sandboxs_own(fake: FakeCreateOS, desktop: SandboxInstance) -> None:
+    """No TCP listener, its socket in the sandbox's /tmp and network namespace only, its
+    processes in the sandbox's cgroup (the shape's limits)."""
     host_sockets = _x_sockets("/proc/net/unix")
     assert _image(_png(desktop.computer)).size == (1280, 800)  # the X server runs
     assert _sh(desktop, "ls -A /tmp/.X11-unix") == "X0\n"
@@ -280,6 +281,18 @@ def test_the_x_server_is_the_sandboxs_own(desktop: SandboxInstance) -> None:
     )
     assert _x_sockets("/proc/net/unix") == host_sockets  # none of the sandbox's on the host
     assert "DISPLAY" not in _sh(desktop, "env")  # commands see no display but their own
+    if isinstance(cgroups.hierarchy(), str):
+        return  # no cgroup controller can be used here (tests/security/test_limits.py)
+    machine = fake.runtimes.get("process").machines[desktop.id]
+    assert {"Xvfb", "evilwm"} <= {_comm(pid) for pid in machine.cgroup.members()}
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().strip()
+    except OSError:  # ended meanwhile
+        return ""
 
 
 def _x_sockets(table: str) -> list[str]:
