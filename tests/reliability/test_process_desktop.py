@@ -150,6 +150,11 @@ def test_xterm_runs_a_command_typed_into_it(desktop: SandboxInstance) -> None:
     after = _png(computer)
     assert _image(after).size == (1280, 800)
     assert after != before  # xterm drew its window and what was typed
+    # the clipboard is the X server's: a program of the sandbox reads what the API copied
+    assert computer.clipboard().text == ""
+    computer.set_clipboard("copied through the API")
+    assert computer.clipboard().text == "copied through the API"
+    assert _sh(desktop, "DISPLAY=:0 xclip -selection clipboard -o") == "copied through the API"
     # the programs are the sandbox's own processes: Xvfb, the window manager, xterm
     processes = _sh(desktop, "ps -eo comm=").split()
     assert {"Xvfb", "evilwm", "xterm"} <= set(processes)
