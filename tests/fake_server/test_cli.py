@@ -17,7 +17,7 @@ import pytest
 
 from fake_server import tls_context
 from fake_server.__main__ import build_parser, main, serve_fake
-from fake_server.runtime.process import debian, image, procview
+from fake_server.runtime.process import debian, desktop_image, image, procview
 from fake_server.server import FakeCreateOS
 from tests.fake_server._process_runtime import needs_nft
 
@@ -31,7 +31,9 @@ HOST_OS = platform.freedesktop_os_release()["PRETTY_NAME"]
 #: What devbox:1 boots here: the Debian 13 tree where ``createos-fake image`` built it (CI),
 #: the host's own programs otherwise (a fresh machine).
 DEVBOX_BOOTS = (
-    debian.NAME
+    f"{debian.NAME} with an X desktop (Xvfb, evilwm, xdotool)"
+    if desktop_image.built(image.cache_dir()) is not None
+    else debian.NAME
     if debian.built(image.cache_dir()) is not None
     else f"this host's {HOST_OS} programs (no {debian.NAME} image yet: createos-fake image "
     "builds it)"
