@@ -33,10 +33,10 @@ from h2.events import (
 )
 from h2.exceptions import H2Error
 from h2.settings import SettingCodes
-from hpack import Encoder
 
 from fake_server.http.admission import Admission
 from fake_server.http.connections import WatchedRunner
+from fake_server.http.h2encode import AnswerEncoder
 from fake_server.http.h2stream import Channel, Stream
 
 if TYPE_CHECKING:
@@ -72,14 +72,6 @@ _CONFIG = H2Configuration(
 
 
 _WINDOWS = (WindowUpdated, RemoteSettingsChanged)
-
-
-class _PlainEncoder(Encoder):
-    """HPACK without Huffman coding of literal values: in pure Python it costs more per answer
-    than the bytes it saves (RFC 7541 leaves it to the encoder)."""
-
-    def encode(self, headers: Any, huffman: bool = False) -> bytes:
-        return super().encode(headers, huffman=False)
 
 
 class H2Runner(WatchedRunner):
@@ -216,18 +208,19 @@ class _Front(asyncio.Protocol):
         admission: Admission | None = None,
     ) -> None:
         self._handler = handler
-        self._idle_after = idle
+        self._idle_wait = min(IDLE_SECONDS, idle)
         #: The server's bound on connections: idle without a stream, served with one.
         self._admission = admission if admission is not None else Admission(lambda: None)
         self._fronts = fronts
         self._clock = clock
         self.conn = H2Connection(_CONFIG)
-        self.conn.encoder = _PlainEncoder()
+        self.conn.encoder = AnswerEncoder()
         self.transport: asyncio.Transport | None = None
         self.streams: dict[int, Stream] = {}
         self.socket_paused = False
         self._flushing = False
         self._idle_timer: asyncio.TimerHandle | None = None
+        self._idle_since = 0.0  # the loop's time when the last stream ended
         self._gone_away = False
         #: Channels between streams, kept for the next ones (at most ``_IDLE_CHANNELS``).
         self._idle: list[Channel] = []
@@ -283,7 +276,7 @@ class _Front(asyncio.Protocol):
             if stream is not None:
                 stream.lost(ConnectionResetError("the client reset the stream"))
         elif isinstance(event, _WINDOWS):
-            for stream in list(self.streams.values()):
+            for stream in [s for s in self.streams.values() if s.waiting]:
                 stream.drain()
         elif isinstance(event, ConnectionTerminated):
             self.close()
@@ -316,13 +309,16 @@ class _Front(asyncio.Protocol):
             self._watch_idle()
 
     def _watch_idle(self) -> None:
-        """End the connection after ``IDLE_SECONDS`` without a stream (each change re-arms)."""
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
-            self._idle_timer = None
-        if not self.streams and self.transport is not None and not self._gone_away:
-            loop = asyncio.get_running_loop()
-            self._idle_timer = loop.call_later(min(IDLE_SECONDS, self._idle_after), self._end_idle)
+        """End the connection after ``IDLE_SECONDS`` without a stream. The last stream's end
+        only notes the time: a timer armed earlier finds, when it fires, how long the
+        connection has really been idle and waits the rest (a timer per stream cost more than
+        the stream's own frames)."""
+        if self.streams or self.transport is None or self._gone_away:
+            return
+        loop = asyncio.get_running_loop()
+        self._idle_since = loop.time()
+        if self._idle_timer is None:
+            self._idle_timer = loop.call_at(self._idle_since + self._idle_wait, self._end_idle)
 
     def _end_idle(self) -> None:
         """A GOAWAY first: the client ends the connection itself (Node's session closes, and a
@@ -330,13 +326,17 @@ class _Front(asyncio.Protocol):
         racing a closed socket; whatever is still open ``IDLE_SECONDS`` later is closed."""
         self._idle_timer = None
         if self.streams or self.transport is None:
-            return
+            return  # armed again when the last stream ends
+        loop = asyncio.get_running_loop()
         if self._gone_away:
             self.close()
             return
+        due = self._idle_since + self._idle_wait
+        if loop.time() < due:  # a stream came and went meanwhile
+            self._idle_timer = loop.call_at(due, self._end_idle)
+            return
         self.go_away()
-        wait = min(IDLE_SECONDS, self._idle_after)
-        self._idle_timer = asyncio.get_running_loop().call_later(wait, self._end_idle)
+        self._idle_timer = loop.call_later(self._idle_wait, self._end_idle)
 
     def release(self, channel: Channel) -> None:
         """A channel whose stream ended cleanly: kept for the next stream, or closed."""

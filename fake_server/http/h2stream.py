@@ -23,7 +23,6 @@ from aiohttp.http import HttpResponseParser
 from aiohttp.http_exceptions import HttpProcessingError
 from h2.errors import ErrorCodes
 from h2.exceptions import H2Error
-from hpack import NeverIndexedHeaderTuple
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -94,20 +93,21 @@ class Stream:
         host = b"localhost"
         length = False
         for name, value in headers:
-            if name == b":method":
-                method = value
-            elif name == b":path":
-                target = value
-            elif name == b":authority":
-                authority = value
-            elif name.startswith(b":"):
+            if name[:1] == b":":
+                if name == b":method":
+                    method = value
+                elif name == b":path":
+                    target = value
+                elif name == b":authority":
+                    authority = value
                 continue  # :scheme (and :protocol, which needs a setting never sent)
-            elif not _TOKEN.match(name):
+            if not _TOKEN.match(name):
                 return self.reset(ErrorCodes.PROTOCOL_ERROR)
-            elif name.lower() == b"host":
+            lower = name.lower()
+            if lower == b"host":
                 host = value  # :authority, when there is one, comes first
-            elif name.lower() not in _HOP_IN:
-                length = length or name.lower() == b"content-length"
+            elif lower not in _HOP_IN:
+                length = length or lower == b"content-length"
                 values.append(value)
                 lines.append(b"%s: %s\r\n" % (name, value))
         host = authority or host
@@ -171,13 +171,12 @@ class Stream:
         head = None
         for message, reader in messages:
             self._body = reader
-            # Never indexed: HPACK's dynamic table is searched entry by entry for every field
-            # sent, and ids, dates and lengths (most of an answer's head) never repeat.
-            head = [NeverIndexedHeaderTuple(b":status", b"%d" % message.code)]
+            # Plain tuples: the connection's encoder never indexes (``h2encode``).
+            head = [(b":status", b"%d" % message.code)]
             head += [
-                NeverIndexedHeaderTuple(name.lower(), value)
+                (lower, value)
                 for name, value in message.raw_headers
-                if name.lower() not in _HOP
+                if (lower := name.lower()) not in _HOP
             ]
         body = self._body
         chunk = b"" if body is None else body.read_nowait()
@@ -199,6 +198,11 @@ class Stream:
             self._pending.append(chunk)
             self._pending_bytes += len(chunk)
         self.drain()
+
+    @property
+    def waiting(self) -> bool:
+        """Part of the answer waits for the client's flow-control window."""
+        return bool(self._pending)
 
     def drain(self) -> None:
         """Send what the client's windows allow; the last DATA frame of a complete answer
