@@ -11,7 +11,10 @@ the counts, so imports and set-up cancel out. Probes:
 * ``lease``: what a ``createos_lease`` test does to the session fake: ``fake.reset()``, then
   the plugin's lease provider acquiring and destroying a lease through the background loop;
 * ``ready``: a worker's first fake (``Session(Options()).fake``: start and warm-up) in a
-  fresh process, against the same process without it (``--few``/``--many`` do not apply).
+  fresh process, against the same process without it (``--few``/``--many`` do not apply);
+* ``h1_request``, ``h2_request``: ``get_sandbox`` as ``bench_http2`` sends it, httpx to the
+  in-loop fake with 8 requests in flight, over HTTP/1.1 (8 connections) or HTTP/2 (one):
+  client and fake together, so their ratio is the benchmark's goal without the machine.
 
 Each commit is checked out (``git worktree add --detach``) into a temporary directory and
 imported from there (``PYTHONPATH``); ``PYTHONHASHSEED=0`` keeps dict and set order alike.
@@ -91,11 +94,33 @@ if int(sys.argv[1]):
 session.close()
 """
 
+_REQUEST = """
+import asyncio, sys
+import aiohttp, httpx
+from benchmarks._servers import fake_with_sandbox, serve_fake
+from benchmarks.bench_http2 import IN_FLIGHT, _rate
+
+async def main(count):
+    async with serve_fake() as fake, aiohttp.ClientSession() as session:
+        session.headers["X-Api-Key"] = fake.api_key
+        sandbox_id, _ = await fake_with_sandbox(fake, session)
+        url = f"{fake.api_url}/sandboxes/{sandbox_id}"
+        limits = httpx.Limits(max_connections=IN_FLIGHT, max_keepalive_connections=IN_FLIGHT)
+        options = {"http1": False, "http2": True} if HTTP2 else {"limits": limits}
+        async with httpx.AsyncClient(headers={"X-Api-Key": fake.api_key}, **options) as client:
+            await _rate(client, url, 8 * IN_FLIGHT, IN_FLIGHT)
+            await _rate(client, url, count, IN_FLIGHT)
+
+asyncio.run(main(int(sys.argv[1])))
+"""
+
 #: name -> (script, few, many): the operation runs ``few`` and ``many`` times.
 PROBES: dict[str, tuple[str, int, int]] = {
     "start_stop": (_START_STOP, 5, 25),
     "lease": (_LEASE, 3, 13),
     "ready": (_READY, 0, 1),
+    "h1_request": ("HTTP2 = False" + _REQUEST, 100, 300),
+    "h2_request": ("HTTP2 = True" + _REQUEST, 100, 300),
 }
 
 _COLLECTED = re.compile(r"Collected : (\d+)")
