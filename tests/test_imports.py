@@ -158,6 +158,47 @@ def test_the_check_sees_a_runtime_importing_the_other() -> None:
     assert "fake_server.runtime.process" in _graph()[COMPOSER]
 
 
+#: Rooms that reach a runtime only through its interface (``runtime/api.py``, composed by
+#: ``runtime/choice.py``): what a runtime builds and keeps is its own business.
+THROUGH_THE_DOOR = ("fake_server.models", "fake_server.persist")
+
+
+def _past_the_door(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from the models or persistence into either runtime's room."""
+    return [
+        f"{source} -> {target}"
+        for source, targets in sorted(graph.items())
+        if _under(source, THROUGH_THE_DOOR)
+        for target in sorted(targets)
+        if _under(target, RUNTIMES)
+    ]
+
+
+def test_models_and_persistence_see_only_the_runtime_interface() -> None:
+    assert _past_the_door(_graph()) == []
+
+
+def test_the_door_check_sees_every_import_form(tmp_path: Path) -> None:
+    """``from pkg.mod import x``, ``import pkg.mod``, ``from pkg import mod`` and relative
+    forms, under ``TYPE_CHECKING`` or in a function, all count."""
+    forms = {
+        "a.py": "from fake_server.runtime.bashkit.mounts import Bucket\n",
+        "b.py": "import fake_server.runtime.process.pty\n",
+        "c.py": "from fake_server.runtime import bashkit\n",
+        "d.py": "def f():\n    from ..runtime.process import ProcessRuntime\n",
+        "e.py": "if TYPE_CHECKING:\n    from fake_server.runtime.bashkit import vfs\n",
+    }
+    modules = _modules()
+    graph = {}
+    for name, text in forms.items():
+        path = tmp_path / "models" / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        module = f"fake_server.models.{name[:-3]}"
+        graph[module] = _imports(module, path, modules)
+    assert len(_past_the_door(graph)) == len(forms)
+
+
 def test_the_check_sees_a_circle_and_an_upward_import() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}
     assert _circles(graph) == [["a", "b", "c"]]

@@ -89,7 +89,10 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, MetricsOps, AccountBase):
         sandbox_id = ids.sandbox_id()
         try:
             disk_mib = spec.extras.get("disk_mib") or shape.default_disk_mib
-            machine = self.ctx.runtime_choice().new_sandbox(sandbox_id, spec.rootfs, disk_mib)
+            image = plan.template.image if plan.template is not None else None
+            machine = self.ctx.runtime_choice().new_sandbox(
+                sandbox_id, spec.rootfs, disk_mib, image=image
+            )
         except CapacityError as exc:
             raise at_capacity(exc) from None
         try:

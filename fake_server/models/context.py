@@ -13,7 +13,7 @@ from fake_server.models.transitions import TransitionPolicy
 if TYPE_CHECKING:
     from fake_server.clock import Clock
     from fake_server.models.ids import IdGenerator
-    from fake_server.runtime.bashkit import CommandRegistry
+    from fake_server.runtime.api import Commands
     from fake_server.runtime.choice import Runtimes
 
 __all__ = ["Context"]
@@ -25,7 +25,7 @@ class Context:
 
     clock: Clock
     ids: IdGenerator
-    commands: CommandRegistry
+    commands: Commands
     journal: Journal = field(default_factory=Journal)
     catalog: Catalog = field(default_factory=Catalog)
     policy: TransitionPolicy = field(default_factory=TransitionPolicy)

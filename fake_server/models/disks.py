@@ -1,10 +1,11 @@
 """S3-backed persistent disks of one account: registrations, credentials, attachments.
 
 A disk's files live in a shared bucket store (``ResourceSettings.buckets``, one per endpoint
-and bucket) mounted into each sandbox it is attached to (``runtime.bashkit.mounts``): every sandbox
-sees the same files at once and they outlive the sandbox and the registration, as a real
-bucket does; a ``sub_path`` mount shows one folder of it. Credentials are kept but no read
-ever returns them. Sources of each decision: docs/fidelity-resources.md.
+and bucket) mounted into each sandbox it is attached to (the runtime's ``SharedMounts``, or
+``BucketMounts`` where it binds host directories itself): every sandbox sees the same
+files at once and they outlive the sandbox and the registration, as a real bucket does; a
+``sub_path`` mount shows one folder of it. Credentials are kept but no read ever returns them.
+Sources of each decision: docs/fidelity-resources.md.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ from fake_server.models.errors import (
 )
 from fake_server.models.paths import check_abs_path
 from fake_server.models.resource_base import check_name
-from fake_server.runtime.api import BucketMounts, FeatureUnavailable
+from fake_server.runtime.api import BucketMounts, FeatureUnavailable, SharedMounts
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from fake_server.models.context import Context
     from fake_server.models.sandbox import Sandbox
-    from fake_server.runtime.bashkit.mounts import Bucket, MountingDisk
+    from fake_server.runtime.api import SharedBucket
 
 __all__ = ["Attachment", "Disk", "Disks"]
 
@@ -183,9 +184,11 @@ class Disks:
             space = self._ctx.resources.bucket_space
             _mount_host(sandbox.machine, "\0".join((space, *_key(disk))), mount_path, sub_path)
         else:
-            mounting = mounting_disk(sandbox)
+            mounting = shared_mounts(sandbox)
             try:
-                self.bucket(disk).mount(mounting, mount_path, sub_path)
+                mounting.mount_shared(self.bucket(disk), mount_path, sub_path)
+            except FeatureUnavailable as exc:
+                raise Conflict(str(exc), code="runtime_unsupported") from None
             except (OSError, RuntimeError):
                 raise BadRequest(_FILE_IN_BUCKET, field="sub_path") from None
         self.attachments.append(attachment)
@@ -207,13 +210,11 @@ class Disks:
         self.unmount(matches)
         return bool(matches)
 
-    def bucket(self, disk: Disk) -> Bucket:
-        from fake_server.runtime.bashkit.mounts import Bucket
-
+    def bucket(self, disk: Disk) -> SharedBucket:
         key = _key(disk)
         buckets = self._ctx.resources.buckets
         if key not in buckets:
-            buckets[key] = Bucket()
+            buckets[key] = self._ctx.runtime_choice().new_bucket()
         return buckets[key]
 
     def unmount(self, attachments: list[Attachment]) -> None:
@@ -225,7 +226,7 @@ class Disks:
                 machine.unmount_bucket(attachment.mount_path)
                 continue
             bucket = self.bucket(attachment.disk)
-            bucket.unmount(mounting_disk(attachment.sandbox), attachment.mount_path)
+            shared_mounts(attachment.sandbox).unmount_shared(bucket, attachment.mount_path)
 
 
 _FILE_IN_BUCKET = "names a file in the bucket, not a folder"
@@ -254,14 +255,12 @@ DISKS_NEED_BASHKIT = (
 )
 
 
-def mounting_disk(sandbox: Sandbox) -> MountingDisk:
-    """The sandbox's disk that takes mounts; 409 on a runtime whose disk cannot."""
-    from fake_server.runtime.bashkit.mounts import MountingDisk
-
-    disk = sandbox.disk
-    if not isinstance(disk, MountingDisk):
+def shared_mounts(sandbox: Sandbox) -> SharedMounts:
+    """The sandbox's machine, which mounts in-memory buckets; 409 on a runtime that cannot."""
+    machine = sandbox.machine
+    if not isinstance(machine, SharedMounts):
         raise Conflict(DISKS_NEED_BASHKIT, code="runtime_unsupported")
-    return disk
+    return machine
 
 
 def _config(raw: Any) -> dict[str, Any]:

@@ -35,12 +35,6 @@ PTY_UNSUPPORTED = (
 )
 
 
-def _has_setsid() -> bool:
-    from fake_server.runtime.process.pty import SETSID
-
-    return SETSID is not None
-
-
 class ProcessOps(AccountBase):
     """Account operations on managed processes: create/list/get/connect/input/stdin-close/
     signal/wait/kill (mixed into ``Account``)."""
@@ -52,7 +46,7 @@ class ProcessOps(AccountBase):
         from fake_server.runtime import StdinPipe
 
         sandbox = self._running(sandbox_id)
-        if spec.pty and sandbox.machine.runtime == "process" and not _has_setsid():
+        if spec.pty and not sandbox.machine.can_open_pty():
             raise NotImplementedByFake(PTY_UNSUPPORTED, code="not_implemented")
         env = self._env(sandbox, dict(spec.env))
         if term is not None:

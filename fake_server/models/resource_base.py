@@ -13,7 +13,7 @@ from fake_server.models.errors import BadRequest
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from fake_server.runtime.bashkit.mounts import Bucket
+    from fake_server.runtime.api import SharedBucket
 
 __all__ = [
     "NAME_RULE",
@@ -63,7 +63,7 @@ class ResourceSettings:
     hosts: dict[str, Host] = field(default_factory=_hosts)
     #: Bucket contents by ``(endpoint, bucket)``: they outlive disk registrations, as a real
     #: bucket outlives its registration.
-    buckets: dict[tuple[str, str], Bucket] = field(default_factory=dict)
+    buckets: dict[tuple[str, str], SharedBucket] = field(default_factory=dict)
     #: Names this fake's buckets apart from those of an earlier ``reset()`` on runtimes that
     #: keep bucket contents themselves (the process runtime's host directories).
     bucket_space: str = field(default_factory=lambda: secrets.token_hex(8))

@@ -10,6 +10,9 @@ and the ``ENV`` values.
 
 from __future__ import annotations
 
+import asyncio
+import codecs
+import contextlib
 import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -22,7 +25,7 @@ from fake_server.models.waiting import handed_off
 if TYPE_CHECKING:
     from fake_server.models.context import Context
     from fake_server.models.sandbox import Sandbox
-    from fake_server.runtime.bashkit import SandboxDisk
+    from fake_server.runtime.api import Builder, Image
 
 __all__ = ["LogLine", "Template", "Templates"]
 
@@ -55,14 +58,17 @@ class Template:
     duration: float = 0.0
     outcome: str = "ready"
     log: list[LogLine] = field(default_factory=list)
-    image: SandboxDisk | None = None
+    image: Image | None = None
     env: dict[str, str] = field(default_factory=dict)
     size: int = 0
+    #: A build that takes real time is still running (``building`` until it ends).
+    running: bool = False
+    task: asyncio.Task[None] | None = field(default=None, repr=False, compare=False)
 
     def status(self, now: float) -> str:
         if now < self.started + self.pending:
             return "pending"
-        if now < self.started + self.pending + self.duration:
+        if self.running or now < self.started + self.pending + self.duration:
             return "building"
         return self.outcome
 
@@ -83,7 +89,17 @@ class Template:
         self.log.append(LogLine(at, "error", f"build failed: {reason}"))
         self.duration = at
         self.outcome = "failed"
+        self.running = False
+        self.stop()
+        if self.image is not None:
+            self.image.discard()
         self.image, self.size = None, 0
+
+    def stop(self) -> None:
+        """Cancel a build still running (its builder drops what it made)."""
+        task, self.task = self.task, None
+        if task is not None and not task.done():
+            task.cancel()
 
 
 class Templates:
@@ -114,8 +130,14 @@ class Templates:
             pending=settings.template_pending_seconds,
         )
         self.items[template.id] = template
+        build = _Build(self._ctx, template, steps)
+        if build.start():  # real time: the create answers now, the build goes on
+            template.started = self._ctx.clock.now()
+            template.running = True
+            template.task = asyncio.get_running_loop().create_task(build.run())
+            return template
         try:
-            await _Build(self._ctx, template, steps).run()
+            await build.run()
         finally:
             template.started = self._ctx.clock.now()
         return template
@@ -131,6 +153,10 @@ class Templates:
     def delete(self, template_id: str) -> Template:
         template = self.get(template_id)
         del self.items[template.id]
+        template.stop()
+        if template.image is not None:
+            with contextlib.suppress(OSError):
+                template.image.discard()
         return template
 
     def listing(self) -> list[Template]:
@@ -153,7 +179,11 @@ class Templates:
 
 
 class _Build:
-    """Runs a Dockerfile's steps against a private disk and records the log."""
+    """Runs a Dockerfile's steps on the runtime's ``Builder`` and records the log.
+
+    A build on the fake's clock (bashkit's) runs inside the create and its log is revealed
+    step by step; one that takes real time (the process runtime's) runs after the create
+    answered, ``building`` until it ends, each line shown when it was written."""
 
     def __init__(self, ctx: Context, template: Template, steps: list[Instruction]) -> None:
         self.ctx = ctx
@@ -161,39 +191,82 @@ class _Build:
         self.steps = steps
         self.step = 0.0
         self.workdir = "/root"
+        self.builder: Builder | None = None
 
     def say(self, line: str, level: str = "info") -> None:
-        self.template.log.append(LogLine(self.step, level, line))
+        template = self.template
+        if template.running:  # real time: when it was written, past the pending time
+            self.step = max(0.0, self.ctx.clock.now() - template.started - template.pending)
+        template.log.append(LogLine(self.step, level, line))
+
+    def start(self) -> bool:
+        """Apply ``FROM`` and make the builder; whether the rest runs in the background."""
+        first = self.steps[0]
+        self.say(f"Step 1/{len(self.steps)} : {first.text}")
+        error = self.base(first)
+        if error:
+            self.end_failed(1, first, error)
+            return False
+        from fake_server.runtime.api import RuntimeUnavailable
+
+        try:
+            self.builder = self.ctx.runtime_choice().builder(self.template.base, self.ctx.clock)
+        except (RuntimeUnavailable, OSError) as exc:
+            self.end_failed(1, first, f"the build cannot run here: {exc}")
+            return False
+        return self.builder.background
 
     async def run(self) -> None:
-        from fake_server.runtime.bashkit import SandboxDisk
-
-        template = self.template
-        disk = SandboxDisk()
+        template, builder = self.template, self.builder
+        if builder is None:
+            return
         seconds = self.ctx.resources.template_step_seconds
         total = len(self.steps)
-        for index, step in enumerate(self.steps, 1):
-            self.step = (index - 1) * seconds
-            self.say(f"Step {index}/{total} : {step.text}")
-            error = await self.apply(step, disk)
-            if error:
-                self.step = index * seconds
-                self.say(f"build failed at line {step.line}: {error}", "error")
-                template.outcome, template.duration = "failed", index * seconds
-                return
+        try:
+            for index, step in enumerate(self.steps[1:], 2):
+                self.step = (index - 1) * seconds
+                self.say(f"Step {index}/{total} : {step.text}")
+                error = await self.apply(step, builder)
+                if error:
+                    self.end_failed(index, step, error)
+                    builder.discard()
+                    return
+            image = builder.finish()
+        except BaseException:
+            builder.discard()
+            raise
+        finally:
+            self.builder = None
+        if template.outcome == "failed":  # failed out of band meanwhile
+            image.discard()
+            return
         self.step = total * seconds
-        template.image, template.size = disk, disk.used_bytes()
-        template.duration = total * seconds
         self.say(f"built template {template.name} on {template.base}")
+        template.image, template.size = image, image.size
+        self.end(total * seconds, "ready")
 
-    async def apply(self, step: Instruction, disk: SandboxDisk) -> str:
-        if step.keyword == "FROM":
-            image = step.argument.split(" AS ")[0].split(" as ")[0].strip()
-            base = image if image in self.ctx.catalog.rootfs else BASE_IMAGES.get(image)
-            if base is None:
-                return f"unknown base image {image!r}"
-            self.template.base = self.template.base or base
-            return ""
+    def end(self, duration: float, outcome: str) -> None:
+        template = self.template
+        if template.running:
+            duration = max(0.0, self.ctx.clock.now() - template.started - template.pending)
+            template.running = False
+        template.outcome, template.duration = outcome, duration
+        template.task = None
+
+    def end_failed(self, index: int, step: Instruction, error: str) -> None:
+        self.step = index * self.ctx.resources.template_step_seconds
+        self.say(f"build failed at line {step.line}: {error}", "error")
+        self.end(self.step, "failed")
+
+    def base(self, step: Instruction) -> str:
+        image = step.argument.split(" AS ")[0].split(" as ")[0].strip()
+        base = image if image in self.ctx.catalog.rootfs else BASE_IMAGES.get(image)
+        if base is None:
+            return f"unknown base image {image!r}"
+        self.template.base = self.template.base or base
+        return ""
+
+    async def apply(self, step: Instruction, builder: Builder) -> str:
         if step.keyword == "ENV":
             try:
                 self.template.env.update(parse_env(step.argument))
@@ -201,11 +274,10 @@ class _Build:
                 return f"ENV {exc}"
             return ""
         if step.keyword == "RUN":
-            return await self._run(step.argument, disk)
+            return await self._run(step.argument, builder)
         if step.keyword == "WORKDIR":
             path = posixpath.normpath(posixpath.join(self.workdir, step.argument or "/"))
-            disk.write_file(path + "/.keep", b"")
-            disk.remove(path + "/.keep")
+            builder.make_dir(path)
             self.workdir = path
             self.say(
                 "note: WORKDIR applies to the following RUN lines; sandboxes still start in "
@@ -217,69 +289,37 @@ class _Build:
         self.say(f"not honoured by the fake: {step.keyword} (line {step.line}): {reason}", "warn")
         return ""
 
-    async def _run(self, script: str, disk: SandboxDisk) -> str:
+    async def _run(self, script: str, builder: Builder) -> str:
         from fake_server.runtime import ProcessSignal
-        from fake_server.runtime.bashkit import Shell
 
-        output: list[bytes] = []
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        text = [""]
+        live = self.template.running  # real time: each line when it is written
 
         async def sink(data: bytes) -> None:
-            output.append(data)
+            text[0] += decoder.decode(data)
+            if live:
+                *lines, text[0] = text[0].split("\n")
+                for line in lines:
+                    self.say(line.rstrip("\r"))
 
-        shell = Shell(disk, self.ctx.clock, self.ctx.commands)
-        with handed_off(self.ctx.clock) as bridge:
-            try:
-                code = await shell.run(
-                    ["bash", "-c", script],
-                    cwd=self.workdir,
-                    env=self.template.env,
-                    on_stdout=sink,
-                    on_stderr=sink,
-                    started=bridge.release,
-                )
-            except ProcessSignal as exc:
-                return f"RUN killed by {exc.signal}"
-        for text in b"".join(output).decode(errors="replace").splitlines():
-            self.say(text)
+        env = self.template.env
+        try:
+            if live:
+                code = await builder.run(script, cwd=self.workdir, env=env, on_output=sink)
+            else:
+                with handed_off(self.ctx.clock) as bridge:
+                    code = await builder.run(
+                        script, cwd=self.workdir, env=env, on_output=sink, started=bridge.release
+                    )
+        except ProcessSignal as exc:
+            return f"RUN killed by {exc.signal}"
+        for line in (text[0] + decoder.decode(b"", final=True)).splitlines():
+            self.say(line)
         return f"RUN exited with status {code}" if code else ""
 
 
-#: Trees a sandbox's kernel provides: never copied from a template's files.
-_KERNELS = frozenset({"/dev", "/proc", "/sys"})
-
-
 def seed_sandbox(template: Template, sandbox: Sandbox) -> None:
-    """Copy the built files and ENV values into a new sandbox's disk.
-
-    Files the build left as the bashkit image has them (its ``/usr/bin`` command wrappers,
-    ``/etc/os-release``…) are not copied: on the process runtime they would replace the
-    sandbox's real programs."""
-    from fake_server.runtime.bashkit import vfs
-    from fake_server.runtime.bashkit.disk import SandboxDisk
-    from fake_server.runtime.process.dirdisk import DirDisk
-
-    image = template.image
-    if image is None:
-        return
-    base = SandboxDisk()
-    try:
-        stack = ["/"]
-        while stack:
-            directory = stack.pop()
-            for name, entry in vfs.list_dir(image.fs, directory):
-                path = posixpath.join(directory, name)
-                if path in _KERNELS:
-                    continue  # the sandbox's kernel provides them (bashkit's are stand-ins)
-                if entry.kind == "directory":
-                    if isinstance(sandbox.disk, SandboxDisk):
-                        vfs.mkdirs(sandbox.disk.fs, path)
-                    elif isinstance(sandbox.disk, DirDisk):
-                        sandbox.disk.make_dirs(path)
-                    stack.append(path)
-                elif entry.kind == "file":
-                    data = image.read_file(path)
-                    if not (base.exists(path) and base.read_file(path) == data):
-                        sandbox.disk.write_file(path, data, mode=entry.mode)
-    finally:
-        base.wipe()
+    """A new sandbox from the template gets its ``ENV`` values (its files came with its
+    machine: ``Runtimes.new_sandbox(..., image=)``)."""
     sandbox.envs.update(template.env)

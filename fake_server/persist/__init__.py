@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
-from fake_server.persist.files import Blobs
+from fake_server.persist.blobs import Blobs
 from fake_server.persist.hook import Gate, persistence_middleware
 from fake_server.persist.restore import Restored, restore
 from fake_server.persist.saver import Saver, referenced
@@ -48,7 +48,7 @@ class Persistence:
         try:
             self.blobs = Blobs(directory / "blobs")
             fake.runtimes.keep_in(directory / "sandboxes", directory / "disks")
-            self.saver = Saver(self.store, self.blobs, fake.world, on_error)
+            self.saver = Saver(self.store, self.blobs, fake.world, on_error, fake.runtimes.keeper())
             if keep_key is None:
                 keep_key = fake.fixed_api_key is not None
             try:

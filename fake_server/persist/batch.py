@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import sqlite3
 
-    from fake_server.persist.files import Manifest
+    from fake_server.runtime.api import Snapshot as Manifest
 
 __all__ = ["Batch", "read_back", "write", "write_journal"]
 

@@ -270,13 +270,25 @@ def encode_template(template: Template, clock: Clock) -> dict[str, Any]:
         "log": [[line.offset, line.level, line.line] for line in template.log],
         "env": template.env,
         "size": template.size,
-        "image": template.image is not None,
+        # ``true``: the files are a snapshot of their own; an object: what the runtime that
+        # keeps them on disk needs to find them again (``Image.saved()``).
+        "image": _image(template),
+        # a build running in real time when saved (absent otherwise, as before such builds)
+        **({"running": True} if template.running else {}),
     }
 
 
+def _image(template: Template) -> dict[str, Any] | bool:
+    if template.image is None:
+        return False
+    saved = template.image.saved()
+    return True if saved is None else saved
+
+
 def decode_template(data: dict[str, Any], clock: Clock) -> Template:
-    """The template without its image (the caller restores the files)."""
-    return Template(
+    """The template without its image (the caller restores the files). A build that was
+    still running cannot go on: it comes back ``failed``, saying why."""
+    template = Template(
         id=data["id"],
         name=data["name"],
         base=data["base"],
@@ -290,6 +302,11 @@ def decode_template(data: dict[str, Any], clock: Clock) -> Template:
         env=dict(data["env"]),
         size=data["size"],
     )
+    if data.get("running"):
+        at = template.log[-1].offset if template.log else 0.0
+        template.log.append(LogLine(at, "error", "build failed: the fake stopped during the build"))
+        template.outcome, template.duration = "failed", at
+    return template
 
 
 # -- journal ----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fake_server.models import Account, Event
-from fake_server.models.disks import mounting_disk
+from fake_server.models.disks import shared_mounts
 from fake_server.models.errors import ApiError
 from fake_server.persist.codec import (
     RESTORED_STATUS,
@@ -22,12 +22,7 @@ from fake_server.persist.codec import (
     decode_sandbox,
     decode_template,
 )
-from fake_server.persist.files import Manifest, snapshot
-from fake_server.persist.files import restore as restore_files
 from fake_server.runtime.api import BucketMounts, FeatureUnavailable, RuntimeUnavailable
-from fake_server.runtime.bashkit.deferred import DeferredDisk
-from fake_server.runtime.bashkit.machine import BashkitRuntime
-from fake_server.runtime.process import ProcessRuntime
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -35,10 +30,11 @@ if TYPE_CHECKING:
     from fake_server.models import Sandbox
     from fake_server.models.disks import Attachment
     from fake_server.models.resources import AccountResources
-    from fake_server.persist.files import Blobs
+    from fake_server.models.templates import Template
+    from fake_server.persist.blobs import Blobs
     from fake_server.persist.saver import Saver
     from fake_server.persist.store import Store
-    from fake_server.runtime.api import Machine
+    from fake_server.runtime.api import FileKeeper, Machine, Snapshot
     from fake_server.server import FakeCreateOS
 
 __all__ = ["Restored", "restore"]
@@ -76,7 +72,7 @@ def restore(
     rows = store.rows("accounts")
     generation = store.meta("generation", -1) + 1
     seed = store.meta("seed", fake.seed)
-    manifests: dict[str, Manifest | str] = {
+    manifests: dict[str, Snapshot | str] = {
         owner: json.loads(text) for owner, text in store.rows("filesystems")
     }
     saver.manifests = {o: m for o, m in manifests.items() if isinstance(m, list)}
@@ -169,56 +165,61 @@ def _accounts(
 def _machine(
     fake: FakeCreateOS,
     data: dict[str, Any],
-    manifest: Manifest | str | None,
+    manifest: Snapshot | str | None,
     read: Callable[[str], bytes],
     saver: Saver,
 ) -> Machine:
-    if data["runtime"] == "process":
-        runtime = fake.runtimes.get("process")
-        assert isinstance(runtime, ProcessRuntime)
-        return runtime.adopt(str(data["directory"]))
-    bashkit = fake.runtimes.get("bashkit")
-    assert isinstance(bashkit, BashkitRuntime)
+    """The saved sandbox's machine: adopted from its directory by a runtime that keeps its
+    files on disk (``directory`` saved), else its files come back from the snapshot."""
+    runtime = fake.runtimes.get(str(data["runtime"]))
+    if data.get("directory") is not None:
+        return runtime.adopt(data)
+    keeper = runtime.keeper()
+    if keeper is None:
+        raise RuntimeUnavailable(f"the {runtime.name} runtime kept no files of this sandbox")
     owner = "sandbox:" + data["id"]
 
-    def fill(disk: DeferredDisk) -> None:
+    def fill(files: Any, install_image: Callable[[], None]) -> None:
         """On first use: the saved files, or the image's (``saver.IMAGE``: never written)."""
         if isinstance(manifest, list):
-            _fill(disk.fs, owner, manifest, read, saver)
+            _fill(keeper, files, owner, manifest, read, saver)
         else:
-            disk.install_image()
+            install_image()
             saver.pristine[owner] = time.time()  # after its files were written
 
-    return bashkit.adopt(DeferredDisk(fill))
+    return keeper.adopt(fill)
 
 
 def _fill(
-    fs: Any, owner: str, manifest: Manifest, read: Callable[[str], bytes], saver: Saver
+    keeper: FileKeeper,
+    files: Any,
+    owner: str,
+    manifest: Snapshot,
+    read: Callable[[str], bytes],
+    saver: Saver,
 ) -> None:
-    """Restore ``fs`` and remember its manifest as the saver will next compare it (the new
+    """Restore ``files`` and remember its snapshot as the saver will next compare it (the new
     mtimes, the same blobs), so nothing is read or hashed again."""
-    restore_files(fs, manifest, read)
-    saver.manifests[owner] = snapshot(fs, saver.blobs, None, copied_from=manifest)
+    keeper.restore(files, manifest, read)
+    saver.manifests[owner] = keeper.snapshot(files, saver.blobs, None, copied_from=manifest)
 
 
 def _buckets(
     fake: FakeCreateOS,
-    manifests: dict[str, Manifest],
+    manifests: dict[str, Snapshot],
     read: Callable[[str], bytes],
     saver: Saver,
 ) -> None:
-    from fake_server.runtime.bashkit.mounts import Bucket, empty_bucket
-
+    keeper = fake.runtimes.keeper()
     parts: dict[tuple[str, str], dict[str, Any]] = {}
     for owner, manifest in manifests.items():
         if owner.startswith("bucket:"):
             endpoint, name, part = json.loads(owner.removeprefix("bucket:"))
-            fs = empty_bucket()
-            _fill(fs, owner, manifest, read, saver)
-            parts.setdefault((endpoint, name), {})[part] = fs
+            files = keeper.empty_files()
+            _fill(keeper, files, owner, manifest, read, saver)
+            parts.setdefault((endpoint, name), {})[part] = files
     for key, found in parts.items():
-        found.setdefault("", empty_bucket())
-        fake.world.ctx.resources.buckets[key] = Bucket.restored(found)
+        fake.world.ctx.resources.buckets[key] = keeper.restored_bucket(found)
 
 
 def _resources(
@@ -226,12 +227,10 @@ def _resources(
     account: Account,
     data: dict[str, Any],
     sandboxes: dict[str, Sandbox],
-    manifests: dict[str, Manifest],
+    manifests: dict[str, Snapshot],
     read: Callable[[str], bytes],
     done: Restored,
 ) -> None:
-    from fake_server.runtime.bashkit.disk import SandboxDisk
-
     resources, clock = account.resources, fake.clock
     mine = {s: sandboxes[s] for s in account.sandboxes if s in sandboxes}
     for raw in data["networks"]:
@@ -251,17 +250,38 @@ def _resources(
         if attachment is not None and isinstance(attachment.sandbox.machine, BucketMounts):
             _remount(resources, attachment, done)
         elif attachment is not None:
-            resources.disks.bucket(attachment.disk).mount(
-                mounting_disk(attachment.sandbox), attachment.mount_path, attachment.sub_path
+            shared_mounts(attachment.sandbox).mount_shared(
+                resources.disks.bucket(attachment.disk), attachment.mount_path, attachment.sub_path
             )
             resources.disks.attachments.append(attachment)
     for raw in data["templates"]:
         template = decode_template(raw, clock)
-        manifest = manifests.get(f"template:{template.id}")
-        if raw["image"] and manifest is not None:
-            template.image = SandboxDisk(image=False)
-            restore_files(template.image.fs, manifest, read)
+        _template_image(fake, template, raw, manifests.get(f"template:{template.id}"), read, done)
         resources.templates.items[template.id] = template
+
+
+def _template_image(
+    fake: FakeCreateOS,
+    template: Template,
+    raw: dict[str, Any],
+    manifest: Snapshot | None,
+    read: Callable[[str], bytes],
+    done: Restored,
+) -> None:
+    """Bring back a template's image: a layer its runtime kept on disk (``image`` saved as
+    what ``Image.saved()`` said), or files saved as a snapshot (``image: true``, as every
+    version before layers wrote)."""
+    saved = raw["image"]
+    try:
+        if isinstance(saved, dict):
+            template.image = fake.runtimes.get(str(saved["runtime"])).adopt_image(saved)
+        elif saved and manifest is not None:
+            keeper = fake.runtimes.keeper()
+            template.image = keeper.restored_image(
+                lambda files: keeper.restore(files, manifest, read)
+            )
+    except (RuntimeUnavailable, OSError) as exc:
+        done.notes.append(f"template {template.id} lost its image: {exc}")
 
 
 def _remount(resources: AccountResources, attachment: Attachment, done: Restored) -> None:

@@ -3,10 +3,11 @@
 A request names its scope (its account and sandbox); only that scope is encoded and compared
 with what was last written, so a request costs the same with 1 or 1,000 sandboxes. A request
 only notes its scope (a read that moved nothing, not even that); the scopes of one loop turn
-are written together once the turn's answers are out, so no answer waits on a write. Files of
-bashkit filesystems are snapshotted after every request that may change them (any method but
-GET on a sandbox) and at a clean stop; the process runtime's sandbox directories live in the
-state directory and need nothing. Journal events are written with the next change, or at most
+are written together once the turn's answers are out, so no answer waits on a write. Files a
+runtime keeps in memory (bashkit's, through its ``FileKeeper``) are snapshotted after every
+request that may change them (any method but GET on a sandbox) and at a clean stop; a runtime
+that keeps its sandboxes' directories in the state directory (the process runtime's) needs
+nothing. Journal events are written with the next change, or at most
 a quarter of a second after they happen.
 """
 
@@ -28,17 +29,17 @@ from fake_server.persist.codec import (
     encode_sandbox,
     mark,
 )
-from fake_server.persist.files import Blobs, Manifest, same_files, snapshot, unchanged
 from fake_server.persist.writer import Writer
 
 if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Callable
 
-    import bashkit
-
     from fake_server.models import Account, Event, Sandbox, World
+    from fake_server.persist.blobs import Blobs
     from fake_server.persist.store import Store
+    from fake_server.runtime.api import FileKeeper
+    from fake_server.runtime.api import Snapshot as Manifest
 
 __all__ = ["IMAGE", "JOURNAL_EVERY", "Saver", "bucket_owner"]
 
@@ -72,10 +73,17 @@ class Saver:
     """The world's last written state (to compare with) and the writes that keep it current."""
 
     def __init__(
-        self, store: Store, blobs: Blobs, world: World, on_error: Callable[[str], None]
+        self,
+        store: Store,
+        blobs: Blobs,
+        world: World,
+        on_error: Callable[[str], None],
+        keeper: FileKeeper,
     ) -> None:
         self.store = store
         self.blobs = blobs
+        #: How in-memory files are snapshotted (the runtimes' ``FileKeeper``).
+        self.keeper = keeper
         self.world = world
         self.on_error = on_error
         #: What the store holds: JSON text by ``a:<key>`` / ``s:<id>``, manifests by owner.
@@ -85,6 +93,8 @@ class Saver:
         self.pristine: dict[str, float] = {}
         #: Sandbox ids saved per account key (to notice a sandbox that went).
         self.saved_ids: dict[str, set[str]] = {}
+        #: Template builds running when each account was saved, by key (``_builds``).
+        self.builds: dict[str, tuple[str, ...]] = {}
         #: ``codec.mark`` of each sandbox as saved: a read that changed none is not encoded.
         self.marks: dict[str, tuple[Any, ...]] = {}
         #: Sandboxes in the store that could not be restored: kept, never deleted.
@@ -116,6 +126,8 @@ class Saver:
         """Note the scope of one request (the whole world for the control API's changes),
         encoded when this loop turn ends, after its answers, and written by the writer's
         thread within milliseconds (a clean stop writes all; a killed process loses those)."""
+        if account is not None and self._builds_moved(account):
+            mutating = True  # a template build that runs in real time ended: save it
         if account is None:
             if not (mutating or self._journal_due()):
                 return
@@ -143,6 +155,9 @@ class Saver:
             return False
         sandbox = account.sandboxes.get(sandbox_id)
         return sandbox is not None and self.marks.get(sandbox_id) != mark(sandbox)
+
+    def _builds_moved(self, account: Account) -> bool:
+        return self.builds.get(account.api_key, ()) != _builds(account)
 
     def _journal_due(self) -> bool:
         return bool(self.events) and time.monotonic() - self._flushed >= JOURNAL_EVERY
@@ -228,17 +243,18 @@ class Saver:
                 saved.discard(sandbox_id)
                 self.marks.pop(sandbox_id, None)
                 continue
-            text = json.dumps(encode_sandbox(sandbox, _directory(sandbox)))
+            directory = sandbox.machine.saved().get("directory")
+            text = json.dumps(encode_sandbox(sandbox, directory))
             new = "s:" + sandbox_id not in self.rows
             if self.rows.get("s:" + sandbox_id) != text:
                 batch.sandboxes[sandbox_id] = (account.api_key, text)
             saved.add(sandbox_id)
             self.marks[sandbox_id] = mark(sandbox)
-            if sandbox.machine.runtime != "bashkit" or not (files or new):
+            if not (files or new):
                 continue
-            if not getattr(sandbox.disk, "loaded", True):
-                continue  # restored and not used since: its files are as saved
-            fs = sandbox.disk.fs  # type: ignore[attr-defined]
+            fs = self.keeper.files(sandbox.machine)
+            if fs is None:
+                continue  # kept on disk by its runtime, or restored and not used since
             if new and self._from_image(sandbox):
                 self.pristine[owner] = time.time()  # no row: nothing to walk, read or write
             elif owner in self.pristine:
@@ -255,31 +271,30 @@ class Saver:
             account.resources.templates.rootfs_names()
         )
 
-    def _still_image(self, batch: Batch, owner: str, fs: bashkit.FileSystem) -> None:
+    def _still_image(self, batch: Batch, owner: str, fs: Any) -> None:
         """Snapshot a sandbox saved as the image: files written since get stored."""
         image = self._image()
-        manifest = snapshot(
+        manifest = self.keeper.snapshot(
             fs, self.blobs, None, copied_from=image, copied_before=self.pristine[owner]
         )
-        if not same_files(manifest, image):
+        if not self.keeper.same_files(manifest, image):
             batch.filesystems[owner] = manifest
 
-    def _source(self, sandbox: Sandbox, new: bool) -> tuple[bashkit.FileSystem, Manifest] | None:
+    def _source(self, sandbox: Sandbox, new: bool) -> tuple[Any, Manifest] | None:
         """A new fork's source and its manifest, when the source is unchanged since saved."""
         if not new or sandbox.forked_from is None:
             return None
         source = self.world.find_sandbox(sandbox.forked_from)
         manifest = self.manifests.get("sandbox:" + sandbox.forked_from)
-        if source is None or manifest is None or source.machine.runtime != "bashkit":
+        files = None if source is None else self.keeper.files(source.machine)
+        if files is None or manifest is None:
             return None
-        return source.disk.fs, manifest  # type: ignore[attr-defined]
+        return files, manifest
 
     def _image(self) -> Manifest:
-        """The manifest of a fresh sandbox disk (made once)."""
+        """The snapshot of a fresh sandbox's files (made once)."""
         if self._fresh is None:
-            from fake_server.runtime.bashkit.mounts import MountingDisk
-
-            self._fresh = snapshot(MountingDisk().fs, self.blobs)
+            self._fresh = self.keeper.fresh(self.blobs)
         return self._fresh
 
     def _account(self, batch: Batch, account: Account, position: int) -> None:
@@ -287,10 +302,12 @@ class Saver:
         text = json.dumps(encode_account(account, clock))
         if self.rows.get("a:" + account.api_key) != text:
             batch.accounts[account.api_key] = (position, text)
+        self.builds[account.api_key] = _builds(account)
         for template in account.resources.templates.items.values():
             owner = f"template:{template.id}"
-            if template.image is not None and owner not in self.manifests:
-                self._filesystem(batch, owner, template.image.fs, None)
+            files = None if template.image is None else self.keeper.image_files(template.image)
+            if files is not None and owner not in self.manifests:
+                self._filesystem(batch, owner, files, None)
 
     def _buckets(self, batch: Batch) -> set[str]:
         resources = self.world.ctx.resources
@@ -300,7 +317,7 @@ class Saver:
             batch.meta["bucket_space"] = space
         owners = set()
         for (endpoint, name), bucket in resources.buckets.items():
-            for part, fs in bucket.parts.items():
+            for part, fs in self.keeper.bucket_files(bucket).items():
                 owner = bucket_owner(endpoint, name, part)
                 owners.add(owner)
                 self._filesystem(batch, owner, fs, None)
@@ -310,12 +327,15 @@ class Saver:
         self,
         batch: Batch,
         owner: str,
-        fs: bashkit.FileSystem,
-        source: tuple[bashkit.FileSystem, Manifest] | None,
+        fs: Any,
+        source: tuple[Any, Manifest] | None,
     ) -> None:
-        copied = source[1] if source is not None and unchanged(*source) else None
+        keeper = self.keeper
+        copied = source[1] if source is not None and keeper.unchanged(*source) else None
         previous = self.manifests.get(owner)
-        manifest = snapshot(fs, self.blobs, previous, copied_from=copied, copied_before=time.time())
+        manifest = keeper.snapshot(
+            fs, self.blobs, previous, copied_from=copied, copied_before=time.time()
+        )
         if manifest != previous:
             batch.filesystems[owner] = manifest
 
@@ -392,10 +412,9 @@ class Saver:
         self.closed = True
 
 
-def _directory(sandbox: Sandbox) -> str | None:
-    """The process runtime's directory of the sandbox (``None`` for bashkit)."""
-    directory = getattr(sandbox.machine, "directory", None)
-    return None if directory is None else str(directory.name)
+def _builds(account: Account) -> tuple[str, ...]:
+    """The account's template builds running in real time (``Template.running``)."""
+    return tuple(t.id for t in account.resources.templates.items.values() if t.running)
 
 
 def referenced(manifests: Any) -> set[str]:

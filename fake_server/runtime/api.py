@@ -29,6 +29,19 @@ under bubblewrap, on real time; ``fake_server.runtime.process``). The models onl
     where the runtime can know), and
     ``signal(task, name, tree=)``: True when the runtime delivered a real signal (the owner then
     waits for the exit), False when the owner emulates it by cancelling the task.
+``Builder`` / ``Image``
+    A template build (``Runtime.builder(base)``): its ``RUN`` steps run on the base image,
+    ``finish()`` keeps the result as an ``Image`` that ``new_sandbox(..., image=)`` starts from.
+``SharedBucket`` / ``SharedMounts``
+    Disk buckets the fake holds in memory (bashkit's), mounted by machines that take them;
+    ``BucketMounts``: a machine that mounts host directories itself (the process runtime).
+``FileKeeper`` / ``Blobs``
+    ``serve --state-dir``: how a runtime whose files live in memory has them saved as
+    snapshots (``Runtime.keeper()``; ``None`` where machines keep their files on disk and a
+    restart ``adopt``s them from what ``Machine.saved()`` said).
+
+Persistence and the models use nothing else of a runtime; ``choice`` composes them, so a new
+runtime is a folder here and a line there.
 """
 
 from __future__ import annotations
@@ -40,6 +53,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import asyncio
     import socket
+    from pathlib import Path
 
     from fake_server.clock import Clock
     from fake_server.runtime.pipes import StdinPipe
@@ -47,14 +61,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RUNTIMES",
+    "Blobs",
     "BucketMounts",
+    "Builder",
+    "Commands",
     "Disk",
     "FeatureUnavailable",
+    "FileKeeper",
+    "Image",
     "Machine",
     "Meter",
     "Runner",
     "Runtime",
     "RuntimeUnavailable",
+    "SharedBucket",
+    "SharedMounts",
     "Usage",
 ]
 
@@ -159,6 +180,14 @@ class Machine(Protocol):
     def join_network(self, network_id: str, address: str) -> None: ...
     def leave_network(self, network_id: str) -> None: ...
     def usage(self) -> Usage | None: ...
+    def can_open_pty(self) -> bool:
+        """Whether a PTY process can start here (the process runtime needs ``setsid``)."""
+        ...
+
+    def saved(self) -> dict[str, Any]:
+        """What ``serve --state-dir`` records to ``adopt`` this machine after a restart
+        (``{"directory": name}`` for a machine kept on disk, ``None`` for one in memory)."""
+        ...
 
 
 @runtime_checkable
@@ -178,8 +207,162 @@ class BucketMounts(Protocol):
     def unmount_bucket(self, mount_path: str) -> None: ...
 
 
+class Commands(Protocol):
+    """Python commands a test adds to sandboxes (``fake.commands``; the bashkit runtime's)."""
+
+    def names(self) -> list[str]: ...
+
+
+class Image(Protocol):
+    """A template's built files, kept by the runtime that built them (``Builder.finish``)."""
+
+    #: The runtime that built it: sandboxes created from it run there.
+    runtime: str
+    #: Bytes its files take (the template's ``size``).
+    size: int
+
+    def saved(self) -> dict[str, Any] | None:
+        """What ``serve --state-dir`` records to bring it back (``None``: its files are
+        saved as a snapshot through the runtime's ``FileKeeper``)."""
+        ...
+
+    def discard(self) -> None: ...
+
+
+class Builder(Protocol):
+    """One template build on a base image (``Runtime.builder``); the Dockerfile's meaning
+    (which steps run, ``ENV``, ``WORKDIR``) is the models' business."""
+
+    #: Whether the steps take real time (the build goes on after the create answered) rather
+    #: than run on the fake's clock.
+    background: bool
+
+    async def run(
+        self,
+        script: str,
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        on_output: Sink,
+        started: Callable[[], None] | None = None,
+    ) -> int:
+        """Run one ``RUN`` step (``bash -c script``) and return its exit status;
+        ``ProcessSignal`` when it was killed. ``started``: as ``Runner.run``'s."""
+        ...
+
+    def make_dir(self, path: str) -> None: ...
+    def finish(self) -> Image:
+        """The build's result, kept; the builder is done."""
+        ...
+
+    def discard(self) -> None:
+        """Drop what the build made (a failed build)."""
+        ...
+
+
+class SharedBucket(Protocol):
+    """One disk bucket's files held in the fake's memory, shared by every machine mounting it."""
+
+    @property
+    def parts(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class SharedMounts(Protocol):
+    """A machine that mounts ``SharedBucket``s (bashkit's in-memory disks)."""
+
+    def mount_shared(self, bucket: SharedBucket, mount_path: str, sub_path: str) -> None:
+        """``OSError`` or ``RuntimeError`` when ``sub_path`` names a file in the bucket."""
+        ...
+
+    def unmount_shared(self, bucket: SharedBucket, mount_path: str) -> None: ...
+
+
+class Blobs(Protocol):
+    """File contents by digest, where ``serve --state-dir`` keeps them."""
+
+    def put(self, data: bytes) -> str: ...
+    def get(self, digest: str) -> bytes: ...
+
+
+#: A snapshot of a file tree as a ``FileKeeper`` writes it: JSON-ready, opaque to the rest.
+Snapshot = list[list[Any]]
+
+
+class FileKeeper(Protocol):
+    """Snapshots of a runtime's in-memory file trees for ``serve --state-dir``: persistence
+    stores each one by owner and hands it back; what a tree and a snapshot hold is the
+    runtime's (bashkit: ``runtime/bashkit/manifests``)."""
+
+    def files(self, machine: Machine) -> Any | None:
+        """The machine's file tree to snapshot; ``None`` when this keeper does not keep it
+        (another runtime's) or it is still exactly as restored (never loaded since)."""
+        ...
+
+    def image_files(self, image: Image) -> Any | None: ...
+    def bucket_files(self, bucket: SharedBucket) -> dict[str, Any]: ...
+    def fresh(self, blobs: Blobs) -> Snapshot:
+        """The snapshot of a new machine's files (the image sandboxes start from)."""
+        ...
+
+    def snapshot(
+        self,
+        files: Any,
+        blobs: Blobs,
+        previous: Snapshot | None = None,
+        *,
+        copied_from: Snapshot | None = None,
+        copied_before: float = ...,
+    ) -> Snapshot: ...
+    def unchanged(self, files: Any, snapshot: Snapshot) -> bool: ...
+    def same_files(self, one: Snapshot, other: Snapshot) -> bool: ...
+    def restore(self, files: Any, snapshot: Snapshot, read: Callable[[str], bytes]) -> None: ...
+    def adopt(self, fill: Callable[[Any, Callable[[], None]], None]) -> Machine:
+        """A restored machine whose files ``fill(files, install_image)`` puts in place on
+        first use (``install_image()``: the files of a machine never written)."""
+        ...
+
+    def empty_files(self) -> Any: ...
+    def restored_bucket(self, parts: dict[str, Any]) -> SharedBucket: ...
+    def restored_image(self, files: Callable[[Any], None]) -> Image: ...
+
+
 class Runtime(Protocol):
     name: str
 
-    def new_sandbox(self, sandbox_id: str, disk_mib: int) -> Machine: ...
+    def new_sandbox(self, sandbox_id: str, disk_mib: int, *, image: Image | None = None) -> Machine:
+        """A new sandbox: the base image's files, or ``image``'s (a template this runtime
+        built) over them."""
+        ...
+
+    def builder(self, base: str, clock: Clock, commands: Commands) -> Builder:
+        """A template build on ``base`` (a catalog rootfs). ``RuntimeUnavailable`` where it
+        cannot run here."""
+        ...
+
+    def keep_in(self, path: Path, buckets: Path | None) -> None:
+        """Keep machines' files in ``path`` and disk buckets in ``buckets`` (both outlive the
+        fake: ``serve --state-dir``); nothing where they live in memory."""
+        ...
+
+    def adopt(self, saved: Mapping[str, Any]) -> Machine:
+        """The machine ``Machine.saved()`` described, after a restart (kept on disk)."""
+        ...
+
+    def adopt_image(self, saved: Mapping[str, Any]) -> Image:
+        """The image ``Image.saved()`` described, after a restart."""
+        ...
+
+    def keeper(self) -> FileKeeper | None:
+        """How this runtime's in-memory files are saved; ``None``: its machines keep theirs."""
+        ...
+
+    def kill_processes(self) -> None:
+        """Kill every process now, keeping every file (a stop begins)."""
+        ...
+
+    def clear_buckets(self) -> None:
+        """Empty every disk bucket this runtime keeps itself (a reset)."""
+        ...
+
     def close(self) -> None: ...

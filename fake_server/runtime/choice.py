@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.api import RUNTIMES
+from fake_server.runtime.bashkit.commands import CommandRegistry
 from fake_server.runtime.bashkit.machine import BashkitRuntime
 from fake_server.runtime.bashkit.missing import DEFAULT_CHOICE
 from fake_server.runtime.bashkit.ports import PortRegistry
@@ -14,8 +15,16 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
-    from fake_server.runtime.api import Machine, Runtime
-    from fake_server.runtime.bashkit.commands import CommandRegistry
+    from fake_server.clock import Clock
+    from fake_server.runtime.api import (
+        Builder,
+        Commands,
+        FileKeeper,
+        Image,
+        Machine,
+        Runtime,
+        SharedBucket,
+    )
 
 __all__ = ["Runtimes", "check_name"]
 
@@ -36,7 +45,7 @@ class Runtimes:
 
     def __init__(
         self,
-        commands: CommandRegistry,
+        commands: Commands,
         default: str = "bashkit",
         by_rootfs: Mapping[str, str] | None = None,
         network: NetworkOptions | None = None,
@@ -44,6 +53,8 @@ class Runtimes:
         image_fallback: bool = False,
         ports: PortRegistry | None = None,
     ) -> None:
+        if not isinstance(commands, CommandRegistry):
+            raise TypeError("commands must be a CommandRegistry (fake.commands)")
         self._commands = commands
         #: Servers a test registers in bashkit sandboxes (``FakeCreateOS.ports``).
         self.ports = ports if ports is not None else PortRegistry()
@@ -104,33 +115,48 @@ class Runtimes:
         return runtime
 
     def keep_in(self, path: Path, buckets: Path | None = None) -> None:
-        """Process-runtime sandboxes live in ``path`` from now on, disk buckets' directories
+        """Sandboxes kept on disk live in ``path`` from now on, disk buckets' directories
         in ``buckets``, and both outlive the fake."""
         self.kept_root, self.kept_buckets = path, buckets
-        made = self._made.get("process")
-        if made is not None:
-            from fake_server.runtime.process import ProcessRuntime
+        for runtime in list(self._made.values()):
+            runtime.keep_in(path, buckets)
 
-            if isinstance(made, ProcessRuntime):
-                made.keep_in(path, buckets)
+    def of(self, rootfs: str) -> Runtime:
+        """The runtime sandboxes (and template builds) of ``rootfs`` get."""
+        return self.get(self.by_rootfs.get(rootfs, self._default))
 
-    def new_sandbox(self, sandbox_id: str, rootfs: str, disk_mib: int) -> Machine:
-        name = self.by_rootfs.get(rootfs, self._default)
-        return self.get(name).new_sandbox(sandbox_id, disk_mib)
+    def new_sandbox(
+        self, sandbox_id: str, rootfs: str, disk_mib: int, *, image: Image | None = None
+    ) -> Machine:
+        """A new sandbox of ``rootfs``; from a template's ``image``, on the runtime that
+        built it."""
+        if image is not None:
+            return self.get(image.runtime).new_sandbox(sandbox_id, disk_mib, image=image)
+        return self.of(rootfs).new_sandbox(sandbox_id, disk_mib)
+
+    def builder(self, base: str, clock: Clock) -> Builder:
+        """A template build on ``base``, on the runtime its sandboxes get."""
+        return self.of(base).builder(base, clock, self._commands)
+
+    def keeper(self) -> FileKeeper:
+        """How the in-memory runtime's files are saved (``serve --state-dir``)."""
+        keeper = self.get("bashkit").keeper()
+        assert keeper is not None
+        return keeper
+
+    def new_bucket(self) -> SharedBucket:
+        """A disk bucket held in memory, for machines with ``SharedMounts``."""
+        return BashkitRuntime.new_bucket()
 
     def kill_processes(self) -> None:
         """Kill every real process now, keeping every file (bashkit's stop with their tasks)."""
         for runtime in list(self._made.values()):
-            kill = getattr(runtime, "kill_processes", None)
-            if kill is not None:
-                kill()
+            runtime.kill_processes()
 
     def clear_buckets(self) -> None:
         """Empty every disk bucket a runtime keeps itself (a reset; bashkit's are models)."""
         for runtime in list(self._made.values()):
-            clear = getattr(runtime, "clear_buckets", None)
-            if clear is not None:
-                clear()
+            runtime.clear_buckets()
 
     def close(self) -> None:
         """Kill what every runtime runs and remove its files (runtimes are made again on use)."""

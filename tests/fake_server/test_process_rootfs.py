@@ -61,7 +61,7 @@ async def test_a_kept_disk_is_an_image_file_of_the_disk_size_that_outlives_the_f
     assert (kept / "sb" / "disk.img").stat().st_blocks * 512 < 64 * 1024 * 1024  # sparse
 
     second = ProcessRuntime(kept=kept)
-    back = second.adopt("sb")
+    back = second.adopt({"directory": "sb"})
     assert back.rootfs is not None
     assert back.rootfs.size_mib == 64
     assert back.disk.read_file("/etc/kept.conf") == b"kept\n"

@@ -5,6 +5,7 @@ the directories it refuses, with exit status 2 and a message naming the path and
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import httpx
 import pytest
 from createos import Client
 
@@ -74,10 +76,13 @@ def test_a_restart_brings_every_sandbox_back_paused(
     assert first.state == f"state: {state} (new)"
     with Client(first.key, base_url=first.origin) as client:
         made = make_world(client, disks=True)
+        # A build on the process runtime runs after its create answered (a restart during it
+        # ends it failed): follow it to its end, which the read saves.
+        _follow_build(first, made.template)
     if how == signal.SIGKILL:
         # A change is written milliseconds after its answer (no answer waits on SQLite):
-        # kill once the last one, the template, is in the database.
-        _until_stored(state, made.template)
+        # kill once the last one, the template's build, is in the database.
+        _until_stored(state, made.template, absent='"running": true')
     out, err = first.stop(how)
     assert err == ""
     if how == signal.SIGTERM:
@@ -100,17 +105,34 @@ def test_a_restart_brings_every_sandbox_back_paused(
         check_world(client, second.key, made)
     assert second.stop(signal.SIGTERM)[1] == ""
     assert second.process.returncode == 0
-    if runtime == "process":  # destroyed sandboxes leave no directory behind; the bucket stays
-        assert sorted(p.name for p in (state / "sandboxes").iterdir()) == []
+    if runtime == "process":  # destroyed sandboxes leave no directory behind; the bucket and
+        # the template's layer (the template is kept) stay
+        assert sorted(p.name for p in (state / "sandboxes").iterdir()) == [".layers"]
+        assert len(list((state / "sandboxes" / ".layers").iterdir())) == 1
         buckets = list((state / "disks").iterdir())
         assert [(b / "kept.txt").read_text() for b in buckets] == ["on-disk\n"]
 
 
-def _until_stored(state: Path, text: str) -> None:
+def _follow_build(served: Served, template_id: str) -> None:
+    """Read the build's followed log to its final event (the build ended)."""
+    with httpx.stream(
+        "GET",
+        f"{served.origin}/v1/templates/{template_id}/logs",
+        params={"follow": "true"},
+        headers={"X-Api-Key": served.key},
+        timeout=120,
+    ) as reply:
+        assert reply.status_code == 200
+        events = [json.loads(line) for line in reply.iter_lines() if line]
+    assert events[-1] == {"final": True, "status": "ready", "attempt": 1}, events
+
+
+def _until_stored(state: Path, text: str, *, absent: str = "") -> None:
     deadline = time.monotonic() + 30
     while True:
         with contextlib.closing(sqlite3.connect(state / "state.sqlite3")) as db:
-            if any(text in data for (data,) in db.execute("SELECT data FROM accounts")):
+            rows = [data for (data,) in db.execute("SELECT data FROM accounts")]
+            if any(text in data and not (absent and absent in data) for data in rows):
                 return
         assert time.monotonic() < deadline, "the last change was not written within 30 s"
         time.sleep(0.01)

@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime import egress
+from fake_server.runtime.api import FeatureUnavailable, RuntimeUnavailable
 from fake_server.runtime.bashkit.disk import SandboxDisk
+from fake_server.runtime.bashkit.images import BashkitBuilder, BashkitImage, seed
 from fake_server.runtime.bashkit.missing import DEFAULT_CHOICE
+from fake_server.runtime.bashkit.mounts import Bucket, MountingDisk
 from fake_server.runtime.bashkit.ports import PortRegistry
 from fake_server.runtime.bashkit.shell import Shell
 from fake_server.runtime.environment import HOME
@@ -15,11 +18,13 @@ from fake_server.runtime.netoptions import HostnameMode
 if TYPE_CHECKING:
     import asyncio
     import socket
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
+    from pathlib import Path
 
     from fake_server.clock import Clock
-    from fake_server.runtime.api import Meter
+    from fake_server.runtime.api import Commands, Image, Meter, SharedBucket
     from fake_server.runtime.bashkit.commands import CommandRegistry
+    from fake_server.runtime.bashkit.keeper import BashkitKeeper
 
 __all__ = ["BashkitMachine", "BashkitRunner", "BashkitRuntime"]
 
@@ -89,7 +94,6 @@ class BashkitMachine:
     def fork(self) -> BashkitMachine:
         """A new sandbox holding exactly the files this one holds now."""
         from fake_server.runtime.bashkit.diskcopy import copy_disk
-        from fake_server.runtime.bashkit.mounts import MountingDisk
 
         return BashkitMachine(
             self._commands,
@@ -118,6 +122,25 @@ class BashkitMachine:
     def leave_network(self, network_id: str) -> None:
         pass
 
+    def can_open_pty(self) -> bool:
+        return True
+
+    def saved(self) -> dict[str, Any]:
+        """Nothing on disk: persistence snapshots its files (``keeper``)."""
+        return {"directory": None}
+
+    def mount_shared(self, bucket: SharedBucket, mount_path: str, sub_path: str) -> None:
+        """Mount a bucket of ``new_bucket`` (its ``sub_path`` folder) at ``mount_path``."""
+        _bucket(bucket).mount(self._mounting(), mount_path, sub_path)
+
+    def unmount_shared(self, bucket: SharedBucket, mount_path: str) -> None:
+        _bucket(bucket).unmount(self._mounting(), mount_path)
+
+    def _mounting(self) -> MountingDisk:
+        if not isinstance(self._disk, MountingDisk):
+            raise FeatureUnavailable("this sandbox's disk takes no mounts")
+        return self._disk
+
     def usage(self) -> None:
         """Bashkit commands run inside the fake's own process: nothing to measure (the model
         applies its documented estimate, ``models.metrics_ops``)."""
@@ -127,6 +150,12 @@ class BashkitMachine:
         """Bashkit runs no servers of its own: only a test's registered ones listen (on
         ``eth0`` and loopback alike, ``fake.ports``)."""
         return await self._ports.connect(port)
+
+
+def _bucket(bucket: SharedBucket) -> Bucket:
+    if not isinstance(bucket, Bucket):
+        raise TypeError("not a bucket of the bashkit runtime")
+    return bucket
 
 
 class BashkitRuntime:
@@ -144,17 +173,52 @@ class BashkitRuntime:
         self._process_choice = process_choice
         self.ports = ports if ports is not None else PortRegistry()
 
-    def new_sandbox(self, sandbox_id: str, disk_mib: int = 0) -> BashkitMachine:
-        """``disk_mib`` is not enforced: the in-memory disk keeps its fixed ``DISK_LIMIT``."""
-        from fake_server.runtime.bashkit.mounts import MountingDisk
-
+    def new_sandbox(
+        self, sandbox_id: str, disk_mib: int = 0, *, image: Image | None = None
+    ) -> BashkitMachine:
+        """``disk_mib`` is not enforced: the in-memory disk keeps its fixed ``DISK_LIMIT``.
+        ``image``: a template this runtime built, whose files are copied in."""
+        disk = MountingDisk()
+        if image is not None:
+            if not isinstance(image, BashkitImage):
+                raise RuntimeUnavailable(f"a {image.runtime} template cannot start here")
+            seed(image, disk)
         return BashkitMachine(
-            self._commands, MountingDisk(), self.hostnames, self._process_choice, self.ports
+            self._commands, disk, self.hostnames, self._process_choice, self.ports
         )
 
-    def adopt(self, disk: SandboxDisk) -> BashkitMachine:
+    def builder(self, base: str, clock: Clock, commands: Commands) -> BashkitBuilder:
+        """Every base is bashkit's one image."""
+        return BashkitBuilder(clock, self._commands)
+
+    def adopt_disk(self, disk: SandboxDisk) -> BashkitMachine:
         """The machine of a sandbox whose files were saved and are back in ``disk``."""
         return BashkitMachine(self._commands, disk, self.hostnames, ports=self.ports)
+
+    def adopt(self, saved: Mapping[str, Any]) -> BashkitMachine:
+        """Never: bashkit machines come back through ``keeper().adopt``."""
+        raise RuntimeUnavailable("bashkit sandboxes are restored from their saved files")
+
+    def adopt_image(self, saved: Mapping[str, Any]) -> BashkitImage:
+        raise RuntimeUnavailable("bashkit templates are restored from their saved files")
+
+    def keeper(self) -> BashkitKeeper:
+        from fake_server.runtime.bashkit.keeper import BashkitKeeper
+
+        return BashkitKeeper(self)
+
+    def keep_in(self, path: Path, buckets: Path | None) -> None:
+        """Nothing: bashkit's files live in memory (persistence snapshots them)."""
+
+    def kill_processes(self) -> None:
+        """Nothing: bashkit's processes are tasks, which the models cancel."""
+
+    def clear_buckets(self) -> None:
+        """Nothing: bashkit's buckets are the models' (``new_bucket``)."""
+
+    @staticmethod
+    def new_bucket() -> Bucket:
+        return Bucket()
 
     def close(self) -> None:
         pass

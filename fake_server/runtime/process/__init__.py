@@ -26,15 +26,18 @@ PTY processes run on a real PTY (``pty.py``). Not supported (yet): registered Py
 from __future__ import annotations
 
 import contextlib
+import secrets
 import signal as signals
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from fake_server.runtime.api import RuntimeUnavailable
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
 from fake_server.runtime.process import buckets, idmap, netmode, procview
 from fake_server.runtime.process.bridges import Hub
 from fake_server.runtime.process.bwrap import reachable_copy, require_bwrap
 from fake_server.runtime.process.confine import Confinement
 from fake_server.runtime.process.image import DEVBOX
+from fake_server.runtime.process.layers import LayerImage, ProcessBuilder, build_address
 from fake_server.runtime.process.machine import DISKS_NEED_ROOT, ProcessMachine
 from fake_server.runtime.process.netns import nsenter_path
 from fake_server.runtime.process.network import Network
@@ -49,12 +52,15 @@ from fake_server.runtime.process.rootdir import (
     remove_tree,
     traversable,
 )
-from fake_server.runtime.process.rootfs import DISK_MIB, ImageSpace, SandboxRoot
+from fake_server.runtime.process.rootfs import DISK_MIB, ImageSpace, SandboxRoot, Upper
 from fake_server.runtime.process.system import System, choose
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from pathlib import Path
+
+    from fake_server.clock import Clock
+    from fake_server.runtime.api import Commands, Image
 
 __all__ = ["DISKS_NEED_ROOT", "ProcessMachine", "ProcessRuntime"]
 
@@ -171,13 +177,22 @@ class ProcessRuntime:
         disk_mib: int = DISK_MIB,
         *,
         source: ProcessMachine | None = None,
+        image: Image | None = None,
     ) -> ProcessMachine:
-        """A new sandbox with a disk of ``disk_mib`` (a fork: its source's files and size)."""
+        """A new sandbox with a disk of ``disk_mib`` (a fork: its source's files and size;
+        ``image``: a template's layer over the base image, ``layers``)."""
         while sandbox_id is None or self.fake_root.sandbox_dir(sandbox_id).exists():
             self._forks += 1  # a kept root may hold the forks of an earlier start
             sandbox_id = f"fork-{self._forks}"
         directory = self.fake_root.sandbox_dir(sandbox_id)
-        if self.system.image:
+        if image is not None and not isinstance(image, LayerImage):
+            raise RuntimeUnavailable(f"a {image.runtime} template cannot start here")
+        if image is not None and not self.system.image:
+            copy_tree(image.layer, directory)
+            machine = ProcessMachine(self, directory)
+        elif image is not None:
+            machine = ProcessMachine(self, directory, self._rootfs(directory, disk_mib, image))
+        elif self.system.image:
             copied = source.rootfs if source is not None and source.made else None
             if copied is not None:  # a fork's copy of its source's files, made now
                 rootfs = self._rootfs(directory, copied.size_mib, copied)
@@ -200,7 +215,7 @@ class ProcessRuntime:
         self.machines[sandbox_id] = machine
         return machine
 
-    def _rootfs(self, directory: Path, size: int, source: SandboxRoot | None) -> SandboxRoot:
+    def _rootfs(self, directory: Path, size: int, source: Upper | None) -> SandboxRoot:
         """A sandbox's root: its disk an ext4 image file in its directory (in memory it would
         count against the shape's memory)."""
         return SandboxRoot(self.images, directory, size, source)
@@ -228,8 +243,28 @@ class ProcessRuntime:
         self.kept = path
         self.kept_buckets = buckets
 
-    def adopt(self, name: str) -> ProcessMachine:
-        """The machine of a sandbox directory an earlier start left in a kept root."""
+    def builder(self, base: str, clock: Clock, commands: Commands) -> ProcessBuilder:
+        """A template build in a sandbox of its own on the image (``layers``); every base
+        rootfs boots the one image here."""
+        machine = self.new_sandbox(f"build-{secrets.token_hex(6)}")
+        address = build_address(self.network().links if self.network_mode.shared else {})
+        return ProcessBuilder(machine, self.fake_root.path / ".layers", address, clock)
+
+    def adopt_image(self, saved: Mapping[str, Any]) -> LayerImage:
+        """A template's layer an earlier start left in a kept root."""
+        layer = self.fake_root.path / ".layers" / str(saved["layer"])
+        if not layer.is_dir() or layer.is_symlink() or layer.parent.name != ".layers":
+            raise FileNotFoundError(f"no template layer {saved['layer']}")
+        return LayerImage(layer)
+
+    def keeper(self) -> None:
+        """None: sandboxes and layers are directories, kept where ``keep_in`` says."""
+        return None
+
+    def adopt(self, saved: Mapping[str, Any] | str) -> ProcessMachine:
+        """The machine of a sandbox directory an earlier start left in a kept root
+        (``saved``: what ``ProcessMachine.saved()`` said, or the directory's name)."""
+        name = saved if isinstance(saved, str) else str(saved["directory"])
         directory = self.fake_root.sandbox_dir(name)
         if not directory.is_dir() or directory.is_symlink():
             raise FileNotFoundError(f"no sandbox directory {name}")

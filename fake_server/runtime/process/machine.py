@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from fake_server.clock import Clock
-    from fake_server.runtime.api import Meter
+    from fake_server.runtime.api import Image, Meter
     from fake_server.runtime.process.bridges import Hub
     from fake_server.runtime.process.confine import Confinement
     from fake_server.runtime.process.idmap import IdRange
@@ -78,7 +78,12 @@ class Owner(Protocol):
     def release_hub(self, network_id: str) -> None: ...
 
     def new_sandbox(
-        self, sandbox_id: str | None, disk_mib: int = ..., *, source: ProcessMachine | None = None
+        self,
+        sandbox_id: str | None,
+        disk_mib: int = ...,
+        *,
+        source: ProcessMachine | None = None,
+        image: Image | None = None,
     ) -> ProcessMachine: ...
 
 
@@ -368,16 +373,29 @@ class ProcessMachine:
         self.shut_down()
         remove_tree(self.directory)
 
-    def shut_down(self) -> None:
-        """Kill every process (SIGTERM, SIGKILL after a grace) and unplug the network, keeping
-        the directory (a host going down: ``serve --state-dir`` restores the files);
-        idempotent."""
+    def can_open_pty(self) -> bool:
+        from fake_server.runtime.process.pty import SETSID
+
+        return SETSID is not None
+
+    def saved(self) -> dict[str, Any]:
+        """Its directory's name: a restart adopts it (``ProcessRuntime.adopt``)."""
+        return {"directory": self.directory.name}
+
+    def stop_processes(self) -> None:
+        """Kill every process (SIGTERM, SIGKILL after a grace), keeping files and network."""
         for run in self.runs.values():
             run.sent.update((signals.SIGTERM, signals.SIGKILL))
         self.guest.close(self._run_pids())
         cgroup, self._cgroup = self._cgroup, None
         if cgroup is not None:
             cgroup.close()  # kills a straggler that forked past the guest's sweep
+
+    def shut_down(self) -> None:
+        """Kill every process (SIGTERM, SIGKILL after a grace) and unplug the network, keeping
+        the directory (a host going down: ``serve --state-dir`` restores the files);
+        idempotent."""
+        self.stop_processes()
         link, self.link = self.link, None
         if link is not None:
             self._owner.network().unplug(link)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from fake_server.runtime.process import idmap
 from fake_server.runtime.process.diskimage import DiskImage
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
     from fake_server.runtime.process.idmap import IdRange
 
-__all__ = ["DISK_MIB", "ImageSpace", "SandboxRoot"]
+__all__ = ["DISK_MIB", "ImageSpace", "SandboxRoot", "Upper"]
 
 #: A new sandbox's disk size until its sandbox says otherwise (the shapes' default).
 DISK_MIB = 10240
@@ -114,6 +114,13 @@ class ImageSpace:
         self.userns = -1
 
 
+class Upper(Protocol):
+    """What a new root's upper directory starts as a copy of: a fork's source, a template's
+    layer (``layers``)."""
+
+    def open_upper(self) -> int: ...
+
+
 class SandboxRoot:
     """One sandbox's overlay root in its own mount namespace (see the module's docstring).
 
@@ -126,7 +133,7 @@ class SandboxRoot:
         images: ImageSpace,
         directory: Path,
         size_mib: int,
-        source: SandboxRoot | None,
+        source: Upper | None,
     ) -> None:
         self.directory = directory
         disk = directory / "disk"

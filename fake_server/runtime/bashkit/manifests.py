@@ -1,4 +1,5 @@
-"""Bashkit filesystems on the host: a manifest per filesystem, contents as shared blobs.
+"""Bashkit filesystems as snapshots for ``serve --state-dir``: a manifest per filesystem,
+contents as shared blobs (``Blobs``: where persistence keeps them).
 
 bashkit's in-memory filesystems (bashkit sandboxes, template images, disk buckets) have no
 snapshot of their own that is cheap to take often, so a snapshot walks the tree (metadata
@@ -14,19 +15,16 @@ A manifest is a list of ``[path, kind, mode, size, mtime, ref]`` (``kind``: ``d`
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import os
-import tempfile
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
     import bashkit
 
-__all__ = ["Blobs", "Manifest", "restore", "same_files", "snapshot", "unchanged"]
+    from fake_server.runtime.api import Blobs
+
+__all__ = ["Manifest", "restore", "same_files", "snapshot", "unchanged"]
 
 Manifest = list[list[Any]]
 
@@ -35,45 +33,6 @@ _DEVICES = frozenset({"/dev"})
 #: Modes bashkit gives a new file and a new directory.
 _FILE_MODE, _DIR_MODE = 0o644, 0o755
 _KINDS = {"directory": "d", "symlink": "l"}
-
-
-class Blobs:
-    """File contents by SHA-256, one host file each, under ``directory``."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        directory.mkdir(mode=0o700, exist_ok=True)
-        self._known = {entry.name for entry in directory.iterdir() if len(entry.name) == 64}
-
-    def put(self, data: bytes) -> str:
-        digest = hashlib.sha256(data).hexdigest()
-        if digest not in self._known:
-            fd, temporary = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                os.replace(temporary, self.directory / digest)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
-                raise
-            self._known.add(digest)
-        return digest
-
-    def get(self, digest: str) -> bytes:
-        return (self.directory / digest).read_bytes()
-
-    def gc(self, referenced: set[str]) -> int:
-        """Remove every blob no manifest names (and temporary files a crash left); how many."""
-        removed = 0
-        for entry in list(self.directory.iterdir()):
-            if entry.name in referenced:
-                continue
-            with contextlib.suppress(FileNotFoundError):
-                entry.unlink()
-                removed += 1
-            self._known.discard(entry.name)
-        return removed
 
 
 def _walk(fs: bashkit.FileSystem) -> list[tuple[str, str, int, int, float]]:

@@ -1,0 +1,152 @@
+"""Template builds on the process runtime: ``RUN`` steps in a build sandbox, kept as a layer.
+
+A build is a sandbox of its own (``ProcessRuntime.new_sandbox``), so its steps run exactly as
+a sandbox's commands do: on the base image's copy-on-write root, as root of a user namespace
+whose ids are unprivileged on the host, under the seccomp filter and the cgroup limits, with
+``/proc`` masked, and with the sandboxes' route out (``eth0`` on the fake's router, its own
+address) so ``apt-get install`` reaches the archive. Once every step has run, its processes
+are killed and what the build changed (the overlay's upper directory: files, whiteouts and
+opaque markers, owners in the sandboxes' id range) is **copied** into the template's layer, a
+directory of the runtime's (``.layers/<name>`` beside the sandboxes, so ``serve --state-dir``
+keeps it); the build sandbox goes. A sandbox created from the template starts with a copy of
+the layer as its own upper directory, as a fork starts from its source's, over the same
+image. On the host-directory layout (not root) the layer is a copy of the build's directory.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+from typing import TYPE_CHECKING, Any
+
+from fake_server.runtime.process.rootdir import copy_tree, remove_tree
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from pathlib import Path
+
+    from fake_server.clock import Clock
+    from fake_server.runtime.api import Sink
+    from fake_server.runtime.process.machine import ProcessMachine
+
+__all__ = ["LayerImage", "ProcessBuilder", "build_address"]
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+#: The shape a build runs with (cgroup limits): the service's default shape's.
+BUILD_VCPUS, BUILD_MEMORY_MIB = 1, 1024
+
+
+class LayerImage:
+    """A template built on the process runtime: its layer directory on the host."""
+
+    runtime = "process"
+
+    def __init__(self, layer: Path) -> None:
+        self.layer = layer
+        self.size = _size(layer)
+
+    def saved(self) -> dict[str, Any]:
+        return {"runtime": "process", "layer": self.layer.name}
+
+    def open_upper(self) -> int:
+        """A descriptor of the layer (what a new sandbox's upper directory starts as)."""
+        return os.open(self.layer, _DIR)
+
+    def discard(self) -> None:
+        remove_tree(self.layer)
+
+
+class ProcessBuilder:
+    """One build: a sandbox of the runtime's, made with the builder and gone at the end."""
+
+    #: The steps take real time: the build runs after the create has answered.
+    background = True
+
+    def __init__(self, machine: ProcessMachine, layers: Path, address: str, clock: Clock) -> None:
+        self._machine = machine
+        self._layers = layers
+        self._clock = clock
+        machine.set_shape(BUILD_VCPUS, BUILD_MEMORY_MIB)
+        machine.set_address(address)
+
+    async def run(
+        self,
+        script: str,
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        on_output: Sink,
+        started: Callable[[], None] | None = None,
+    ) -> int:
+        runner = self._machine.runner(self._clock)
+        return await runner.run(
+            ["bash", "-c", script],
+            cwd=cwd,
+            env=env,
+            on_stdout=on_output,
+            on_stderr=on_output,
+            started=started,
+        )
+
+    def make_dir(self, path: str) -> None:
+        self._machine.disk.make_dirs(path)
+
+    def finish(self) -> LayerImage:
+        """Kill what the steps left running, copy their changes into a layer, drop the
+        build's sandbox."""
+        machine = self._machine
+        machine.stop_processes()
+        self._layers.mkdir(mode=0o711, exist_ok=True)
+        layer = self._layers / f"layer-{secrets.token_hex(6)}"
+        try:
+            rootfs = machine.rootfs
+            if rootfs is None:  # the host-directory layout: the whole directory
+                copy_tree(machine.directory, layer)
+            else:
+                upper = rootfs.open_upper()
+                try:
+                    _copy(f"/proc/{os.getpid()}/fd/{upper}/.", layer)
+                finally:
+                    os.close(upper)
+            return LayerImage(layer)
+        except BaseException:
+            remove_tree(layer)
+            raise
+        finally:
+            machine.destroy()
+
+    def discard(self) -> None:
+        self._machine.destroy()
+
+
+def build_address(used: Mapping[str, object]) -> str:
+    """An address for a build's ``eth0`` none of ``used`` has (builds draw from 10.254/16;
+    sandboxes' addresses are drawn from all of 10/8)."""
+    while True:
+        number = secrets.randbelow(254 * 254)
+        address = f"10.254.{number // 254 + 1}.{number % 254 + 1}"
+        if address not in used:
+            return address
+
+
+def _copy(source: str, target: Path) -> None:
+    """Copy an upper directory with its overlay markers (xattrs, whiteout devices)."""
+    target.mkdir(mode=0o755)
+    done = subprocess.run(
+        ["cp", "-a", "--", source, str(target)], capture_output=True, check=False, env={}
+    )
+    if done.returncode != 0:
+        raise OSError("cannot copy the build's files into the template's layer")
+
+
+def _size(top: Path) -> int:
+    """Bytes the layer's files take (what the template's ``size`` reports)."""
+    total = 0
+    for path, _dirs, files in os.walk(top):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(path, name)).st_size
+            except OSError:
+                continue
+    return total
