@@ -229,6 +229,7 @@ class World:
         for account in self.accounts.values():
             for sandbox_id in list(account.sandboxes):
                 account.forget_sandbox(sandbox_id)
+            account.resources.templates.clear()
         self.accounts.clear()
         self._requests = 0
         self.ctx.resources = type(self.ctx.resources)()  # settings and bucket contents too

@@ -159,6 +159,11 @@ class Templates:
                 template.image.discard()
         return template
 
+    def clear(self) -> None:
+        """Drop every template, its build and its image (a reset)."""
+        for template_id in list(self.items):
+            self.delete(template_id)
+
     def listing(self) -> list[Template]:
         return list(self.items.values())
 

@@ -430,3 +430,28 @@ def test_a_process_runtime_disk_keeps_its_files_across_restarts_and_a_reset(
     finally:
         third.close()
     assert third.errors == []
+
+
+def test_a_build_running_when_saved_comes_back_failed_saying_why() -> None:
+    """A build that takes real time (the process runtime's) cannot go on after a restart; a
+    template saved before such builds (no ``running`` key) comes back as it was."""
+    from fake_server.models.templates import LogLine, Template
+    from fake_server.persist.codec import decode_template, encode_template
+
+    clock = RealClock()
+    template = Template(
+        id="tpl_1", name="t", base="devbox:1", dockerfile="FROM devbox:1\nRUN sleep 60\n",
+        created_at=clock.time(), started=clock.now(), pending=1.0, running=True,
+        log=[LogLine(0.0, "info", "Step 1/2 : FROM devbox:1"),
+             LogLine(2.5, "info", "Step 2/2 : RUN sleep 60")],
+    )  # fmt: skip
+    saved = encode_template(template, clock)
+    assert saved["running"] is True
+    assert saved["image"] is False
+    back = decode_template(saved, clock)
+    assert (back.status(clock.now() + 10), back.running, back.image) == ("failed", False, None)
+    assert back.log[-1] == LogLine(2.5, "error", "build failed: the fake stopped during the build")
+    template.running = False
+    older = encode_template(template, clock)
+    assert "running" not in older
+    assert decode_template(older, clock).log == template.log
