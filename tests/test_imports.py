@@ -231,3 +231,11 @@ def test_serialisers_live_in_the_wire_package() -> None:
         if function.endswith("_json")
     ]
     assert outside == []
+
+
+def test_each_runtime_is_a_folder_and_a_line_in_the_choice() -> None:
+    from fake_server.runtime import choice
+    from fake_server.runtime.api import RUNTIMES
+
+    assert sorted(choice._MAKERS) == sorted(RUNTIMES)
+    assert [name for name in RUNTIMES if not (PACKAGE / "runtime" / name).is_dir()] == []

@@ -12,7 +12,7 @@ from fake_server.runtime.bashkit.ports import PortRegistry
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from pathlib import Path
 
     from fake_server.clock import Clock
@@ -97,21 +97,7 @@ class Runtimes:
     def get(self, name: str) -> Runtime:
         runtime = self._made.get(name)
         if runtime is None:
-            if name == "process":
-                from fake_server.runtime.process import ProcessRuntime
-
-                runtime = ProcessRuntime(
-                    network=self.network,
-                    hostnames=self.hostnames,
-                    kept=self.kept_root,
-                    kept_buckets=self.kept_buckets,
-                    image_fallback=self._image_fallback,
-                )
-            else:
-                runtime = BashkitRuntime(
-                    self._commands, self.hostnames, lambda: self.process_choice, self.ports
-                )
-            self._made[name] = runtime
+            runtime = self._made[name] = _MAKERS[name](self)
         return runtime
 
     def keep_in(self, path: Path, buckets: Path | None = None) -> None:
@@ -163,3 +149,27 @@ class Runtimes:
         made, self._made = self._made, {}
         for runtime in made.values():
             runtime.close()
+
+
+def _bashkit(runtimes: Runtimes) -> Runtime:
+    return BashkitRuntime(
+        runtimes._commands, runtimes.hostnames, lambda: runtimes.process_choice, runtimes.ports
+    )
+
+
+def _process(runtimes: Runtimes) -> Runtime:
+    """Imported on first use: the process runtime checks bubblewrap then."""
+    from fake_server.runtime.process import ProcessRuntime
+
+    return ProcessRuntime(
+        network=runtimes.network,
+        hostnames=runtimes.hostnames,
+        kept=runtimes.kept_root,
+        kept_buckets=runtimes.kept_buckets,
+        image_fallback=runtimes._image_fallback,
+    )
+
+
+#: How each runtime of ``api.RUNTIMES`` is made from a fake's options: a new runtime is a
+#: folder of ``fake_server/runtime/`` and a line here.
+_MAKERS: dict[str, Callable[[Runtimes], Runtime]] = {"bashkit": _bashkit, "process": _process}
