@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from fake_server.persist.blobs import Blobs
 from fake_server.persist.hook import Gate, persistence_middleware
 from fake_server.persist.restore import Restored, restore
-from fake_server.persist.saver import Saver, referenced
+from fake_server.persist.saver import Saver
 from fake_server.persist.store import DB_NAME, SCHEMA_VERSION, StateDirError, Store
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class Persistence:
                 ) from None
             self.saver.save_all(files=False)  # the statuses that changed, what was destroyed
             self.saver.sync()
-            self.blobs.gc(referenced(self.saver.manifests.values()))
+            self.blobs.gc(self.saver.keeper.references(self.saver.manifests.values()))
         except BaseException:
             with contextlib.suppress(Exception):
                 self.saver.close()
@@ -102,7 +102,7 @@ class Persistence:
             self.saver.save_all()
             self.saver.close()
             if not self.saver.stale:
-                self.blobs.gc(referenced(self.saver.manifests.values()))
+                self.blobs.gc(self.saver.keeper.references(self.saver.manifests.values()))
         finally:
             self.saver.closed = True
             self.saver.writer.close()

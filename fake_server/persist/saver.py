@@ -415,8 +415,3 @@ class Saver:
 def _builds(account: Account) -> tuple[str, ...]:
     """The account's template builds running in real time (``Template.running``)."""
     return tuple(t.id for t in account.resources.templates.items.values() if t.running)
-
-
-def referenced(manifests: Any) -> set[str]:
-    """Every blob the manifests name."""
-    return {entry[5] for manifest in manifests for entry in manifest if entry[1] == "f"}

@@ -46,7 +46,7 @@ runtime is a folder here and a line there.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -316,6 +316,10 @@ class FileKeeper(Protocol):
     ) -> Snapshot: ...
     def unchanged(self, files: Any, snapshot: Snapshot) -> bool: ...
     def same_files(self, one: Snapshot, other: Snapshot) -> bool: ...
+    def references(self, snapshots: Iterable[Snapshot]) -> set[str]:
+        """Every blob the snapshots name (the rest may go)."""
+        ...
+
     def restore(self, files: Any, snapshot: Snapshot, read: Callable[[str], bytes]) -> None: ...
     def adopt(self, fill: Callable[[Any, Callable[[], None]], None]) -> Machine:
         """A restored machine whose files ``fill(files, install_image)`` puts in place on

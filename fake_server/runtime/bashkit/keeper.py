@@ -15,7 +15,7 @@ from fake_server.runtime.bashkit.images import BashkitImage
 from fake_server.runtime.bashkit.mounts import Bucket, MountingDisk, empty_bucket
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     import bashkit
 
@@ -72,6 +72,9 @@ class BashkitKeeper:
 
     def same_files(self, one: Manifest, other: Manifest) -> bool:
         return manifests.same_files(one, other)
+
+    def references(self, snapshots: Iterable[Manifest]) -> set[str]:
+        return {entry[5] for manifest in snapshots for entry in manifest if entry[1] == "f"}
 
     def restore(
         self, files: bashkit.FileSystem, snapshot: Manifest, read: Callable[[str], bytes]
