@@ -236,7 +236,11 @@ class _Build:
                     self.end_failed(index, step, error)
                     builder.discard()
                     return
-            image = builder.finish()
+            try:
+                image = builder.finish()
+            except OSError as exc:  # the layer could not be kept (a full disk): nothing is
+                self.end_failed(total, self.steps[-1], f"the result cannot be kept: {exc}")
+                return
         except BaseException:
             builder.discard()
             raise
@@ -295,7 +299,7 @@ class _Build:
         return ""
 
     async def _run(self, script: str, builder: Builder) -> str:
-        from fake_server.runtime import ProcessSignal
+        from fake_server.runtime import CapacityError, CommandNotStarted, ProcessSignal
 
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         text = [""]
@@ -319,6 +323,8 @@ class _Build:
                     )
         except ProcessSignal as exc:
             return f"RUN killed by {exc.signal}"
+        except (CapacityError, CommandNotStarted, OSError) as exc:
+            return f"RUN could not start: {exc}"
         for line in (text[0] + decoder.decode(b"", final=True)).splitlines():
             self.say(line)
         return f"RUN exited with status {code}" if code else ""
