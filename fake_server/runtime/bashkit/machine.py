@@ -172,6 +172,7 @@ class BashkitRuntime:
         self.hostnames = hostnames if hostnames is not None else HostnameMode()
         self._process_choice = process_choice
         self.ports = ports if ports is not None else PortRegistry()
+        self._keeper: BashkitKeeper | None = None
 
     def new_sandbox(
         self, sandbox_id: str, disk_mib: int = 0, *, image: Image | None = None
@@ -203,9 +204,11 @@ class BashkitRuntime:
         raise RuntimeUnavailable("bashkit templates are restored from their saved files")
 
     def keeper(self) -> BashkitKeeper:
-        from fake_server.runtime.bashkit.keeper import BashkitKeeper
+        if self._keeper is None:
+            from fake_server.runtime.bashkit.keeper import BashkitKeeper
 
-        return BashkitKeeper(self)
+            self._keeper = BashkitKeeper(self)
+        return self._keeper
 
     def keep_in(self, path: Path, buckets: Path | None) -> None:
         """Nothing: bashkit's files live in memory (persistence snapshots them)."""
