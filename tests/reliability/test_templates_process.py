@@ -207,3 +207,9 @@ def test_a_build_is_contained_as_a_sandbox_is(
     assert not outside.exists()  # the host never saw the write
     sandbox = _sandbox(sdk, "contained")
     assert _sh(sandbox, f"cat {outside}/marker") == (0, "escaped\n")  # the template has it
+    _no_build_left(fake)
+    layers = runtime.fake_root.path / ".layers"
+    assert len(list(layers.iterdir())) == 1
+    sdk.templates.delete("contained")  # its layer goes; the sandbox keeps its copy
+    assert list(layers.iterdir()) == []
+    assert _sh(sandbox, f"cat {outside}/marker") == (0, "escaped\n")
