@@ -9,6 +9,7 @@ answered 200 within a second and that the peaks stayed bounded.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -20,9 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from tests.security._attack import Target
 
-__all__ = ["Usage", "Watch", "open_stalled", "usage"]
+__all__ = ["PER_PROCESS", "Usage", "Watch", "open_stalled", "stalled_elsewhere", "usage"]
 
 MIB = 1024 * 1024
 #: The checkout, where ``python -m tests.security._watcher`` finds its module.
@@ -98,6 +101,44 @@ class Watch:
         grew = Usage(self.peak.rss - self.base.rss, self.peak.fds - self.base.fds)
         assert grew.rss < rss_growth, f"the fake grew by {grew.rss // MIB} MiB"
         assert grew.fds < fd_growth, f"the fake opened {grew.fds} more descriptors"
+
+
+#: Stalled connections one helper process holds (each has the same open-files limit as this
+#: one: 1024 under CI's ``ulimit -n 1024``, which the attack's 1,650 connections exceed).
+PER_PROCESS = 600
+
+
+@contextlib.contextmanager
+def stalled_elsewhere(address: tuple[str, int], payloads: list[bytes]) -> Iterator[int]:
+    """``open_stalled`` in helper processes (``PER_PROCESS`` connections each), held until
+    the ``with`` block ends; yields how many connections they hold."""
+    helpers: list[subprocess.Popen[str]] = []
+    held = 0
+    try:
+        for first in range(0, len(payloads), PER_PROCESS):
+            chunk = [p.decode("latin-1") for p in payloads[first : first + PER_PROCESS]]
+            helper = subprocess.Popen(
+                [sys.executable, "-m", "tests.security._stall", address[0], str(address[1])],
+                cwd=_ROOT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            helpers.append(helper)
+            assert helper.stdin is not None
+            assert helper.stdout is not None
+            helper.stdin.write(json.dumps(chunk) + "\n")
+            helper.stdin.flush()
+            held += int(helper.stdout.readline())
+        yield held
+    finally:
+        for helper in helpers:  # end of input: each closes its connections and exits
+            if helper.stdin is not None:
+                helper.stdin.close()
+        for helper in helpers:
+            helper.wait(30)
+            if helper.stdout is not None:
+                helper.stdout.close()
 
 
 def open_stalled(address: tuple[str, int], payloads: list[bytes]) -> list[socket.socket]:

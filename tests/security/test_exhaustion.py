@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.security._attack import serving
-from tests.security._exhaust import MIB, Watch, open_stalled
+from tests.security._exhaust import MIB, Watch, stalled_elsewhere
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -131,20 +131,18 @@ def test_stalled_heads_and_bodies_leave_readyz_and_create_working(lowered: Targe
         b"Content-Length: 1000000\r\n\r\nthe start of a body"
     )
     # Silent ones (nothing sent: the HTTP/2 front waits for the first bytes), heads and bodies.
-    stalled = open_stalled(_address(lowered), [b""] * 300 + [head] * 400 + [body] * 400)
-    try:
+    address = _address(lowered)
+    with stalled_elsewhere(address, [b""] * 300 + [head] * 400 + [body] * 400) as held:
+        assert held > 0
         with Watch(lowered) as watch:
             sandbox = lowered.create()
             assert lowered.sh(sandbox, "echo ok") == (0, "ok\n")
-            stalled += open_stalled(_address(lowered), [head] * 550)
-            assert lowered.sh(sandbox, "echo again") == (0, "again\n")
+            with stalled_elsewhere(address, [head] * 550):
+                assert lowered.sh(sandbox, "echo again") == (0, "again\n")
         # What counts is the limit: the fake holds 512 connections (half of it) and accepts
         # 32 at a time, and everything else it opens still finds a descriptor.
         watch.check(rss_growth=128 * MIB, fd_growth=1024)
         assert watch.peak.fds < 1024 - 48
-    finally:
-        for sock in stalled:
-            sock.close()
 
 
 def test_a_body_that_stops_coming_answers_408_after_the_idle_timeout() -> None:
