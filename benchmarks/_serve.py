@@ -47,15 +47,26 @@ def start_serve(
     env: Mapping[str, str] | None = None,
     python: Sequence[str] = (),
     capture_stderr: bool = True,
+    prefix: Sequence[str] = (),
 ) -> Serve:
     """``python -m fake_server serve --port 0 --quiet FLAGS``, read up to its control key line.
 
     ``python`` holds interpreter flags (``-B``); a long run passes ``capture_stderr=False``
     (its stderr then goes where this process's goes, so a full pipe cannot stall it).
     Raises ``RuntimeError`` with its stderr when it exits or stops printing before naming
-    its origin, key and control key.
+    its origin, key and control key. ``prefix`` runs it under another program (``setpriv``).
     """
-    command = [sys.executable, *python, "-m", "fake_server", "serve", "--port", "0", "--quiet"]
+    command = [
+        *prefix,
+        sys.executable,
+        *python,
+        "-m",
+        "fake_server",
+        "serve",
+        "--port",
+        "0",
+        "--quiet",
+    ]
     process = subprocess.Popen(
         [*command, *flags],
         stdout=subprocess.PIPE,

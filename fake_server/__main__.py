@@ -278,7 +278,8 @@ def _runtime(
             return "bashkit", f"runtime: bashkit ({str(exc).split('. ')[0]})"
     chosen = system.choose(fallback=image_fallback, progress=say)
     images = chosen.describe(Catalog().rootfs)
-    contained = confine.describe(idmap.host_range() if chosen.image else None)
+    ids = idmap.host_range() if chosen.image else None
+    contained = confine.describe(ids, idmap.layout_map(image=chosen.image))
     lines = [f"runtime: {netmode.detect().describe()}", cgroups.describe(), contained]
     if chosen.image:  # lxcfs serves sandboxes booting the image (``procview``)
         lines.append(procview.describe())

@@ -73,9 +73,10 @@ class Target:
 
 
 @contextlib.contextmanager
-def serving(*flags: str) -> Iterator[Target]:
-    """``createos-fake serve FLAGS`` and clients of it; stopped (and checked) at the end."""
-    serve = start_serve(*flags)
+def serving(*flags: str, **how: Any) -> Iterator[Target]:
+    """``createos-fake serve FLAGS`` and clients of it; stopped (and checked) at the end.
+    ``how``: ``start_serve``'s keywords (another user's ``prefix`` and ``env``)."""
+    serve = start_serve(*flags, **how)
     try:
         api = httpx.Client(
             base_url=serve.origin, headers={"X-Api-Key": serve.key}, verify=_TLS, timeout=30

@@ -103,6 +103,8 @@ class ProcessRuntime:
         #: The host ids of sandboxes' users: a range of the fake's own where they boot the image
         #: (root inside is an unprivileged id outside), none on the host-directory layout.
         self.ids = idmap.host_range() if self.system.image else None
+        #: An unprivileged fake's map of the layout's ids (``idmap.unprivileged``).
+        self.layout_map = idmap.layout_map(image=self.system.image)
         self.base = base
         self.kept = kept
         self.kept_buckets = kept_buckets

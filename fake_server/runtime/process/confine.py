@@ -34,7 +34,7 @@ from fake_server.runtime.process import idmap, seccomp
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from fake_server.runtime.process.idmap import IdRange
+    from fake_server.runtime.process.idmap import IdRange, OwnId, Subordinate
 
 __all__ = ["MASKED", "READ_ONLY", "Confinement", "Handoff", "describe", "mask_argv"]
 
@@ -48,12 +48,20 @@ MASKED = (
 READ_ONLY = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
 
 
-def describe(ids: IdRange | None) -> str:
-    """``serve``'s start-up line about how sandboxes are confined."""
+def describe(ids: IdRange | None, layout: Subordinate | OwnId | None = None) -> str:
+    """``serve``'s start-up line about how sandboxes are confined: with ``ids`` the image's,
+    else the host-directory layout's (``layout``: an unprivileged fake's map)."""
     if ids is None:
+        mapped = (
+            "user sandbox is the host's root (uid 0): the host-directory layout as root "
+            "(serve without --image-fallback, where the devbox:1 image builds, maps root "
+            "inside to an unprivileged range)"
+            if layout is None
+            else layout.describe()
+        )
         return (
-            "containment: user sandbox is the caller's own id on the host; no seccomp filter "
-            "(run serve as root to contain sandboxes)"
+            f"containment: {mapped}; /proc masked; no seccomp filter and no disk size per "
+            "sandbox (the host-directory layout)"
         )
     why = seccomp.available()
     syscalls = "a seccomp filter" if why is None else f"no seccomp filter ({why})"
@@ -138,13 +146,14 @@ class Confinement:
         return [self.bwrap, "--seccomp", str(filter_fd), "--bind", "/", "/", "--"]
 
 
-def handoff() -> tuple[Handoff, int, int]:
+def handoff(*, with_filter: bool = True) -> tuple[Handoff, int, int]:
     """A ``Handoff`` for the child, and the fake's ends: the block pipe's write end and the
-    info pipe's read end."""
+    info pipe's read end (``with_filter``: the seccomp filter too, where it can be made)."""
     block_read, block_write = os.pipe()
     info_read, info_write = os.pipe()
     try:
-        program = seccomp.program_fd() if seccomp.available() is None else -1
+        wanted = with_filter and seccomp.available() is None
+        program = seccomp.program_fd() if wanted else -1
     except BaseException:
         for fd in (block_read, block_write, info_read, info_write):
             os.close(fd)
@@ -152,9 +161,10 @@ def handoff() -> tuple[Handoff, int, int]:
     return Handoff(block_read, info_write, program), block_write, info_read
 
 
-async def map_when_ready(info: int, block: int, ids: IdRange) -> None:
+async def map_when_ready(info: int, block: int, ids: IdRange | Subordinate | OwnId) -> None:
     """Read the init's child pid from ``info``, give its user namespace ``ids``, let it go on
-    (``block``). Both descriptors are closed. ``OSError`` when bwrap failed before."""
+    (``block``). Both descriptors are closed. ``OSError`` when bwrap failed before, or the
+    map could not be written."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=4096, loop=loop)
     try:
@@ -168,8 +178,11 @@ async def map_when_ready(info: int, block: int, ids: IdRange) -> None:
                 raise OSError("the sandbox's init did not start (bwrap failed)") from None
             finally:
                 transport.close()
-        pid = json.loads(text)["child-pid"]
-        idmap.map_user_namespace(int(pid), ids)
+        pid = int(json.loads(text)["child-pid"])
+        if isinstance(ids, idmap.IdRange):
+            idmap.map_user_namespace(pid, ids)
+        else:  # newuidmap and newgidmap: two short programs, off the event loop
+            await asyncio.to_thread(idmap.map_user_namespace, pid, ids)
         os.write(block, b"1")
     finally:
         with contextlib.suppress(OSError):

@@ -26,14 +26,14 @@ import subprocess
 import time
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.process import confine, tree
+from fake_server.runtime.process import confine, idmap, tree
 from fake_server.runtime.process.spawn import make_pipes
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from fake_server.runtime.process.confine import Handoff
-    from fake_server.runtime.process.idmap import IdRange
+    from fake_server.runtime.process.idmap import IdRange, OwnId, Subordinate
 
 __all__ = ["GRACE", "INIT", "Guest"]
 
@@ -56,13 +56,15 @@ class Guest:
         self._closed = False
 
     async def start(
-        self, argv: Callable[[Handoff | None], list[str]], ids: IdRange | None = None
+        self,
+        argv: Callable[[Handoff | None], list[str]],
+        ids: IdRange | Subordinate | OwnId | None = None,
     ) -> int:
         """The init's host pid; the first call starts it with ``argv(handoff)`` (bwrap's argv).
 
         With ``ids`` the init makes a user namespace the fake maps onto ``ids`` before it goes
-        on (``confine``: ``handoff`` names the descriptors it gets); without, ``handoff`` is
-        ``None`` and bwrap maps one id itself."""
+        on (``confine``: ``handoff`` names the descriptors it gets; the seccomp filter too for
+        an ``IdRange``); without, ``handoff`` is ``None`` and bwrap maps one id itself."""
         if self.pid is not None:
             return self.pid
         if self._closed:
@@ -77,10 +79,16 @@ class Guest:
             raise
 
     async def _start(
-        self, make_argv: Callable[[Handoff | None], list[str]], ids: IdRange | None
+        self,
+        make_argv: Callable[[Handoff | None], list[str]],
+        ids: IdRange | Subordinate | OwnId | None,
     ) -> int:
         pipes, ends = await make_pipes()
-        handoff, block, info = confine.handoff() if ids is not None else (None, -1, -1)
+        handoff, block, info = (
+            confine.handoff(with_filter=isinstance(ids, idmap.IdRange))
+            if ids is not None
+            else (None, -1, -1)
+        )
         try:
             # Popen, not asyncio: the fake reaps it itself at close, whether a loop runs or not
             # (fork and exec block as long as in asyncio's own subprocess start)

@@ -11,6 +11,17 @@ on one host (a state directory's files keep their owners).
 The image's files (the host's, owned by host root) are shown through idmapped mounts
 (``mountns.idmapped``) with this map, so they belong to root inside; files the fake itself
 creates in a sandbox are given to ``base`` (``owner``).
+
+Run as another user, the fake cannot map ids it does not own: sandboxes are on the
+host-directory layout (user ``sandbox``, ``LAYOUT_ID`` inside, is the caller), and
+``unprivileged()`` decides the rest of the map once. Where the caller has subordinate ranges
+of at least 65,535 ids in ``/etc/subuid`` and ``/etc/subgid`` and ``newuidmap``/``newgidmap``
+(Debian's ``uidmap``) map them in a trial run, the sandbox's other ids, root included, are
+those subordinate ids (``Subordinate``): nobody on the host. Elsewhere the fake maps the
+caller's own id alone (``OwnId`` says why) and every other id inside is unmapped. Either way
+the fake writes the map while the init's bwrap waits (``confine.map_when_ready``): bwrap
+mapping one id itself would nest a second user namespace the sandbox's processes could not
+be entered into.
 """
 
 from __future__ import annotations
@@ -18,16 +29,38 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import pwd
+import shutil
+import stat
 import subprocess
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-__all__ = ["DEFAULT_BASE", "SIZE", "IdRange", "host_range", "map_user_namespace", "userns"]
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = [
+    "DEFAULT_BASE",
+    "LAYOUT_ID",
+    "SIZE",
+    "IdRange",
+    "OwnId",
+    "Subordinate",
+    "host_range",
+    "layout_map",
+    "map_user_namespace",
+    "unprivileged",
+    "userns",
+]
 
 #: Ids a sandbox has (0-65535, as on a VM: nobody is 65534).
 SIZE = 65536
 #: Where the range starts unless a host range is in the way (a multiple of ``SIZE``).
 DEFAULT_BASE = 15_000 * SIZE
 _FILES = ("/etc/subuid", "/etc/subgid")
+#: The id the caller is inside a sandbox on the host-directory layout (user ``sandbox``).
+LAYOUT_ID = 1000
+_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +78,52 @@ class IdRange:
     def map_line(self) -> str:
         """A ``uid_map``/``gid_map`` line giving a namespace this range."""
         return f"0 {self.base} {self.size}\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Subordinate:
+    """An unprivileged caller's map: ``LAYOUT_ID`` inside is the caller's own uid and gid, the
+    sandbox's other 65,535 ids are its subordinate ids from ``subuid`` and ``subgid`` on
+    (written by ``newuidmap`` and ``newgidmap``)."""
+
+    uid: int
+    gid: int
+    subuid: int
+    subgid: int
+
+    def args(self, own: int, start: int) -> list[str]:
+        """``newuidmap``'s (``newgidmap``'s) triples after the pid."""
+        inside, rest = LAYOUT_ID, SIZE - LAYOUT_ID - 1
+        return [
+            *("0", str(start), str(inside)),
+            *(str(inside), str(own), "1"),
+            *(str(inside + 1), str(start + inside), str(rest)),
+        ]
+
+    def describe(self) -> str:
+        last = self.subuid + SIZE - 2
+        return (
+            f"user sandbox (uid {LAYOUT_ID}) is your own id {self.uid} on the host, the "
+            f"sandbox's other ids (root included) your subordinate ids {self.subuid}-{last} "
+            "(/etc/subuid and /etc/subgid through newuidmap)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OwnId:
+    """An unprivileged caller's map without subordinate ids: its own uid and gid are
+    ``LAYOUT_ID`` inside and nothing else is mapped (``why`` says why no subordinate ids);
+    ``setgroups`` is denied, as the kernel requires for such a map."""
+
+    uid: int
+    gid: int
+    why: str
+
+    def describe(self) -> str:
+        return (
+            f"user sandbox (uid {LAYOUT_ID}) is your own id {self.uid} on the host and the "
+            f"only id mapped (no subordinate ids: {self.why})"
+        )
 
 
 def _lines(name: str) -> list[list[str]]:
@@ -80,16 +159,42 @@ def host_range() -> IdRange:
     return IdRange(base)
 
 
-def map_user_namespace(pid: int, ids: IdRange) -> None:
-    """Give the user namespace of ``pid`` (made, not yet mapped) the range ``ids``."""
+def map_user_namespace(pid: int, ids: IdRange | Subordinate | OwnId) -> None:
+    """Give the user namespace of ``pid`` (made, not yet mapped) the map ``ids``; ``OSError``
+    with the helper's last line when ``newuidmap`` or ``newgidmap`` refuses."""
+    if isinstance(ids, OwnId):
+        for name, text in (
+            ("uid_map", f"{LAYOUT_ID} {ids.uid} 1\n"),
+            ("setgroups", "deny"),
+            ("gid_map", f"{LAYOUT_ID} {ids.gid} 1\n"),
+        ):
+            with open(f"/proc/{pid}/{name}", "w", encoding="ascii") as handle:
+                handle.write(text)
+        return
+    if isinstance(ids, Subordinate):
+        for program, own, start in (
+            ("newuidmap", ids.uid, ids.subuid),
+            ("newgidmap", ids.gid, ids.subgid),
+        ):
+            done = subprocess.run(
+                [program, str(pid), *ids.args(own, start)],
+                capture_output=True,
+                check=False,
+                env={"PATH": _PATH},
+            )
+            if done.returncode != 0:
+                lines = done.stderr.decode(errors="replace").strip().splitlines()
+                detail = lines[-1][:200] if lines else f"exit status {done.returncode}"
+                raise OSError(f"{program} failed: {detail}")
+        return
     for name in ("uid_map", "gid_map"):
         with open(f"/proc/{pid}/{name}", "w", encoding="ascii") as handle:
             handle.write(ids.map_line())
 
 
-def userns(ids: IdRange) -> int:
-    """A descriptor of a new user namespace with the range ``ids`` (nothing runs in it): the
-    map idmapped mounts take. Root only."""
+@contextlib.contextmanager
+def _unmapped() -> Iterator[int]:
+    """The pid of a process in a new user namespace not mapped yet (it waits, then goes)."""
     child = subprocess.Popen(
         ["unshare", "--user", "--", "sh", "-c", "echo; read -r _"],
         stdin=subprocess.PIPE,
@@ -102,10 +207,77 @@ def userns(ids: IdRange) -> int:
     try:
         if stdout.readline() != b"\n":
             raise OSError("unshare --user did not start")
-        map_user_namespace(child.pid, ids)
-        return os.open(f"/proc/{child.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+        yield child.pid
     finally:
         with contextlib.suppress(OSError):
             stdin.close()
         stdout.close()
         child.wait()
+
+
+def userns(ids: IdRange) -> int:
+    """A descriptor of a new user namespace with the range ``ids`` (nothing runs in it): the
+    map idmapped mounts take. Root only."""
+    with _unmapped() as pid:
+        map_user_namespace(pid, ids)
+        return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+
+
+def _subordinate(name: str, keys: tuple[str, ...]) -> int | None:
+    """The first id of the first range of at least ``SIZE - 1`` ids ``name`` gives ``keys``
+    (a user's name or uid, as ``newuidmap`` matches them)."""
+    for fields in _lines(name):
+        usable = len(fields) == 3 and fields[1].isdigit() and fields[2].isdigit()
+        if usable and fields[0] in keys and int(fields[2]) >= SIZE - 1:
+            return int(fields[1])
+    return None
+
+
+def _helper_missing() -> str | None:
+    """Why ``newuidmap``/``newgidmap`` cannot map another id here, ``None`` when they can."""
+    for program in ("newuidmap", "newgidmap"):
+        path = shutil.which(program, path=_PATH)
+        if path is None:
+            return f"{program} is missing (Debian's uidmap package)"
+        if not os.stat(path).st_mode & stat.S_ISUID and not _capabilities(path):
+            return f"{program} is neither setuid nor given capabilities"
+    return None
+
+
+def _capabilities(path: str) -> bool:
+    """Whether ``path`` has file capabilities (how some systems ship ``newuidmap``)."""
+    try:
+        return bool(os.getxattr(path, "security.capability"))
+    except OSError:
+        return False
+
+
+def layout_map(*, image: bool) -> Subordinate | OwnId | None:
+    """``unprivileged()`` where sandboxes are on the layout and the fake is not root."""
+    return None if image or os.geteuid() == 0 else unprivileged()
+
+
+@functools.cache
+def unprivileged() -> Subordinate | OwnId:
+    """How an unprivileged fake maps its sandboxes' ids (the module's docstring), decided once
+    with a trial run of ``newuidmap``/``newgidmap``."""
+    uid, gid = os.getuid(), os.getgid()
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return OwnId(uid, gid, f"uid {uid} has no /etc/passwd entry, which newuidmap needs")
+    keys = (name, str(uid))
+    subuid, subgid = _subordinate(_FILES[0], keys), _subordinate(_FILES[1], keys)
+    if subuid is None or subgid is None:
+        lacking = _FILES[0] if subuid is None else _FILES[1]
+        return OwnId(uid, gid, f"{lacking} gives {name} no range of {SIZE - 1} ids")
+    missing = _helper_missing()
+    if missing is not None:
+        return OwnId(uid, gid, missing)
+    found = Subordinate(uid, gid, subuid, subgid)
+    try:
+        with _unmapped() as pid:
+            map_user_namespace(pid, found)
+    except OSError as exc:
+        return OwnId(uid, gid, str(exc))
+    return found

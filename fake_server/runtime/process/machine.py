@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from fake_server.runtime.api import Image, Meter
     from fake_server.runtime.process.bridges import Hub
     from fake_server.runtime.process.confine import Confinement
-    from fake_server.runtime.process.idmap import IdRange
+    from fake_server.runtime.process.idmap import IdRange, OwnId, Subordinate
     from fake_server.runtime.process.netmode import NetworkMode
     from fake_server.runtime.process.network import Link, Network
     from fake_server.runtime.process.rootfs import SandboxRoot
@@ -64,6 +64,8 @@ class Owner(Protocol):
     ids: IdRange | None
     #: What its sandboxes boot (``system``): whether the X desktop is there.
     system: System
+    #: An unprivileged fake's map of the layout's ids (``idmap.unprivileged``), else ``None``.
+    layout_map: Subordinate | OwnId | None
 
     @property
     def confinement(self) -> Confinement | None: ...
@@ -193,6 +195,7 @@ class ProcessMachine:
             self._cgroup.apply(self._limits)
 
     def runner(self, clock: Clock) -> Runner:
+        layout = self._owner.layout_map if self.rootfs is None else None
         return Runner(
             self._owner.bwrap,
             self.root,
@@ -207,6 +210,7 @@ class ProcessMachine:
             stopping=lambda: self.stopping,
             confinement=self._owner.confinement if self.rootfs is not None else None,
             clock=clock,
+            layout_map=layout,
         )
 
     def desktop(self, clock: Clock, width: int, height: int) -> XDesktop:

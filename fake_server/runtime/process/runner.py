@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from fake_server.runtime.argv import check_argv, check_env
 from fake_server.runtime.environment import BASE_ENV
 from fake_server.runtime.pipes import ProcessSignal, StdinPipe
-from fake_server.runtime.process import pty, seccomp, tree
+from fake_server.runtime.process import idmap, pty, seccomp, tree
+from fake_server.runtime.process.confine import mask_argv
 from fake_server.runtime.process.guest import INIT
 from fake_server.runtime.process.heldopen import drain
 from fake_server.runtime.process.netns import nsenter_path
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.confine import Confinement, Handoff
     from fake_server.runtime.process.dirdisk import DirDisk
     from fake_server.runtime.process.guest import Guest
+    from fake_server.runtime.process.idmap import OwnId, Subordinate
     from fake_server.runtime.process.netns import NetNamespace
     from fake_server.runtime.process.rootfs import SandboxRoot
     from fake_server.runtime.terminal import Terminal
@@ -62,6 +64,7 @@ def bwrap_argv(
     own_net: bool = False,
     image: bool = False,
     init: bool = False,
+    handoff: Handoff | None = None,
 ) -> list[str]:
     """bwrap's options for a process of the sandbox whose root directory is ``root`` (its
     init, pid 1 of the namespace, with ``init``).
@@ -70,11 +73,19 @@ def bwrap_argv(
     root (uid 0 of its user namespace); without, the root is the host-directory layout, seen
     with the host's ``/usr`` read-only over it, and the process runs as ``sandbox``.
     Without ``own_net`` the process runs in its sandbox's network namespace (``netns``); with
-    it, in one of its own (``--unshare-net``: loopback only, shared with nothing)."""
+    it, in one of its own (``--unshare-net``: loopback only, shared with nothing). With
+    ``handoff`` bwrap waits for the fake to map the user namespace (an unprivileged fake's,
+    ``idmap.unprivileged``) instead of mapping the caller's id itself. ``/proc`` is masked
+    as ``confine`` masks it."""
     uid = "0" if image else str(UID)
+    mapped = (
+        ["--userns-block-fd", str(handoff.block), "--info-fd", str(handoff.info)]
+        if handoff is not None
+        else []
+    )
     argv = [
         bwrap,
-        "--unshare-user", "--uid", uid, "--gid", uid,
+        "--unshare-user", *mapped, "--uid", uid, "--gid", uid,
         "--unshare-pid", "--unshare-ipc", "--unshare-uts",
         *(["--unshare-net"] if own_net else []),
         "--hostname", "sandbox",
@@ -85,19 +96,24 @@ def bwrap_argv(
         argv += ["--ro-bind", "/usr", "/usr"]
         for name in _HOST_ETC:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--clearenv"]
+    argv += ["--proc", "/proc", *mask_argv(), "--dev", "/dev", "--clearenv"]
     for key, value in env.items():
         argv += ["--setenv", key, value]
     argv += ["--chdir", cwd, *(["--as-pid-1"] if init else []), "--"]
     return argv
 
 
-def enter_argv(nsenter: str, init: int, cwd: str, *, uid: int = UID) -> list[str]:
+def enter_argv(
+    nsenter: str, init: int, cwd: str, *, uid: int = UID, own_id: bool = False
+) -> list[str]:
     """``nsenter``'s options that run a command in the namespaces of the sandbox's ``init``:
-    as ``uid``, in ``cwd`` of its root; the environment is ``nsenter``'s own."""
+    as ``uid``, in ``cwd`` of its root; the environment is ``nsenter``'s own. ``own_id``: the
+    namespace maps the caller's own id alone (``idmap.OwnId``), which is ``uid`` inside
+    already, and denies ``setgroups``: the credentials stay as they are."""
+    ids = ["--preserve-credentials"] if own_id else [f"--setuid={uid}", f"--setgid={uid}"]
     return [
         nsenter, f"--target={init}", "--user", "--mount", "--pid", "--ipc", "--uts", "--net",
-        "--root", f"--wdns={cwd}", f"--setuid={uid}", f"--setgid={uid}", "--",
+        "--root", f"--wdns={cwd}", *ids, "--",
     ]  # fmt: skip
 
 
@@ -216,10 +232,14 @@ class Runner:
         stopping: Callable[[], bool] = lambda: False,
         confinement: Confinement | None = None,
         clock: Clock | None = None,
+        layout_map: Subordinate | OwnId | None = None,
     ) -> None:
-        """``confinement``: how an image sandbox is confined (its ids, seccomp, masks)."""
+        """``confinement``: how an image sandbox is confined (its ids, seccomp, masks);
+        ``layout_map``: the map of an unprivileged fake's sandbox on the host-directory
+        layout (``idmap.unprivileged``)."""
         self._bwrap = bwrap
         self._confinement = confinement if rootfs is not None else None
+        self._layout_map = layout_map if rootfs is None else None
         #: The fake's clock, which follows real time while a program of this runner runs.
         self._clock = clock
         #: Whether the fake is stopping: a run registered from now on is killed at once.
@@ -320,9 +340,10 @@ class Runner:
         environment = {**BASE_ENV, **user, **await self._extra_env(), **check_env(env or {})}
         confinement = self._confinement
         init = await self._guest.start(
-            self._init_argv, None if confinement is None else confinement.ids
+            self._init_argv, self._layout_map if confinement is None else confinement.ids
         )
-        prefix = enter_argv(nsenter_path(), init, workdir, uid=0 if image else UID)
+        own_id = isinstance(self._layout_map, idmap.OwnId)
+        prefix = enter_argv(nsenter_path(), init, workdir, uid=0 if image else UID, own_id=own_id)
         passed: tuple[int, ...] = ()
         if confinement is not None and seccomp.available() is None:  # handed over to the spawn
             passed = (seccomp.program_fd(),)
@@ -386,7 +407,7 @@ class Runner:
             return argv if self._cgroup is None else self._cgroup.wrap(argv)
         command = bwrap_argv(
             self._bwrap, root, "/", {"PATH": BASE_ENV["PATH"]},
-            own_net=self._net is None, image=image, init=True,
+            own_net=self._net is None, image=image, init=True, handoff=handoff,
         )  # fmt: skip
         enter = self._net_enter()
         if self._rootfs is not None:
