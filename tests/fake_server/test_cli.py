@@ -296,8 +296,10 @@ def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_miss
     """Not root: bubblewrap runs, so ``auto`` serves it, with a network per process and the
     host's programs instead of the image."""
     from fake_server.__main__ import _runtime
-    from fake_server.runtime.process import cgroups, netmode, system
+    from fake_server.runtime.process import cgroups, idmap, netmode, system
 
+    own = idmap.OwnId(5000, 5000, "uid 5000 has no /etc/passwd entry, which newuidmap needs")
+    monkeypatch.setattr(idmap, "layout_map", lambda image: None if image else own)
     monkeypatch.setattr(netmode, "detect", lambda: netmode.NetworkMode("not root"))
     monkeypatch.setattr(system, "_no_mounts", lambda: "not root")
     monkeypatch.setattr(cgroups.os, "access", lambda path, mode: False)
@@ -306,8 +308,10 @@ def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_miss
         "runtime: process (no shared sandbox network: not root)\n"
         "limits: none per sandbox (/sys/fs/cgroup/pids is not writable (not root); a "
         "sandbox can exhaust the host's memory and processes)\n"
-        "containment: user sandbox is the caller's own id on the host; no seccomp filter (run "
-        "serve as root to contain sandboxes)\n"
+        "containment: user sandbox (uid 1000) is your own id 5000 on the host and the only id "
+        "mapped (no subordinate ids: uid 5000 has no /etc/passwd entry, which newuidmap "
+        "needs); /proc masked; no seccomp filter and no disk size per sandbox (the "
+        "host-directory layout)\n"
         "images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, python:3.12 boot the "
         "host's programs on a read-only /usr as user sandbox (no devbox:1 image: not root)"
     )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pwd
 from typing import TYPE_CHECKING
 
 import pytest
@@ -11,6 +13,7 @@ from fake_server.runtime.process import idmap
 from fake_server.runtime.process.rootdir import shift_owners
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
 
 
@@ -59,3 +62,111 @@ def test_files_a_version_before_id_ranges_kept_move_into_the_range(tmp_path: Pat
     }
     shift_owners(top, base)
     assert os.lstat(top / "home" / "user").st_uid == base + 1000
+
+
+_NO_SUBUID = "/etc/subuid gives dev no range of 65535 ids"
+_NO_SUBGID = "/etc/subgid gives dev no range of 65535 ids"
+#: Ranges by name and by uid, as ``newuidmap`` matches them.
+_RANGES = {
+    "/etc/subuid": [["dev", "200000", "65536"]],
+    "/etc/subgid": [["5000", "300000", "70000"]],
+}
+_REFUSED = "newuidmap failed: newuidmap: uid range [0-1000) -> [200000-201000) not allowed"
+
+
+def _unprivileged(
+    monkeypatch: pytest.MonkeyPatch,
+    files: dict[str, list[list[str]]],
+    *,
+    named: bool = True,
+    helpers: bool = True,
+) -> idmap.Subordinate | idmap.OwnId:
+    """``idmap.unprivileged()`` as uid 5000 (gid 5001) with ``files`` for the subordinate
+    ranges, a name or none, and ``newuidmap``/``newgidmap`` present (setuid) or not."""
+
+    def getpwuid(uid: int) -> pwd.struct_passwd:
+        if not named:
+            raise KeyError(uid)
+        return pwd.struct_passwd(("dev", "x", uid, 5001, "", "/home/dev", "/bin/sh"))
+
+    monkeypatch.setattr(idmap.os, "getuid", lambda: 5000)
+    monkeypatch.setattr(idmap.os, "getgid", lambda: 5001)
+    monkeypatch.setattr(idmap.pwd, "getpwuid", getpwuid)
+    monkeypatch.setattr(idmap, "_lines", lambda name: files.get(name, []))
+    monkeypatch.setattr(
+        idmap.shutil, "which", lambda program, path=None: f"/usr/bin/{program}" if helpers else None
+    )
+    return idmap.unprivileged.__wrapped__()
+
+
+def test_an_unprivileged_caller_without_a_name_maps_its_own_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _unprivileged(monkeypatch, {}, named=False) == idmap.OwnId(
+        5000, 5001, "uid 5000 has no /etc/passwd entry, which newuidmap needs"
+    )
+
+
+@pytest.mark.parametrize(
+    ("subuid", "subgid", "why"),
+    [
+        ([], [["dev", "200000", "65536"]], _NO_SUBUID),
+        ([["dev", "200000", "65536"]], [["dev", "300000", "1000"]], _NO_SUBGID),
+        ([["eve", "200000", "65536"]], [["dev", "300000", "65536"]], _NO_SUBUID),
+    ],
+)  # fmt: skip
+def test_an_unprivileged_caller_without_ranges_maps_its_own_id(
+    monkeypatch: pytest.MonkeyPatch, subuid: list[list[str]], subgid: list[list[str]], why: str
+) -> None:
+    files = {"/etc/subuid": subuid, "/etc/subgid": subgid}
+    assert _unprivileged(monkeypatch, files) == idmap.OwnId(5000, 5001, why)
+
+
+def test_without_newuidmap_the_callers_own_id_is_mapped_and_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    files = {
+        "/etc/subuid": [["dev", "200000", "65536"]],
+        "/etc/subgid": [["5000", "300000", "70000"]],
+    }
+    found = _unprivileged(monkeypatch, files, helpers=False)
+    assert found == idmap.OwnId(5000, 5001, "newuidmap is missing (Debian's uidmap package)")
+
+
+def test_a_refused_trial_map_falls_back_to_the_callers_own_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ranges and helpers present, but ``newuidmap`` refuses (a range another user holds):
+    its last line says why."""
+    files = {
+        "/etc/subuid": [["dev", "200000", "65536"]],
+        "/etc/subgid": [["5000", "300000", "70000"]],
+    }
+    monkeypatch.setattr(idmap.os, "stat", lambda path: os.stat_result((0o104755,) + (0,) * 9))
+    tried: list[idmap.Subordinate] = []
+
+    @contextlib.contextmanager
+    def unmapped() -> Iterator[int]:
+        yield 4242
+
+    def refuse(pid: int, ids: idmap.Subordinate) -> None:
+        tried.append(ids)
+        raise OSError(
+            "newuidmap failed: newuidmap: uid range [0-1000) -> [200000-201000) not allowed"
+        )
+
+    monkeypatch.setattr(idmap, "_unmapped", unmapped)
+    monkeypatch.setattr(idmap, "map_user_namespace", refuse)
+    found = _unprivileged(monkeypatch, files)
+    assert tried == [idmap.Subordinate(5000, 5001, 200000, 300000)]
+    assert found == idmap.OwnId(5000, 5001, _REFUSED)
+    monkeypatch.setattr(idmap, "map_user_namespace", lambda pid, ids: None)
+    assert _unprivileged(monkeypatch, files) == idmap.Subordinate(5000, 5001, 200000, 300000)
+
+
+def test_the_subordinate_map_gives_the_caller_uid_1000_and_the_rest_its_ranges() -> None:
+    ids = idmap.Subordinate(5000, 5001, 200000, 300000)
+    assert ids.args(5000, 200000) == [
+        "0", "200000", "1000", "1000", "5000", "1", "1001", "201000", "64535",
+    ]  # fmt: skip
+    assert ids.args(5001, 300000)[3:6] == ["1000", "5001", "1"]
