@@ -179,10 +179,10 @@ async def map_when_ready(info: int, block: int, ids: IdRange | Subordinate | Own
             finally:
                 transport.close()
         pid = int(json.loads(text)["child-pid"])
-        if isinstance(ids, idmap.IdRange):
-            idmap.map_user_namespace(pid, ids)
-        else:  # newuidmap and newgidmap: two short programs, off the event loop
+        if isinstance(ids, idmap.Subordinate):  # newuidmap and newgidmap, off the event loop
             await asyncio.to_thread(idmap.map_user_namespace, pid, ids)
+        else:
+            idmap.map_user_namespace(pid, ids)
         os.write(block, b"1")
     finally:
         with contextlib.suppress(OSError):

@@ -26,7 +26,7 @@ import subprocess
 import time
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.process import confine, idmap, tree
+from fake_server.runtime.process import confine, tree
 from fake_server.runtime.process.spawn import make_pipes
 
 if TYPE_CHECKING:
@@ -59,18 +59,20 @@ class Guest:
         self,
         argv: Callable[[Handoff | None], list[str]],
         ids: IdRange | Subordinate | OwnId | None = None,
+        *,
+        with_filter: bool = True,
     ) -> int:
         """The init's host pid; the first call starts it with ``argv(handoff)`` (bwrap's argv).
 
         With ``ids`` the init makes a user namespace the fake maps onto ``ids`` before it goes
-        on (``confine``: ``handoff`` names the descriptors it gets; the seccomp filter too for
-        an ``IdRange``); without, ``handoff`` is ``None`` and bwrap maps one id itself."""
+        on (``confine``: ``handoff`` names the descriptors it gets, the seccomp filter too
+        ``with_filter``); without, ``handoff`` is ``None`` and bwrap maps one id itself."""
         if self.pid is not None:
             return self.pid
         if self._closed:
             raise RuntimeError("the sandbox was destroyed")
         if self._starting is None:
-            self._starting = asyncio.ensure_future(self._start(argv, ids))
+            self._starting = asyncio.ensure_future(self._start(argv, ids, with_filter))
         try:
             return await asyncio.shield(self._starting)
         except BaseException:
@@ -82,12 +84,11 @@ class Guest:
         self,
         make_argv: Callable[[Handoff | None], list[str]],
         ids: IdRange | Subordinate | OwnId | None,
+        with_filter: bool,
     ) -> int:
         pipes, ends = await make_pipes()
         handoff, block, info = (
-            confine.handoff(with_filter=isinstance(ids, idmap.IdRange))
-            if ids is not None
-            else (None, -1, -1)
+            confine.handoff(with_filter=with_filter) if ids is not None else (None, -1, -1)
         )
         try:
             # Popen, not asyncio: the fake reaps it itself at close, whether a loop runs or not

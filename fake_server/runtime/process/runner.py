@@ -236,7 +236,7 @@ class Runner:
     ) -> None:
         """``confinement``: how an image sandbox is confined (its ids, seccomp, masks);
         ``layout_map``: the map of an unprivileged fake's sandbox on the host-directory
-        layout (``idmap.unprivileged``)."""
+        layout (``idmap.layout_map``)."""
         self._bwrap = bwrap
         self._confinement = confinement if rootfs is not None else None
         self._layout_map = layout_map if rootfs is None else None
@@ -340,7 +340,9 @@ class Runner:
         environment = {**BASE_ENV, **user, **await self._extra_env(), **check_env(env or {})}
         confinement = self._confinement
         init = await self._guest.start(
-            self._init_argv, self._layout_map if confinement is None else confinement.ids
+            self._init_argv,
+            self._layout_map if confinement is None else confinement.ids,
+            with_filter=confinement is not None,
         )
         own_id = isinstance(self._layout_map, idmap.OwnId)
         prefix = enter_argv(nsenter_path(), init, workdir, uid=0 if image else UID, own_id=own_id)
