@@ -49,8 +49,9 @@ fresh clone with none of them):
   `npm install --prefix .ci/node @nodeops-createos/sandbox@0.7.1` and
   `export CREATEOS_TS_SDK_NODE_PATH=$PWD/.ci/node/node_modules`;
 - for the reliability step (`pytest -m reliability`): Debian's Chromium
-  (`apt-get install chromium`), and nftables (`apt-get install nftables`) for sandboxes'
-  way out to the network.
+  (`apt-get install chromium`), nftables (`apt-get install nftables`) for sandboxes'
+  way out to the network, and uidmap (`apt-get install uidmap`: `newuidmap`, which maps an
+  unprivileged `serve`'s sandboxes onto the caller's subordinate ids).
 """
 
 
