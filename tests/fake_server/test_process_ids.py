@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import pwd
@@ -9,8 +10,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from fake_server.runtime.process import idmap
+from fake_server.clock import VirtualClock
+from fake_server.runtime.process import ProcessRuntime, confine, idmap
 from fake_server.runtime.process.rootdir import shift_owners
+from fake_server.runtime.process.system import System
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -170,3 +173,53 @@ def test_the_subordinate_map_gives_the_caller_uid_1000_and_the_rest_its_ranges()
         "0", "200000", "1000", "1000", "5000", "1", "1001", "201000", "64535",
     ]  # fmt: skip
     assert ids.args(5001, 300000)[3:6] == ["1000", "5001", "1"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the layout's own range needs root")
+def test_the_layout_as_root_maps_user_sandbox_into_the_range(tmp_path: Path) -> None:
+    """``--image-fallback`` as root: user ``sandbox`` was the host's root (``1000 0 1``); it
+    is the range's id 1000 now, owning the layout and what it writes, and a file of the
+    host's root in its home stays unwritable. The sandbox's directory is under pytest's
+    (root-only) temporary directory: the init reaches it through its own mount namespace."""
+    runtime = ProcessRuntime(base=tmp_path / "sandboxes", system=System(missing="test"))
+    ids = idmap.host_range()
+    assert runtime.layout_map == ids
+    assert confine.describe(None, ids) == (
+        f"containment: user sandbox (uid 1000) is host id {ids.base + 1000}, the sandbox's "
+        f"ids (root included) host ids {ids.base}-{ids.base + 65535}; /proc masked; no seccomp "
+        "filter and no disk size per sandbox (the host-directory layout)"
+    )
+    try:
+        machine = runtime.new_sandbox("sb")
+        home = machine.directory / "home" / "sandbox"
+        planted = home / "roots"
+        planted.write_text("root's\n")
+        os.chown(planted, 0, 0)
+        output: list[bytes] = []
+
+        async def sink(data: bytes) -> None:
+            output.append(data)
+
+        async def run() -> int:
+            script = (
+                "id -u; cat /proc/self/uid_map; echo made > ~/made; stat -c %u ~/roots\n"
+                "echo x >> ~/roots\necho 1 > /proc/sys/kernel/core_uses_pid\n"
+            )
+            return await machine.runner(VirtualClock()).run(
+                ["sh", "-c", f"exec 2>&1\n{script}"], on_stdout=sink, on_stderr=sink
+            )
+
+        assert asyncio.run(run()) == 2
+        assert b"".join(output).decode().split("\n") == [
+            "1000",
+            f"{0:>10} {ids.base:>10} {65536:>10}",
+            "65534",
+            "sh: 3: cannot create /home/sandbox/roots: Permission denied",
+            "sh: 4: cannot create /proc/sys/kernel/core_uses_pid: Read-only file system",
+            "",
+        ]
+        made = os.stat(home / "made")
+        assert (made.st_uid, made.st_gid) == ids.layout_owner
+        assert planted.read_text() == "root's\n"
+    finally:
+        runtime.close()

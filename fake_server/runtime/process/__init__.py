@@ -103,7 +103,7 @@ class ProcessRuntime:
         #: The host ids of sandboxes' users: a range of the fake's own where they boot the image
         #: (root inside is an unprivileged id outside), none on the host-directory layout.
         self.ids = idmap.host_range() if self.system.image else None
-        #: An unprivileged fake's map of the layout's ids (``idmap.unprivileged``).
+        #: The map of the layout's ids (``idmap.layout_map``); ``None`` with the image.
         self.layout_map = idmap.layout_map(image=self.system.image)
         self.base = base
         self.kept = kept
@@ -115,14 +115,34 @@ class ProcessRuntime:
         #: lxcfs for the sandboxes' ``/proc`` (``procview``), started with the image's space.
         self._procview: ProcView | None = None
         self._procview_tried = False
+        self._layout_bwrap: str | None = None
         self._images: ImageSpace | None = None
         self.machines: dict[str, ProcessMachine] = {}
         self.hubs: dict[str, Hub] = {}
         self._forks = 0
         #: Disk buckets' host directories, in the fake's directory (gone at close) unless kept.
         self.buckets = buckets.BucketDirs(
-            self._bucket_base, lambda: None if self.ids is None else self.ids.owner
+            self._bucket_base, lambda: self.files_owner(image=self.system.image)
         )
+
+    def files_owner(self, *, image: bool) -> tuple[int, int] | None:
+        """Who owns on the host what the fake writes for a sandbox (uploads, disk buckets):
+        the sandbox's root on the image, user ``sandbox`` on the layout as root; ``None``:
+        the fake's own id (unprivileged: user ``sandbox`` inside)."""
+        if image:
+            return None if self.ids is None else self.ids.owner
+        layout = self.layout_map
+        return layout.layout_owner if isinstance(layout, idmap.IdRange) else None
+
+    @property
+    def layout_bwrap(self) -> str:
+        """The bwrap a layout sandbox's init runs: as root, a copy the range's ids can run
+        (``reachable_copy``), since the init runs it as the range's first id."""
+        if not isinstance(self.layout_map, idmap.IdRange):
+            return self.bwrap
+        if self._layout_bwrap is None:
+            self._layout_bwrap = reachable_copy(self.bwrap, self.scratch.programs)
+        return self._layout_bwrap
 
     @property
     def fake_root(self) -> FakeRoot:
@@ -211,6 +231,9 @@ class ProcessRuntime:
         else:
             if source is None:
                 make_layout(directory)
+                owner = self.files_owner(image=False)
+                if owner is not None:
+                    idmap.give(directory, owner)
             else:
                 copy_tree(source.directory, directory)
             machine = ProcessMachine(self, directory)
@@ -338,3 +361,4 @@ class ProcessRuntime:
         if scratch is not None:
             scratch.close()
         self._confinement = None
+        self._layout_bwrap = None

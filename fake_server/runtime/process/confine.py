@@ -48,17 +48,16 @@ MASKED = (
 READ_ONLY = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
 
 
-def describe(ids: IdRange | None, layout: Subordinate | OwnId | None = None) -> str:
+def describe(ids: IdRange | None, layout: IdRange | Subordinate | OwnId | None = None) -> str:
     """``serve``'s start-up line about how sandboxes are confined: with ``ids`` the image's,
-    else the host-directory layout's (``layout``: an unprivileged fake's map)."""
+    else the host-directory layout's with its map (``idmap.layout_map``)."""
     if ids is None:
-        mapped = (
-            "user sandbox is the host's root (uid 0): the host-directory layout as root "
-            "(serve without --image-fallback, where the devbox:1 image builds, maps root "
-            "inside to an unprivileged range)"
-            if layout is None
-            else layout.describe()
-        )
+        if layout is None:
+            mapped = "user sandbox is the caller's own id on the host"
+        elif isinstance(layout, idmap.IdRange):
+            mapped = layout.describe_layout()
+        else:
+            mapped = layout.describe()
         return (
             f"containment: {mapped}; /proc masked; no seccomp filter and no disk size per "
             "sandbox (the host-directory layout)"

@@ -12,8 +12,10 @@ The image's files (the host's, owned by host root) are shown through idmapped mo
 (``mountns.idmapped``) with this map, so they belong to root inside; files the fake itself
 creates in a sandbox are given to ``base`` (``owner``).
 
-Run as another user, the fake cannot map ids it does not own: sandboxes are on the
-host-directory layout (user ``sandbox``, ``LAYOUT_ID`` inside, is the caller), and
+On the host-directory layout as root (``--image-fallback``) the sandbox's ids are the same
+range, user ``sandbox`` (``LAYOUT_ID``) its id ``base + 1000``, who owns the layout
+(``give``). Run as another user, the fake cannot map ids it does not own: sandboxes are on
+the host-directory layout (user ``sandbox``, ``LAYOUT_ID`` inside, is the caller), and
 ``unprivileged()`` decides the rest of the map once. Where the caller has subordinate ranges
 of at least 65,535 ids in ``/etc/subuid`` and ``/etc/subgid`` and ``newuidmap``/``newgidmap``
 (Debian's ``uidmap``) map them in a trial run, the sandbox's other ids, root included, are
@@ -38,6 +40,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
 __all__ = [
     "DEFAULT_BASE",
@@ -46,6 +49,7 @@ __all__ = [
     "IdRange",
     "OwnId",
     "Subordinate",
+    "give",
     "host_range",
     "layout_map",
     "map_user_namespace",
@@ -74,6 +78,18 @@ class IdRange:
     def owner(self) -> tuple[int, int]:
         """The host uid and gid of the sandbox's root."""
         return self.base, self.base
+
+    @property
+    def layout_owner(self) -> tuple[int, int]:
+        """The host uid and gid of user ``sandbox`` (``LAYOUT_ID``) on the layout."""
+        return self.base + LAYOUT_ID, self.base + LAYOUT_ID
+
+    def describe_layout(self) -> str:
+        last = self.base + self.size - 1
+        return (
+            f"user sandbox (uid {LAYOUT_ID}) is host id {self.base + LAYOUT_ID}, the sandbox's "
+            f"ids (root included) host ids {self.base}-{last}"
+        )
 
     def map_line(self) -> str:
         """A ``uid_map``/``gid_map`` line giving a namespace this range."""
@@ -252,9 +268,20 @@ def _capabilities(path: str) -> bool:
         return False
 
 
-def layout_map(*, image: bool) -> Subordinate | OwnId | None:
-    """``unprivileged()`` where sandboxes are on the layout and the fake is not root."""
-    return None if image or os.geteuid() == 0 else unprivileged()
+def layout_map(*, image: bool) -> IdRange | Subordinate | OwnId | None:
+    """The map of sandboxes on the layout (``None`` where they boot the image): as root
+    ``host_range()`` (user ``sandbox`` is its id ``LAYOUT_ID``), else ``unprivileged()``."""
+    if image:
+        return None
+    return host_range() if os.geteuid() == 0 else unprivileged()
+
+
+def give(top: Path, owner: tuple[int, int]) -> None:
+    """Give ``top`` and everything below it to ``owner`` (a layout the fake made as root)."""
+    os.lchown(top, *owner)
+    for path, dirs, files in os.walk(top):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(path, name), *owner)
 
 
 @functools.cache

@@ -14,16 +14,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from fake_server.runtime.api import FeatureUnavailable, Usage
 from fake_server.runtime.environment import HOME
-from fake_server.runtime.process import buckets
+from fake_server.runtime.process import buckets, idmap
 from fake_server.runtime.process.agent import Agent
 from fake_server.runtime.process.cgroups import Limits, SandboxGroup
 from fake_server.runtime.process.desktop import XDesktop
 from fake_server.runtime.process.dirdisk import DirDisk
 from fake_server.runtime.process.guest import Guest
+from fake_server.runtime.process.mountns import MS_BIND, MS_REC, MountSpace, mount
 from fake_server.runtime.process.netns import NetNamespace
 from fake_server.runtime.process.realwait import RealWaits
 from fake_server.runtime.process.rootdir import remove_tree
-from fake_server.runtime.process.runner import USER_HOME, Run, Runner
+from fake_server.runtime.process.runner import LAYOUT_MOUNT, USER_HOME, Run, Runner
 from fake_server.runtime.process.selfpipe import SelfPipe
 
 if TYPE_CHECKING:
@@ -64,8 +65,13 @@ class Owner(Protocol):
     ids: IdRange | None
     #: What its sandboxes boot (``system``): whether the X desktop is there.
     system: System
-    #: An unprivileged fake's map of the layout's ids (``idmap.unprivileged``), else ``None``.
-    layout_map: Subordinate | OwnId | None
+    #: The map of the layout's ids (``idmap.layout_map``); ``None`` where sandboxes boot the image.
+    layout_map: IdRange | Subordinate | OwnId | None
+
+    @property
+    def layout_bwrap(self) -> str: ...
+
+    def files_owner(self, *, image: bool) -> tuple[int, int] | None: ...
 
     @property
     def confinement(self) -> Confinement | None: ...
@@ -112,12 +118,14 @@ class ProcessMachine:
         #: The sandbox's directory on the host (mount points, and its disk image if kept).
         self.directory = directory
         self._rootfs = rootfs
+        #: As root on the layout, the mount namespace its init enters (``layout_mount``).
+        self._layout_space: MountSpace[None] | None = None
         self._make_rootfs = make_rootfs
         #: The disk size the root file system is made with, while it is not made yet.
         self._disk_mib = disk_mib
         self.home = HOME if rootfs is not None or make_rootfs is not None else USER_HOME
-        ids = owner.ids if rootfs is not None or make_rootfs is not None else None
-        self._disk = DirDisk(lambda: self.root, owner=None if ids is None else ids.owner)
+        image = rootfs is not None or make_rootfs is not None
+        self._disk = DirDisk(lambda: self.root, owner=owner.files_owner(image=image))
         self.runs: dict[Any, Run] = {}
         #: Its init, whose namespaces every process enters (started by the first one).
         self.guest = Guest()
@@ -197,7 +205,7 @@ class ProcessMachine:
     def runner(self, clock: Clock) -> Runner:
         layout = self._owner.layout_map if self.rootfs is None else None
         return Runner(
-            self._owner.bwrap,
+            self._owner.layout_bwrap if layout is not None else self._owner.bwrap,
             self.root,
             self._disk,
             self.runs,
@@ -211,6 +219,7 @@ class ProcessMachine:
             confinement=self._owner.confinement if self.rootfs is not None else None,
             clock=clock,
             layout_map=layout,
+            layout_mount=self.layout_mount() if layout is not None else None,
         )
 
     def desktop(self, clock: Clock, width: int, height: int) -> XDesktop:
@@ -221,6 +230,20 @@ class ProcessMachine:
                 raise FeatureUnavailable(NO_DESKTOP)
             self._desktop = XDesktop(lambda: self.runner(clock), width, height)
         return self._desktop
+
+    def layout_mount(self) -> str | None:
+        """As root on the layout (``idmap.IdRange``), a mount namespace of the sandbox's own
+        with its directory bound at ``LAYOUT_MOUNT``, made on first use, where the init's
+        bwrap (the range's first id) reaches it whatever the directories above it let pass;
+        ``None`` elsewhere."""
+        if not isinstance(self._owner.layout_map, idmap.IdRange):
+            return None
+        if self._layout_space is None:
+            source = str(self.directory)
+            self._layout_space = MountSpace(
+                lambda: mount(source, LAYOUT_MOUNT, None, MS_BIND | MS_REC)
+            )
+        return self._layout_space.path
 
     def set_disk_size(self, disk_mib: int) -> None:
         """Writes past ``disk_mib`` fail with ENOSPC (the image's upper layer is that big)."""
@@ -413,4 +436,7 @@ class ProcessMachine:
         self._make_rootfs = None
         if self._rootfs is not None:
             self._rootfs.close()  # its mounts go with its last process (a kept disk is saved)
+        space, self._layout_space = self._layout_space, None
+        if space is not None:
+            space.close()
         self._owner.machines.pop(self.directory.name, None)

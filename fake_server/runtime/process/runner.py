@@ -36,17 +36,22 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.confine import Confinement, Handoff
     from fake_server.runtime.process.dirdisk import DirDisk
     from fake_server.runtime.process.guest import Guest
-    from fake_server.runtime.process.idmap import OwnId, Subordinate
+    from fake_server.runtime.process.idmap import IdRange, OwnId, Subordinate
     from fake_server.runtime.process.netns import NetNamespace
     from fake_server.runtime.process.rootfs import SandboxRoot
     from fake_server.runtime.terminal import Terminal
 
-__all__ = ["UID", "USER", "USER_HOME", "Run", "Runner", "bwrap_argv", "enter_argv"]
+__all__ = [
+    "LAYOUT_MOUNT", "UID", "USER", "USER_HOME", "Run", "Runner", "bwrap_argv", "enter_argv",
+]  # fmt: skip
 
 #: The user processes run as on the host-directory layout: its uid, name, and ``$HOME`` (also
 #: the default working directory). Where sandboxes boot the image they run as root, with
 #: ``BASE_ENV``'s user and ``$HOME``.
 UID, USER, USER_HOME = 1000, "sandbox", "/home/sandbox"
+#: Where a layout sandbox's directory is bound in its own mount namespace, as root (its
+#: init's bwrap, the id range's first id, may not pass the directories above it on the host).
+LAYOUT_MOUNT = "/mnt"
 #: Host files the sandbox sees read-only, when the host has them (libraries, certificates).
 _HOST_ETC = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl",
              "ca-certificates", "localtime", "mime.types")  # fmt: skip
@@ -232,14 +237,17 @@ class Runner:
         stopping: Callable[[], bool] = lambda: False,
         confinement: Confinement | None = None,
         clock: Clock | None = None,
-        layout_map: Subordinate | OwnId | None = None,
+        layout_map: IdRange | Subordinate | OwnId | None = None,
+        layout_mount: str | None = None,
     ) -> None:
         """``confinement``: how an image sandbox is confined (its ids, seccomp, masks);
-        ``layout_map``: the map of an unprivileged fake's sandbox on the host-directory
-        layout (``idmap.layout_map``)."""
+        ``layout_map``: the map of a sandbox on the host-directory layout
+        (``idmap.layout_map``; as root, ``bwrap`` must be a copy the range's ids can run,
+        and ``layout_mount`` the mount namespace with the root at ``LAYOUT_MOUNT``)."""
         self._bwrap = bwrap
         self._confinement = confinement if rootfs is not None else None
         self._layout_map = layout_map if rootfs is None else None
+        self._layout_mount = layout_mount
         #: The fake's clock, which follows real time while a program of this runner runs.
         self._clock = clock
         #: Whether the fake is stopping: a run registered from now on is killed at once.
@@ -407,14 +415,20 @@ class Runner:
             argv = [*command, "/bin/sh"]
             argv += ["-c", INIT]
             return argv if self._cgroup is None else self._cgroup.wrap(argv)
+        ranged = self._layout_map if isinstance(self._layout_map, idmap.IdRange) else None
+        enter = self._net_enter()
+        if ranged is not None and self._layout_mount is not None:
+            root, enter = LAYOUT_MOUNT, [*enter, f"--mount={self._layout_mount}"]
         command = bwrap_argv(
             self._bwrap, root, "/", {"PATH": BASE_ENV["PATH"]},
             own_net=self._net is None, image=image, init=True, handoff=handoff,
         )  # fmt: skip
-        enter = self._net_enter()
         if self._rootfs is not None:
             enter += self._rootfs.enter_args()
         prefix = [nsenter_path(), *enter, "--"] if enter else []
+        if ranged is not None:  # bwrap as the range's first id, root in the namespace it makes
+            ids = [f"--setuid={ranged.base}", f"--setgid={ranged.base}"]
+            prefix = [nsenter_path(), *enter, *ids, "--"]
         argv = [*prefix, *command, "/bin/sh", "-c", INIT]
         return argv if self._cgroup is None else self._cgroup.wrap(argv)
 
