@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
 __all__ = ["FILES", "as_user", "free_id", "subordinate_user"]
 
@@ -68,10 +68,11 @@ def _blocking(path: Path) -> Path | None:
     return None
 
 
-def as_user(uid: int, gid: int, holding: Path) -> list[str]:
+def as_user(uid: int, gid: int, holding: Path, hide: Sequence[str] = ()) -> list[str]:
     """The command prefix running a command as ``uid``/``gid`` (see the module's docstring);
-    ``holding``: an empty directory of the caller's for the bind mounts' sources."""
-    script = ["set -e"]
+    ``holding``: an empty directory of the caller's for the bind mounts' sources; ``hide``:
+    programs that command finds missing (``/dev/null``, not executable, bound over them)."""
+    script = ["set -e", *(f"mount --bind /dev/null {shlex.quote(path)}" for path in hide)]
     blocked: dict[Path, list[Path]] = {}
     for path in _needed():
         top = _blocking(path)

@@ -6,7 +6,8 @@ inside); ``serve`` runs here as a uid of its own through ``setpriv`` (``_unprivi
 two ways: a uid no ``/etc/passwd`` line names (the caller's own id alone is mapped), and one
 given a name and subordinate ranges for the module (its ``/etc/passwd``, ``/etc/subuid`` and
 ``/etc/subgid`` lines, removed after), where ``newuidmap``/``newgidmap`` map the sandbox's
-other 65,535 ids, root included, onto those ranges. Each checks from inside: the map, who
+other 65,535 ids, root included, onto those ranges (and, with ``newuidmap`` hidden, where the
+caller's own id alone is mapped and the line says why). Each checks from inside: the map, who
 owns on the host what the sandbox writes, that a file of the host's root in the sandbox's
 own directory stays unwritable, that the kernel's knobs stay out of reach, and that the
 start-up line names the map. Before these maps every exec of an unprivileged fake failed
@@ -25,16 +26,18 @@ from typing import TYPE_CHECKING
 import pytest
 
 from fake_server.runtime.process import idmap
+from tests._needs import needs_command
 from tests.security._attack import Target, serving
 from tests.security._unprivileged import as_user, free_id, subordinate_user
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
 pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("setpriv") is None,
-    reason="running serve as another user needs root and util-linux setpriv",
+    os.geteuid() != 0, reason="running serve as another user needs root"
 )
+#: The tests of the subordinate map (and of its fallback where ``newuidmap`` is hidden).
+_UIDMAP = needs_command("newuidmap", "uidmap's newuidmap", "apt-get install uidmap")
 
 #: Subordinate ids the module's named user gets (past every range the host hands out).
 _SUB_START = 1_500_000_000
@@ -59,9 +62,10 @@ class Unprivileged:
         return found[0]
 
 
-def _serve_as(uid: int) -> Iterator[Unprivileged]:
+def _serve_as(uid: int, hide: Sequence[str] = ()) -> Iterator[Unprivileged]:
     """``serve`` as ``uid``, its ``$HOME`` and ``$TMPDIR`` in a directory of the system's
-    temporary directory it can reach (pytest's own is root's alone), removed after."""
+    temporary directory it can reach (pytest's own is root's alone), removed after; the
+    programs ``hide`` names missing."""
     tmp = Path(tempfile.mkdtemp(prefix="createos-unprivileged-"))
     try:
         home, temp, holding = tmp / "home", tmp / "tmp", tmp / "holding"
@@ -72,7 +76,7 @@ def _serve_as(uid: int) -> Iterator[Unprivileged]:
         tmp.chmod(0o711)
         temp.chmod(0o711)
         env = {**os.environ, "HOME": str(home), "TMPDIR": str(temp), "PYTHONPATH": os.getcwd()}
-        prefix = as_user(uid, uid, holding)
+        prefix = as_user(uid, uid, holding, hide)
         with serving("--transitions", "immediate", prefix=prefix, env=env) as target:
             yield Unprivileged(target, uid, temp)
     finally:
@@ -85,14 +89,26 @@ def _own() -> Iterator[Unprivileged]:
     yield from _serve_as(free_id(61_000))
 
 
-@pytest.fixture(name="sub", scope="module")
-def _sub() -> Iterator[Unprivileged]:
-    """``serve`` as a named uid with subordinate ranges (removed after)."""
-    if shutil.which("newuidmap") is None:
-        pytest.skip("newuidmap is missing (apt-get install uidmap)")
+@pytest.fixture(name="named", scope="module")
+def _named() -> Iterator[int]:
+    """A uid with a name and subordinate ranges for the module (removed after)."""
     uid = free_id(62_000)
     with subordinate_user(uid, uid, _SUB_START):
-        yield from _serve_as(uid)
+        yield uid
+
+
+@pytest.fixture(name="sub", scope="module")
+def _sub(named: int) -> Iterator[Unprivileged]:
+    """``serve`` as the named uid with subordinate ranges."""
+    yield from _serve_as(named)
+
+
+@pytest.fixture(name="helpless", scope="module")
+def _helpless(named: int) -> Iterator[Unprivileged]:
+    """``serve`` as the named uid with subordinate ranges, where ``newuidmap`` is missing."""
+    found = shutil.which("newuidmap")
+    assert found is not None
+    yield from _serve_as(named, hide=(found,))
 
 
 def test_the_own_id_map_is_named_at_start_up(own: Unprivileged) -> None:
@@ -104,6 +120,7 @@ def test_the_own_id_map_is_named_at_start_up(own: Unprivileged) -> None:
     )
 
 
+@_UIDMAP
 def test_the_subordinate_map_is_named_at_start_up(sub: Unprivileged) -> None:
     last = _SUB_START + idmap.SIZE - 2
     assert sub.containment() == (
@@ -111,6 +128,22 @@ def test_the_subordinate_map_is_named_at_start_up(sub: Unprivileged) -> None:
         f"sandbox's other ids (root included) your subordinate ids {_SUB_START}-{last} "
         f"(/etc/subuid and /etc/subgid through newuidmap){_TAIL}"
     )
+
+
+@_UIDMAP
+def test_without_newuidmap_the_callers_own_id_is_mapped_and_named(
+    helpless: Unprivileged,
+) -> None:
+    """Subordinate ranges, but no ``newuidmap``: the caller's own id alone, and why."""
+    assert helpless.containment() == (
+        f"containment: user sandbox (uid 1000) is your own id {helpless.uid} on the host and "
+        "the only id mapped (no subordinate ids: newuidmap is missing (Debian's uidmap "
+        f"package)){_TAIL}"
+    )
+    sandbox = helpless.target.create()
+    code, out = helpless.target.sh(sandbox, "cat /proc/self/uid_map /proc/self/gid_map")
+    assert code == 0, out
+    assert [line.split() for line in out.splitlines()] == [["1000", str(helpless.uid), "1"]] * 2
 
 
 def test_the_own_id_map_inside(own: Unprivileged) -> None:
@@ -125,6 +158,7 @@ def test_the_own_id_map_inside(own: Unprivileged) -> None:
     ]
 
 
+@_UIDMAP
 def test_the_subordinate_map_inside(sub: Unprivileged) -> None:
     sandbox = sub.target.create()
     code, out = sub.target.sh(sandbox, "id; cat /proc/self/uid_map /proc/self/gid_map")
@@ -142,7 +176,7 @@ def test_the_subordinate_map_inside(sub: Unprivileged) -> None:
     ]
 
 
-@pytest.mark.parametrize("which", ["own", "sub"])
+@pytest.mark.parametrize("which", ["own", pytest.param("sub", marks=_UIDMAP)])
 def test_the_sandbox_owns_only_its_callers_files(
     which: str, request: pytest.FixtureRequest
 ) -> None:
@@ -174,7 +208,7 @@ def test_the_sandbox_owns_only_its_callers_files(
     assert planted.read_text() == "the host's root's\n"
 
 
-@pytest.mark.parametrize("which", ["own", "sub"])
+@pytest.mark.parametrize("which", ["own", pytest.param("sub", marks=_UIDMAP)])
 def test_the_kernels_knobs_stay_out_of_reach(which: str, request: pytest.FixtureRequest) -> None:
     """A host-wide sysctl and ``/proc/sysrq-trigger`` cannot be written (the latter is not
     even there in a ``/proc`` a user namespace mounts, on the kernels tried); ``/proc``'s
