@@ -310,7 +310,7 @@ def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_miss
         "sandbox can exhaust the host's memory and processes)\n"
         "containment: user sandbox (uid 1000) is your own id 5000 on the host and the only id "
         "mapped (no subordinate ids: uid 5000 has no /etc/passwd entry, which newuidmap "
-        "needs); /proc masked; no seccomp filter and no disk size per sandbox (the "
+        "needs); /proc masked, a seccomp filter; no disk size per sandbox (the "
         "host-directory layout)\n"
         "images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, python:3.12 boot the "
         "host's programs on a read-only /usr as user sandbox (no devbox:1 image: not root)"

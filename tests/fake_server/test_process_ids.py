@@ -179,15 +179,16 @@ def test_the_subordinate_map_gives_the_caller_uid_1000_and_the_rest_its_ranges()
 def test_the_layout_as_root_maps_user_sandbox_into_the_range(tmp_path: Path) -> None:
     """``--image-fallback`` as root: user ``sandbox`` was the host's root (``1000 0 1``); it
     is the range's id 1000 now, owning the layout and what it writes, and a file of the
-    host's root in its home stays unwritable. The sandbox's directory is under pytest's
-    (root-only) temporary directory: the init reaches it through its own mount namespace."""
+    host's root in its home stays unwritable; the seccomp filter holds in the init and in
+    each exec. The sandbox's directory is under pytest's (root-only) temporary directory:
+    the init reaches it through its own mount namespace."""
     runtime = ProcessRuntime(base=tmp_path / "sandboxes", system=System(missing="test"))
     ids = idmap.host_range()
     assert runtime.layout_map == ids
     assert confine.describe(None, ids) == (
         f"containment: user sandbox (uid 1000) is host id {ids.base + 1000}, the sandbox's "
-        f"ids (root included) host ids {ids.base}-{ids.base + 65535}; /proc masked; no seccomp "
-        "filter and no disk size per sandbox (the host-directory layout)"
+        f"ids (root included) host ids {ids.base}-{ids.base + 65535}; /proc masked, a seccomp "
+        "filter; no disk size per sandbox (the host-directory layout)"
     )
     try:
         machine = runtime.new_sandbox("sb")
@@ -204,18 +205,22 @@ def test_the_layout_as_root_maps_user_sandbox_into_the_range(tmp_path: Path) -> 
             script = (
                 "id -u; cat /proc/self/uid_map; echo made > ~/made; stat -c %u ~/roots\n"
                 "echo x >> ~/roots\necho 1 > /proc/sys/kernel/core_uses_pid\n"
+                "unshare -U true\ngrep -h ^Seccomp: /proc/1/status /proc/self/status\n"
             )
             return await machine.runner(VirtualClock()).run(
                 ["sh", "-c", f"exec 2>&1\n{script}"], on_stdout=sink, on_stderr=sink
             )
 
-        assert asyncio.run(run()) == 2
+        assert asyncio.run(run()) == 0
         assert b"".join(output).decode().split("\n") == [
             "1000",
             f"{0:>10} {ids.base:>10} {65536:>10}",
             "65534",
             "sh: 3: cannot create /home/sandbox/roots: Permission denied",
             "sh: 4: cannot create /proc/sys/kernel/core_uses_pid: Read-only file system",
+            "unshare: unshare failed: Operation not permitted",
+            "Seccomp:\t2",
+            "Seccomp:\t2",
             "",
         ]
         made = os.stat(home / "made")

@@ -16,6 +16,7 @@ start-up line names the map. Before these maps every exec of an unprivileged fak
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -41,7 +42,7 @@ _UIDMAP = needs_command("newuidmap", "uidmap's newuidmap", "apt-get install uidm
 
 #: Subordinate ids the module's named user gets (past every range the host hands out).
 _SUB_START = 1_500_000_000
-_TAIL = "; /proc masked; no seccomp filter and no disk size per sandbox (the host-directory layout)"
+_TAIL = "; /proc masked, a seccomp filter; no disk size per sandbox (the host-directory layout)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,4 +224,28 @@ def test_the_kernels_knobs_stay_out_of_reach(which: str, request: pytest.Fixture
     )
     assert out == (
         "bash: line 2: /proc/sys/kernel/core_uses_pid: Read-only file system\nsysrq=1\nlisted=1\n"
+    ), out
+
+
+@pytest.mark.parametrize("which", ["own", pytest.param("sub", marks=_UIDMAP)])
+def test_the_seccomp_filter_holds_in_every_process(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    """A nested user namespace (where most kernel exploits start) and a key in a kernel
+    keyring, both allowed to any unprivileged user, answer ``EPERM`` in an exec; the
+    sandbox's init (pid 1, the parent of what an exec leaves behind) runs under the filter
+    too."""
+    target = request.getfixturevalue(which).target
+    sandbox = target.create()
+    _code, out = target.sh(
+        sandbox,
+        "unshare -U true; echo unshare=$?\n"
+        "python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True); "
+        'print("add_key", l.syscall(248, b"user", b"k", b"v", 1, -2), ctypes.get_errno())\'\n'
+        "grep ^Seccomp: /proc/1/status /proc/self/status",
+    )
+    assert out == (
+        "unshare: unshare failed: Operation not permitted\nunshare=1\n"
+        f"add_key -1 {errno.EPERM}\n"
+        "/proc/1/status:Seccomp:\t2\n/proc/self/status:Seccomp:\t2\n"
     ), out

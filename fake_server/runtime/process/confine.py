@@ -51,19 +51,20 @@ READ_ONLY = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-tri
 def describe(ids: IdRange | None, layout: IdRange | Subordinate | OwnId | None = None) -> str:
     """``serve``'s start-up line about how sandboxes are confined: with ``ids`` the image's,
     else the host-directory layout's with its map (``idmap.layout_map``)."""
+    why = seccomp.available()
+    syscalls = "a seccomp filter" if why is None else f"no seccomp filter ({why})"
     if ids is None:
         if layout is None:
             mapped = "user sandbox is the caller's own id on the host"
+            syscalls = "no seccomp filter"
         elif isinstance(layout, idmap.IdRange):
             mapped = layout.describe_layout()
         else:
             mapped = layout.describe()
         return (
-            f"containment: {mapped}; /proc masked; no seccomp filter and no disk size per "
-            "sandbox (the host-directory layout)"
+            f"containment: {mapped}; /proc masked, {syscalls}; no disk size per sandbox (the "
+            "host-directory layout)"
         )
-    why = seccomp.available()
-    syscalls = "a seccomp filter" if why is None else f"no seccomp filter ({why})"
     last = ids.base + ids.size - 1
     root = f"root inside is host id {ids.base} (ids up to {last})"
     return f"containment: {root}, /proc masked, {syscalls}"

@@ -107,10 +107,12 @@ async def run_on_pty(
     env: dict[str, str] | None = None,
     pass_fds: Sequence[int] = (),
     root: str | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> tuple[int, _Run]:
     """Run ``command`` (``nsenter``'s argv, ending in ``setsid -cw …``) with a PTY as its stdio
     (in the ``devpts`` under ``root``, see ``open_pty``) and the descriptors ``pass_fds``
-    (handed over: closed once the child started).
+    (handed over: closed once the child started); ``preexec`` runs in the child before it
+    execs (a seccomp filter).
 
     Returns its exit status and the ``Run`` that ``track`` made for its pid. Output is
     read until every holder of the PTY closed it.
@@ -128,6 +130,7 @@ async def run_on_pty(
                 start_new_session=True,
                 env=env or {},
                 pass_fds=pass_fds,
+                preexec_fn=preexec,
             )
         )
         try:

@@ -80,14 +80,16 @@ def bwrap_argv(
     Without ``own_net`` the process runs in its sandbox's network namespace (``netns``); with
     it, in one of its own (``--unshare-net``: loopback only, shared with nothing). With
     ``handoff`` bwrap waits for the fake to map the user namespace (an unprivileged fake's,
-    ``idmap.unprivileged``) instead of mapping the caller's id itself. ``/proc`` is masked
-    as ``confine`` masks it."""
+    ``idmap.unprivileged``) instead of mapping the caller's id itself, and installs the
+    seccomp filter ``handoff`` holds. ``/proc`` is masked as ``confine`` masks it."""
     uid = "0" if image else str(UID)
     mapped = (
         ["--userns-block-fd", str(handoff.block), "--info-fd", str(handoff.info)]
         if handoff is not None
         else []
     )
+    if handoff is not None and handoff.filter >= 0:
+        mapped += ["--seccomp", str(handoff.filter)]
     argv = [
         bwrap,
         "--unshare-user", *mapped, "--uid", uid, "--gid", uid,
@@ -350,24 +352,32 @@ class Runner:
         init = await self._guest.start(
             self._init_argv,
             self._layout_map if confinement is None else confinement.ids,
-            with_filter=confinement is not None,
+            with_filter=confinement is not None or self._layout_map is not None,
         )
         own_id = isinstance(self._layout_map, idmap.OwnId)
         prefix = enter_argv(nsenter_path(), init, workdir, uid=0 if image else UID, own_id=own_id)
         passed: tuple[int, ...] = ()
+        preexec = None
         if confinement is not None and seccomp.available() is None:  # handed over to the spawn
             passed = (seccomp.program_fd(),)
             prefix = [*confinement.exec_prefix(passed[0]), *prefix]
+        elif self._layout_map is not None and seccomp.available() is None:
+            preexec = seccomp.installer()  # the spawn installs it in itself (``seccomp``)
         wrappers = 1 if passed else 0  # the bwrap installing the filter
         if self._cgroup is not None:
             prefix = self._cgroup.wrap(prefix)
         if terminal is not None:
             root = f"/proc/{init}/root"  # the PTY in the sandbox's own devpts
             return await self._run_on_pty(
-                prefix, args, terminal, stdin, on_stdout, environment, passed, root, started
-            )
+                prefix, args, terminal, stdin, on_stdout, environment, passed, root, started,
+                preexec,
+            )  # fmt: skip
         proc, pipes = await spawn(
-            [*prefix, *args], piped=stdin is not None, env=environment, pass_fds=passed
+            [*prefix, *args],
+            piped=stdin is not None,
+            env=environment,
+            pass_fds=passed,
+            preexec=preexec,
         )
         task = asyncio.current_task()
         run = self._register(
@@ -447,9 +457,11 @@ class Runner:
         pass_fds: Sequence[int] = (),
         root: str | None = None,
         started: Callable[[], None] | None = None,
+        preexec: Callable[[], None] | None = None,
     ) -> int:
         """``args`` as the session leader of a real PTY (``pty.run_on_pty``) made in the
-        devpts under ``root`` (the sandbox init's)."""
+        devpts under ``root`` (the sandbox init's); ``preexec``: the seccomp filter's
+        installer, where the spawn installs it."""
         task = asyncio.current_task()
         tracked: list[Run] = []
 
@@ -466,7 +478,7 @@ class Runner:
         command = [*prefix, pty.SETSID, "-cw", *args]
         try:
             code, run = await pty.run_on_pty(
-                command, terminal, stdin, sink, track, env, pass_fds, root
+                command, terminal, stdin, sink, track, env, pass_fds, root, preexec
             )
         finally:
             self._runs.pop(task, None)

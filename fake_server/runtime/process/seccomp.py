@@ -13,17 +13,25 @@ The program is compiled once with libseccomp (the ``pyseccomp`` binding; the lib
 every Debian and Ubuntu system, apt needs it) and handed to bwrap (``--seccomp FD``): the
 sandbox's init gets it, and so does every exec and managed process, through a bwrap that
 installs it before ``nsenter`` enters the sandbox (``setns`` stays allowed for that; a sandbox
-process can enter only namespaces its own user namespace owns).
+process can enter only namespaces its own user namespace owns). Where the fake is not root
+that bwrap would need a user namespace of its own, from which ``nsenter`` could not enter the
+sandbox's: there the spawn installs the filter itself before it runs ``nsenter``
+(``installer``), with ``no_new_privs`` as bwrap sets it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import functools
 import os
 import tempfile
+from typing import TYPE_CHECKING
 
-__all__ = ["DENIED", "available", "program", "program_fd"]
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["DENIED", "available", "installer", "program", "program_fd"]
 
 #: System calls that answer EPERM inside a sandbox.
 DENIED = (
@@ -89,3 +97,36 @@ def program_fd() -> int:
     finally:
         os.close(write)
     return read
+
+
+#: prctl(2)'s options, and the BPF filter program (``struct sock_fprog``) it takes.
+_PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
+
+
+class _Program(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+
+def installer() -> Callable[[], None]:
+    """What a child runs between fork and exec to install the filter in itself (a
+    ``preexec_fn``): everything it needs is made now, in the fake. ``RuntimeError`` where the
+    filter cannot be made (``available()``)."""
+    compiled = program()
+    if isinstance(compiled, str):
+        raise RuntimeError(compiled)
+    code = ctypes.create_string_buffer(compiled, len(compiled))
+    fprog = _Program(len(compiled) // 8, ctypes.addressof(code))  # 8 bytes per instruction
+    libc = ctypes.CDLL(None, use_errno=True)
+    prctl = libc.prctl
+    prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong)
+
+    def install() -> None:
+        keep = code  # the program's bytes live as long as this function
+        if (
+            prctl(_PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0
+            or prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0) != 0
+        ):
+            raise OSError(ctypes.get_errno(), "the seccomp filter cannot be installed")
+        del keep
+
+    return install

@@ -108,10 +108,12 @@ async def spawn(
     piped: bool,
     env: dict[str, str] | None = None,
     pass_fds: Sequence[int] = (),
+    preexec: Callable[[], None] | None = None,
 ) -> tuple[asyncio.subprocess.Process, Pipes]:
     """Start ``command`` with ``env`` and the descriptors ``pass_fds`` (handed over: they are
-    closed here once the child has its copies); cancelled meanwhile, it is killed with its
-    whole process group (asyncio would kill only the first process)."""
+    closed here once the child has its copies), ``preexec`` run in the child before it execs
+    (a seccomp filter); cancelled meanwhile, it is killed with its whole process group
+    (asyncio would kill only the first process)."""
     try:
         pipes, ends = await make_pipes()
     except BaseException:
@@ -126,6 +128,7 @@ async def spawn(
             start_new_session=True,
             env=env or {},
             pass_fds=pass_fds,
+            preexec_fn=preexec,
         )
     )
     try:
