@@ -79,9 +79,9 @@ def bwrap_argv(
     with the host's ``/usr`` read-only over it, and the process runs as ``sandbox``.
     Without ``own_net`` the process runs in its sandbox's network namespace (``netns``); with
     it, in one of its own (``--unshare-net``: loopback only, shared with nothing). With
-    ``handoff`` bwrap waits for the fake to map the user namespace (an unprivileged fake's,
-    ``idmap.unprivileged``) instead of mapping the caller's id itself, and installs the
-    seccomp filter ``handoff`` holds. ``/proc`` is masked as ``confine`` masks it."""
+    ``handoff`` bwrap waits for the fake to map the user namespace (``idmap.layout_map``)
+    instead of mapping the caller's id itself, and installs the seccomp filter ``handoff``
+    holds. ``/proc`` is masked as ``confine`` masks it."""
     uid = "0" if image else str(UID)
     mapped = (
         ["--userns-block-fd", str(handoff.block), "--info-fd", str(handoff.info)]

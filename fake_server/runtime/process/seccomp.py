@@ -107,10 +107,11 @@ class _Program(ctypes.Structure):
     _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
 
 
+@functools.cache
 def installer() -> Callable[[], None]:
     """What a child runs between fork and exec to install the filter in itself (a
-    ``preexec_fn``): everything it needs is made now, in the fake. ``RuntimeError`` where the
-    filter cannot be made (``available()``)."""
+    ``preexec_fn``): everything it needs is made once, in the fake. ``RuntimeError`` where
+    the filter cannot be made (``available()``)."""
     compiled = program()
     if isinstance(compiled, str):
         raise RuntimeError(compiled)
