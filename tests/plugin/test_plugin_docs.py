@@ -50,8 +50,11 @@ fresh clone with none of them):
   `export CREATEOS_TS_SDK_NODE_PATH=$PWD/.ci/node/node_modules`;
 - for the reliability step (`pytest -m reliability`): Debian's Chromium
   (`apt-get install chromium`), nftables (`apt-get install nftables`) for sandboxes'
-  way out to the network, and uidmap (`apt-get install uidmap`: `newuidmap`, which maps an
-  unprivileged `serve`'s sandboxes onto the caller's subordinate ids).
+  way out to the network, uidmap (`apt-get install uidmap`: `newuidmap`, which maps an
+  unprivileged `serve`'s sandboxes onto the caller's subordinate ids), lxcfs
+  (`apt-get install lxcfs`: `free` and `top` in a sandbox show its shape), and devbox:1's
+  Debian 13 tree with its X desktop (`apt-get install mmdebstrap && createos-fake image`,
+  once per machine).
 """
 
 
