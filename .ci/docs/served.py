@@ -9,8 +9,10 @@ and must exit 0 within ``STOP_WITHIN`` seconds.
 A page's ``--port 8080`` (or no ``--port``) becomes ``--port 0`` (a free port the kernel picks,
 read from the address it prints), and ``127.0.0.1:8080`` in the page's later blocks that port,
 so two runs on one machine never collide; ``HOME`` is the page's project directory, so
-``~/...`` state stays inside it. The page's later blocks get ``FAKE`` (its address), the
-variables it prints as ``export`` lines and ``CREATEOS_FAKE_CONTROL_KEY`` (its control key).
+``~/...`` state stays inside it, while the machine's cache of built images (``createos-fake
+image``: devbox:1's tree, bun) stays the machine's, as a user's serve finds it. The page's
+later blocks get ``FAKE`` (its address), the variables it prints as ``export`` lines and
+``CREATEOS_FAKE_CONTROL_KEY`` (its control key).
 """
 
 from __future__ import annotations
@@ -80,6 +82,11 @@ def _ready(url: str) -> bool:
         return False
 
 
+def _machine_cache(env: dict[str, str]) -> str:
+    """The cache directory of whoever runs the docs (where ``createos-fake image`` built)."""
+    return env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+
+
 def start(script: str, project: Path, env: dict[str, str], number: int) -> Served:
     """Start the block; return once it serves (or raise, having stopped it)."""
     output = project / f".serve-{number}.log"
@@ -87,7 +94,7 @@ def start(script: str, project: Path, env: dict[str, str], number: int) -> Serve
         process = subprocess.Popen(
             ["bash", "-e", "-c", _on_free_port(script)],
             cwd=project,
-            env={**env, "HOME": str(project)},
+            env={**env, "HOME": str(project), "XDG_CACHE_HOME": _machine_cache(env)},
             stdin=subprocess.DEVNULL,
             stdout=sink,
             stderr=subprocess.STDOUT,
