@@ -68,7 +68,7 @@ class FakeCreateOS:
         host, port: where to listen; port 0 picks a free port.
         preview_port: where preview URLs are served (on ``host``; 0 picks a free port): a port
             of their own, so nothing a sandbox serves shares the dashboard's origin
-            (``preview_origin``; ``fake_server.http.preview``).
+            (``preview_origin``; ``fake_server.http.handlers.preview``).
         runtime: what runs inside new sandboxes: ``"bashkit"`` (default; in-memory, on the
             fake's clock) or ``"process"`` (real programs under bubblewrap, on real time;
             ``RuntimeUnavailable`` where bubblewrap cannot run). Settable later.

@@ -33,8 +33,8 @@ from fake_server.dashboard.security import (
     set_session_cookie,
 )
 from fake_server.http.connections import request_finished, request_started
+from fake_server.http.handlers.preview import preview_of_host
 from fake_server.http.keys import STATE_KEY
-from fake_server.http.preview import preview_of_host
 from fake_server.http.shared_routes import SharedRoutes, shared_table
 
 if TYPE_CHECKING:

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 from yarl import URL
 
-from fake_server.http.control import reset
-from fake_server.http.fault_control import add_faults, clear_faults, remove_fault
+from fake_server.http.control.api import reset
+from fake_server.http.control.faults import add_faults, clear_faults, remove_fault
+from fake_server.http.control.sandboxes import ACTIONS, clear_journal
 from fake_server.http.keys import STATE_KEY
 from fake_server.http.routes import CONTROL_KEY_HEADER, CONTROL_PREFIX
-from fake_server.http.sandbox_control import ACTIONS, clear_journal
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

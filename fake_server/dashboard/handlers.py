@@ -23,7 +23,7 @@ from fake_server.dashboard.projections import (
 )
 from fake_server.dashboard.terminal import terminal
 from fake_server.faults import action_to_json
-from fake_server.http.control import control_routes
+from fake_server.http.control.api import control_routes
 from fake_server.http.keys import STATE_KEY
 from fake_server.http.routes import ROUTES
 from fake_server.http.wire.faults import fault_to_json, firing_to_json

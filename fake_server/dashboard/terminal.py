@@ -1,5 +1,5 @@
 """The dashboard's terminal: ``GET /_fake/ui/api/sandboxes/{id}/shell``, a WebSocket into a
-sandbox's login shell with the frames of ``…/shell-ws`` (``http.shell_frames``).
+sandbox's login shell with the frames of ``…/shell-ws`` (``http.streams.shell_frames``).
 
 The browser never holds an account's API key, so the shell is opened in-process for the
 sandbox's own account, through the same relay as ``…/shell-ws``. The dashboard's session
@@ -13,8 +13,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from fake_server.dashboard.security import same_origin
+from fake_server.http.handlers.shells import MAX_FRAME, relay_shell
 from fake_server.http.keys import STATE_KEY
-from fake_server.http.shells import MAX_FRAME, relay_shell
 from fake_server.http.wire.common import query_int
 from fake_server.models import ApiError
 

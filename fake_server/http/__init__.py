@@ -16,7 +16,7 @@ from fake_server.http.keys import (
 )
 from fake_server.http.routes import ROUTES
 from fake_server.http.state import AppState
-from fake_server.http.streams import BodyWriter, FrameWriter
+from fake_server.http.streams.writers import BodyWriter, FrameWriter
 
 __all__ = [
     "ACCOUNT_KEY",

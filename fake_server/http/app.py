@@ -6,9 +6,15 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from fake_server.http.control import control_routes
+from fake_server.http.control.api import control_routes
 from fake_server.http.fault_middleware import fault_middleware
-from fake_server.http.ingress import ingress, nowhere
+from fake_server.http.handlers.ingress import ingress, nowhere
+from fake_server.http.handlers.preview import (
+    HOST_FORM,
+    PREVIEW_APP_KEY,
+    PreviewHostResource,
+    as_path_form,
+)
 from fake_server.http.keys import ERRORS_KEY, STATE_KEY, WORLD_KEY
 from fake_server.http.middlewares import (
     auth_middleware,
@@ -16,12 +22,6 @@ from fake_server.http.middlewares import (
     not_implemented,
     rate_limit_middleware,
     reply_head,
-)
-from fake_server.http.preview import (
-    HOST_FORM,
-    PREVIEW_APP_KEY,
-    PreviewHostResource,
-    as_path_form,
 )
 from fake_server.http.routes import ROUTES, UNIMPLEMENTED
 from fake_server.http.shared_routes import SharedRoutes, shared_table
@@ -86,8 +86,8 @@ def create_app(state: AppState) -> web.Application:
 
 
 def create_preview_app(state: AppState) -> web.Application:
-    """The preview port's app (``http.preview``): the hostname form, the path form, and a 404
-    for anything else; no API, control or dashboard route, whatever the path."""
+    """The preview port's app (``http.handlers.preview``): the hostname form, the path form,
+    and a 404 for anything else; no API, control or dashboard route, whatever the path."""
     app = _app(state)
     app.middlewares.insert(0, as_path_form)
     app[PREVIEW_APP_KEY] = True

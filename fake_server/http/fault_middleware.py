@@ -34,7 +34,6 @@ from fake_server.faults import (
     StreamAction,
 )
 from fake_server.http.errors import error_response
-from fake_server.http.fault_streams import StreamCut, drop_connection, wrap_writer
 from fake_server.http.keys import (
     ACCOUNT_KEY,
     CALL_KEY,
@@ -44,6 +43,7 @@ from fake_server.http.keys import (
 )
 from fake_server.http.middlewares import event_of
 from fake_server.http.routes import is_control
+from fake_server.http.streams.faults import StreamCut, drop_connection, wrap_writer
 from fake_server.models import ApiError
 from fake_server.models.journal import Event
 

@@ -17,9 +17,9 @@ from aiohttp import web
 from fake_server.clock import EXCHANGE_HEADER
 from fake_server.clock.unreported import UNREPORTED, unreported_provider
 from fake_server.faults import Call
-from fake_server.http.commands import MAX_UPLOAD_BYTES
 from fake_server.http.connections import request_finished, request_started
 from fake_server.http.errors import error_response
+from fake_server.http.handlers.commands import MAX_UPLOAD_BYTES
 from fake_server.http.keys import (
     ACCOUNT_KEY,
     ANNOUNCED_KEY,

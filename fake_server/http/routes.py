@@ -5,20 +5,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fake_server import operations
-from fake_server.http import (
+from fake_server.http.handlers import (
     access_tokens,
     commands,
+    computer,
+    disks,
     ingress,
     meta,
     metrics,
+    networks,
     processes,
-    resources_computer,
-    resources_disks,
-    resources_networks,
-    resources_templates,
     sandbox_admin,
     sandboxes,
     shells,
+    templates,
     tunnels,
 )
 
@@ -41,7 +41,7 @@ __all__ = [
     "bind",
 ]
 
-#: Where the fake's own control API lives (``http.control``, ``http.fault_control``).
+#: Where the fake's own control API lives (``http.control.api``, ``http.control.faults``).
 CONTROL_PREFIX = "/_fake"
 #: The header carrying the control API's own credential (``FakeCreateOS.control_key``).
 CONTROL_KEY_HEADER = "X-Fake-Control-Key"
@@ -58,10 +58,10 @@ _FAMILIES: dict[str, ModuleType] = {
         meta,
         metrics,
         processes,
-        resources_computer,
-        resources_disks,
-        resources_networks,
-        resources_templates,
+        computer,
+        disks,
+        networks,
+        templates,
         sandbox_admin,
         sandboxes,
         shells,

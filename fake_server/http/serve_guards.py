@@ -3,7 +3,7 @@
 A fake on loopback is reachable from any web page the user opens: a page on a name that
 re-resolves to 127.0.0.1 (DNS rebinding) sends its own name in ``Host``, so requests for
 other names are refused before anything else runs. Names under ``localhost`` (the preview
-hostnames, ``http.preview``) are always accepted: browsers resolve them to loopback
+hostnames, ``http.handlers.preview``) are always accepted: browsers resolve them to loopback
 themselves (RFC 6761), so no page can rebind one. The log shows what a client did without
 what it sent: method, path (still percent-encoded, no query string), status, milliseconds and
 the fault that fired, never keys, bodies or query values.

@@ -41,7 +41,7 @@ class AppState:
     origin: Callable[[], str]
     #: Extra middlewares, run after authentication and rate limiting, before fault injection.
     middlewares: Sequence[Middleware] = field(default=())
-    #: The preview port's origin (``http.preview``), for preview URLs; empty: none served.
+    #: The preview port's origin (``http.handlers.preview``), for preview URLs; empty: none served.
     preview_origin: Callable[[], str] = field(default=lambda: "")
     #: The default account's API key (``PUT /_fake/credit`` without ``account``).
     default_key: Callable[[], str] = field(default=lambda: "")

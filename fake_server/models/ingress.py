@@ -1,7 +1,7 @@
 """Preview URLs: what answers at ``{origin}/_ingress/{sandbox}/{port}/…``.
 
 The service proxies a preview URL to the port inside the sandbox. ``preview()`` decides
-whether a request may reach the sandbox at all; the HTTP layer (``fake_server.http.ingress``)
+whether a request may reach the sandbox at all; the HTTP layer (``http.handlers.ingress``)
 then connects to the port through the sandbox's runtime: a process-runtime sandbox's servers
 answer (on bashkit, a server the test registered: ``fake.ports``); with nothing listening
 the answer is

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from fake_server.http.shells import IDLE_SECONDS, MAX_FRAME
+from fake_server.http.handlers.shells import IDLE_SECONDS, MAX_FRAME
 from tests.fake_server._process_runtime import process_fake
 
 if TYPE_CHECKING:

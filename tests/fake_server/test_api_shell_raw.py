@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
-from fake_server.http.shell_frames import RawFrames, Resize
-from fake_server.http.shells import IDLE_SECONDS, MAX_FRAME
+from fake_server.http.handlers.shells import IDLE_SECONDS, MAX_FRAME
+from fake_server.http.streams.shell_frames import RawFrames, Resize
 from tests.fake_server._process_runtime import process_fake
 
 if TYPE_CHECKING:

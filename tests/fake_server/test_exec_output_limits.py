@@ -153,7 +153,7 @@ async def test_the_notice_names_every_stream_bashkit_cut(
     ],
 )
 async def test_a_reply_in_pieces_is_the_reply_json_response_writes(value: Any) -> None:
-    from fake_server.http.streams import json_pieces
+    from fake_server.http.streams.writers import json_pieces
 
     pieces = list(json_pieces(value))
     assert "".join(pieces) == json.dumps(value)
@@ -166,7 +166,7 @@ async def test_a_large_buffered_result_is_written_in_pieces_and_journaled_by_siz
     make_sandbox: MakeSandbox,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from fake_server.http import commands
+    from fake_server.http.handlers import commands
 
     monkeypatch.setattr(commands, "LARGE_JSON", 100)
     sandbox_id = await make_sandbox()

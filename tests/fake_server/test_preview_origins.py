@@ -1,4 +1,4 @@
-"""Preview URLs on a port of their own (``fake_server.http.preview``): the hostname form with the
+"""Preview URLs on a port of their own (``http.handlers.preview``): the hostname form with the
 app at ``/``, the path form every client resolves, browsers sent from one to the other, cookies
 kept to their origin, and no API, control or dashboard route on the preview port.
 
@@ -16,7 +16,7 @@ import pytest_asyncio
 
 from fake_server import Fault
 from fake_server.faults import HttpError
-from fake_server.http.preview import preview_hostname, preview_of_host, scoped_cookie
+from fake_server.http.handlers.preview import preview_hostname, preview_of_host, scoped_cookie
 
 if TYPE_CHECKING:
     import asyncio

@@ -26,7 +26,7 @@ from fake_server import (
     VirtualClock,
     tls_context,
 )
-from fake_server.http import ingress
+from fake_server.http.handlers import ingress
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime
 from tests.fake_server._process_runtime import api_sh, process_fake
 from tests.reliability._helpers import until

@@ -51,7 +51,7 @@ def parse_create_sandbox(body: Mapping[str, Any]) -> SandboxSpec:
     )
 
 
-#: Where a sandbox's preview URLs live on the fake's preview port (``http.preview``):
+#: Where a sandbox's preview URLs live on the fake's preview port (``http.handlers.preview``):
 #: ``{preview origin}/_ingress/{id}/{port}/``.
 INGRESS_PREFIX = "/_ingress"
 

@@ -2,9 +2,10 @@
 (``GET …/shell-ws``) or an HTTP Upgrade to a raw byte stream (``POST …/shell``).
 
 The shell is a managed PTY process (``/bin/bash -l``) on either runtime and the session is
-``http.shell_session``'s; the frame formats are in ``http.shell_frames``. Auth, the owner
-check and the sandbox's state are checked before the upgrade, so a bad key is 401, a foreign
-or unknown sandbox 404 and a paused one 409, as on the REST routes.
+``http.streams.shell_session``'s; the frame formats are in
+``http.streams.shell_frames``. Auth, the owner check and the sandbox's state are checked
+before the upgrade, so a bad key is 401, a foreign or unknown sandbox 404 and a paused one 409,
+as on the REST routes.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import TYPE_CHECKING
 from aiohttp import WSMsgType, web
 
 from fake_server.http.keys import BACKEND_KEY, WORLD_KEY, sandbox_id
-from fake_server.http.relay import take_over
-from fake_server.http.shell_frames import RawFrames, Resize, decode_text, exit_frame
-from fake_server.http.shell_session import (
+from fake_server.http.streams.relay import take_over
+from fake_server.http.streams.shell_frames import RawFrames, Resize, decode_text, exit_frame
+from fake_server.http.streams.shell_session import (
     IDLE_SECONDS,
     MAX_FRAME,
     MAX_PENDING_INPUT,
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from fake_server.clock import Clock
-    from fake_server.http.relay import ClientEnd
+    from fake_server.http.streams.relay import ClientEnd
     from fake_server.models import Account, Process
 
 __all__ = ["IDLE_SECONDS", "MAX_FRAME", "MAX_PENDING_INPUT", "relay_shell", "shell", "shell_ws"]

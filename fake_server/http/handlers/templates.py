@@ -9,7 +9,7 @@ from aiohttp import web
 
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, WORLD_KEY
-from fake_server.http.streams import open_ndjson
+from fake_server.http.streams.writers import open_ndjson
 from fake_server.http.wire.common import iso, query_int, read_json, success
 from fake_server.http.wire.templates import template_json
 from fake_server.models.errors import BadRequest, NotFound

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Protocol
 
-from fake_server.http.shell_frames import CLOSE_FLOOD, CLOSE_IDLE, CLOSE_NORMAL, Resize
+from fake_server.http.streams.shell_frames import CLOSE_FLOOD, CLOSE_IDLE, CLOSE_NORMAL, Resize
 from fake_server.models import BadRequest, Conflict, OutputFrame
 
 if TYPE_CHECKING:

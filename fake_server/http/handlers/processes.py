@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, process_ids, sandbox_id
-from fake_server.http.streams import stream_ndjson
+from fake_server.http.streams.writers import stream_ndjson
 from fake_server.http.wire.common import query_int, read_json
 from fake_server.http.wire.processes import (
     parse_input,

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from fake_server.http import sandbox_admin, sandboxes
 from fake_server.http.errors import ok
+from fake_server.http.handlers import sandbox_admin, sandboxes
 from fake_server.http.keys import ACCOUNT_KEY, BACKEND_KEY, WORLD_KEY, sandbox_id
 from fake_server.http.routes import CONTROL_PREFIX
 from fake_server.models import NotFound
@@ -60,7 +60,7 @@ async def clear_journal(request: web.Request) -> web.Response:
 
 
 def sandbox_control_routes() -> list[web.RouteDef]:
-    """The routes above (``http.control`` serves them with the rest)."""
+    """The routes above (``http.control.api`` serves them with the rest)."""
     p = CONTROL_PREFIX
     routes = [
         web.post(f"{p}/sandboxes/{{sandbox_id}}/{action}", handler, name=operation)

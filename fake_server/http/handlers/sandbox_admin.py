@@ -1,13 +1,13 @@
 """Handlers for a sandbox's settings: PATCH, fork, resize, SSH keys, egress, bandwidth,
-lookup by IP and the host list (preview URLs: ``fake_server.http.ingress``)."""
+lookup by IP and the host list (preview URLs: ``fake_server.http.handlers.ingress``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from fake_server.http.errors import ok
+from fake_server.http.handlers.sandboxes import POLL_AFTER, origin
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
-from fake_server.http.sandboxes import POLL_AFTER, origin
 from fake_server.http.wire.common import opt_int, query_int, read_json, str_list, str_map
 from fake_server.http.wire.processes import process_json
 from fake_server.http.wire.sandboxes import sandbox_json

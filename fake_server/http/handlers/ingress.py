@@ -1,5 +1,5 @@
 """Preview URLs proxied to a server inside the sandbox, on the preview port only
-(``http.preview``: the path form ``/_ingress/{sandbox}/{port}/{tail}`` and the hostname form
+(``handlers.preview``: the path form ``/_ingress/{sandbox}/{port}/{tail}`` and the hostname form
 ``{ulid}-{port}.localhost``). On the API's port ``/_ingress/…`` answers ``307`` to the same
 path on the preview port, so nothing a sandbox serves ever shares the dashboard's origin.
 
@@ -12,7 +12,7 @@ sandbox's ingress, response bytes as its egress (``Bandwidth``).
 
 A request asking for an upgrade (``Connection: Upgrade`` with ``Upgrade``, as a WebSocket
 handshake) keeps both headers; a server that answers ``101`` gets the connection relayed byte
-for byte both ways until either side closes (``http.relay``); any other answer passes through
+for byte both ways until either side closes (``streams.relay``); any other answer passes through
 as usual. The handshake itself is the server's business (a bad ``Sec-WebSocket-Key`` gets
 whatever the server answers), and like every preview request it needs no API key.
 
@@ -31,8 +31,7 @@ import httpcore
 from aiohttp import web
 
 from fake_server.clock import EXCHANGE_HEADER
-from fake_server.http.keys import STATE_KEY, WORLD_KEY, sandbox_id
-from fake_server.http.preview import (
+from fake_server.http.handlers.preview import (
     HOST_FORM,
     PATH_FORM_CSP,
     PREVIEW_APP_KEY,
@@ -40,7 +39,8 @@ from fake_server.http.preview import (
     hostname_form,
     scoped_cookie,
 )
-from fake_server.http.relay import relay, take_over
+from fake_server.http.keys import STATE_KEY, WORLD_KEY, sandbox_id
+from fake_server.http.streams.relay import relay, take_over
 from fake_server.models.errors import ApiError, BadGateway, BadRequest
 from fake_server.models.ingress import not_listening, preview
 from fake_server.runtime.api import FeatureUnavailable

@@ -12,8 +12,8 @@ envelopes):
   (the default account's unless ``account``); ``null`` is unlimited, ``0`` answers 402 to
   every cost-incurring call.
 
-The fault routes (``/_fake/faults...``) live in ``http.fault_control``, a sandbox's pause,
-resume, fork and destroy and emptying the journal in ``http.sandbox_control``;
+The fault routes (``/_fake/faults...``) live in ``http.control.faults``, a sandbox's pause,
+resume, fork and destroy and emptying the journal in ``http.control.sandboxes``;
 ``control_routes()`` lists them all.
 """
 
@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from fake_server.http.control.faults import fault_routes
+from fake_server.http.control.sandboxes import sandbox_control_routes
 from fake_server.http.errors import ok
-from fake_server.http.fault_control import fault_routes
 from fake_server.http.keys import STATE_KEY, WORLD_KEY
 from fake_server.http.routes import CONTROL_PREFIX
-from fake_server.http.sandbox_control import sandbox_control_routes
 from fake_server.http.wire.common import read_json
 from fake_server.models import BadRequest, Conflict, NotFound, Step, TransitionPolicy
 from fake_server.models.credit import check_balance

@@ -113,7 +113,7 @@ async def apply_now(request: web.Request) -> web.StreamResponse:
 
 
 def fault_routes() -> list[web.RouteDef]:
-    """The ``/_fake/faults`` route definitions (``http.control`` serves them with the rest)."""
+    """The ``/_fake/faults`` route definitions (``http.control.api`` serves them with the rest)."""
     p = CONTROL_PREFIX
     return [
         web.get(f"{p}/faults", list_faults, name="fake_list_faults"),

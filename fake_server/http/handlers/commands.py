@@ -9,7 +9,13 @@ from fake_server.http.bodies import body_chunks
 from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
 from fake_server.http.recorder import BODY_KEY
-from fake_server.http.streams import LARGE_JSON, WRITE, open_body, stream_json, stream_ndjson
+from fake_server.http.streams.writers import (
+    LARGE_JSON,
+    WRITE,
+    open_body,
+    stream_json,
+    stream_ndjson,
+)
 from fake_server.http.wire.commands import exec_event, exec_result, parse_exec
 from fake_server.http.wire.common import read_json, success
 from fake_server.runtime.environment import FILE_LIMIT

@@ -2,14 +2,14 @@
 pipe into the other socket, driven by the event loop's readiness callbacks.
 
 Copying every chunk through Python (a read into the process, a write out of it), as
-``http.relay`` does for WebSockets, costs the fake's one loop, which carries the HTTP traffic
+``streams.relay`` does for WebSockets, costs the fake's one loop, which carries the HTTP traffic
 of every test too; splicing leaves the bytes in the kernel, so a tunnel costs the loop two
 system calls per chunk and no copy (``benchmarks/bench_tunnel.py``). It needs plain TCP (the
 fake serves no TLS) and Linux (as the process runtime does).
 
 The client's socket is a duplicate of the one aiohttp's transport owns: the transport is
 closed once the ``101`` has been sent, and the duplicate keeps the connection open. Endings
-are ``http.relay``'s: the sandbox's side ending closes the client's connection; the client's
+are ``http.streams.relay``'s: the sandbox's side ending closes the client's connection; the client's
 EOF is passed on with ``shutdown(SHUT_WR)`` and the sandbox's answer still flows.
 """
 

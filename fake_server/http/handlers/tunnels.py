@@ -5,7 +5,7 @@ On the process runtime the stream goes to ``127.0.0.1:{port}`` inside the sandbo
 namespace, so a server bound to loopback is reached too (the service's CLI: a tunnel reaches
 "loopback-only services"; preview URLs reach ``eth0`` only); nothing listening is a 502
 before the upgrade. In a bashkit sandbox only a server the test registered
-(``fake.ports``) listens. The bytes are spliced in the kernel (``http.splice``): the fake
+(``fake.ports``) listens. The bytes are spliced in the kernel (``http.streams.splice``): the fake
 serves plain HTTP and runs on Linux.
 """
 
@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from fake_server.http import splice
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
-from fake_server.http.relay import take_over
+from fake_server.http.streams import splice
+from fake_server.http.streams.relay import take_over
 from fake_server.models.errors import ApiError, BadGateway, BadRequest
 from fake_server.models.ingress import not_listening
 from fake_server.runtime.api import FeatureUnavailable
 
 if TYPE_CHECKING:
-    from fake_server.http.relay import ClientEnd
+    from fake_server.http.streams.relay import ClientEnd
 
 __all__ = ["tunnel"]
 
@@ -60,7 +60,7 @@ async def tunnel(request: web.Request) -> web.StreamResponse:
 
 
 async def _splice(client: ClientEnd, sandbox: socket.socket) -> None:
-    """Hand the client's socket over to ``http.splice`` once the ``101`` has gone out."""
+    """Hand the client's socket over to ``http.streams.splice`` once the ``101`` has gone out."""
     await client.flushed()
     own = client.transport.get_extra_info("socket")
     duplicate = socket.socket(fileno=os.dup(own.fileno()))
