@@ -19,7 +19,7 @@ import aiohttp
 
 from benchmarks._common import Report, finish, median, parse_args, timer
 from benchmarks._servers import SHAPE, serve_fake
-from fake_server.models.desktop_render import screenshot
+from fake_server.models.resources.desktop_render import screenshot
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -29,8 +29,8 @@ from fake_server.models import (
     TransitionPolicy,
     World,
 )
-from fake_server.models.calls import Calls
 from fake_server.models.ids import check_seed
+from fake_server.models.journal.calls import Calls
 from fake_server.runtime.bashkit import CommandRegistry
 from fake_server.runtime.bashkit.ports import PortRegistry
 from fake_server.runtime.choice import Runtimes
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from aiohttp.typedefs import Middleware
 
     from fake_server.clock import Clock
-    from fake_server.models.account import Account
+    from fake_server.models.account.world import Account
     from fake_server.runtime.netoptions import NetworkOptions
 
 __all__ = ["FakeCreateOS"]

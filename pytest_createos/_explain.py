@@ -19,7 +19,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fake_server.models.journal import Event
+    from fake_server.models.journal.events import Event
     from pytest_createos._options import Options
     from pytest_createos._session import Run
 

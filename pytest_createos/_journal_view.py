@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from fake_server.models.journal import Event
+    from fake_server.models.journal.events import Event
 
 __all__ = ["Exchange", "exchanges", "short_ids", "short_lines"]
 

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fake_server.models.recording import REDACTED, secret_name
+from fake_server.models.journal.recording import REDACTED, secret_name
 from pytest_createos._markers import DEFAULT_SHAPE
 from pytest_createos.provider import Environment
 

@@ -148,7 +148,7 @@ def settings_for(item: pytest.Item, default_seed: int) -> MarkerSettings:
     hostnames = kwargs.get("egress_hostnames", "ignore")
     if hostnames not in ("ignore", "enforce"):
         raise MarkerError("createos(egress_hostnames=...) must be 'ignore' or 'enforce'")
-    from fake_server.models.credit import check_balance  # lazily, like _policy
+    from fake_server.models.account.credit import check_balance  # lazily, like _policy
 
     try:
         credit = check_balance(kwargs.get("credit"))

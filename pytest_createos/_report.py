@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
 
-    from fake_server.models.journal import Event
+    from fake_server.models.journal.events import Event
     from pytest_createos._options import CheckMode, JournalMode, Options
     from pytest_createos._session import Run
 

@@ -13,7 +13,7 @@ from fake_server.http.wire.processes import process_json
 from fake_server.http.wire.sandboxes import INGRESS_PREFIX, sandbox_json
 from fake_server.http.wire.templates import template_json
 from fake_server.models.errors import ApiError
-from fake_server.models.recording import REDACTED, secret_name
+from fake_server.models.journal.recording import REDACTED, secret_name
 
 if TYPE_CHECKING:
     from fake_server.models import Account, Event, Sandbox, World

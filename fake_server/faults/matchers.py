@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fake_server.models.subset import contains
+from fake_server.models.journal.subset import contains
 
 __all__ = ["AllOf", "BodyContains", "Predicate", "check_json", "predicate_of"]
 

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from fake_server.models import World
-    from fake_server.models.account import Account
-    from fake_server.models.resources import AccountResources
+    from fake_server.models.account.world import Account
+    from fake_server.models.resources.holdings import AccountResources
 
 __all__ = ["ResourceChanges"]
 

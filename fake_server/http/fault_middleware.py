@@ -45,7 +45,7 @@ from fake_server.http.middlewares import event_of
 from fake_server.http.routes import is_control
 from fake_server.http.streams.faults import StreamCut, drop_connection, wrap_writer
 from fake_server.models import ApiError
-from fake_server.models.journal import Event
+from fake_server.models.journal.events import Event
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -1,5 +1,5 @@
 """What the journal keeps of each exchange: the request's body read ahead once, and both
-messages' headers and bodies through ``models.recording`` (credentials redacted, capped).
+messages' headers and bodies through ``models.journal.recording`` (credentials redacted, capped).
 
 The core middleware reads a request's body before anything else looks at it (up to the
 limit its handler would accept), so fault rules can match on it (``when=``) and the journal
@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from fake_server.http.bodies import read_some
-from fake_server.models.recording import binary_summary, body_text, query_text, redacted
+from fake_server.models.journal.recording import binary_summary, body_text, query_text, redacted
 
 if TYPE_CHECKING:
     from collections.abc import Collection
 
     from fake_server.faults import Call
     from fake_server.http.state import AppState
-    from fake_server.models.recording import BodyTexts
+    from fake_server.models.journal.recording import BodyTexts
 
 __all__ = [
     "BODY_KEY",

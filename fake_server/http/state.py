@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fake_server.models.recording import BodyTexts
+from fake_server.models.journal.recording import BodyTexts
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -6,7 +6,16 @@ objects and raising ``ApiError`` subclasses; the HTTP layer only parses and seri
 
 from __future__ import annotations
 
-from fake_server.models.account import Account, Page, Stats, World
+from fake_server.models.account.execs import (
+    ExecError,
+    ExecEvent,
+    ExecExit,
+    ExecHeartbeat,
+    ExecOutput,
+    ExecResult,
+    ExecSpec,
+)
+from fake_server.models.account.world import Account, Page, Stats, World
 from fake_server.models.catalog import Catalog, RootfsEntry, Shape
 from fake_server.models.context import Context
 from fake_server.models.errors import (
@@ -25,17 +34,8 @@ from fake_server.models.errors import (
     RequestTimeout,
     Unauthorized,
 )
-from fake_server.models.exec_ops import (
-    ExecError,
-    ExecEvent,
-    ExecExit,
-    ExecHeartbeat,
-    ExecOutput,
-    ExecResult,
-    ExecSpec,
-)
 from fake_server.models.ids import IdGenerator
-from fake_server.models.journal import Event, Journal
+from fake_server.models.journal.events import Event, Journal
 from fake_server.models.output import OutputFrame, OutputJournal
 from fake_server.models.process import (
     ExitFrame,

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from fake_server.models.desktop import MAX_HEIGHT, MAX_WIDTH, Window, int_field
-from fake_server.models.desktop_render import screenshot as render_png
 from fake_server.models.errors import BadRequest, Conflict, NotFound
+from fake_server.models.resources.desktop import MAX_HEIGHT, MAX_WIDTH, Window, int_field
+from fake_server.models.resources.desktop_render import screenshot as render_png
 from fake_server.runtime.api import FeatureUnavailable
 from fake_server.runtime.argv import MAX_ARG_BYTES
 from fake_server.runtime.desktop import (
@@ -29,8 +29,8 @@ from fake_server.runtime.desktop import (
 )
 
 if TYPE_CHECKING:
-    from fake_server.models.desktop import Desktop, Screen
-    from fake_server.models.desktop_render import Region
+    from fake_server.models.resources.desktop import Desktop, Screen
+    from fake_server.models.resources.desktop_render import Region
 
 __all__ = [
     "act", "clipboard", "cursor", "focused", "launch", "listing", "no_vnc", "open_target",

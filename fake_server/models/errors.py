@@ -98,7 +98,7 @@ class Unauthorized(ApiError):
 
 
 class PaymentRequired(ApiError):
-    """The account has no credit for a cost-incurring call (``models.credit``)."""
+    """The account has no credit for a cost-incurring call (``models.account.credit``)."""
 
     status = 402
 

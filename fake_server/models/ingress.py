@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from fake_server.models.errors import BadGateway, NotFound
 
 if TYPE_CHECKING:
-    from fake_server.models.account import World
+    from fake_server.models.account.world import World
     from fake_server.models.sandbox import Sandbox
 
 __all__ = ["not_listening", "preview"]

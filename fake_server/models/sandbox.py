@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.models.bandwidth import Bandwidth
 from fake_server.models.errors import Conflict
-from fake_server.models.journal import Event
+from fake_server.models.journal.events import Event
 from fake_server.models.usage import RunningSpans
 
 if TYPE_CHECKING:

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.models.bandwidth import Bandwidth
 from fake_server.models.catalog import Shape
-from fake_server.models.disks import Attachment, Disk
-from fake_server.models.journal import Event
-from fake_server.models.networks import Member, Network
+from fake_server.models.journal.events import Event
+from fake_server.models.resources.disks import Attachment, Disk
+from fake_server.models.resources.networks import Member, Network
+from fake_server.models.resources.templates import LogLine, Template
 from fake_server.models.sandbox import AccessToken, Sandbox, SandboxSpec
-from fake_server.models.templates import LogLine, Template
 from fake_server.models.usage import RunningSpans
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fake_server.models import Account, Event
-from fake_server.models.disks import shared_mounts
 from fake_server.models.errors import ApiError
+from fake_server.models.resources.disks import shared_mounts
 from fake_server.persist.codec import (
     RESTORED_STATUS,
     decode_attachment,
@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from fake_server.models import Sandbox
-    from fake_server.models.disks import Attachment
-    from fake_server.models.resources import AccountResources
-    from fake_server.models.templates import Template
+    from fake_server.models.resources.disks import Attachment
+    from fake_server.models.resources.holdings import AccountResources
+    from fake_server.models.resources.templates import Template
     from fake_server.persist.blobs import Blobs
     from fake_server.persist.saver import Saver
     from fake_server.persist.store import Store

@@ -3,8 +3,8 @@ whole class over ``AccountBase``, named in that docstring, and no two define the
 
 from __future__ import annotations
 
-from fake_server.models.account import Account
-from fake_server.models.base import AccountBase
+from fake_server.models.account.base import AccountBase
+from fake_server.models.account.world import Account
 
 
 def test_each_family_is_whole_documented_and_owns_its_methods() -> None:

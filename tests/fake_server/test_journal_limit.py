@@ -8,7 +8,7 @@ import pytest
 from fake_server import FakeCreateOS, VirtualClock, tls_context
 from fake_server.__main__ import JOURNAL_LIMIT, build_parser, main
 from fake_server.models import Journal
-from fake_server.models.journal import Event
+from fake_server.models.journal.events import Event
 
 
 def _event(n: int) -> Event:

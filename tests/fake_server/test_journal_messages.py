@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
-from fake_server.models.recording import BODY_LIMIT, body_text, query_text, redacted
+from fake_server.models.journal.recording import BODY_LIMIT, body_text, query_text, redacted
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -435,7 +435,7 @@ def test_a_process_runtime_disk_keeps_its_files_across_restarts_and_a_reset(
 def test_a_build_running_when_saved_comes_back_failed_saying_why() -> None:
     """A build that takes real time (the process runtime's) cannot go on after a restart; a
     template saved before such builds (no ``running`` key) comes back as it was."""
-    from fake_server.models.templates import LogLine, Template
+    from fake_server.models.resources.templates import LogLine, Template
     from fake_server.persist.codec import decode_template, encode_template
 
     clock = RealClock()

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from fake_server.models import recording
-from fake_server.models.recording import REDACTED, BodyTexts, body_text
+from fake_server.models.journal import recording
+from fake_server.models.journal.recording import REDACTED, BodyTexts, body_text
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -8,8 +8,8 @@ import pytest
 from fake_server.faults.fault import OPERATIONS
 from fake_server.http.resources_routes import RESOURCE_ROUTES
 from fake_server.models import BadRequest, Conflict
-from fake_server.models.desktop import MAX_SCREENS, Desktop
-from fake_server.models.dockerfile import parse, parse_env
+from fake_server.models.resources.desktop import MAX_SCREENS, Desktop
+from fake_server.models.resources.dockerfile import parse, parse_env
 from fake_server.runtime.bashkit.mounts import Bucket, MountingDisk, empty_bucket
 
 

@@ -23,11 +23,11 @@ import pytest
 # keeps them instead of dropping them after each run (each was imported again 15 to 70 times).
 for _lazy in (
     "_pytest.stepwise",
-    "fake_server.models.disks",
-    "fake_server.models.dockerfile",
-    "fake_server.models.networks",
-    "fake_server.models.resources",
-    "fake_server.models.templates",
+    "fake_server.models.resources.disks",
+    "fake_server.models.resources.dockerfile",
+    "fake_server.models.resources.networks",
+    "fake_server.models.resources.holdings",
+    "fake_server.models.resources.templates",
     "fake_server.runtime.bashkit.mounts",
     "pytest_createos._leases",
     "pytest_createos._ui",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from fake_server.models.calls import ApiCall, Calls
-from fake_server.models.journal import Event
-from fake_server.models.recording import body_text, redacted
+from fake_server.models.journal.calls import ApiCall, Calls
+from fake_server.models.journal.events import Event
+from fake_server.models.journal.recording import body_text, redacted
 from pytest_createos._live import RedactedConfig
 
 CALLS_TESTS = """

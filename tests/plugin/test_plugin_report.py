@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fake_server import FakeCreateOS, TransitionPolicy
-from fake_server.models.journal import Event
+from fake_server.models.journal.events import Event
 from pytest_createos._journal_view import short_ids, short_lines
 from pytest_createos._markers import MarkerSettings
 from pytest_createos._report import FULL_BODY, JOURNAL_LIMIT, journal_text

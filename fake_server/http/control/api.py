@@ -32,7 +32,7 @@ from fake_server.http.keys import STATE_KEY, WORLD_KEY
 from fake_server.http.routes import CONTROL_PREFIX
 from fake_server.http.wire.common import read_json
 from fake_server.models import BadRequest, Conflict, NotFound, Step, TransitionPolicy
-from fake_server.models.credit import check_balance
+from fake_server.models.account.credit import check_balance
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

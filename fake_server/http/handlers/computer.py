@@ -16,7 +16,7 @@ from fake_server.models.errors import BadRequest
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from fake_server.models.desktop import Desktop, Screen
+    from fake_server.models.resources.desktop import Desktop, Screen
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

@@ -9,12 +9,12 @@ from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
 from fake_server.http.wire.common import query_int, read_json
 from fake_server.http.wire.disks import attachment_json, disk_json
-from fake_server.models.resource_base import page
+from fake_server.models.paging import page
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from fake_server.models.disks import Disks
+    from fake_server.models.resources.disks import Disks
 
 __all__ = [
     "attach_disk",

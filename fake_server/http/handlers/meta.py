@@ -8,7 +8,7 @@ from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, WORLD_KEY
 from fake_server.http.wire.common import query_int
 from fake_server.http.wire.sandboxes import stats_json
-from fake_server.models.resource_base import page_limit
+from fake_server.models.paging import page_limit
 
 if TYPE_CHECKING:
     from aiohttp import web

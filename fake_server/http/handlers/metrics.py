@@ -15,8 +15,8 @@ from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, WORLD_KEY, sandbox_id
 from fake_server.http.wire.common import iso
 from fake_server.http.wire.metrics import metrics_json, point_json
+from fake_server.models.account.metrics import window
 from fake_server.models.errors import BadRequest
-from fake_server.models.metrics_ops import window
 
 if TYPE_CHECKING:
     from aiohttp import web

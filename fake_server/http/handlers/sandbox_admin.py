@@ -12,8 +12,8 @@ from fake_server.http.wire.common import opt_int, query_int, read_json, str_list
 from fake_server.http.wire.processes import process_json
 from fake_server.http.wire.sandboxes import sandbox_json
 from fake_server.models import BadRequest
-from fake_server.models.admin_ops import ForkSpec, SandboxPatch
-from fake_server.models.resource_base import page_limit
+from fake_server.models.account.admin import ForkSpec, SandboxPatch
+from fake_server.models.paging import page_limit
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -13,11 +13,11 @@ from fake_server.http.streams.writers import open_ndjson
 from fake_server.http.wire.common import iso, query_int, read_json, success
 from fake_server.http.wire.templates import template_json
 from fake_server.models.errors import BadRequest, NotFound
-from fake_server.models.resource_base import page
+from fake_server.models.paging import page
 
 if TYPE_CHECKING:
     from fake_server.clock import Clock
-    from fake_server.models.templates import LogLine, Template, Templates
+    from fake_server.models.resources.templates import LogLine, Template, Templates
 
 __all__ = ["create_template", "delete_template", "get_template", "list_templates", "template_logs"]
 

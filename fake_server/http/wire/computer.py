@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fake_server.models.desktop import Screen, Window
+    from fake_server.models.resources.desktop import Screen, Window
 
 __all__ = ["geometry_json", "screen_json", "window_json"]
 

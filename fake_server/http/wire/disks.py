@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from fake_server.http.wire.common import iso
 
 if TYPE_CHECKING:
-    from fake_server.models.disks import Attachment, Disk
+    from fake_server.models.resources.disks import Attachment, Disk
 
 __all__ = ["attachment_json", "disk_json"]
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from fake_server.http.wire.common import iso
 
 if TYPE_CHECKING:
-    from fake_server.models.metrics_ops import SandboxMetrics, UsagePoint
+    from fake_server.models.account.metrics import SandboxMetrics, UsagePoint
 
 __all__ = ["metrics_json", "point_json"]
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from fake_server.http.wire.common import iso
 
 if TYPE_CHECKING:
-    from fake_server.models.networks import Network
+    from fake_server.models.resources.networks import Network
 
 __all__ = ["network_json"]
 

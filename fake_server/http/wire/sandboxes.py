@@ -34,7 +34,7 @@ def parse_create_sandbox(body: Mapping[str, Any]) -> SandboxSpec:
         "disk_mib": opt_int(body, "disk_mib"),
         "auto_pause_after_seconds": opt_int(body, "auto_pause_after_seconds"),
         "bandwidth_quota_bytes": opt_int(body, "bandwidth_quota_bytes"),
-        # Checked against the account's networks, disks and hosts (``models.resources``).
+        # Checked against the account's networks, disks and hosts (``models.resources.holdings``).
         "networks_raw": body.get("networks"),
         "disks_raw": body.get("disks"),
         "host_id": body.get("host_id"),

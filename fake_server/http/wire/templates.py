@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from fake_server.http.wire.common import iso
 
 if TYPE_CHECKING:
-    from fake_server.models.templates import Template
+    from fake_server.models.resources.templates import Template
 
 __all__ = ["template_json"]
 

@@ -1,7 +1,7 @@
 """Template builds on the bashkit runtime: ``RUN`` steps in bashkit's bash on a private disk.
 
 The build runs on the fake's clock inside the create request (its result is then revealed
-step by step, ``models.templates``). Its image is that disk; a sandbox made from it gets a
+step by step, ``models.resources.templates``). Its image is that disk; a sandbox made from it gets a
 copy of the files the build wrote or changed, over the image every bashkit sandbox has.
 """
 

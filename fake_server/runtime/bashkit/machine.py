@@ -143,7 +143,7 @@ class BashkitMachine:
 
     def usage(self) -> None:
         """Bashkit commands run inside the fake's own process: nothing to measure (the model
-        applies its documented estimate, ``models.metrics_ops``)."""
+        applies its documented estimate, ``models.account.metrics``)."""
         return None
 
     async def connect(self, port: int, *, loopback: bool = False) -> socket.socket:

@@ -21,7 +21,7 @@ class Event:
     ``notice`` (advice on how the fake is driven: ``fake_server.clock.unreported``).
     ``path`` never carries the query string; ``query``, ``headers`` and ``body`` (requests and
     responses, while ``Journal.messages`` is on) are for tests to assert on, recorded through
-    ``models.recording`` (credentials redacted, bodies capped at ``BODY_LIMIT`` characters,
+    ``models.journal.recording`` (credentials redacted, bodies capped at ``BODY_LIMIT`` characters,
     binary and streamed bodies summarised); ``format()`` prints none of them (a query may name
     a file, a body holds user data): ``--createos-journal=full`` shows them on lines of their own.
     """

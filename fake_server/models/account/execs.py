@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fake_server.models import exec_output
-from fake_server.models.base import AccountBase
+from fake_server.models.account.base import AccountBase
 from fake_server.models.errors import (
     ApiError,
     BadRequest,

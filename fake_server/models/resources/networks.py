@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fake_server.models.errors import BadRequest, Conflict, NotFound, QuotaExceeded
-from fake_server.models.resource_base import check_name
+from fake_server.models.resources.base import check_name
 
 if TYPE_CHECKING:
     from collections.abc import Callable

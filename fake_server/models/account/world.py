@@ -6,15 +6,15 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fake_server.models.access_tokens import TokenOps
-from fake_server.models.admin_ops import MAX_DISK_MIB, AdminOps, check_auto_pause
-from fake_server.models.base import AccountBase
-from fake_server.models.envs import check_envs
+from fake_server.models.account.admin import MAX_DISK_MIB, AdminOps, check_auto_pause
+from fake_server.models.account.base import AccountBase
+from fake_server.models.account.envs import check_envs
+from fake_server.models.account.execs import ExecOps
+from fake_server.models.account.metrics import MetricsOps
+from fake_server.models.account.processes import ProcessOps
+from fake_server.models.account.tokens import TokenOps
 from fake_server.models.errors import ApiError, BadRequest, Conflict, at_capacity
-from fake_server.models.exec_ops import ExecOps
-from fake_server.models.metrics_ops import MetricsOps
-from fake_server.models.process_ops import ProcessOps
-from fake_server.models.resource_base import page_limit
+from fake_server.models.paging import page_limit
 from fake_server.models.sandbox import STATUSES, Sandbox, SandboxSpec
 
 if TYPE_CHECKING:

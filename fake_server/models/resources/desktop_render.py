@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from PIL import Image, ImageDraw
 
-from fake_server.models.desktop import TITLE_BAR
 from fake_server.models.errors import BadRequest
+from fake_server.models.resources.desktop import TITLE_BAR
 
 if TYPE_CHECKING:
-    from fake_server.models.desktop import Desktop, Screen
+    from fake_server.models.resources.desktop import Desktop, Screen
 
 __all__ = ["Region", "screenshot"]
 

@@ -24,15 +24,15 @@ class AccountBase:
         self.api_key = api_key
         self.ctx = ctx
         self.sandboxes: dict[str, Sandbox] = {}
-        from fake_server.models.credit import Credit
+        from fake_server.models.account.credit import Credit
 
         #: Every sandbox this account made, kept after it is gone, for ``/v1/metrics``.
         self.usage_records: list[UsageRecord] = []
         #: The credit balance (unlimited unless a test sets it): 402 on cost-incurring calls.
         self.credit = Credit()
-        from fake_server.models.resources import AccountResources
+        from fake_server.models.resources.holdings import AccountResources
 
-        #: Networks, disks, templates and desktops (``models.resources``).
+        #: Networks, disks, templates and desktops (``models.resources.holdings``).
         self.resources = AccountResources(ctx, self._sandbox)
 
     def _sandbox(self, sandbox_id: str, *, read: bool = False) -> Sandbox:
@@ -119,7 +119,7 @@ class AccountBase:
     def _held_open(self, sandbox_id: str, process_id: str | None, text: str) -> None:
         """The journal's note that a command's output stays open after its program exited
         (``runtime.process.heldopen``): what a hung exec or connect says in a failing test."""
-        from fake_server.models.journal import Event
+        from fake_server.models.journal.events import Event
 
         self.ctx.journal.record(
             Event(

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fake_server.models.base import AccountBase
-from fake_server.models.envs import check_envs
+from fake_server.models.account.base import AccountBase
+from fake_server.models.account.envs import check_envs
 from fake_server.models.errors import ApiError, BadRequest, Conflict, NotFound
 
 if TYPE_CHECKING:

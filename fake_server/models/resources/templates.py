@@ -17,9 +17,9 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fake_server.models.dockerfile import BASE_IMAGES, Instruction, parse, parse_env
 from fake_server.models.errors import BadRequest, Conflict, NotFound, QuotaExceeded
-from fake_server.models.resource_base import check_name
+from fake_server.models.resources.base import check_name
+from fake_server.models.resources.dockerfile import BASE_IMAGES, Instruction, parse, parse_env
 from fake_server.models.waiting import handed_off
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from fake_server.models.errors import (
     ServiceUnavailable,
 )
 from fake_server.models.paths import check_abs_path
-from fake_server.models.resource_base import check_name
+from fake_server.models.resources.base import check_name
 from fake_server.runtime.api import BucketMounts, FeatureUnavailable, SharedMounts
 
 if TYPE_CHECKING:

@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fake_server.models.desktop import DESKTOP_ROOTFS, Desktop
-from fake_server.models.disks import Disk, Disks
 from fake_server.models.errors import ApiError, BadRequest, Conflict, NotFound
-from fake_server.models.networks import Network, Networks
-from fake_server.models.templates import Template, Templates, seed_sandbox
+from fake_server.models.resources.desktop import DESKTOP_ROOTFS, Desktop
+from fake_server.models.resources.disks import Disk, Disks
+from fake_server.models.resources.networks import Network, Networks
+from fake_server.models.resources.templates import Template, Templates, seed_sandbox
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -1,7 +1,7 @@
 """A virtual desktop for computer use on ``desktop`` sandboxes: screens, windows, a cursor,
 a clipboard and a record of every input, which tests read from ``Desktop.events``.
 
-Pure state; ``models.desktop_render`` draws it as PNG. Coordinates are screen pixels.
+Pure state; ``models.resources.desktop_render`` draws it as PNG. Coordinates are screen pixels.
 """
 
 from __future__ import annotations

@@ -13,13 +13,13 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
-from fake_server.models.recording import BODY_LIMIT
-from fake_server.models.subset import contains
+from fake_server.models.journal.recording import BODY_LIMIT
+from fake_server.models.journal.subset import contains
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
 
-    from fake_server.models.journal import Event
+    from fake_server.models.journal.events import Event
 
 __all__ = ["ApiCall", "Calls", "Message"]
 
