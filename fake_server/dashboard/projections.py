@@ -14,15 +14,16 @@ from fake_server.http.wire.sandboxes import INGRESS_PREFIX, sandbox_json
 from fake_server.http.wire.templates import template_json
 from fake_server.models.errors import ApiError
 from fake_server.models.journal.recording import REDACTED, secret_name
+from fake_server.operations import named
 
 if TYPE_CHECKING:
     from fake_server.models import Account, Event, Sandbox, World
 
 __all__ = ["account_rows", "next_build_change", "resources", "sandbox_detail", "sandbox_row"]
 
-#: Requests whose ``path`` query parameter names a file of the sandbox.
-_FILE_OPERATIONS = frozenset({"upload_file", "download_file"})
-_EXEC_OPERATIONS = frozenset({"exec", "exec_stream"})
+#: Requests whose ``path`` query parameter names a file of the sandbox, and the commands.
+_FILE_OPERATIONS = named(shown_as="files")
+_EXEC_OPERATIONS = named(shown_as="execs")
 #: Statuses a transition may still leave: reading metrics then would count as a client's read.
 _MOVING = frozenset({"creating", "pausing", "resuming", "forking", "destroying"})
 #: Newest exec requests a sandbox page lists.

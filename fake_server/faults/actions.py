@@ -18,15 +18,16 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from fake_server.faults.target import AIM_IDS, Aim
 from fake_server.models.sandbox import STATUSES
+from fake_server.operations import named
 
 if TYPE_CHECKING:
     from fake_server.faults.target import OutOfBandTarget
 
 
 #: Operations whose body is written incrementally (NDJSON frames or raw file bytes).
-STREAM_OPERATIONS = frozenset({"connect_process", "exec_stream", "download_file"})
+STREAM_OPERATIONS = named(stream="frames") | named(stream="events") | named(stream="bytes")
 #: Operations whose body is NDJSON frames (frame-level corruption makes sense only there).
-FRAME_OPERATIONS = frozenset({"connect_process", "exec_stream"})
+FRAME_OPERATIONS = named(stream="frames") | named(stream="events")
 
 #: Sandbox statuses an out-of-band ``SetStatus`` may force (docs/fake-server.md#state-machine).
 SANDBOX_STATUSES = frozenset(STATUSES)
@@ -251,7 +252,7 @@ class MalformedFrame(StreamAction):
 class _NumberedFrame(StreamAction):
     """An action on one data frame of ``/connect``, numbered from 1."""
 
-    operations: ClassVar[frozenset[str] | None] = frozenset({"connect_process"})
+    operations: ClassVar[frozenset[str] | None] = named(stream="frames")
     frame: int = 1
 
     def __post_init__(self) -> None:
@@ -279,7 +280,7 @@ class ExitWithoutStatus(StreamAction):
     """Replace the final exit frame with one that carries no ``exit_code`` and no ``signal``."""
 
     kind: ClassVar[str] = "exit_without_status"
-    operations: ClassVar[frozenset[str] | None] = frozenset({"connect_process"})
+    operations: ClassVar[frozenset[str] | None] = named(stream="frames")
 
 
 @dataclass(frozen=True)
@@ -287,7 +288,7 @@ class TruncatedDownload(StreamAction):
     """Send only the first ``after_bytes`` bytes of a file download, then drop the connection."""
 
     kind: ClassVar[str] = "truncated_download"
-    operations: ClassVar[frozenset[str] | None] = frozenset({"download_file"})
+    operations: ClassVar[frozenset[str] | None] = named(stream="bytes")
     after_bytes: int = 0
 
     def __post_init__(self) -> None:

@@ -6,8 +6,10 @@ Order, outermost first: see ``http.app.create_app``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import hmac
+import json
 import traceback
 import weakref
 from typing import TYPE_CHECKING
@@ -48,6 +50,7 @@ from fake_server.models import (
     RateLimited,
     Unauthorized,
 )
+from fake_server.operations import BY_NAME, exec_streamed
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -60,7 +63,6 @@ if TYPE_CHECKING:
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 __all__ = [
-    "OPEN_OPERATIONS",
     "UNAUTHORIZED_MESSAGE",
     "auth_middleware",
     "core_middleware",
@@ -71,22 +73,6 @@ __all__ = [
 ]
 
 _MAX_QUERY = 20
-#: Operations served without an API key (the SDK calls them with ``skip_auth``).
-OPEN_OPERATIONS = frozenset(
-    {
-        "health",
-        "readiness",
-        "list_shapes",
-        "list_rootfs",
-        "not_implemented",
-        "method_not_allowed",
-        "ingress",  # preview URLs are public, as in the service
-    }
-)
-#: What a sandbox access token may not do even on its own sandbox: manage credentials.
-TOKEN_DENIED = frozenset(
-    {"create_access_token", "rotate_access_token", "disable_access_token", "get_access_token"}
-)
 #: Names the accepted headers: ``Authorization: Bearer`` is a common first guess the API refuses.
 UNAUTHORIZED_MESSAGE = (
     "missing or invalid API key; send it in the X-Api-Key header "
@@ -95,16 +81,28 @@ UNAUTHORIZED_MESSAGE = (
 
 
 def operation_of(request: web.Request) -> str:
-    """The stable operation name: the route's name, refined for streaming exec."""
+    """The stable operation name: the route's name (``exec`` until its body says whether it
+    streams: ``_streamed``)."""
     match = request.match_info
     if isinstance(match.http_exception, web.HTTPMethodNotAllowed):
         return "method_not_allowed"
     if match.http_exception is not None:
         return "not_implemented"
-    name = (match.route.name or "not_implemented").split(":")[0]
-    if name == "exec" and request.query.get("stream", "").lower() in ("true", "1"):
-        return "exec_stream"
-    return name
+    return (match.route.name or "not_implemented").split(":")[0]
+
+
+def _streamed(request: web.Request, operation: str, body: bytes | None) -> str:
+    """``exec_stream`` for an ``exec`` that streams (``operations.exec_streamed``: the query or
+    the body's ``stream``), else ``operation``. Only a body that names ``stream`` is parsed; one
+    that is not JSON stays ``exec`` (its handler answers the 400)."""
+    if operation != "exec":
+        return operation
+    flag: object = None
+    if body and b'"stream"' in body:
+        with contextlib.suppress(ValueError, RecursionError):
+            parsed = json.loads(body)
+            flag = parsed.get("stream") if isinstance(parsed, dict) else None
+    return "exec_stream" if exec_streamed(request.query.get("stream"), flag) else operation
 
 
 def _known_routes(request: web.Request) -> list[str]:
@@ -202,6 +200,7 @@ async def _serve(request: web.Request, handler: Handler, clock: Clock) -> web.St
         try:
             # Read once, here: fault rules match on it and the journal keeps it.
             body = await read_ahead(request, _body_limit(operation))
+            operation = request[OPERATION_KEY] = _streamed(request, operation, body)
         finally:
             call = request[CALL_KEY] = _call_of(request, operation, request_id, body)
             query, headers, text = request_message(request, call, secrets, messages=messages)
@@ -243,15 +242,14 @@ async def _serve(request: web.Request, handler: Handler, clock: Clock) -> web.St
 
 
 def _body_limit(operation: str) -> int:
-    """The most a handler of ``operation`` accepts: a file for uploads, JSON for the rest, and
-    nothing read ahead for preview traffic, whose body is streamed through to the sandbox."""
-    if operation in _STREAMED_BODIES:
+    """The most read ahead for a handler of ``operation`` (its ``body``): a file for uploads,
+    JSON for the rest, and nothing for a body streamed through to the sandbox (preview
+    traffic), which is neither read ahead nor kept."""
+    record = BY_NAME.get(operation)
+    kind = record.body if record is not None else "json"
+    if kind == "streamed":
         return -1
-    return MAX_UPLOAD_BYTES if operation == "upload_file" else MAX_JSON_BYTES
-
-
-#: Operations whose handler streams the request body on: it is neither read ahead nor kept.
-_STREAMED_BODIES = frozenset({"ingress"})
+    return MAX_UPLOAD_BYTES if kind == "file" else MAX_JSON_BYTES
 
 
 def _call_of(request: web.Request, operation: str, request_id: str, body: bytes | None) -> Call:
@@ -342,7 +340,8 @@ def _token_account(request: web.Request, owner: tuple[Account, str] | None) -> A
     if owner is None:
         return None
     account, sandbox_id = owner
-    if request.match_info.get("sandbox_id") != sandbox_id or request[OPERATION_KEY] in TOKEN_DENIED:
+    record = BY_NAME.get(request[OPERATION_KEY])
+    if request.match_info.get("sandbox_id") != sandbox_id or (record and record.token_denied):
         raise Forbidden("this access token is scoped to one sandbox", code="token_scope")
     return account
 
@@ -350,7 +349,8 @@ def _token_account(request: web.Request, owner: tuple[Account, str] | None) -> A
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Each API key is an account; the control API takes only the fake's control key."""
-    if request[OPERATION_KEY] in OPEN_OPERATIONS:
+    record = BY_NAME.get(request[OPERATION_KEY])
+    if record is not None and record.open:
         return await handler(request)
     if is_control(request):
         _check_control_key(request)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from aiohttp import web
 
-    from fake_server.operations import Row
+    from fake_server.operations import Operation
 
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -70,12 +70,13 @@ _FAMILIES: dict[str, ModuleType] = {
 }
 
 
-def bind(rows: tuple[Row, ...]) -> tuple[tuple[str, str, str, Handler], ...]:
-    """``fake_server.operations``'s rows with each handler reference made the handler."""
+def bind(rows: tuple[Operation, ...]) -> tuple[tuple[str, str, str, Handler], ...]:
+    """``(method, path, operation, handler)`` of ``fake_server.operations``'s records, each
+    handler reference made the handler."""
     bound = []
-    for method, path, operation, ref in rows:
-        family, _, name = ref.partition(".")
-        bound.append((method, path, operation, getattr(_FAMILIES[family], name)))
+    for op in rows:
+        family, _, name = op.handler.partition(".")
+        bound.append((op.method, op.path, op.name, getattr(_FAMILIES[family], name)))
     return tuple(bound)
 
 

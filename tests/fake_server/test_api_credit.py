@@ -1,4 +1,4 @@
-"""Credit: with none, the six cost-incurring routes answer 402 and change nothing; the owner
+"""Credit: with none, the seven cost-incurring routes answer 402 and change nothing; the owner
 check comes first; the control API, ``FakeCreateOS`` and a fault action set the balance."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 from fake_server.clock import clock_transport
 from fake_server.faults import ExhaustCredit, Fault
 from fake_server.faults.spec import action_from_json
+from fake_server.operations import named
 
 if TYPE_CHECKING:
     from fake_server import FakeCreateOS
@@ -60,6 +61,9 @@ async def test_without_credit_every_cost_route_is_402_and_changes_nothing(
     ]:
         response = await client.request(method, path, json=body)
         assert (response.status_code, response.json()) == (402, NO_CREDIT), path
+    # The routes gated here are the operations whose record says they cost credit.
+    gated = {e.operation for e in fake.journal.events if e.kind == "response" and e.status == 402}
+    assert gated == named(costs_credit=True)
     assert [s.id for s in fake.sandboxes()] == [sandbox_id]
     assert fake.sandbox(sandbox_id).status == "paused"
     assert (await client.get(base + "/bandwidth")).json()["data"] == before

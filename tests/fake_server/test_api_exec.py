@@ -137,7 +137,8 @@ async def test_exec_stream_by_body_flag(
         {"stdout": "x\n"},
         {"exit_code": 0},
     ]
-    assert fake.journal.operations()[-1] == "exec"
+    # Streamed either way, so journaled (and matched by faults) as ``exec_stream`` either way.
+    assert fake.journal.operations()[-1] == "exec_stream"
 
 
 async def test_exec_stream_is_journaled_as_exec_stream(

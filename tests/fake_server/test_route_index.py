@@ -25,7 +25,7 @@ def index_rows() -> list[re.Match[str]]:
 
 def test_the_route_index_matches_the_routes_the_fake_serves() -> None:
     listed = [(row["method"], row["path"], row["op"]) for row in index_rows()]
-    assert listed == [(method, path, op) for method, path, op, _ in operations.ROUTES]
+    assert listed == [(op.method, op.path, op.name) for op in operations.ROUTES]
 
 
 def test_every_listed_route_names_a_source() -> None:

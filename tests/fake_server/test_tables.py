@@ -14,8 +14,10 @@ def test_each_route_is_one_operation_bound_to_a_coroutine_handler() -> None:
     """``fake_server.operations`` is the one list of operations; the router serves it bound."""
     names = [operation for _method, _path, operation, _handler in ROUTES]
     assert len(names) == len(set(names))
-    assert set(names) | operations.DERIVED_OPERATIONS == OPERATIONS
-    assert [row[:3] for row in operations.ROUTES] == [route[:3] for route in ROUTES]
+    assert set(names) | {op.name for op in operations.DERIVED} == OPERATIONS
+    assert [(op.method, op.path, op.name) for op in operations.ROUTES] == [
+        route[:3] for route in ROUTES
+    ]
     assert all(inspect.iscoroutinefunction(route[3]) for route in ROUTES)
 
 

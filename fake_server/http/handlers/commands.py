@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from fake_server.http.bodies import body_chunks
 from fake_server.http.errors import ok
-from fake_server.http.keys import BACKEND_KEY, sandbox_id
+from fake_server.http.keys import BACKEND_KEY, OPERATION_KEY, sandbox_id
 from fake_server.http.recorder import BODY_KEY
 from fake_server.http.streams.writers import (
     LARGE_JSON,
@@ -33,9 +33,9 @@ MAX_UPLOAD_BYTES = FILE_LIMIT
 
 
 async def exec_command(request: web.Request) -> web.StreamResponse:
-    spec, stream = parse_exec(await read_json(request), request.query.get("stream"))
+    spec = parse_exec(await read_json(request))
     account = request[BACKEND_KEY]
-    if not stream:
+    if request[OPERATION_KEY] != "exec_stream":
         result = await account.exec(sandbox_id(request), spec)
         if len(result.stdout) + len(result.stderr) > LARGE_JSON:
             return await stream_json(request, success(exec_result(result)))

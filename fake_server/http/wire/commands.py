@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["exec_event", "exec_result", "parse_exec"]
 
 
-def parse_exec(body: Mapping[str, Any], query_stream: str | None) -> tuple[ExecSpec, bool]:
-    """The command and whether to stream (``?stream=true`` or body ``stream: true``)."""
+def parse_exec(body: Mapping[str, Any]) -> ExecSpec:
+    """The command; whether it streams the core middleware decided (``exec_stream``), this
+    only checks that a ``stream`` field is a boolean."""
     cmd = str_field(body, "cmd", required=True)
     assert cmd is not None
     args = str_list(body, "args")
@@ -38,8 +39,8 @@ def parse_exec(body: Mapping[str, Any], query_stream: str | None) -> tuple[ExecS
     env = str_map(body, "env")
     command_fits(cmd, args, env)
     spec = ExecSpec(cmd=cmd, args=args, stdin=stdin, cwd=str_field(body, "cwd") or None, env=env)
-    stream = bool_field(body, "stream") or (query_stream or "").lower() in ("true", "1")
-    return spec, stream
+    bool_field(body, "stream")
+    return spec
 
 
 def exec_result(result: ExecResult) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""An account's credit: the service refuses cost-incurring calls with 402 when it has none.
+"""An account's credit: the service refuses cost-incurring calls with 402 when it has none
+(which calls: ``Operation.costs_credit`` in ``fake_server.operations``).
 
 The fake charges nothing: the balance changes only when a test sets it (``FakeCreateOS``,
 the control API, the plugin's marker) or runs it out (the ``ExhaustCredit`` fault action).
@@ -10,20 +11,7 @@ import math
 
 from fake_server.models.errors import PaymentRequired
 
-__all__ = ["COST_OPERATIONS", "Credit", "check_balance"]
-
-#: The routes the service gates on credit (TS SDK ``COMPATIBILITY.md``, "Credit gating").
-COST_OPERATIONS = frozenset(
-    {
-        "create_sandbox",
-        "resume_sandbox",
-        "fork_sandbox",
-        "recharge_bandwidth",
-        "create_disk",
-        "create_network",
-        "create_template",
-    }
-)
+__all__ = ["Credit", "check_balance"]
 
 #: The message of the 402 (the TS SDK's own text for a 402 says "insufficient credit").
 NO_CREDIT = "insufficient credit; top up the account to continue"
