@@ -21,7 +21,10 @@ if TYPE_CHECKING:
 __all__ = [
     "API_ROUTES",
     "BY_NAME",
+    "CONTROL_KEY_HEADER",
+    "CREDENTIAL_HEADERS",
     "DERIVED",
+    "KEY_HEADERS",
     "OPERATIONS",
     "RESOURCE_ROUTES",
     "ROUTES",
@@ -29,6 +32,14 @@ __all__ = [
     "exec_streamed",
     "named",
 ]
+
+#: Headers the docs accept for an account's API key; clients use ``X-Api-Key``.
+KEY_HEADERS: Final = ("X-Api-Key", "X-Auth-Token", "X-Access-Token")
+#: The header carrying the control API's own credential (``FakeCreateOS.control_key``).
+CONTROL_KEY_HEADER: Final = "X-Fake-Control-Key"
+#: Every header the fake takes a credential of its own in, lower case: the journal redacts
+#: them and a preview request does not forward them to the sandbox.
+CREDENTIAL_HEADERS: Final = frozenset(h.lower() for h in (*KEY_HEADERS, CONTROL_KEY_HEADER))
 
 #: What a reply streams: a process's numbered frames (``/connect``), an exec's NDJSON events,
 #: or a file's bytes.

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 from fake_server.models.journal.recording import REDACTED, secret_name
 from pytest_createos._markers import DEFAULT_SHAPE
 from pytest_createos.provider import Environment
+from pytest_createos.provider._config import DEFAULT_API_URL
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
 __all__ = ["LIVE_COMPANY", "LIVE_ENVIRONMENT", "LiveTarget", "RedactedConfig", "live_target"]
 
-DEFAULT_API_URL = "https://api.sb.createos.sh"
 LIVE_COMPANY = "pytest-createos"
 LIVE_ENVIRONMENT = "pytest-createos-live"
 

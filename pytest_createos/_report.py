@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
 import pytest
 
+from fake_server.models.transitions import ENDING, GONE, STATUSES
+
 __all__ = [
     "FULL_BODY",
     "JOURNAL_LIMIT",
@@ -29,8 +31,8 @@ __all__ = [
     "scope_mismatch",
 ]
 
-#: Statuses of a sandbox that still exists and costs money.
-LEAKING = frozenset({"creating", "running", "pausing", "paused", "resuming", "error"})
+#: Statuses of a sandbox that still exists and costs money: all but those on the way out.
+LEAKING = frozenset(STATUSES) - ENDING - GONE
 #: Events shown for a failing test (``full``); older ones are summarised in one line.
 JOURNAL_LIMIT = 60
 #: Exchange lines shown for a failing test (``short``).

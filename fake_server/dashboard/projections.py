@@ -14,6 +14,7 @@ from fake_server.http.wire.sandboxes import INGRESS_PREFIX, sandbox_json
 from fake_server.http.wire.templates import template_json
 from fake_server.models.errors import ApiError
 from fake_server.models.journal.recording import REDACTED, secret_name
+from fake_server.models.transitions import MOVING
 from fake_server.operations import named
 
 if TYPE_CHECKING:
@@ -24,8 +25,6 @@ __all__ = ["account_rows", "next_build_change", "resources", "sandbox_detail", "
 #: Requests whose ``path`` query parameter names a file of the sandbox, and the commands.
 _FILE_OPERATIONS = named(shown_as="files")
 _EXEC_OPERATIONS = named(shown_as="execs")
-#: Statuses a transition may still leave: reading metrics then would count as a client's read.
-_MOVING = frozenset({"creating", "pausing", "resuming", "forking", "destroying"})
 #: Newest exec requests a sandbox page lists.
 MAX_EXECS = 200
 
@@ -89,7 +88,7 @@ def sandbox_detail(
         "remaining_bytes": sandbox.bandwidth.remaining_bytes,
     }
     data["disks"], data["networks"], data["metrics"] = [], [], None
-    if account is not None and sandbox.status not in _MOVING:
+    if account is not None and sandbox.status not in MOVING:
         try:
             data["metrics"] = metrics_json(account.sandbox_metrics(sandbox.id))
         except ApiError:  # gone meanwhile

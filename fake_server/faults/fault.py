@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from fake_server import operations
@@ -21,7 +21,7 @@ from fake_server.faults.matchers import predicate_of
 from fake_server.faults.target import Aim
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
 
     from fake_server.faults.matchers import Predicate
 
@@ -90,6 +90,12 @@ class Call:
         )
 
 
+#: Marks the fields that name what a fault narrows to (strings; the spec's and the
+#: description's id fields).
+_NAMES: Final = {"id": True}
+
+
+@dataclass(eq=False, repr=False, slots=True)
 class Fault:
     """One rule: ``operation`` (or ``*``) narrowed by ids/account/predicate, an action, a schedule.
 
@@ -97,38 +103,29 @@ class Fault:
     ``after`` matching calls, each eligible call firing with ``probability`` (default: always).
     With a probability and no explicit ``times`` the fault may fire on every call, and it is not
     reported by ``unfired()`` (not firing is a legitimate outcome) unless ``expected=True``.
+    ``when`` (a callable taking the ``Call``, or a dict the JSON body must contain) is kept as
+    the predicate. Its fields are the one list of a fault's fields: the JSON spec, its listing
+    and the description read them. Equal only to itself (the registry keys on it).
     """
 
-    __slots__ = (
-        "_armed_in",
-        "account",
-        "action",
-        "after",
-        "expected",
-        "name",
-        "operation",
-        "probability",
-        "process_id",
-        "sandbox_id",
-        "times",
-        "when",
-    )
+    operation: str
+    action: Action
+    _: KW_ONLY
+    #: ``DEFAULT`` until ``__post_init__`` resolves it (1, or every call with a probability).
+    times: int | None = DEFAULT  # type: ignore[assignment]
+    after: int = 0
+    probability: float | None = None
+    sandbox_id: str | None = field(default=None, metadata=_NAMES)
+    process_id: str | None = field(default=None, metadata=_NAMES)
+    account: str | None = field(default=None, metadata=_NAMES)
+    when: Predicate | Mapping[str, Any] | None = None
+    name: str | None = field(default=None, metadata=_NAMES)
+    expected: bool | None = None
+    _armed_in: _Firings | None = field(default=None, init=False)
 
-    def __init__(
-        self,
-        operation: str,
-        action: Action,
-        *,
-        times: int | _Default | None = DEFAULT,
-        after: int = 0,
-        probability: float | None = None,
-        sandbox_id: str | None = None,
-        process_id: str | None = None,
-        account: str | None = None,
-        when: Callable[[Call], bool] | Mapping[str, Any] | None = None,
-        name: str | None = None,
-        expected: bool | None = None,
-    ) -> None:
+    def __post_init__(self) -> None:
+        operation, action = self.operation, self.action
+        times: object = self.times
         if operation != "*" and operation not in OPERATIONS:
             close = difflib.get_close_matches(str(operation), OPERATIONS, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
@@ -141,32 +138,36 @@ class Fault:
             allowed = ", ".join(op for op in sorted(OPERATIONS) if action.applies_to(op))
             raise ValueError(f"{type(action).__name__} applies only to: {allowed}")
         if isinstance(times, _Default):
-            times = None if probability is not None else 1
+            times = None if self.probability is not None else 1
         if times is not None and (isinstance(times, bool) or not isinstance(times, int)):
             raise ValueError("times must be an integer >= 1 or None (every call)")
         if times is not None and times < 1:
             raise ValueError("times must be an integer >= 1 or None (every call)")
+        after = self.after
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
             raise ValueError("after must be an integer >= 0")
-        predicate = predicate_of(when)
+        predicate = predicate_of(self.when)
+        probability = self.probability
         if probability is not None and (
             isinstance(probability, bool)
             or not isinstance(probability, int | float)
             or not 0.0 <= probability <= 1.0
         ):
             raise ValueError("probability must be a number between 0 and 1")
-        self.operation = operation
-        self.action = action
-        self.times: int | None = times
-        self.after = after
+        self.times = times
         self.probability = None if probability is None else float(probability)
-        self.sandbox_id = sandbox_id
-        self.process_id = process_id
-        self.account = account
-        self.when: Predicate | None = predicate
-        self.name = name
-        self.expected = probability is None if expected is None else expected
-        self._armed_in: _Firings | None = None
+        self.when = predicate
+        self.expected = probability is None if self.expected is None else self.expected
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The fields that name what a fault narrows to: ids, account, its own name."""
+        return tuple(f.name for f in fields(cls) if f.metadata.get("id"))
+
+    @classmethod
+    def settable(cls) -> tuple[str, ...]:
+        """The fields a caller sets (``_armed_in`` is the registry's)."""
+        return tuple(f.name for f in fields(cls) if f.init)
 
     @property
     def calls(self) -> list[FaultFiring]:
@@ -193,12 +194,13 @@ class Fault:
             return False
         if isinstance(self.action, OutOfBandAction) and self.action.aim(call.known()) is None:
             return False
-        return self.when is None or bool(self.when(call))
+        when = self.when  # a dict ``when`` became its predicate in ``__post_init__``
+        return when is None or (callable(when) and bool(when(call)))
 
     def describe(self) -> str:
         """A stable one-line description; also the default identity for its random stream."""
         parts = [self.operation, repr(self.action)]
-        for key in ("sandbox_id", "process_id", "account", "name"):
+        for key in self.names():
             value = getattr(self, key)
             if value is not None:
                 parts.append(f"{key}={value}")

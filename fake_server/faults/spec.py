@@ -30,23 +30,16 @@ __all__ = [
     "fault_from_json",
 ]
 
-_FAULT_FIELDS: Final = frozenset(
-    {
-        "operation",
-        "action",
-        "times",
-        "after",
-        "probability",
-        "sandbox_id",
-        "process_id",
-        "account",
-        "query",
-        "body",
-        "name",
-        "expected",
-    }
+#: A spec's fields: the ``Fault``'s own, ``when`` given as ``query`` and ``body`` matchers.
+_FAULT_FIELDS: Final = frozenset(Fault.settable()) - {"when"} | {"query", "body"}
+#: The string fields naming what a fault narrows to.
+_ID_FIELDS: Final = Fault.names()
+#: The fields passed on as they are (``Fault`` checks them).
+_PLAIN_FIELDS: Final = tuple(
+    key
+    for key in Fault.settable()
+    if key not in ("operation", "action", "times", "when") and key not in _ID_FIELDS
 )
-_ID_FIELDS: Final = ("sandbox_id", "process_id", "account", "name")
 _MAX_TEXT: Final = 200
 
 
@@ -88,7 +81,7 @@ def fault_from_json(spec: object) -> Fault:
                 raise FaultSpecError(key, f"must be a non-empty string of at most {_MAX_TEXT}")
             kwargs[key] = value
     kwargs["times"] = spec.get("times", DEFAULT)
-    for key in ("after", "probability", "expected"):
+    for key in _PLAIN_FIELDS:
         if key in spec:
             kwargs[key] = spec[key]
     if "expected" in kwargs and not isinstance(kwargs["expected"], bool):

@@ -75,8 +75,8 @@ __all__ = [
 _MAX_QUERY = 20
 #: Names the accepted headers: ``Authorization: Bearer`` is a common first guess the API refuses.
 UNAUTHORIZED_MESSAGE = (
-    "missing or invalid API key; send it in the X-Api-Key header "
-    "(X-Auth-Token and X-Access-Token work too; Authorization: Bearer does not)"
+    f"missing or invalid API key; send it in the {KEY_HEADERS[0]} header "
+    f"({' and '.join(KEY_HEADERS[1:])} work too; Authorization: Bearer does not)"
 )
 
 

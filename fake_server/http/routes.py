@@ -21,6 +21,7 @@ from fake_server.http.handlers import (
     templates,
     tunnels,
 )
+from fake_server.operations import CONTROL_KEY_HEADER, KEY_HEADERS
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -43,10 +44,6 @@ __all__ = [
 
 #: Where the fake's own control API lives (``http.control.api``, ``http.control.faults``).
 CONTROL_PREFIX = "/_fake"
-#: The header carrying the control API's own credential (``FakeCreateOS.control_key``).
-CONTROL_KEY_HEADER = "X-Fake-Control-Key"
-#: Headers the docs accept for an account's API key; clients use ``X-Api-Key``.
-KEY_HEADERS = ("X-Api-Key", "X-Auth-Token", "X-Access-Token")
 
 #: The modules a route's handler reference (``"family.name"``) names.
 _FAMILIES: dict[str, ModuleType] = {

@@ -9,7 +9,7 @@ from fake_server.models.errors import BadRequest
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["MAX_LIMIT", "page", "page_limit"]
+__all__ = ["MAX_LIMIT", "page", "page_limit", "window"]
 
 MAX_LIMIT = 500
 
@@ -25,10 +25,16 @@ def page_limit(limit: int) -> int:
     return min(limit, MAX_LIMIT)
 
 
-def page(items: Sequence[_T], limit: int, offset: int) -> tuple[list[_T], dict[str, int]]:
-    """One page and its ``pagination`` object (the list envelope every list route uses)."""
+def window(limit: int, offset: int) -> tuple[int, int]:
+    """A list's page size (``page_limit``) and its offset, refused below 0."""
     limit = page_limit(limit)
     if offset < 0:
         raise BadRequest("must be >= 0", field="offset")
+    return limit, offset
+
+
+def page(items: Sequence[_T], limit: int, offset: int) -> tuple[list[_T], dict[str, int]]:
+    """One page and its ``pagination`` object (the list envelope every list route uses)."""
+    limit, offset = window(limit, offset)
     chunk = list(items[offset : offset + limit])
     return chunk, {"total": len(items), "limit": limit, "offset": offset, "count": len(chunk)}

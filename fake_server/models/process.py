@@ -12,6 +12,7 @@ import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fake_server import signals
 from fake_server.models.errors import Conflict, Gone
 from fake_server.models.output import OutputFrame, OutputJournal
 from fake_server.models.waiting import Wakeup, wait_event
@@ -31,10 +32,8 @@ _GATHER_SECONDS = 0.002
 __all__ = ["ExitFrame", "ExpiredFrame", "HeartbeatFrame", "Process", "ProcessSpec"]
 
 #: Signals that end a process; the rest (SIGWINCH) are accepted and ignored.
-TERMINATING_SIGNALS = frozenset(
-    {"SIGTERM", "SIGKILL", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"}
-)
-KNOWN_SIGNALS = TERMINATING_SIGNALS | {"SIGWINCH"}
+TERMINATING_SIGNALS = frozenset(signals.TERMINATING)
+KNOWN_SIGNALS = frozenset(signals.KNOWN)
 
 
 @dataclass(frozen=True, slots=True)

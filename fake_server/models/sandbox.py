@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from fake_server.models.bandwidth import Bandwidth
 from fake_server.models.errors import Conflict
 from fake_server.models.journal.events import Event
+from fake_server.models.transitions import ENDING, STATUSES, TARGET
 from fake_server.models.usage import RunningSpans
 
 if TYPE_CHECKING:
@@ -25,27 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["STATUSES", "AccessToken", "Sandbox", "SandboxSpec"]
 
-STATUSES = (
-    "creating",
-    "running",
-    "pausing",
-    "paused",
-    "resuming",
-    "forking",
-    "error",
-    "destroying",
-    "destroyed",
-    "failed",
-)
 #: Float slack, so advancing by 2.9 then 0.1 completes a 3 s step.
 _EPSILON = 1e-9
-_TARGET = {
-    "creating": "running",
-    "pausing": "paused",
-    "resuming": "running",
-    "destroying": "destroyed",
-    "forking": "running",
-}
 
 
 @dataclass(slots=True)
@@ -193,7 +175,7 @@ class Sandbox:
             step = self._step(pending.status)
             due = pending.started + step.seconds
             if self.clock.now() >= due - _EPSILON and pending.reads >= step.reads:
-                target = self._fork_target if pending.status == "forking" else _TARGET[self.status]
+                target = self._fork_target if pending.status == "forking" else TARGET[self.status]
                 self._complete(target, max(due, pending.started))
             elif read:
                 pending.reads += 1
@@ -380,7 +362,7 @@ class Sandbox:
 
     def destroy(self) -> None:
         """Start destroying: every process dies and the disk is wiped at once."""
-        if self.status in ("destroying", "destroyed"):
+        if self.status in ENDING:
             return
         for process in self.processes.values():
             process.crash("SIGKILL")
@@ -421,5 +403,5 @@ class Sandbox:
             self.destroyed_mono = self.clock.now()
         self._record(self.status, status, self.clock.now())
         self.status = status
-        self._pending = _Pending(status, self.clock.now()) if status in _TARGET else None
+        self._pending = _Pending(status, self.clock.now()) if status in TARGET else None
         self._schedule()

@@ -5,10 +5,48 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Self
 
-__all__ = ["Step", "TransitionPolicy"]
+__all__ = [
+    "ENDING",
+    "GONE",
+    "MOVING",
+    "STATUSES",
+    "TARGET",
+    "TRANSITIONAL",
+    "Step",
+    "TransitionPolicy",
+]
 
-#: The transitional statuses a policy governs.
-TRANSITIONAL = ("creating", "pausing", "resuming", "destroying")
+#: Every status the API reports (docs/fake-server.md#state-machine): the one list the fake's
+#: layers read (``tests/provider/test_statuses.py`` holds the provider's own copy to it).
+STATUSES = (
+    "creating",
+    "running",
+    "pausing",
+    "paused",
+    "resuming",
+    "forking",
+    "error",
+    "destroying",
+    "destroyed",
+    "failed",
+)
+#: Where each moving status lands once its transition completes (a fork's own target may be
+#: ``paused``: ``Sandbox`` keeps it).
+TARGET = {
+    "creating": "running",
+    "pausing": "paused",
+    "resuming": "running",
+    "destroying": "destroyed",
+    "forking": "running",
+}
+#: The statuses a transition may still leave.
+MOVING = frozenset(TARGET)
+#: A sandbox on its way out or gone: no longer holding its name, tokens or settings.
+ENDING = frozenset({"destroying", "destroyed"})
+#: A sandbox that no longer holds resources (networks, disks) attached to it.
+GONE = frozenset({"destroyed", "failed"})
+#: The transitional statuses a policy governs (a fork takes create's step).
+TRANSITIONAL = tuple(status for status in TARGET if status != "forking")
 
 
 @dataclass(frozen=True, slots=True)

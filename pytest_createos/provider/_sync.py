@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ._archive import build_archive, extract_into, validate_archive
 from ._client import identifier
+from ._config import MAX_TIMEOUT_MS
 from ._errors import CreateosError
 from ._execute import execute_command
 from ._script import NUL_IN_VALUE, quote
@@ -67,7 +68,6 @@ __all__ = ["WORKSPACE_ROOT", "assert_remote_path", "sync_files", "validate_opera
 WORKSPACE_ROOT = "/paperclip-workspace"
 SCRATCH_PREFIX = "/tmp/paperclip-createos-transfer-"
 HOST_TEMP_PREFIX = ".paperclip-createos-"
-MAX_TIMEOUT_MS = 86_400_000
 _CHUNK = 1024 * 1024
 
 UNSUPPORTED_KIND = "Unsupported CreateOS transfer kind."

@@ -36,13 +36,15 @@ LogSink = Callable[[StreamName, str], object]
 #: What a ``FileMapping`` transfers (anything else is refused before any transfer).
 MappingKind = Literal["file", "directory"]
 #: The sandbox states the API reports (docs/fake-server.md#state-machine); an unknown one
-#: fails a transition fast.
+#: fails a transition fast. The provider never imports the fake: ``tests/provider/
+#: test_statuses.py`` holds this list to the fake's ``models.transitions.STATUSES``.
 SandboxStatus = Literal[
     "creating",
     "running",
     "pausing",
     "paused",
     "resuming",
+    "forking",
     "destroying",
     "destroyed",
     "failed",

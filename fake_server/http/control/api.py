@@ -33,6 +33,7 @@ from fake_server.http.routes import CONTROL_PREFIX
 from fake_server.http.wire.common import read_json
 from fake_server.models import BadRequest, Conflict, NotFound, Step, TransitionPolicy
 from fake_server.models.account.credit import check_balance
+from fake_server.models.transitions import TRANSITIONAL
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -106,16 +107,7 @@ def _number(value: object, field: str, *, integer: bool = False) -> float:
 
 
 _POLICY_FIELDS = frozenset(
-    {
-        "preset",
-        "after_reads",
-        "after",
-        "creating",
-        "pausing",
-        "resuming",
-        "destroying",
-        "destroyed_visible_for",
-    }
+    {"preset", "after_reads", "after", "destroyed_visible_for", *TRANSITIONAL}
 )
 
 
@@ -145,7 +137,7 @@ def parse_policy(body: Mapping[str, Any], current: TransitionPolicy) -> Transiti
             TransitionPolicy.after(seconds), destroyed_visible_for=policy.destroyed_visible_for
         )
     steps: dict[str, Step] = {}
-    for name in ("creating", "pausing", "resuming", "destroying"):
+    for name in TRANSITIONAL:
         raw = body.get(name)
         if raw is None:
             continue

@@ -43,6 +43,7 @@ from fake_server.http.keys import STATE_KEY, WORLD_KEY, sandbox_id
 from fake_server.http.streams.relay import relay, take_over
 from fake_server.models.errors import ApiError, BadGateway, BadRequest
 from fake_server.models.ingress import not_listening, preview
+from fake_server.operations import CREDENTIAL_HEADERS
 from fake_server.runtime.api import FeatureUnavailable
 
 if TYPE_CHECKING:
@@ -60,15 +61,9 @@ _HOP = frozenset(
     {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
      "te", "trailer", "transfer-encoding", "upgrade"}
 )  # fmt: skip
-#: Account keys (``routes.KEY_HEADERS``), the control key and the clock's exchange id stay
-#: out of the sandbox too.
-_NOT_FORWARDED = _HOP | {
-    "x-api-key",
-    "x-auth-token",
-    "x-access-token",
-    "x-fake-control-key",
-    EXCHANGE_HEADER.lower(),
-}
+#: Account keys, the control key (``operations.CREDENTIAL_HEADERS``) and the clock's exchange
+#: id stay out of the sandbox too.
+_NOT_FORWARDED = _HOP | CREDENTIAL_HEADERS | {EXCHANGE_HEADER.lower()}
 
 
 async def ingress(request: web.Request) -> web.StreamResponse:

@@ -14,18 +14,14 @@ __all__ = ["fault_to_json", "firing_to_json"]
 
 def fault_to_json(faults: Faults, fault: Fault) -> dict[str, object]:
     """One armed fault as the control API lists it, with its counters."""
+    shown = {
+        key: action_to_json(fault.action) if key == "action" else getattr(fault, key)
+        for key in Fault.settable()
+        if key != "when"  # code, or a body matcher: not JSON
+    }
     return {
         "id": faults.fault_id(fault),
-        "operation": fault.operation,
-        "action": action_to_json(fault.action),
-        "times": fault.times,
-        "after": fault.after,
-        "probability": fault.probability,
-        "sandbox_id": fault.sandbox_id,
-        "process_id": fault.process_id,
-        "account": fault.account,
-        "name": fault.name,
-        "expected": fault.expected,
+        **shown,
         "fired": faults.fire_count(fault),
         "seen": faults.match_count(fault),
     }

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from fake_server.models.account.base import AccountBase
 from fake_server.models.account.envs import check_envs
 from fake_server.models.errors import ApiError, BadRequest, Conflict, NotFound
+from fake_server.models.transitions import ENDING
 
 if TYPE_CHECKING:
     from fake_server.models.sandbox import Sandbox
@@ -227,5 +228,5 @@ class AdminOps(AccountBase):
 
 
 def _not_destroyed(sandbox: Sandbox) -> None:
-    if sandbox.status in ("destroying", "destroyed"):
+    if sandbox.status in ENDING:
         raise Conflict(f"sandbox is {sandbox.status}", code="invalid_state")

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from fake_server.models.errors import BadRequest, NotFound, at_capacity
 from fake_server.models.paths import check_abs_path
+from fake_server.models.transitions import ENDING
 
 if TYPE_CHECKING:
     from fake_server.models.context import Context
@@ -53,7 +54,7 @@ class AccountBase:
         names = set()
         for sandbox in self.sandboxes.values():
             sandbox.settle()
-            if sandbox.status not in ("destroying", "destroyed"):
+            if sandbox.status not in ENDING:
                 names.add(sandbox.name)
         return names
 

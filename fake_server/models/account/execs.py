@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from fake_server import signals
 from fake_server.models import exec_output
 from fake_server.models.account.base import AccountBase
 from fake_server.models.errors import (
@@ -137,7 +138,7 @@ class ExecOps(AccountBase):
                     held_open=functools.partial(self._held_open, job.sandbox.id, None),
                 )
             except ProcessSignal as exc:
-                return 128 + _SIGNUMS.get(exc.signal, 9), f"command killed by {exc.signal}"
+                return 128 + signals.NUMBERS.get(exc.signal, 9), f"command killed by {exc.signal}"
             except CommandNotStarted as exc:  # the result's error (TS ``ExecResult.error``)
                 return exc.exit_code, exc.error
             except FileNotFoundError:
@@ -286,6 +287,3 @@ def _write_error(sandbox: Sandbox, exc: OSError) -> ApiError:
         )
         return InsufficientStorage(message)
     return BadRequest("cannot be written", field="path")
-
-
-_SIGNUMS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGKILL": 9, "SIGTERM": 15}

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from fake_server.models.account.base import AccountBase
 from fake_server.models.errors import BadRequest
+from fake_server.models.transitions import ENDING
 from fake_server.models.usage import MAX_POINTS, Window, check_window
 
 __all__ = [
@@ -58,7 +59,7 @@ class MetricsOps(AccountBase):
 
     def sandbox_metrics(self, sandbox_id: str) -> SandboxMetrics:
         sandbox = self._sandbox(sandbox_id, read=True)
-        live = sandbox.status not in ("destroying", "destroyed")
+        live = sandbox.status not in ENDING
         measured = sandbox.machine.usage() if live else None
         limit = sandbox.shape.mem_mib * _MIB
         if measured is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from fake_server.models.account.base import AccountBase
 from fake_server.models.errors import Conflict, NotFound
 from fake_server.models.sandbox import AccessToken, Sandbox
+from fake_server.models.transitions import ENDING
 
 __all__ = ["AccessToken", "TokenOps"]
 
@@ -46,5 +47,5 @@ class TokenOps(AccountBase):
 
 
 def _alive(sandbox: Sandbox) -> None:
-    if sandbox.status in ("destroying", "destroyed"):
+    if sandbox.status in ENDING:
         raise Conflict(f"sandbox is {sandbox.status}", code="invalid_state")

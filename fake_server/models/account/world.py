@@ -14,7 +14,7 @@ from fake_server.models.account.metrics import MetricsOps
 from fake_server.models.account.processes import ProcessOps
 from fake_server.models.account.tokens import TokenOps
 from fake_server.models.errors import ApiError, BadRequest, Conflict, at_capacity
-from fake_server.models.paging import page_limit
+from fake_server.models.paging import window
 from fake_server.models.sandbox import STATUSES, Sandbox, SandboxSpec
 
 if TYPE_CHECKING:
@@ -125,9 +125,7 @@ class Account(ExecOps, ProcessOps, AdminOps, TokenOps, MetricsOps, AccountBase):
     def list_sandboxes(self, *, status: str | None, limit: int, offset: int) -> Page:
         if status is not None and status not in STATUSES:
             raise BadRequest("unknown status", field="status")
-        limit = page_limit(limit)
-        if offset < 0:
-            raise BadRequest("must be >= 0", field="offset")
+        limit, offset = window(limit, offset)
         live = self._settled()
         matching = [s for s in live if status is None or s.status == status]
         return Page(matching[offset : offset + limit], len(matching), limit, offset)

@@ -18,6 +18,8 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from fake_server.operations import CREDENTIAL_HEADERS
+
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping
 
@@ -44,18 +46,12 @@ _VALUE_LIMIT = 1024
 REDACTED = "<redacted>"
 #: Header names (lower case) whose values never reach the journal: every credential the API,
 #: the control API and sandbox access tokens are sent in, and cookies.
-SECRET_HEADERS = frozenset(
-    {
-        "x-api-key",
-        "x-auth-token",
-        "x-access-token",
-        "x-fake-control-key",
-        "authorization",
-        "proxy-authorization",
-        "cookie",
-        "set-cookie",
-    }
-)
+SECRET_HEADERS = CREDENTIAL_HEADERS | {
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+}
 #: Transport headers that differ from run to run and say nothing about the call (the port in
 #: ``Host``, the wall-clock ``Date``, the virtual clock's exchange id): not kept, so the same
 #: test gives the same journal.

@@ -23,6 +23,7 @@ from fake_server.models.errors import (
 )
 from fake_server.models.paths import check_abs_path
 from fake_server.models.resources.base import check_name
+from fake_server.models.transitions import GONE
 from fake_server.runtime.api import BucketMounts, FeatureUnavailable, SharedMounts
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Attachment", "Disk", "Disks"]
 
-_GONE = ("destroyed", "failed")
 #: Guest paths a disk may not be mounted over.
 _RESERVED = ("/", "/bin", "/usr", "/etc", "/dev", "/proc", "/sys", "/tmp", "/root")
 
@@ -142,7 +142,7 @@ class Disks:
         kept = []
         for item in self.attachments:
             item.sandbox.settle()
-            if item.sandbox.status in _GONE or item.sandbox.gone():
+            if item.sandbox.status in GONE or item.sandbox.gone():
                 continue
             kept.append(item)
         self.attachments = kept

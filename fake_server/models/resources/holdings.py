@@ -12,6 +12,7 @@ from fake_server.models.resources.desktop import DESKTOP_ROOTFS, Desktop
 from fake_server.models.resources.disks import Disk, Disks
 from fake_server.models.resources.networks import Network, Networks
 from fake_server.models.resources.templates import Template, Templates, seed_sandbox
+from fake_server.models.transitions import GONE
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -114,7 +115,7 @@ class AccountResources:
         """The running desktop sandbox's session (409 for other rootfs, as the service)."""
         for known in [sid for sid in self.desktops if sid != sandbox_id]:
             try:  # drop the sessions of sandboxes that are destroyed or gone
-                if self._sandbox(known).status in ("destroyed", "failed"):
+                if self._sandbox(known).status in GONE:
                     del self.desktops[known]
             except NotFound:
                 del self.desktops[known]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.models.errors import BadRequest, Conflict, NotFound, QuotaExceeded
 from fake_server.models.resources.base import check_name
+from fake_server.models.transitions import GONE
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -26,7 +27,6 @@ __all__ = ["Member", "Network", "Networks"]
 #: Networks without an explicit ``cidr`` get the next free /24 of this block.
 AUTO_BLOCK = ipaddress.IPv4Network("10.200.0.0/16")
 MIN_PREFIX, MAX_PREFIX = 16, 28
-_GONE = ("destroyed", "failed")
 
 
 @dataclass(slots=True)
@@ -51,7 +51,7 @@ class Network:
     def live_members(self) -> list[Member]:
         for sandbox_id, member in list(self.members.items()):
             member.sandbox.settle()
-            if member.sandbox.status in _GONE or member.sandbox.gone():
+            if member.sandbox.status in GONE or member.sandbox.gone():
                 del self.members[sandbox_id]
                 member.sandbox.machine.leave_network(self.id)
         return list(self.members.values())

@@ -14,6 +14,8 @@ import signal as signals
 import time
 from typing import TYPE_CHECKING, TypeVar
 
+from fake_server.signals import NUMBERS
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -21,11 +23,7 @@ __all__ = ["SIGNALS", "continuing", "descendants", "holding", "send", "stop_firs
 
 _T = TypeVar("_T")
 
-SIGNALS = {
-    name: int(getattr(signals, name))
-    for name in ("SIGHUP", "SIGINT", "SIGQUIT", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGTERM",
-                 "SIGWINCH", "SIGSTOP", "SIGCONT")
-}  # fmt: skip
+SIGNALS = NUMBERS
 
 
 #: Real seconds ``stop_first`` waits for an ``nsenter`` to stop (it is woken by the signal

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from fake_server.runtime.bashkit.adapters import parse_duration
 from fake_server.runtime.bashkit.runstate import RunState
+from fake_server.signals import NUMBERS, TERMINATING
 
 if TYPE_CHECKING:
     import bashkit
@@ -26,7 +27,7 @@ Spawn = Callable[
 ]
 
 _TRY = "Try 'timeout --help' for more information.\n"
-_SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "KILL": 9, "USR1": 10, "USR2": 12, "TERM": 15}
+_SIGNALS = {name.removeprefix("SIG"): NUMBERS[name] for name in TERMINATING}
 _TIMED_OUT = 124
 
 
