@@ -12,7 +12,6 @@ from aiohttp import web
 from fake_server.clock import DEFAULT_EPOCH, VirtualClock
 from fake_server.dashboard import dashboard_url, install_dashboard
 from fake_server.faults import Faults
-from fake_server.faults.world import WorldTarget
 from fake_server.http import AppState, create_app, create_preview_app
 from fake_server.http.admission import ACCEPT_BATCH, Admission, deepen_backlog
 from fake_server.http.connections import WatchedRunner
@@ -154,9 +153,7 @@ class FakeCreateOS:
         )
         self.api_key = self._add_default_account()
         #: Fault injection rules and out-of-band changes (``fake_server.faults``).
-        self.faults = Faults(
-            seed=seed, clock=self.clock, target=WorldTarget(self.world, lambda: self._loop)
-        )
+        self.faults = Faults(seed=seed, clock=self.clock, world=self.world, loop=lambda: self._loop)
         self.faults.listeners.append(journal_listener(self.journal))
         self.faults.applied_listeners.append(applied_listener(self.journal, self.clock))
         self._runner: web.AppRunner | None = None

@@ -25,22 +25,21 @@ from fake_server.faults.actions import (
     ResponseAction,
     StreamAction,
 )
+from fake_server.faults.aim import (
+    Aim,
+    TargetConflictError,
+    TargetError,
+    UnknownTargetError,
+)
 from fake_server.faults.catalog import ACTION_NAMES, ACTION_TYPES
-from fake_server.faults.fake_faults import Faults
 from fake_server.faults.fault import DEFAULT, OPERATIONS, Call, Fault, FaultFiring
+from fake_server.faults.handle import Faults
 from fake_server.faults.registry import FaultRegistry, Plan
 from fake_server.faults.spec import (
     FaultSpecError,
     action_from_json,
     action_to_json,
     fault_from_json,
-)
-from fake_server.faults.target import (
-    Aim,
-    OutOfBandTarget,
-    TargetConflictError,
-    TargetError,
-    UnknownTargetError,
 )
 
 if TYPE_CHECKING:
@@ -63,7 +62,6 @@ __all__ = [
     "FaultSpecError",
     "Faults",
     "OutOfBandAction",
-    "OutOfBandTarget",
     "Plan",
     "ResponseAction",
     "StreamAction",

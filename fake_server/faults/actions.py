@@ -16,12 +16,13 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from fake_server.faults.target import AIM_IDS, Aim
+from fake_server.faults.aim import AIM_IDS, Aim, TargetError, UnknownTargetError
+from fake_server.faults.lookups import process_of, sandbox_of
 from fake_server.models.sandbox import STATUSES
 from fake_server.operations import named
 
 if TYPE_CHECKING:
-    from fake_server.faults.target import OutOfBandTarget
+    from fake_server.models import World
 
 
 #: Operations whose body is written incrementally (NDJSON frames or raw file bytes).
@@ -81,7 +82,9 @@ class StreamAction(ResponseAction):
 class OutOfBandAction(Action):
     """Changes the world at the moment of the call, then lets the request through.
 
-    Each action applies itself to an ``OutOfBandTarget``. ``needs`` names the ids it must know
+    Each action applies itself to the fake's ``World`` (on the fake's loop: ``faults.handle``),
+    raising ``UnknownTargetError``, ``TargetError`` or ``TargetConflictError`` (``faults.aim``)
+    for a change the world cannot take. ``needs`` names the ids it must know
     (``Aim`` fields): each comes from the action's own field of that name, else from the call
     (or the control API's body); a call that does not name them is not matched.
     """
@@ -101,7 +104,7 @@ class OutOfBandAction(Action):
         aim = Aim(**ids, account=known.account)
         return aim if all(getattr(aim, name) for name in self.needs) else None
 
-    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
+    def apply(self, world: World, aim: Aim) -> None:
         raise NotImplementedError  # pragma: no cover - every concrete action overrides it
 
 
@@ -325,8 +328,8 @@ class SetStatus(OutOfBandAction):
         if self.status not in SANDBOX_STATUSES:
             raise ValueError("status must be one of: " + ", ".join(sorted(SANDBOX_STATUSES)))
 
-    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
-        target.set_status(aim.id("sandbox_id"), self.status)
+    def apply(self, world: World, aim: Aim) -> None:
+        sandbox_of(world, aim.id("sandbox_id")).force_status(self.status)
 
 
 @dataclass(frozen=True)
@@ -336,8 +339,12 @@ class Forget(OutOfBandAction):
     kind: ClassVar[str] = "forget"
     sandbox_id: str | None = None
 
-    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
-        target.forget(aim.id("sandbox_id"))
+    def apply(self, world: World, aim: Aim) -> None:
+        sandbox_id = aim.id("sandbox_id")
+        account = world.account_of(sandbox_id)
+        if account is None:
+            raise UnknownTargetError("no such sandbox")
+        account.forget_sandbox(sandbox_id)
 
 
 @dataclass(frozen=True)
@@ -357,8 +364,20 @@ class TamperFile(OutOfBandAction):
         if not isinstance(self.data, bytes):
             raise ValueError("data must be bytes")
 
-    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
-        target.write_file(aim.id("sandbox_id"), self.path, self.data)
+    def apply(self, world: World, aim: Aim) -> None:
+        """Errors of the sandbox's disk name the ``path`` field: the control API answers 400
+        and an armed fault is skipped rather than failing the request."""
+        sandbox = sandbox_of(world, aim.id("sandbox_id"))
+        try:
+            sandbox.disk.write_file(self.path, self.data)
+        except IsADirectoryError:
+            raise TargetError("is a directory in the sandbox", field="path") from None
+        except NotADirectoryError:
+            raise TargetError("has a parent that is not a directory", field="path") from None
+        except (OSError, ValueError):
+            raise TargetError("cannot be written in the sandbox", field="path") from None
+        except RuntimeError:  # the disk was wiped: the sandbox is destroyed
+            raise UnknownTargetError("no such sandbox") from None
 
 
 @dataclass(frozen=True)
@@ -376,8 +395,8 @@ class EvictOutput(OutOfBandAction):
         if self.up_to_seq is not None:
             _non_negative_int(self.up_to_seq, "up_to_seq")
 
-    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
-        target.evict_output(aim.id("sandbox_id"), aim.id("process_id"), self.up_to_seq)
+    def apply(self, world: World, aim: Aim) -> None:
+        process_of(world, aim.id("sandbox_id"), aim.id("process_id")).evict_output(self.up_to_seq)
 
 
 @dataclass(frozen=True)
@@ -399,5 +418,5 @@ class CrashProcess(OutOfBandAction):
         if name != name.upper():
             raise ValueError("signal must look like SIGKILL")
 
-    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
-        target.crash_process(aim.id("sandbox_id"), aim.id("process_id"), self.signal)
+    def apply(self, world: World, aim: Aim) -> None:
+        process_of(world, aim.id("sandbox_id"), aim.id("process_id")).crash(self.signal)

@@ -17,8 +17,8 @@ from fake_server.faults.actions import (
     OutOfBandAction,
     ResponseAction,
 )
+from fake_server.faults.aim import Aim
 from fake_server.faults.matchers import predicate_of
-from fake_server.faults.target import Aim
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

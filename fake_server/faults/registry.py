@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from fake_server.clock import Clock
-    from fake_server.faults.target import Aim
+    from fake_server.faults.aim import Aim
 
 __all__ = ["FaultRegistry", "Plan"]
 

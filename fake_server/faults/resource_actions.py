@@ -9,13 +9,17 @@ account (or the control API's ``account``): a resource of another account is ref
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from fake_server.faults.actions import OutOfBandAction
+from fake_server.faults.aim import TargetConflictError, UnknownTargetError
+from fake_server.faults.lookups import owner_of, sandbox_of
 
 if TYPE_CHECKING:
-    from fake_server.faults.target import Aim, OutOfBandTarget
+    from fake_server.faults.aim import Aim
+    from fake_server.models import World
 
 
 #: Longest ``reason`` a failed build may log.
@@ -34,8 +38,10 @@ class VanishNetwork(OutOfBandAction):
     def __post_init__(self) -> None:
         super().__post_init__()
 
-    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
-        target.vanish_network(aim.id("network_id"), aim.account)
+    def apply(self, world: World, aim: Aim) -> None:
+        network_id = aim.id("network_id")
+        owner = owner_of(world, "network", aim.account, lambda r: r.networks.items.get(network_id))
+        owner.resources.networks.vanish(network_id)
 
 
 @dataclass(frozen=True)
@@ -60,8 +66,28 @@ class DetachDisk(OutOfBandAction):
         ):
             raise ValueError("mount_path must be an absolute path")
 
-    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
-        target.detach_disk(aim.id("disk_id"), aim.sandbox_id, self.mount_path, aim.account)
+    def apply(self, world: World, aim: Aim) -> None:
+        disk_id, sandbox_id, mount_path = aim.id("disk_id"), aim.sandbox_id, self.mount_path
+        owner = owner_of(world, "disk", aim.account, lambda r: r.disks.items.get(disk_id))
+        disks = owner.resources.disks
+        attachments = disks.live_attachments(disk=disks.items[disk_id])
+        if sandbox_id is not None:
+            sandbox = sandbox_of(world, sandbox_id)
+            if sandbox.account_id != owner.id:
+                raise TargetConflictError(
+                    "the disk and the sandbox belong to different accounts", code="wrong_account"
+                )
+            attachments = [a for a in attachments if a.sandbox is sandbox]
+        if mount_path is not None:
+            wanted = posixpath.normpath(mount_path)
+            attachments = [a for a in attachments if a.mount_path == wanted]
+        if not attachments:
+            where = "this sandbox" if sandbox_id is not None else "any sandbox"
+            at = f" at {posixpath.normpath(mount_path)}" if mount_path is not None else ""
+            raise TargetConflictError(
+                f"the disk is not attached to {where}{at}", code="not_attached"
+            )
+        disks.unmount(attachments)
 
 
 @dataclass(frozen=True)
@@ -84,8 +110,19 @@ class FailTemplateBuild(OutOfBandAction):
         ):
             raise ValueError(f"reason must be one line of 1 to {MAX_REASON} characters")
 
-    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
-        target.fail_template_build(aim.id("template_id"), self.reason, aim.account)
+    def apply(self, world: World, aim: Aim) -> None:
+        template_id = aim.id("template_id")
+        owner = owner_of(
+            world, "template", aim.account, lambda r: r.templates.items.get(template_id)
+        )
+        template = owner.resources.templates.items[template_id]
+        now = owner.resources.ctx.clock.now()
+        status = template.status(now)
+        if status not in ("pending", "building"):
+            raise TargetConflictError(
+                f"the template build already ended (status {status})", code="build_ended"
+            )
+        template.fail(now, self.reason)
 
 
 @dataclass(frozen=True)
@@ -101,5 +138,10 @@ class ExhaustCredit(OutOfBandAction):
     def __post_init__(self) -> None:
         super().__post_init__()
 
-    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
-        target.exhaust_credit(aim.account)
+    def apply(self, world: World, aim: Aim) -> None:
+        """Every account's when none is named."""
+        accounts = [a for a in world.accounts.values() if aim.account in (None, a.id)]
+        if not accounts:
+            raise UnknownTargetError("no such account")
+        for account in accounts:
+            account.credit.set(0)

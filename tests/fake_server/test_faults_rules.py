@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import pytest
 
 from fake_server.clock import VirtualClock
@@ -20,6 +22,7 @@ from fake_server.faults import (
     HttpError,
     Latency,
     LostReply,
+    OutOfBandAction,
     SetStatus,
     StallStream,
     TamperFile,
@@ -27,6 +30,11 @@ from fake_server.faults import (
     UnknownTargetError,
     VanishNetwork,
 )
+from fake_server.faults.aim import AIM_IDS
+from fake_server.faults.catalog import ACTION_TYPES
+
+if TYPE_CHECKING:
+    from fake_server.models import World
 
 
 def call(operation: str = "get_sandbox", **kwargs: object) -> Call:
@@ -264,78 +272,70 @@ def test_adding_the_same_fault_twice_is_an_error() -> None:
         faults.add(fault)
 
 
-class RecordingWorld:
-    def __init__(self) -> None:
-        self.calls: list[tuple[object, ...]] = []
-
-    def set_status(self, sandbox_id: str, status: str) -> None:
-        self.calls.append(("set_status", sandbox_id, status))
-
-    def forget(self, sandbox_id: str) -> None:
-        if sandbox_id == "gone":
-            raise UnknownTargetError(sandbox_id)
-        self.calls.append(("forget", sandbox_id))
-
-    def write_file(self, sandbox_id: str, path: str, data: bytes) -> None:
-        self.calls.append(("write_file", sandbox_id, path, data))
-
-    def evict_output(self, sandbox_id: str, process_id: str, up_to_seq: int | None) -> None:
-        self.calls.append(("evict_output", sandbox_id, process_id, up_to_seq))
-
-    def crash_process(self, sandbox_id: str, process_id: str, signal: str) -> None:
-        self.calls.append(("crash_process", sandbox_id, process_id, signal))
-
-    def vanish_network(self, network_id: str, account: str | None) -> int:
-        self.calls.append(("vanish_network", network_id, account))
-        return 0
-
-    def detach_disk(
-        self, disk_id: str, sandbox_id: str | None, mount_path: str | None, account: str | None
-    ) -> int:
-        self.calls.append(("detach_disk", disk_id, sandbox_id, mount_path, account))
-        return 1
-
-    def fail_template_build(self, template_id: str, reason: str, account: str | None) -> None:
-        self.calls.append(("fail_template_build", template_id, reason, account))
+#: Stands for the fake's world: the recorder below never reads it.
+WORLD = cast("World", object())
 
 
-def test_direct_out_of_band_changes_reach_the_world() -> None:
-    world = RecordingWorld()
-    faults = Faults(target=world)
+@pytest.fixture(name="applied")
+def _applied(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, ...]]:
+    """Each out-of-band action applied, as ``(kind, *what it aims at)``, instead of its change;
+    ``forget`` of ``gone`` fails as for a vanished sandbox."""
+    seen: list[tuple[object, ...]] = []
+
+    def record(action: OutOfBandAction, world: World, aim: Aim) -> None:
+        assert world is WORLD
+        if isinstance(action, Forget) and aim.sandbox_id == "gone":
+            raise UnknownTargetError("no such sandbox")
+        fields = {k: v for k, v in vars(action).items() if v is not None}
+        seen.append((action.kind, {**fields, **_aimed(aim)}))
+
+    for cls in ACTION_TYPES.values():
+        if issubclass(cls, OutOfBandAction):
+            monkeypatch.setattr(cls, "apply", record)
+    return seen
+
+
+def _aimed(aim: Aim) -> dict[str, str]:
+    return {name: getattr(aim, name) for name in (*AIM_IDS, "account") if getattr(aim, name)}
+
+
+def test_direct_out_of_band_changes_reach_the_world(applied: list[tuple[object, ...]]) -> None:
+    faults = Faults(world=WORLD)
     faults.set_status("sb-1", "error")
     faults.forget("sb-1")
     faults.tamper_file("sb-1", "/m", b"x")
     faults.evict_output("sb-1", "p-1")
     faults.crash_process("sb-1", "p-1", "SIGTERM")
-    assert world.calls == [
-        ("set_status", "sb-1", "error"),
-        ("forget", "sb-1"),
-        ("write_file", "sb-1", "/m", b"x"),
-        ("evict_output", "sb-1", "p-1", None),
-        ("crash_process", "sb-1", "p-1", "SIGTERM"),
+    assert applied == [
+        ("set_status", {"status": "error", "sandbox_id": "sb-1"}),
+        ("forget", {"sandbox_id": "sb-1"}),
+        ("tamper_file", {"path": "/m", "data": b"x", "sandbox_id": "sb-1"}),
+        ("evict_output", {"sandbox_id": "sb-1", "process_id": "p-1"}),
+        ("crash_process", {"signal": "SIGTERM", "sandbox_id": "sb-1", "process_id": "p-1"}),
     ]
     with pytest.raises(ValueError, match=r"^signal must look like SIGKILL$"):
         faults.crash_process("sb-1", "p-1", "9")
 
 
-def test_resource_changes_aim_at_their_own_ids_or_the_call_s() -> None:
-    world = RecordingWorld()
-    faults = Faults(target=world)
+def test_resource_changes_aim_at_their_own_ids_or_the_call_s(
+    applied: list[tuple[object, ...]],
+) -> None:
+    faults = Faults(world=WORLD)
     faults.vanish_network("net_1")
     faults.detach_disk("disk_1", "sb-1", "/mnt/d")
     faults.fail_template_build("tpl_1", "no space")
     faults.apply_now(VanishNetwork("net_2"), account="acct-2")
-    assert world.calls == [
-        ("vanish_network", "net_1", None),
-        ("detach_disk", "disk_1", "sb-1", "/mnt/d", None),
-        ("fail_template_build", "tpl_1", "no space", None),
-        ("vanish_network", "net_2", "acct-2"),
+    assert applied == [
+        ("vanish_network", {"network_id": "net_1"}),
+        ("detach_disk", {"disk_id": "disk_1", "sandbox_id": "sb-1", "mount_path": "/mnt/d"}),
+        ("fail_template_build", {"template_id": "tpl_1", "reason": "no space"}),
+        ("vanish_network", {"network_id": "net_2", "account": "acct-2"}),
     ]
     with pytest.raises(ValueError, match=r"^VanishNetwork needs network_id$"):
         faults.apply_now(VanishNetwork())
     with pytest.raises(ValueError, match=r"^CrashProcess needs process_id$"):
         faults.apply_now(CrashProcess(), "sb-1")
-    armed = Faults(target=world)
+    armed = Faults(world=WORLD)
     armed.add(Fault("*", FailTemplateBuild(), times=None))
     assert armed.plan(call("get_sandbox")).empty  # no template named: not matched
     plan = armed.plan(call("get_template", sandbox_id=None, template_id="tpl_9"))
@@ -349,13 +349,16 @@ def test_resource_changes_aim_at_their_own_ids_or_the_call_s() -> None:
         DetachDisk("disk_1", mount_path="mnt")
 
 
-def test_planned_out_of_band_changes_skip_vanished_targets() -> None:
-    world = RecordingWorld()
-    faults = Faults(target=world)
+def test_planned_out_of_band_changes_skip_vanished_targets(
+    applied: list[tuple[object, ...]],
+) -> None:
+    faults = Faults(world=WORLD)
     faults.add(Fault("get_sandbox", Forget()))
     faults.add(Fault("get_sandbox", SetStatus("failed")))
     faults.apply_out_of_band(faults.plan(call(sandbox_id="gone")))
-    assert world.calls == [("set_status", "gone", "failed")]
+    assert applied == [
+        ("set_status", {"status": "failed", "sandbox_id": "gone", "account": "acct-1"})
+    ]
 
 
 def test_direct_changes_need_a_started_fake() -> None:

@@ -22,7 +22,7 @@ class SpillCoffee(OutOfBandAction):
     kind: ClassVar[str] = "spill_coffee"
     cups: int = 1
 
-    def apply(self, target: OutOfBandTarget, aim: Aim) -> None:
+    def apply(self, world: World, aim: Aim) -> None:
         pass
 '''
 

@@ -1,11 +1,14 @@
-"""``fake.faults``: the rule registry plus out-of-band changes callable directly from a test.
+"""``fake.faults``, the handle a test holds: the rule registry plus out-of-band changes
+callable directly from a test.
 
 Out-of-band changes (a sandbox fails, disappears, a file is tampered with, a process's output is
 evicted or it crashes, a network vanishes, a disk is detached, a template build fails, the
-credit runs out) need the fake's world, which the fake passes in as an ``OutOfBandTarget`` when
-it builds the registry. They are available two ways: as fault actions that fire at the
-moment of a matching call, and as direct methods here (``fake.faults.set_status(sid,
-"failed")``) for a test that wants the change now, without any request.
+credit runs out) apply themselves to the fake's ``World``, which the fake passes in with its
+loop when it builds the registry: each runs there (``loopcall.call_on_loop``), so it has
+happened when the call returns, from the test's thread too. They are available two ways: as
+fault actions that fire at the moment of a matching call, and as direct methods here
+(``fake.faults.set_status(sid, "failed")``) for a test that wants the change now, without any
+request.
 """
 
 from __future__ import annotations
@@ -20,6 +23,12 @@ from fake_server.faults.actions import (
     SetStatus,
     TamperFile,
 )
+from fake_server.faults.aim import (
+    Aim,
+    TargetConflictError,
+    TargetError,
+    UnknownTargetError,
+)
 from fake_server.faults.registry import FaultRegistry
 from fake_server.faults.resource_actions import (
     DetachDisk,
@@ -27,23 +36,19 @@ from fake_server.faults.resource_actions import (
     FailTemplateBuild,
     VanishNetwork,
 )
-from fake_server.faults.target import (
-    Aim,
-    OutOfBandTarget,
-    TargetConflictError,
-    TargetError,
-    UnknownTargetError,
-)
+from fake_server.loopcall import call_on_loop
 
 if TYPE_CHECKING:
+    import asyncio
     from collections.abc import Callable
 
     from fake_server.clock import Clock
     from fake_server.faults.registry import Plan
+    from fake_server.models import World
 
-__all__ = ["Faults", "OutOfBandTarget", "TargetError", "UnknownTargetError"]
+__all__ = ["Faults", "TargetError", "UnknownTargetError"]
 
-#: The errors a target raises for a change it cannot take.
+#: The errors an action raises for a change the world cannot take.
 _REFUSED = (UnknownTargetError, TargetError, TargetConflictError)
 
 
@@ -55,10 +60,12 @@ class Faults(FaultRegistry):
         *,
         seed: int = 0,
         clock: Clock | None = None,
-        target: OutOfBandTarget | None = None,
+        world: World | None = None,
+        loop: Callable[[], asyncio.AbstractEventLoop | None] = lambda: None,
     ) -> None:
         super().__init__(seed=seed, clock=clock)
-        self._target = target
+        self._world = world
+        self._loop = loop
         #: Called with each change applied now (not through a fault); the journal subscribes.
         self.applied_listeners: list[Callable[[OutOfBandAction, Aim], None]] = []
 
@@ -82,9 +89,7 @@ class Faults(FaultRegistry):
             missing = [n for n in action.needs if not getattr(action, n, None)]
             missing = [n for n in missing if not getattr(known, n)]
             raise ValueError(f"{type(action).__name__} needs " + " and ".join(missing))
-        if self._target is None:
-            raise RuntimeError("out-of-band changes need a started fake")
-        action.apply(self._target, aim)
+        self._apply(action, aim)
         for listener in list(self.applied_listeners):
             listener(action, aim)
 
@@ -136,10 +141,16 @@ class Faults(FaultRegistry):
         The request then runs against the changed world, and for an unknown id the handler
         answers 404 as usual.
         """
-        if self._target is None:
+        if self._world is None:
             return
         for action, aim in plan.out_of_band:
             try:
-                action.apply(self._target, aim)
+                self._apply(action, aim)
             except _REFUSED:
                 continue
+
+    def _apply(self, action: OutOfBandAction, aim: Aim) -> None:
+        world = self._world
+        if world is None:
+            raise RuntimeError("out-of-band changes need a started fake")
+        call_on_loop(self._loop(), lambda: action.apply(world, aim))

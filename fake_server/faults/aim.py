@@ -1,19 +1,18 @@
-"""What out-of-band changes act on: the ``OutOfBandTarget`` protocol, the ids an action hits
-(``Aim``) and the three errors a target raises.
+"""What an out-of-band change aims at: the ids an action hits (``Aim``) and the three errors
+for a change the world cannot take.
 
-Kept apart from the actions and the registry so both can name it without importing each other;
-the fake's implementation over its ``World`` is ``faults.world.WorldTarget``.
+Kept apart from the actions and the registry so both can name them without importing each
+other.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final
 
 __all__ = [
     "AIM_IDS",
     "Aim",
-    "OutOfBandTarget",
     "TargetConflictError",
     "TargetError",
     "UnknownTargetError",
@@ -74,24 +73,3 @@ class TargetConflictError(RuntimeError):
         super().__init__(message)
         self.message = message
         self.code = code
-
-
-class OutOfBandTarget(Protocol):
-    """What out-of-band changes need from the fake's world (implemented by the fake).
-
-    Each method raises ``UnknownTargetError`` when what it names does not exist,
-    ``TargetError`` when it cannot take the change and ``TargetConflictError`` when it belongs
-    to another account or is in the wrong state.
-    """
-
-    def set_status(self, sandbox_id: str, status: str) -> None: ...
-    def forget(self, sandbox_id: str) -> None: ...
-    def write_file(self, sandbox_id: str, path: str, data: bytes) -> None: ...
-    def evict_output(self, sandbox_id: str, process_id: str, up_to_seq: int | None) -> None: ...
-    def crash_process(self, sandbox_id: str, process_id: str, signal: str) -> None: ...
-    def vanish_network(self, network_id: str, account: str | None) -> int: ...
-    def detach_disk(
-        self, disk_id: str, sandbox_id: str | None, mount_path: str | None, account: str | None
-    ) -> int: ...
-    def fail_template_build(self, template_id: str, reason: str, account: str | None) -> None: ...
-    def exhaust_credit(self, account: str | None) -> None: ...
