@@ -3,7 +3,7 @@ whole class over ``AccountBase``, named in that docstring, and no two define the
 
 from __future__ import annotations
 
-from fake_server.models.account.base import AccountBase
+from fake_server.models.account.account import AccountBase
 from fake_server.models.account.world import Account
 
 

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fake_server.models.account.base import AccountBase
+from fake_server.models.account.account import AccountBase
 from fake_server.models.account.envs import check_envs
 from fake_server.models.errors import ApiError, BadRequest, Conflict, NotFound
 from fake_server.models.transitions import ENDING

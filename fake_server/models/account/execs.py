@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from fake_server import signals
 from fake_server.models import exec_output
-from fake_server.models.account.base import AccountBase
+from fake_server.models.account.account import AccountBase
 from fake_server.models.errors import (
     ApiError,
     BadRequest,

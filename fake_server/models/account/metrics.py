@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from fake_server.models.account.base import AccountBase
+from fake_server.models.account.account import AccountBase
 from fake_server.models.errors import BadRequest
 from fake_server.models.transitions import ENDING
 from fake_server.models.usage import MAX_POINTS, Window, check_window

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from fake_server.models.account.base import AccountBase
+from fake_server.models.account.account import AccountBase
 from fake_server.models.errors import (
     BadRequest,
     Conflict,

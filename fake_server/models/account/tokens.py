@@ -6,7 +6,7 @@ authenticates with a token acts as the sandbox's account, limited to that sandbo
 
 from __future__ import annotations
 
-from fake_server.models.account.base import AccountBase
+from fake_server.models.account.account import AccountBase
 from fake_server.models.errors import Conflict, NotFound
 from fake_server.models.sandbox import AccessToken, Sandbox
 from fake_server.models.transitions import ENDING

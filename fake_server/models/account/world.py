@@ -6,8 +6,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from fake_server.models.account.account import AccountBase
 from fake_server.models.account.admin import MAX_DISK_MIB, AdminOps, check_auto_pause
-from fake_server.models.account.base import AccountBase
 from fake_server.models.account.envs import check_envs
 from fake_server.models.account.execs import ExecOps
 from fake_server.models.account.metrics import MetricsOps
