@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from aiohttp.typedefs import Middleware
 
     from fake_server.clock import Clock
-    from fake_server.models.account.world import Account
+    from fake_server.models.account import Account
     from fake_server.runtime.netoptions import NetworkOptions
 
 __all__ = ["FakeCreateOS"]

@@ -90,7 +90,7 @@ def sandbox_detail(
     data["disks"], data["networks"], data["metrics"] = [], [], None
     if account is not None and sandbox.status not in MOVING:
         try:
-            data["metrics"] = metrics_json(account.sandbox_metrics(sandbox.id))
+            data["metrics"] = metrics_json(account.metrics.sandbox_metrics(sandbox.id))
         except ApiError:  # gone meanwhile
             data["metrics"] = None
     if account is not None:

@@ -41,7 +41,7 @@ async def terminal(request: web.Request) -> web.StreamResponse:
     if found is None or account is None:
         return _fail(404, "no sandbox has this id")
     try:
-        shell = account.open_shell(
+        shell = account.processes.open_shell(
             found.id, query_int(request, "rows", 24), query_int(request, "cols", 80)
         )
     except ApiError as exc:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from fake_server.models import Process, Sandbox, World
-    from fake_server.models.account.world import Account
+    from fake_server.models.account import Account
     from fake_server.models.resources.holdings import AccountResources
 
 __all__ = ["owner_of", "process_of", "sandbox_of"]

@@ -6,6 +6,7 @@ objects and raising ``ApiError`` subclasses; the HTTP layer only parses and seri
 
 from __future__ import annotations
 
+from fake_server.models.account import Account, Page, Stats, World
 from fake_server.models.account.execs import (
     ExecError,
     ExecEvent,
@@ -15,7 +16,6 @@ from fake_server.models.account.execs import (
     ExecResult,
     ExecSpec,
 )
-from fake_server.models.account.world import Account, Page, Stats, World
 from fake_server.models.catalog import Catalog, RootfsEntry, Shape
 from fake_server.models.context import Context
 from fake_server.models.errors import (

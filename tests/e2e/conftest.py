@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from createos.instance import SandboxInstance
 
-    from fake_server.models.account.world import Account
+    from fake_server.models.account import Account
 
 
 @pytest.fixture(name="resource_fake", scope="module")

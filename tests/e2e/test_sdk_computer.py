@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from createos.instance import SandboxInstance
     from createos.services import ComputerService
 
-    from fake_server.models.account.world import Account
+    from fake_server.models.account import Account
     from fake_server.models.resources.desktop import Desktop
 
 S0 = ComputerScreenOptions(screen_id=ComputerScreenID.SCREEN_0)

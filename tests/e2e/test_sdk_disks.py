@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from createos.instance import SandboxInstance
 
     from fake_server import FakeCreateOS
-    from fake_server.models.account.world import Account
+    from fake_server.models.account import Account
 
 SECRET = "s3cr3t-value-never-echoed"
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from createos.instance import SandboxInstance
 
     from fake_server import FakeCreateOS
-    from fake_server.models.account.world import Account
+    from fake_server.models.account import Account
 
 CURL = RunCommandRequest(command="curl", arguments=["-sS", "https://pypi.org/simple/"])
 #: Allowed: the name does not resolve (the fake has no internet); blocked: reset (exit 35).

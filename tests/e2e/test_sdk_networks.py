@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from createos.instance import SandboxInstance
 
     from fake_server import FakeCreateOS
-    from fake_server.models.account.world import Account
+    from fake_server.models.account import Account
 
 
 def _error(call: Callable[[], object]) -> APIError:

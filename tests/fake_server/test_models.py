@@ -17,7 +17,7 @@ from fake_server.models import (
     Step,
     World,
 )
-from fake_server.models.account.account import check_abs_path
+from fake_server.models.account.table import check_abs_path
 from fake_server.runtime.bashkit import CommandRegistry
 
 

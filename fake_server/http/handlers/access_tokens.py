@@ -44,17 +44,19 @@ def _metadata(token: AccessToken | None, *, enabled: bool) -> web.Response:
 
 
 async def create_access_token(request: web.Request) -> web.Response:
-    return _plaintext(request[BACKEND_KEY].create_access_token(sandbox_id(request)))
+    return _plaintext(request[BACKEND_KEY].tokens.create_access_token(sandbox_id(request)))
 
 
 async def get_access_token(request: web.Request) -> web.Response:
-    token = request[BACKEND_KEY].get_access_token(sandbox_id(request))
+    token = request[BACKEND_KEY].tokens.get_access_token(sandbox_id(request))
     return _metadata(token, enabled=token is not None)
 
 
 async def rotate_access_token(request: web.Request) -> web.Response:
-    return _plaintext(request[BACKEND_KEY].rotate_access_token(sandbox_id(request)))
+    return _plaintext(request[BACKEND_KEY].tokens.rotate_access_token(sandbox_id(request)))
 
 
 async def disable_access_token(request: web.Request) -> web.Response:
-    return _metadata(request[BACKEND_KEY].disable_access_token(sandbox_id(request)), enabled=False)
+    return _metadata(
+        request[BACKEND_KEY].tokens.disable_access_token(sandbox_id(request)), enabled=False
+    )

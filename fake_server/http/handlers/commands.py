@@ -36,11 +36,11 @@ async def exec_command(request: web.Request) -> web.StreamResponse:
     spec = parse_exec(await read_json(request))
     account = request[BACKEND_KEY]
     if request[OPERATION_KEY] != "exec_stream":
-        result = await account.exec(sandbox_id(request), spec)
+        result = await account.execs.exec(sandbox_id(request), spec)
         if len(result.stdout) + len(result.stderr) > LARGE_JSON:
             return await stream_json(request, success(exec_result(result)))
         return ok(exec_result(result))
-    events = account.exec_stream(sandbox_id(request), spec)
+    events = account.execs.exec_stream(sandbox_id(request), spec)
     return await stream_ndjson(request, events, exec_event)
 
 
@@ -52,7 +52,7 @@ async def upload_file(request: web.Request) -> web.Response:
     if isinstance(ahead, Exception):
         raise ahead
     body = body_chunks(request, ahead if isinstance(ahead, bytes) else None)
-    target, size = await request[BACKEND_KEY].upload_file(
+    target, size = await request[BACKEND_KEY].execs.upload_file(
         sandbox_id(request), path, body, request.content_length
     )
     return ok({"path": target, "bytes": size})
@@ -61,7 +61,9 @@ async def upload_file(request: web.Request) -> web.Response:
 async def download_file(request: web.Request) -> web.StreamResponse:
     """The file from its disk a chunk at a time; one that shrank meanwhile ends its reply
     short and closes the connection (its length was promised)."""
-    source = request[BACKEND_KEY].download_file(sandbox_id(request), request.query.get("path", ""))
+    source = request[BACKEND_KEY].execs.download_file(
+        sandbox_id(request), request.query.get("path", "")
+    )
     try:
         response, writer = await open_body(request, source.size)
         sent = 0

@@ -49,7 +49,7 @@ def _window_of(request: web.Request) -> tuple[float, float]:
 
 
 async def sandbox_metrics(request: web.Request) -> web.Response:
-    return ok(metrics_json(request[BACKEND_KEY].sandbox_metrics(sandbox_id(request))))
+    return ok(metrics_json(request[BACKEND_KEY].metrics.sandbox_metrics(sandbox_id(request))))
 
 
 async def account_metrics(request: web.Request) -> web.Response:
@@ -58,7 +58,7 @@ async def account_metrics(request: web.Request) -> web.Response:
     backend = request[BACKEND_KEY]
     start, end = _window_of(request)
     stats = backend.whoami()
-    data = point_json(backend.usage(Window(start, end)))
+    data = point_json(backend.metrics.usage(Window(start, end)))
     data["user_id"] = backend.id
     data["now"] = {"running": stats.running, "paused": stats.paused, "total": stats.total}
     return ok(data)
@@ -74,7 +74,7 @@ async def account_timeseries(request: web.Request) -> web.Response:
         step = float(raw)
     except ValueError:
         raise BadRequest("must be a number of seconds", field="step") from None
-    points = backend.usage_series(Window(start, end), step)
+    points = backend.metrics.usage_series(Window(start, end), step)
     return ok(
         {
             "user_id": backend.id,

@@ -37,45 +37,45 @@ DEFAULT_GRACE_MS = 1_000
 
 async def create_process(request: web.Request) -> web.Response:
     spec = parse_process(await read_json(request))
-    process = request[BACKEND_KEY].create_process(sandbox_id(request), spec)
+    process = request[BACKEND_KEY].processes.create_process(sandbox_id(request), spec)
     return ok(process_json(process), status=201)
 
 
 async def list_processes(request: web.Request) -> web.Response:
-    processes = request[BACKEND_KEY].list_processes(sandbox_id(request))
+    processes = request[BACKEND_KEY].processes.list_processes(sandbox_id(request))
     return ok({"processes": [process_json(p) for p in processes]})
 
 
 async def get_process(request: web.Request) -> web.Response:
-    return ok(process_json(request[BACKEND_KEY].get_process(*process_ids(request))))
+    return ok(process_json(request[BACKEND_KEY].processes.get_process(*process_ids(request))))
 
 
 async def connect_process(request: web.Request) -> web.StreamResponse:
     after = query_int(request, "after", 0)
-    frames = request[BACKEND_KEY].connect_process(*process_ids(request), after)
+    frames = request[BACKEND_KEY].processes.connect_process(*process_ids(request), after)
     return await stream_ndjson(request, frames, process_frame)
 
 
 async def write_process_input(request: web.Request) -> web.Response:
     data = parse_input(await read_json(request))
-    seq = request[BACKEND_KEY].write_process_input(*process_ids(request), data)
+    seq = request[BACKEND_KEY].processes.write_process_input(*process_ids(request), data)
     return ok({"input_seq": seq})
 
 
 async def close_process_stdin(request: web.Request) -> web.Response:
     await read_json(request, optional=True)
-    process = request[BACKEND_KEY].close_process_stdin(*process_ids(request))
+    process = request[BACKEND_KEY].processes.close_process_stdin(*process_ids(request))
     return ok(process_json(process))
 
 
 async def signal_process(request: web.Request) -> web.Response:
     signal = parse_signal(await read_json(request))
-    process = await request[BACKEND_KEY].signal_process(*process_ids(request), signal)
+    process = await request[BACKEND_KEY].processes.signal_process(*process_ids(request), signal)
     return ok(process_json(process))
 
 
 async def wait_process(request: web.Request) -> web.Response:
-    process = await request[BACKEND_KEY].wait_process(
+    process = await request[BACKEND_KEY].processes.wait_process(
         *process_ids(request),
         scope=request.query.get("scope") or "tree",
         timeout_ms=query_int(request, "timeout_ms", DEFAULT_WAIT_MS),
@@ -85,5 +85,7 @@ async def wait_process(request: web.Request) -> web.Response:
 
 async def kill_process(request: web.Request) -> web.Response:
     grace_ms = query_int(request, "grace_ms", DEFAULT_GRACE_MS)
-    process = await request[BACKEND_KEY].kill_process(*process_ids(request), grace_ms=grace_ms)
+    process = await request[BACKEND_KEY].processes.kill_process(
+        *process_ids(request), grace_ms=grace_ms
+    )
     return ok(process_json(process))

@@ -65,7 +65,7 @@ async def update_sandbox(request: web.Request) -> web.Response:
         auto_pause_after_seconds=opt_int(body, "auto_pause_after_seconds"),
         disable_auto_pause=bool(_opt_bool(body, "disable_auto_pause")),
     )
-    sandbox = request[BACKEND_KEY].update_sandbox(sandbox_id(request), patch)
+    sandbox = request[BACKEND_KEY].admin.update_sandbox(sandbox_id(request), patch)
     return ok(sandbox_json(sandbox, origin(request)))
 
 
@@ -80,7 +80,7 @@ async def fork_sandbox(request: web.Request) -> web.Response:
         envs=None if envs is None else str_map(body, "envs"),
         bandwidth_quota_bytes=opt_int(body, "bandwidth_quota_bytes"),
     )
-    child = request[BACKEND_KEY].fork_sandbox(sandbox_id(request), spec)
+    child = request[BACKEND_KEY].admin.fork_sandbox(sandbox_id(request), spec)
     data = sandbox_json(child, origin(request))
     if child.status == "forking":
         return ok(data, headers={"X-Poll-After": POLL_AFTER})  # 200, like pause and resume
@@ -89,7 +89,7 @@ async def fork_sandbox(request: web.Request) -> web.Response:
 
 async def resize_sandbox(request: web.Request) -> web.Response:
     disk_mib = _required_int(await read_json(request), "disk_mib")
-    sandbox = request[BACKEND_KEY].resize_sandbox(sandbox_id(request), disk_mib)
+    sandbox = request[BACKEND_KEY].admin.resize_sandbox(sandbox_id(request), disk_mib)
     return ok({"id": sandbox.id, "disk_mib": sandbox.disk_mib})
 
 
@@ -97,7 +97,9 @@ async def add_ssh_pubkeys(request: web.Request) -> web.Response:
     body = await read_json(request)
     if body.get("keys") is None:
         raise BadRequest("is required", field="keys")
-    sandbox = request[BACKEND_KEY].add_ssh_pubkeys(sandbox_id(request), str_list(body, "keys"))
+    sandbox = request[BACKEND_KEY].admin.add_ssh_pubkeys(
+        sandbox_id(request), str_list(body, "keys")
+    )
     return ok({"id": sandbox.id, "count": len(sandbox.ssh_pubkeys)})
 
 
@@ -106,14 +108,14 @@ def _egress(sandbox: Sandbox) -> dict[str, Any]:
 
 
 async def get_egress(request: web.Request) -> web.Response:
-    return ok(_egress(request[BACKEND_KEY].get_egress(sandbox_id(request))))
+    return ok(_egress(request[BACKEND_KEY].admin.get_egress(sandbox_id(request))))
 
 
 async def set_egress(request: web.Request) -> web.Response:
     """``null``, an omitted field and ``[]`` all replace the rules with none: allow-all (TS
     ``SetEgressRequest``, how-to/lifecycle.md; langflow measured ``null`` as allow-all)."""
     rules = str_list(await read_json(request), "egress")
-    return ok(_egress(request[BACKEND_KEY].set_egress(sandbox_id(request), rules)))
+    return ok(_egress(request[BACKEND_KEY].admin.set_egress(sandbox_id(request), rules)))
 
 
 def _bandwidth(sandbox: Sandbox) -> dict[str, Any]:
@@ -129,21 +131,23 @@ def _bandwidth(sandbox: Sandbox) -> dict[str, Any]:
 
 
 async def get_bandwidth(request: web.Request) -> web.Response:
-    return ok(_bandwidth(request[BACKEND_KEY].get_bandwidth(sandbox_id(request))))
+    return ok(_bandwidth(request[BACKEND_KEY].admin.get_bandwidth(sandbox_id(request))))
 
 
 async def recharge_bandwidth(request: web.Request) -> web.Response:
     add_bytes = _required_int(await read_json(request), "add_bytes")
-    return ok(_bandwidth(request[BACKEND_KEY].recharge_bandwidth(sandbox_id(request), add_bytes)))
+    return ok(
+        _bandwidth(request[BACKEND_KEY].admin.recharge_bandwidth(sandbox_id(request), add_bytes))
+    )
 
 
 async def get_sandbox_by_ip(request: web.Request) -> web.Response:
-    sandbox = request[BACKEND_KEY].sandbox_by_ip(request.match_info["ip"])
+    sandbox = request[BACKEND_KEY].admin.sandbox_by_ip(request.match_info["ip"])
     return ok(sandbox_json(sandbox, origin(request)))
 
 
 async def list_hosts(request: web.Request) -> web.Response:
-    hosts = request[BACKEND_KEY].hosts()
+    hosts = request[BACKEND_KEY].admin.hosts()
     limit = page_limit(query_int(request, "limit", 50))
     offset = query_int(request, "offset", 0)
     page = hosts[offset : offset + limit]
@@ -167,5 +171,5 @@ async def resize_process(request: web.Request) -> web.Response:
     body = await read_json(request)
     rows, cols = _required_int(body, "rows"), _required_int(body, "cols")
     ids = sandbox_id(request), request.match_info["process_id"]
-    process = request[BACKEND_KEY].resize_process(*ids, rows, cols)
+    process = request[BACKEND_KEY].processes.resize_process(*ids, rows, cols)
     return ok(process_json(process))

@@ -42,7 +42,9 @@ async def shell_ws(request: web.Request) -> web.StreamResponse:
     if not ws.can_prepare(request).ok:
         raise ApiError("expects a WebSocket upgrade", status=426, code="upgrade_required")
     backend, box = request[BACKEND_KEY], sandbox_id(request)
-    opened = backend.open_shell(box, query_int(request, "rows", 24), query_int(request, "cols", 80))
+    opened = backend.processes.open_shell(
+        box, query_int(request, "rows", 24), query_int(request, "cols", 80)
+    )
     await ws.prepare(request)
     await relay_shell(ws, backend, box, opened, request.app[WORLD_KEY].ctx.clock)
     return ws
@@ -62,7 +64,9 @@ async def shell(request: web.Request) -> web.StreamResponse:
     if not request.headers.get("Upgrade"):
         raise ApiError("expects an HTTP Upgrade", status=426, code="upgrade_required")
     backend, box = request[BACKEND_KEY], sandbox_id(request)
-    opened = backend.open_shell(box, query_int(request, "rows", 24), query_int(request, "cols", 80))
+    opened = backend.processes.open_shell(
+        box, query_int(request, "rows", 24), query_int(request, "cols", 80)
+    )
     clock = request.app[WORLD_KEY].ctx.clock
     response = web.StreamResponse(
         status=101, headers={"Connection": "Upgrade", "Upgrade": request.headers["Upgrade"]}

@@ -37,7 +37,7 @@ async def tunnel(request: web.Request) -> web.StreamResponse:
     port = int(raw_port)
     if not request.headers.get("Upgrade"):
         raise ApiError("expects an HTTP Upgrade", status=426, code="upgrade_required")
-    sandbox = request[BACKEND_KEY].tunnel_target(sandbox_id(request), port)
+    sandbox = request[BACKEND_KEY].processes.tunnel_target(sandbox_id(request), port)
     try:
         sock = await sandbox.machine.connect(port, loopback=True)
     except FeatureUnavailable as exc:

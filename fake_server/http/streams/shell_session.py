@@ -121,11 +121,11 @@ class _Session:
         """Pass one frame to the shell; False when the connection must end."""
         try:
             if isinstance(data, Resize):
-                self.backend.resize_process(
+                self.backend.processes.resize_process(
                     self.sandbox_id, self.shell.process_id, data.rows, data.cols
                 )
                 return True
-            self.backend.write_process_input(self.sandbox_id, self.shell.process_id, data)
+            self.backend.processes.write_process_input(self.sandbox_id, self.shell.process_id, data)
         except (BadRequest, Conflict) as exc:
             self.close_with = (CLOSE_FLOOD, exc.message)
             return False

@@ -3,6 +3,7 @@ resources, and the services that run a sandbox's operations over that table."""
 
 from __future__ import annotations
 
-from fake_server.models.account.world import Account, Page, Stats, World
+from fake_server.models.account.account import Account, Page, Stats
+from fake_server.models.account.world import World
 
 __all__ = ["Account", "Page", "Stats", "World"]

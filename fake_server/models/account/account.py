@@ -1,143 +1,170 @@
-"""Shared lookups for the account backend's operation groups."""
+"""The account backend (one per API key): its sandbox table, the sandbox lifecycle, and the
+services that run the rest of its operations over the table."""
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fake_server.models.errors import BadRequest, NotFound, at_capacity
-from fake_server.models.paths import check_abs_path
-from fake_server.models.transitions import ENDING
+from fake_server.models.account.admin import MAX_DISK_MIB, Admin, check_auto_pause
+from fake_server.models.account.envs import check_envs
+from fake_server.models.account.execs import Execs
+from fake_server.models.account.metrics import Metrics
+from fake_server.models.account.processes import Processes
+from fake_server.models.account.table import SandboxTable
+from fake_server.models.account.tokens import Tokens
+from fake_server.models.errors import ApiError, BadRequest, Conflict, at_capacity
+from fake_server.models.paging import window
+from fake_server.models.sandbox import STATUSES, Sandbox, SandboxSpec
 
 if TYPE_CHECKING:
     from fake_server.models.context import Context
-    from fake_server.models.process import Process
-    from fake_server.models.sandbox import Sandbox
-    from fake_server.models.usage import UsageRecord
 
-__all__ = ["AccountBase", "check_abs_path"]
+__all__ = ["Account", "Page", "Stats"]
+
+MAX_NAME = 63
+#: A non-zero quota at create is refused; the service stamps its default (COMPATIBILITY.md
+#: 0.6.0: "The server rejects any non-zero value with 400"). Fork still takes one.
+NAME_TAKEN = "a live sandbox already has this name"
+BANDWIDTH_AT_CREATE = "cannot be set at create; recharge the quota after create"
 
 
-class AccountBase:
-    """One account (one API key): its sandboxes and the lookups every operation needs."""
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: list[Sandbox]
+    total: int
+    limit: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    running: int
+    paused: int
+    other: int
+    total: int
+
+
+class Account(SandboxTable):
+    """One account (one API key): its sandbox table, credit and resources, the lookups every
+    operation needs, and the sandbox lifecycle (create, get, list, delete, pause, resume).
+
+    The other operations are small services over this table, each a module of its own:
+    ``execs`` commands and files, ``processes`` managed processes, ``admin`` a sandbox's
+    settings (fork, resize, egress, bandwidth, keys), ``tokens`` access tokens, ``metrics``
+    metrics. The HTTP layer calls ``account.execs.exec(...)``; the services share only what
+    the account holds.
+    """
 
     def __init__(self, *, account_id: str, api_key: str, ctx: Context) -> None:
-        self.id = account_id
-        self.api_key = api_key
-        self.ctx = ctx
-        self.sandboxes: dict[str, Sandbox] = {}
-        from fake_server.models.account.credit import Credit
+        super().__init__(account_id=account_id, api_key=api_key, ctx=ctx)
+        self.execs = Execs(self)
+        self.processes = Processes(self)
+        self.admin = Admin(self)
+        self.tokens = Tokens(self)
+        self.metrics = Metrics(self)
 
-        #: Every sandbox this account made, kept after it is gone, for ``/v1/metrics``.
-        self.usage_records: list[UsageRecord] = []
-        #: The credit balance (unlimited unless a test sets it): 402 on cost-incurring calls.
-        self.credit = Credit()
-        from fake_server.models.resources.holdings import AccountResources
-
-        #: Networks, disks, templates and desktops (``models.resources.holdings``).
-        self.resources = AccountResources(ctx, self._sandbox)
-
-    def _sandbox(self, sandbox_id: str, *, read: bool = False) -> Sandbox:
-        sandbox = self.sandboxes.get(sandbox_id)
-        if sandbox is None:
-            raise NotFound("sandbox not found", code="sandbox_not_found")
-        sandbox.settle(read=read)
-        if sandbox.gone():
-            del self.sandboxes[sandbox_id]
-            raise NotFound("sandbox not found", code="sandbox_not_found")
-        return sandbox
-
-    def live_names(self) -> set[str]:
-        """Names of the sandboxes not yet destroyed: the service refuses a second one
-        (langflow-sandbox-createos 0.2.0 ``find_by_name``, measured: "The control plane refuses
-        duplicate names among non-terminal sandboxes"; docs/fidelity.md records the CLI's
-        ``resolve.go`` saying otherwise)."""
-        names = set()
-        for sandbox in self.sandboxes.values():
-            sandbox.settle()
-            if sandbox.status not in ENDING:
-                names.add(sandbox.name)
-        return names
-
-    def fresh_name(self) -> str:
-        """A generated name no sandbox of the account has (words collide about once in 2**32)."""
-        name = self.ctx.ids.name()
-        while any(s.name == name for s in self.sandboxes.values()):  # pragma: no cover
-            name = self.ctx.ids.name()
-        return name
-
-    def track_usage(self, sandbox: Sandbox) -> None:
-        """Count ``sandbox`` in the account's usage metrics from now on, even once gone."""
-        from fake_server.models.usage import UsageRecord
-
-        shape = sandbox.shape
-        self.usage_records.append(
-            UsageRecord(sandbox.id, shape.vcpu, shape.mem_mib, sandbox.running, sandbox.bandwidth)
+    def create_sandbox(self, spec: SandboxSpec) -> Sandbox:
+        self.require_credit()
+        catalog = self.ctx.catalog
+        spec = dataclasses.replace(
+            spec,
+            rootfs=spec.rootfs or catalog.default_rootfs,
+            region=spec.region or catalog.default_region,
         )
+        shape = catalog.shapes.get(spec.shape)
+        if shape is None:
+            raise BadRequest("unknown shape", field="shape")
+        plan = self.resources.plan_create(spec)
+        if spec.rootfs not in catalog.rootfs and plan.template is None:
+            raise BadRequest("unknown rootfs", field="rootfs")
+        if spec.region not in catalog.regions:
+            raise BadRequest("unknown region", field="region")
+        if spec.name is not None and not 1 <= len(spec.name) <= MAX_NAME:
+            raise BadRequest(f"must be 1 to {MAX_NAME} characters", field="name")
+        if spec.name is not None and spec.name in self.live_names():
+            raise Conflict(NAME_TAKEN, code="sandbox_name_taken")
+        check_envs(spec.envs)
+        if (spec.extras.get("disk_mib") or 0) > MAX_DISK_MIB:  # as a resize is bounded
+            raise BadRequest(f"must be at most {MAX_DISK_MIB}", field="disk_mib")
+        check_auto_pause(spec.extras.get("auto_pause_after_seconds"))
+        if spec.extras.get("bandwidth_quota_bytes"):
+            raise BadRequest(BANDWIDTH_AT_CREATE, field="bandwidth_quota_bytes")
+        from fake_server.runtime import CapacityError
 
-    def require_credit(self) -> None:
-        """402 when the account has no credit; cost-incurring calls check after the owner."""
-        self.credit.require()
-
-    def _running(self, sandbox_id: str) -> Sandbox:
-        sandbox = self._sandbox(sandbox_id)
-        sandbox.require_running()
-        sandbox.touch()
-        return sandbox
-
-    def _room_for_a_command(self) -> None:
-        """503 now, before anything starts, when no interpreter would fit (fd limit)."""
-        from fake_server.runtime import CapacityError, check_capacity
-
+        ids = self.ctx.ids
+        sandbox_id = ids.sandbox_id()
         try:
-            check_capacity()
+            disk_mib = spec.extras.get("disk_mib") or shape.default_disk_mib
+            image = plan.template.image if plan.template is not None else None
+            machine = self.ctx.runtime_choice().new_sandbox(
+                sandbox_id, spec.rootfs, disk_mib, image=image
+            )
         except CapacityError as exc:
             raise at_capacity(exc) from None
-
-    def _process(self, sandbox_id: str, process_id: str) -> Process:
-        sandbox = self._running(sandbox_id)
-        process = sandbox.processes.get(process_id)
-        if process is None:
-            raise NotFound("process not found", code="process_not_found")
-        return process
-
-    def _env(self, sandbox: Sandbox, env: dict[str, str]) -> dict[str, str]:
-        """Sandbox envs overridden by request env; only keys declared at create may be set."""
-        undeclared = [key for key in env if key not in sandbox.envs]
-        if undeclared:
-            raise BadRequest("only env keys declared at sandbox creation may be set", field="env")
-        if any("\x00" in value for value in env.values()):
-            raise BadRequest("values must not contain NUL", field="env")
-        return {**sandbox.envs, **env}
-
-    def _check_cwd(self, sandbox: Sandbox, cwd: str | None) -> str | None:
-        if cwd is None:
-            return None
-        path = check_abs_path(cwd, "cwd")
-        if not sandbox.disk.is_dir(path):
-            raise BadRequest("directory does not exist", field="cwd")
-        return path
-
-    def _held_open(self, sandbox_id: str, process_id: str | None, text: str) -> None:
-        """The journal's note that a command's output stays open after its program exited
-        (``runtime.process.heldopen``): what a hung exec or connect says in a failing test."""
-        from fake_server.models.journal.events import Event
-
-        self.ctx.journal.record(
-            Event(
-                time=self.ctx.clock.now(),
-                kind="process",
-                account_id=self.id,
+        try:
+            sandbox = Sandbox(
                 sandbox_id=sandbox_id,
-                process_id=process_id,
-                detail=text,
+                account_id=self.id,
+                spec=spec,
+                shape=shape,
+                name=spec.name or self.fresh_name(),
+                ip=ids.private_ip(),
+                spawn_ms=ids.spawn_ms(),
+                machine=machine,
+                ctx=self.ctx,
             )
-        )
+        except ApiError:  # egress rules the runtime cannot honour: nothing left behind
+            machine.destroy()
+            raise
+        self.sandboxes[sandbox.id] = sandbox
+        self.track_usage(sandbox)
+        try:
+            self.resources.apply(plan, sandbox)
+        except ApiError:  # e.g. a network the runtime cannot join: no half-made sandbox
+            self.forget_sandbox(sandbox.id)
+            raise
+        return sandbox
 
-    def forget_sandbox(self, sandbox_id: str) -> None:
-        """Make a sandbox vanish (fault hook): its processes die, later requests get 404."""
-        sandbox = self.sandboxes.pop(sandbox_id, None)
-        if sandbox is not None:
-            sandbox.cancel_timer()
-            for process in sandbox.processes.values():
-                process.crash("SIGKILL")
-            sandbox.machine.destroy()
+    def get_sandbox(self, sandbox_id: str) -> Sandbox:
+        return self.sandbox(sandbox_id, read=True)
+
+    def list_sandboxes(self, *, status: str | None, limit: int, offset: int) -> Page:
+        if status is not None and status not in STATUSES:
+            raise BadRequest("unknown status", field="status")
+        limit, offset = window(limit, offset)
+        live = self._settled()
+        matching = [s for s in live if status is None or s.status == status]
+        return Page(matching[offset : offset + limit], len(matching), limit, offset)
+
+    def delete_sandbox(self, sandbox_id: str) -> Sandbox:
+        sandbox = self.sandbox(sandbox_id)
+        sandbox.destroy()
+        return sandbox
+
+    def pause_sandbox(self, sandbox_id: str) -> tuple[Sandbox, bool]:
+        """The sandbox and whether a pause was started (False: already paused)."""
+        sandbox = self.sandbox(sandbox_id)
+        return sandbox, sandbox.pause()
+
+    def resume_sandbox(self, sandbox_id: str) -> tuple[Sandbox, bool]:
+        sandbox = self.sandbox(sandbox_id)
+        self.require_credit()
+        return sandbox, sandbox.resume()
+
+    def whoami(self) -> Stats:
+        live = self._settled()
+        running = sum(s.status == "running" for s in live)
+        paused = sum(s.status == "paused" for s in live)
+        return Stats(running, paused, len(live) - running - paused, len(live))
+
+    def _settled(self) -> list[Sandbox]:
+        live = []
+        for sandbox in list(self.sandboxes.values()):
+            sandbox.settle()
+            if sandbox.gone():
+                del self.sandboxes[sandbox.id]
+            else:
+                live.append(sandbox)
+        return live

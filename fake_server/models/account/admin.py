@@ -7,15 +7,15 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fake_server.models.account.account import AccountBase
 from fake_server.models.account.envs import check_envs
 from fake_server.models.errors import ApiError, BadRequest, Conflict, NotFound
 from fake_server.models.transitions import ENDING
 
 if TYPE_CHECKING:
+    from fake_server.models.account.table import SandboxTable
     from fake_server.models.sandbox import Sandbox
 
-__all__ = ["AdminOps", "ForkSpec", "Host", "SandboxPatch", "check_auto_pause"]
+__all__ = ["Admin", "ForkSpec", "Host", "SandboxPatch", "check_auto_pause"]
 
 #: Auto-pause bounds the SDKs enforce client-side (1 minute to 24 hours).
 AUTO_PAUSE_MIN, AUTO_PAUSE_MAX = 60, 86400
@@ -85,11 +85,15 @@ def check_auto_pause(seconds: int | None) -> None:
         )
 
 
-class AdminOps(AccountBase):
-    """Account operations on a sandbox's settings (mixed into ``Account``)."""
+class Admin:
+    """A sandbox's settings after create (``account.admin``): PATCH, fork, resize, SSH keys,
+    egress, bandwidth, lookup by IP and the hosts. A service over the account's table."""
+
+    def __init__(self, account: SandboxTable) -> None:
+        self.account = account
 
     def update_sandbox(self, sandbox_id: str, patch: SandboxPatch) -> Sandbox:
-        sandbox = self._sandbox(sandbox_id)
+        sandbox = self.account.sandbox(sandbox_id)
         _not_destroyed(sandbox)
         after = patch.auto_pause_after_seconds
         check_auto_pause(after)
@@ -106,8 +110,8 @@ class AdminOps(AccountBase):
     def fork_sandbox(self, sandbox_id: str, spec: ForkSpec) -> Sandbox:
         """A new sandbox from a paused one: a copy of its disk and settings, ``forking`` until
         the creating step passed, then ``running`` (or ``paused`` with ``start_paused``)."""
-        source = self._sandbox(sandbox_id)
-        self.require_credit()
+        source = self.account.sandbox(sandbox_id)
+        self.account.require_credit()
         if source.status != "paused":
             raise Conflict(
                 f"sandbox is {source.status}; only a paused sandbox can be forked",
@@ -121,19 +125,19 @@ class AdminOps(AccountBase):
 
         envs = tuple(source.envs.items()) if spec.envs is None else spec.envs
         check_envs(envs)
-        ids = self.ctx.ids
+        ids = self.account.ctx.ids
         machine = source.machine.fork()
         try:
             child = Sandbox(
                 sandbox_id=ids.sandbox_id(),
-                account_id=self.id,
+                account_id=self.account.id,
                 spec=source.spec,
                 shape=source.shape,
-                name=self.fresh_name(),
+                name=self.account.fresh_name(),
                 ip=ids.private_ip(),
                 spawn_ms=ids.spawn_ms(),
                 machine=machine,
-                ctx=self.ctx,
+                ctx=self.account.ctx,
                 forked_from=source.id,
                 start_paused=spec.start_paused,
                 egress=list(source.egress if spec.egress is None else spec.egress),
@@ -153,12 +157,12 @@ class AdminOps(AccountBase):
         child.bandwidth = source.bandwidth.copy()
         if spec.bandwidth_quota_bytes is not None:
             child.bandwidth.quota_bytes = spec.bandwidth_quota_bytes
-        self.sandboxes[child.id] = child
-        self.track_usage(child)
+        self.account.sandboxes[child.id] = child
+        self.account.track_usage(child)
         return child
 
     def resize_sandbox(self, sandbox_id: str, disk_mib: int) -> Sandbox:
-        sandbox = self._sandbox(sandbox_id)
+        sandbox = self.account.sandbox(sandbox_id)
         _not_destroyed(sandbox)
         if disk_mib <= sandbox.disk_mib:
             raise BadRequest(
@@ -170,7 +174,7 @@ class AdminOps(AccountBase):
         return sandbox
 
     def add_ssh_pubkeys(self, sandbox_id: str, keys: tuple[str, ...]) -> Sandbox:
-        sandbox = self._sandbox(sandbox_id)
+        sandbox = self.account.sandbox(sandbox_id)
         _not_destroyed(sandbox)
         if not keys:
             raise BadRequest("must list at least one key", field="keys")
@@ -182,21 +186,21 @@ class AdminOps(AccountBase):
         return sandbox
 
     def get_egress(self, sandbox_id: str) -> Sandbox:
-        return self._sandbox(sandbox_id)
+        return self.account.sandbox(sandbox_id)
 
     def set_egress(self, sandbox_id: str, rules: tuple[str, ...]) -> Sandbox:
-        sandbox = self._sandbox(sandbox_id)
+        sandbox = self.account.sandbox(sandbox_id)
         _not_destroyed(sandbox)
         check_egress(rules)
         sandbox.egress = list(dict.fromkeys(rules))
         return sandbox
 
     def get_bandwidth(self, sandbox_id: str) -> Sandbox:
-        return self._sandbox(sandbox_id)
+        return self.account.sandbox(sandbox_id)
 
     def recharge_bandwidth(self, sandbox_id: str, add_bytes: int) -> Sandbox:
-        sandbox = self._sandbox(sandbox_id)
-        self.require_credit()
+        sandbox = self.account.sandbox(sandbox_id)
+        self.account.require_credit()
         _not_destroyed(sandbox)
         if add_bytes <= 0:
             raise BadRequest("must be a positive integer", field="add_bytes")
@@ -204,15 +208,15 @@ class AdminOps(AccountBase):
         return sandbox
 
     def sandbox_by_ip(self, ip: str) -> Sandbox:
-        for sandbox in list(self.sandboxes.values()):
+        for sandbox in list(self.account.sandboxes.values()):
             if sandbox.ip == ip:
-                return self._sandbox(sandbox.id, read=True)
+                return self.account.sandbox(sandbox.id, read=True)
         raise NotFound("no sandbox has this IP address", code="sandbox_not_found")
 
     def hosts(self) -> list[Host]:
         """One worker per region, carrying every catalog image; counts are this account's."""
-        catalog = self.ctx.catalog
-        live = [s for s in self.sandboxes.values() if s.status not in ("destroyed",)]
+        catalog = self.account.ctx.catalog
+        live = [s for s in self.account.sandboxes.values() if s.status not in ("destroyed",)]
         return [
             Host(
                 id=f"host-{region}-1",

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from fake_server import signals
 from fake_server.models import exec_output
-from fake_server.models.account.account import AccountBase
 from fake_server.models.errors import (
     ApiError,
     BadRequest,
@@ -31,6 +30,7 @@ from fake_server.runtime.files import FileDisk, NotRegularFile, open_source, ope
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator
 
+    from fake_server.models.account.table import SandboxTable
     from fake_server.models.sandbox import Sandbox
     from fake_server.runtime.api import Runner
     from fake_server.runtime.files import Source
@@ -39,10 +39,10 @@ __all__ = [
     "ExecError",
     "ExecExit",
     "ExecHeartbeat",
-    "ExecOps",
     "ExecOutput",
     "ExecResult",
     "ExecSpec",
+    "Execs",
 ]
 
 
@@ -97,21 +97,24 @@ class _Prepared:
     stdin: bytes | None
 
 
-class ExecOps(AccountBase):
-    """Account operations ``exec``, ``exec_stream``, ``upload_file``, ``download_file`` (mixed
-    into ``Account``)."""
+class Execs:
+    """Commands and files of an account's sandboxes (``account.execs``): exec, buffered and
+    streamed, upload and download. A service over the account's table."""
+
+    def __init__(self, account: SandboxTable) -> None:
+        self.account = account
 
     def _prepare(self, sandbox_id: str, spec: ExecSpec) -> _Prepared:
-        sandbox = self._running(sandbox_id)
-        env = self._env(sandbox, dict(spec.env))
-        cwd = self._check_cwd(sandbox, spec.cwd)
+        sandbox = self.account.running(sandbox_id)
+        env = self.account.env_for(sandbox, dict(spec.env))
+        cwd = self.account.check_cwd(sandbox, spec.cwd)
         stdin = spec.stdin.encode() if spec.stdin is not None else None
-        self._room_for_a_command()
+        self.account.room_for_a_command()
         return _Prepared(sandbox, [spec.cmd, *spec.args], cwd, env, stdin)
 
     async def _run(self, job: _Prepared, out: OutputSink, err: OutputSink) -> tuple[int, str]:
         """Exit status and error text (empty on a normal exit)."""
-        shell = job.sandbox.machine.runner(self.ctx.clock)
+        shell = job.sandbox.machine.runner(self.account.ctx.clock)
         job.sandbox.execs += 1
         try:
             return await self._run_on(shell, job, out, err)
@@ -125,7 +128,7 @@ class ExecOps(AccountBase):
         from fake_server.runtime import CapacityError, CommandNotStarted, ProcessSignal
         from fake_server.runtime.startfail import start_failure
 
-        with handed_off(self.ctx.clock) as bridge:
+        with handed_off(self.account.ctx.clock) as bridge:
             try:
                 code = await shell.run(
                     job.argv,
@@ -135,7 +138,7 @@ class ExecOps(AccountBase):
                     on_stdout=out,
                     on_stderr=err,
                     started=bridge.release,
-                    held_open=functools.partial(self._held_open, job.sandbox.id, None),
+                    held_open=functools.partial(self.account.held_open, job.sandbox.id, None),
                 )
             except ProcessSignal as exc:
                 return 128 + signals.NUMBERS.get(exc.signal, 9), f"command killed by {exc.signal}"
@@ -158,9 +161,9 @@ class ExecOps(AccountBase):
         job = self._prepare(sandbox_id, spec)
         limit = exec_output.BUFFERED_LIMIT
         out, err = OutputSink(limit=limit), OutputSink(limit=limit)
-        start = self.ctx.clock.now()
+        start = self.account.ctx.clock.now()
         code, error = await self._run(job, out, err)
-        exec_ms = round((self.ctx.clock.now() - start) * 1000, 3)
+        exec_ms = round((self.account.ctx.clock.now() - start) * 1000, 3)
         error = "; ".join(part for part in (error, cut_notice(out, err)) if part)
         return ExecResult(code, out.text(), err.text(), error, exec_ms)
 
@@ -171,7 +174,9 @@ class ExecOps(AccountBase):
 
     async def _stream(self, job: _Prepared) -> AsyncGenerator[ExecEvent, None]:
         events: deque[ExecEvent] = deque()
-        clock = job.sandbox.machine.wait_clock(self.ctx.clock)  # real time for real programs
+        clock = job.sandbox.machine.wait_clock(
+            self.account.ctx.clock
+        )  # real time for real programs
         state = {"changed": Wakeup(clock)}
         backlog = Backlog()
 
@@ -191,7 +196,7 @@ class ExecOps(AccountBase):
             except Exception:
                 # A bug in the fake or its runtime: end the stream with an error frame and
                 # fail the test through ``fake.errors``.
-                self.ctx.errors.append(("exec_stream", traceback.format_exc()))
+                self.account.ctx.errors.append(("exec_stream", traceback.format_exc()))
                 push(ExecError("internal error in the fake"))
                 return
             out.flush()
@@ -213,7 +218,7 @@ class ExecOps(AccountBase):
                         return
                 if task.done():
                     return
-                if not await wait_event(clock, changed, self.ctx.heartbeat_interval):
+                if not await wait_event(clock, changed, self.account.ctx.heartbeat_interval):
                     yield ExecHeartbeat()
         finally:
             if not task.done():
@@ -225,7 +230,7 @@ class ExecOps(AccountBase):
         self, sandbox_id: str, path: str, body: AsyncIterator[bytes], size: int | None = None
     ) -> tuple[str, int]:
         """Write ``body`` to ``path`` as it arrives; ``size``: the announced length, if any."""
-        sandbox = self._running(sandbox_id)
+        sandbox = self.account.running(sandbox_id)
         target = check_abs_path(path)
         held = not isinstance(sandbox.disk, FileDisk)  # in memory: one file at most FILE_LIMIT
         if held and size is not None and size > FILE_LIMIT:
@@ -256,7 +261,7 @@ class ExecOps(AccountBase):
 
     def download_file(self, sandbox_id: str, path: str) -> Source:
         """The file, open for reading in chunks (the caller closes it)."""
-        sandbox = self._running(sandbox_id)
+        sandbox = self.account.running(sandbox_id)
         target = check_abs_path(path)
         try:
             source = open_source(sandbox.disk, target)

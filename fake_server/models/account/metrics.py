@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from fake_server.models.account.account import AccountBase
 from fake_server.models.errors import BadRequest
 from fake_server.models.transitions import ENDING
 from fake_server.models.usage import MAX_POINTS, Window, check_window
 
+if TYPE_CHECKING:
+    from fake_server.models.account.table import SandboxTable
+
 __all__ = [
     "BASHKIT_BASE_MIB",
     "BASHKIT_PROCESS_MIB",
-    "MetricsOps",
+    "Metrics",
     "SandboxMetrics",
     "UsagePoint",
 ]
@@ -54,11 +57,15 @@ class UsagePoint:
     sandboxes: int
 
 
-class MetricsOps(AccountBase):
-    """Account operations behind the metrics routes (mixed into ``Account``)."""
+class Metrics:
+    """What the metrics routes read (``account.metrics``): a sandbox's now, the account's usage
+    over a window. A service over the account's table."""
+
+    def __init__(self, account: SandboxTable) -> None:
+        self.account = account
 
     def sandbox_metrics(self, sandbox_id: str) -> SandboxMetrics:
-        sandbox = self._sandbox(sandbox_id, read=True)
+        sandbox = self.account.sandbox(sandbox_id, read=True)
         live = sandbox.status not in ENDING
         measured = sandbox.machine.usage() if live else None
         limit = sandbox.shape.mem_mib * _MIB
@@ -76,7 +83,7 @@ class MetricsOps(AccountBase):
         return SandboxMetrics(
             sandbox_id=sandbox.id,
             status=sandbox.status,
-            at=self.ctx.clock.time(),
+            at=self.account.ctx.clock.time(),
             vcpu=sandbox.shape.vcpu,
             cpu_seconds=round(cpu, 3),
             memory_limit_bytes=limit,
@@ -99,12 +106,12 @@ class MetricsOps(AccountBase):
         return [self._point(start, min(start + step, window.end)) for start in starts]
 
     def _point(self, start: float, end: float) -> UsagePoint:
-        clock = self.ctx.clock
+        clock = self.account.ctx.clock
         now = clock.now()
         offset = clock.time() - now  # unix seconds -> the clock's now() scale
         running = vcpu = mem = 0.0
         sandboxes = 0
-        for record in self.usage_records:
+        for record in self.account.usage_records:
             seconds = record.running.seconds(start - offset, end - offset, now)
             if seconds > 0:
                 sandboxes += 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from fake_server.models.account.account import AccountBase
 from fake_server.models.errors import (
     BadRequest,
     Conflict,
@@ -18,10 +17,11 @@ from fake_server.models.process import KNOWN_SIGNALS, Process, ProcessSpec
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
 
+    from fake_server.models.account.table import SandboxTable
     from fake_server.models.process import Frame
     from fake_server.models.sandbox import Sandbox
 
-__all__ = ["MAX_WAIT_MS", "ProcessOps"]
+__all__ = ["MAX_WAIT_MS", "Processes"]
 
 MAX_WAIT_MS = 600_000
 MAX_GRACE_MS = 600_000
@@ -35,9 +35,13 @@ PTY_UNSUPPORTED = (
 )
 
 
-class ProcessOps(AccountBase):
-    """Account operations on managed processes: create/list/get/connect/input/stdin-close/
-    signal/wait/kill (mixed into ``Account``)."""
+class Processes:
+    """Managed processes of an account's sandboxes (``account.processes``): create, list, get,
+    connect, input, stdin close, resize, signal, wait, kill; shells and tunnels find theirs
+    here. A service over the account's table."""
+
+    def __init__(self, account: SandboxTable) -> None:
+        self.account = account
 
     def create_process(
         self, sandbox_id: str, spec: ProcessSpec, *, term: str | None = None
@@ -45,29 +49,29 @@ class ProcessOps(AccountBase):
         """``term``: the ``TERM`` it gets when the sandbox's environment names none."""
         from fake_server.runtime import StdinPipe
 
-        sandbox = self._running(sandbox_id)
+        sandbox = self.account.running(sandbox_id)
         if spec.pty and not sandbox.machine.can_open_pty():
             raise NotImplementedByFake(PTY_UNSUPPORTED, code="not_implemented")
-        env = self._env(sandbox, dict(spec.env))
+        env = self.account.env_for(sandbox, dict(spec.env))
         if term is not None:
             env.setdefault("TERM", term)
-        cwd = self._check_cwd(sandbox, spec.cwd)
-        self._room_for_a_command()
-        ids = self.ctx.ids
+        cwd = self.account.check_cwd(sandbox, spec.cwd)
+        self.account.room_for_a_command()
+        ids = self.account.ctx.ids
         process_id = ids.process_id()
         process = Process(
             process_id=process_id,
             pid=ids.pid(),
             spec=ProcessSpec(spec.cmd, spec.args, cwd, spec.env, spec.pty),
-            created_at=self.ctx.clock.time(),
-            clock=sandbox.machine.wait_clock(self.ctx.clock),
+            created_at=self.account.ctx.clock.time(),
+            clock=sandbox.machine.wait_clock(self.account.ctx.clock),
             stdin=StdinPipe(),
             home=sandbox.machine.home,
-            on_error=lambda trace: self.ctx.errors.append(("create_process", trace)),
-            on_held_open=functools.partial(self._held_open, sandbox.id, process_id),
+            on_error=lambda trace: self.account.ctx.errors.append(("create_process", trace)),
+            on_held_open=functools.partial(self.account.held_open, sandbox.id, process_id),
         )
         sandbox.processes[process.process_id] = process
-        process.start(sandbox.machine.runner(self.ctx.clock), env)
+        process.start(sandbox.machine.runner(self.account.ctx.clock), env)
         return process
 
     def open_shell(self, sandbox_id: str, rows: int, cols: int) -> Process:
@@ -82,32 +86,32 @@ class ProcessOps(AccountBase):
         """The running sandbox a ``…/tunnel/{port}`` connection goes into (404, 409 first)."""
         if not 1 <= port <= 65535:
             raise BadRequest("must be a port between 1 and 65535", field="port")
-        return self._running(sandbox_id)
+        return self.account.running(sandbox_id)
 
     def list_processes(self, sandbox_id: str) -> list[Process]:
-        return list(self._running(sandbox_id).processes.values())
+        return list(self.account.running(sandbox_id).processes.values())
 
     def get_process(self, sandbox_id: str, process_id: str) -> Process:
-        return self._process(sandbox_id, process_id)
+        return self.account.process(sandbox_id, process_id)
 
     def connect_process(
         self, sandbox_id: str, process_id: str, after: int
     ) -> AsyncGenerator[Frame, None]:
-        process = self._process(sandbox_id, process_id)
+        process = self.account.process(sandbox_id, process_id)
         if after < 0:
             raise BadRequest("must be >= 0", field="after")
         if after > process.output.newest_seq:
             raise BadRequest("is beyond the newest output", field="after")
         if process.output.expired(after):
             raise Gone("requested output was evicted")
-        return process.follow(after, self.ctx.heartbeat_interval)
+        return process.follow(after, self.account.ctx.heartbeat_interval)
 
     def write_process_input(self, sandbox_id: str, process_id: str, data: bytes) -> int:
-        return self._process(sandbox_id, process_id).write_input(data)
+        return self.account.process(sandbox_id, process_id).write_input(data)
 
     def resize_process(self, sandbox_id: str, process_id: str, rows: int, cols: int) -> Process:
         """Change a PTY's window size; a plain process has no terminal to resize."""
-        process = self._process(sandbox_id, process_id)
+        process = self.account.process(sandbox_id, process_id)
         if process.kind != "pty":
             raise Conflict("only a pty process has a window size", code="not_a_pty")
         for name, value in (("rows", rows), ("cols", cols)):
@@ -117,12 +121,12 @@ class ProcessOps(AccountBase):
         return process
 
     def close_process_stdin(self, sandbox_id: str, process_id: str) -> Process:
-        process = self._process(sandbox_id, process_id)
+        process = self.account.process(sandbox_id, process_id)
         process.close_stdin()
         return process
 
     async def signal_process(self, sandbox_id: str, process_id: str, signal: str) -> Process:
-        process = self._process(sandbox_id, process_id)
+        process = self.account.process(sandbox_id, process_id)
         if signal not in KNOWN_SIGNALS:
             raise BadRequest("unknown signal", field="signal")
         await process.send_signal(signal)
@@ -131,7 +135,7 @@ class ProcessOps(AccountBase):
     async def wait_process(
         self, sandbox_id: str, process_id: str, *, scope: str, timeout_ms: int
     ) -> Process:
-        process = self._process(sandbox_id, process_id)
+        process = self.account.process(sandbox_id, process_id)
         if scope not in ("tree", "leader"):
             raise BadRequest("must be tree or leader", field="scope")
         if not 0 <= timeout_ms <= MAX_WAIT_MS:
@@ -141,7 +145,7 @@ class ProcessOps(AccountBase):
         return process
 
     async def kill_process(self, sandbox_id: str, process_id: str, *, grace_ms: int) -> Process:
-        process = self._process(sandbox_id, process_id)
+        process = self.account.process(sandbox_id, process_id)
         if not 0 <= grace_ms <= MAX_GRACE_MS:
             raise BadRequest(f"must be between 0 and {MAX_GRACE_MS}", field="grace_ms")
         await process.kill(grace_ms / 1000)

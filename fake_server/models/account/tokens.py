@@ -6,19 +6,26 @@ authenticates with a token acts as the sandbox's account, limited to that sandbo
 
 from __future__ import annotations
 
-from fake_server.models.account.account import AccountBase
+from typing import TYPE_CHECKING
+
 from fake_server.models.errors import Conflict, NotFound
 from fake_server.models.sandbox import AccessToken, Sandbox
 from fake_server.models.transitions import ENDING
 
-__all__ = ["AccessToken", "TokenOps"]
+if TYPE_CHECKING:
+    from fake_server.models.account.table import SandboxTable
+
+__all__ = ["AccessToken", "Tokens"]
 
 
-class TokenOps(AccountBase):
-    """Account operations on a sandbox's access token (mixed into ``Account``)."""
+class Tokens:
+    """A sandbox's access token (``account.tokens``). A service over the account's table."""
+
+    def __init__(self, account: SandboxTable) -> None:
+        self.account = account
 
     def create_access_token(self, sandbox_id: str) -> AccessToken:
-        sandbox = self._sandbox(sandbox_id)
+        sandbox = self.account.sandbox(sandbox_id)
         _alive(sandbox)
         if sandbox.access_token is not None:
             raise Conflict("sandbox already has an access token; rotate it", code="token_exists")
@@ -26,10 +33,10 @@ class TokenOps(AccountBase):
         return sandbox.access_token
 
     def get_access_token(self, sandbox_id: str) -> AccessToken | None:
-        return self._sandbox(sandbox_id).access_token
+        return self.account.sandbox(sandbox_id).access_token
 
     def rotate_access_token(self, sandbox_id: str) -> AccessToken:
-        sandbox = self._sandbox(sandbox_id)
+        sandbox = self.account.sandbox(sandbox_id)
         _alive(sandbox)
         current = sandbox.access_token
         if current is None:
@@ -41,7 +48,7 @@ class TokenOps(AccountBase):
 
     def disable_access_token(self, sandbox_id: str) -> AccessToken | None:
         """Revoke the token; the last state is returned (``None``: there was none)."""
-        sandbox = self._sandbox(sandbox_id)
+        sandbox = self.account.sandbox(sandbox_id)
         token, sandbox.access_token = sandbox.access_token, None
         return token
 
