@@ -8,7 +8,7 @@ from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, WORLD_KEY
 from fake_server.http.wire.common import query_int
 from fake_server.http.wire.sandboxes import stats_json
-from fake_server.models.paging import page_limit
+from fake_server.models.paging import page
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -27,9 +27,9 @@ async def readiness(request: web.Request) -> web.Response:
 
 async def list_shapes(request: web.Request) -> web.Response:
     shapes = list(request.app[WORLD_KEY].ctx.catalog.shapes.values())
-    limit = page_limit(query_int(request, "limit", 50))
-    offset = query_int(request, "offset", 0)
-    page = shapes[offset : offset + limit]
+    shown, pagination = page(
+        shapes, query_int(request, "limit", 50), query_int(request, "offset", 0)
+    )
     data = {
         "data": [
             {
@@ -39,9 +39,9 @@ async def list_shapes(request: web.Request) -> web.Response:
                 "default_disk_mib": s.default_disk_mib,
                 "cpu_quota_pct": s.cpu_quota_pct,
             }
-            for s in page
+            for s in shown
         ],
-        "pagination": {"total": len(shapes), "limit": limit, "offset": offset, "count": len(page)},
+        "pagination": pagination,
     }
     return ok(data)
 

@@ -13,7 +13,7 @@ from fake_server.http.wire.processes import process_json
 from fake_server.http.wire.sandboxes import sandbox_json
 from fake_server.models import BadRequest
 from fake_server.models.account.admin import ForkSpec, SandboxPatch
-from fake_server.models.paging import page_limit
+from fake_server.models.paging import page
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -148,9 +148,9 @@ async def get_sandbox_by_ip(request: web.Request) -> web.Response:
 
 async def list_hosts(request: web.Request) -> web.Response:
     hosts = request[BACKEND_KEY].admin.hosts()
-    limit = page_limit(query_int(request, "limit", 50))
-    offset = query_int(request, "offset", 0)
-    page = hosts[offset : offset + limit]
+    shown, pagination = page(
+        hosts, query_int(request, "limit", 50), query_int(request, "offset", 0)
+    )
     data = [
         {
             "id": h.id,
@@ -160,9 +160,8 @@ async def list_hosts(request: web.Request) -> web.Response:
             "vm_count": h.vm_count,
             "rootfses": list(h.rootfses),
         }
-        for h in page
+        for h in shown
     ]
-    pagination = {"total": len(hosts), "limit": limit, "offset": offset, "count": len(page)}
     return ok({"data": data, "pagination": pagination})
 
 
