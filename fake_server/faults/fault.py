@@ -17,7 +17,7 @@ from fake_server.faults.actions import (
     OutOfBandAction,
     ResponseAction,
 )
-from fake_server.faults.aim import Aim
+from fake_server.faults.aim import AIM_IDS, Aim
 from fake_server.faults.matchers import predicate_of
 
 if TYPE_CHECKING:
@@ -80,14 +80,7 @@ class Call:
 
     def known(self) -> Aim:
         """What this call names, for an out-of-band action to aim at."""
-        return Aim(
-            sandbox_id=self.sandbox_id,
-            process_id=self.process_id,
-            network_id=self.network_id,
-            disk_id=self.disk_id,
-            template_id=self.template_id,
-            account=self.account,
-        )
+        return Aim(**{name: getattr(self, name) for name in AIM_IDS}, account=self.account)
 
 
 #: Marks the fields that name what a fault narrows to (strings; the spec's and the
