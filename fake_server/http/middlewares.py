@@ -91,18 +91,16 @@ def operation_of(request: web.Request) -> str:
     return (match.route.name or "not_implemented").split(":")[0]
 
 
-def _streamed(request: web.Request, operation: str, body: bytes | None) -> str:
-    """``exec_stream`` for an ``exec`` that streams (``operations.exec_streamed``: the query or
-    the body's ``stream``), else ``operation``. Only a body that names ``stream`` is parsed; one
-    that is not JSON stays ``exec`` (its handler answers the 400)."""
-    if operation != "exec":
-        return operation
+def _streamed(request: web.Request, body: bytes | None) -> bool:
+    """Whether an ``exec`` streams (``operations.exec_streamed``: the query or the body's
+    ``stream``), so it is ``exec_stream``. Only a body that names ``stream`` is parsed; one that
+    is not JSON does not stream (its handler answers the 400)."""
     flag: object = None
     if body and b'"stream"' in body:
         with contextlib.suppress(ValueError, RecursionError):
             parsed = json.loads(body)
             flag = parsed.get("stream") if isinstance(parsed, dict) else None
-    return "exec_stream" if exec_streamed(request.query.get("stream"), flag) else operation
+    return exec_streamed(request.query.get("stream"), flag)
 
 
 def _known_routes(request: web.Request) -> list[str]:
@@ -200,7 +198,8 @@ async def _serve(request: web.Request, handler: Handler, clock: Clock) -> web.St
         try:
             # Read once, here: fault rules match on it and the journal keeps it.
             body = await read_ahead(request, _body_limit(operation))
-            operation = request[OPERATION_KEY] = _streamed(request, operation, body)
+            if operation == "exec" and _streamed(request, body):
+                operation = request[OPERATION_KEY] = "exec_stream"
         finally:
             call = request[CALL_KEY] = _call_of(request, operation, request_id, body)
             query, headers, text = request_message(request, call, secrets, messages=messages)

@@ -4,8 +4,8 @@ services that run the rest of its operations over the table."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from fake_server.models.account.admin import MAX_DISK_MIB, Admin, check_auto_pause
 from fake_server.models.account.envs import check_envs
@@ -17,9 +17,6 @@ from fake_server.models.account.tokens import Tokens
 from fake_server.models.errors import ApiError, BadRequest, Conflict, at_capacity
 from fake_server.models.paging import window
 from fake_server.models.sandbox import STATUSES, Sandbox, SandboxSpec
-
-if TYPE_CHECKING:
-    from fake_server.models.context import Context
 
 __all__ = ["Account", "Page", "Stats"]
 
@@ -57,13 +54,28 @@ class Account(SandboxTable):
     the account holds.
     """
 
-    def __init__(self, *, account_id: str, api_key: str, ctx: Context) -> None:
-        super().__init__(account_id=account_id, api_key=api_key, ctx=ctx)
-        self.execs = Execs(self)
-        self.processes = Processes(self)
-        self.admin = Admin(self)
-        self.tokens = Tokens(self)
-        self.metrics = Metrics(self)
+    # Each service is made on first use: an account that never runs a command (every test's
+    # default account until it does) makes none.
+
+    @functools.cached_property
+    def execs(self) -> Execs:
+        return Execs(self)
+
+    @functools.cached_property
+    def processes(self) -> Processes:
+        return Processes(self)
+
+    @functools.cached_property
+    def admin(self) -> Admin:
+        return Admin(self)
+
+    @functools.cached_property
+    def tokens(self) -> Tokens:
+        return Tokens(self)
+
+    @functools.cached_property
+    def metrics(self) -> Metrics:
+        return Metrics(self)
 
     def create_sandbox(self, spec: SandboxSpec) -> Sandbox:
         self.require_credit()
