@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from aiohttp import WSMsgType, web
 
 from fake_server.http.keys import BACKEND_KEY, WORLD_KEY, sandbox_id
-from fake_server.http.streams.relay import take_over
+from fake_server.http.streams.relay import switch_protocols
 from fake_server.http.streams.shell_frames import RawFrames, Resize, decode_text, exit_frame
 from fake_server.http.streams.shell_session import (
     IDLE_SECONDS,
@@ -68,10 +68,7 @@ async def shell(request: web.Request) -> web.StreamResponse:
         box, query_int(request, "rows", 24), query_int(request, "cols", 80)
     )
     clock = request.app[WORLD_KEY].ctx.clock
-    response = web.StreamResponse(
-        status=101, headers={"Connection": "Upgrade", "Upgrade": request.headers["Upgrade"]}
-    )
-    client = take_over(request)
+    response, client = switch_protocols(request)
     try:
         await response.prepare(request)
         if client is not None:

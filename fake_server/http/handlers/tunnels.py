@@ -15,16 +15,16 @@ import os
 import socket
 from typing import TYPE_CHECKING
 
-from aiohttp import web
-
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
 from fake_server.http.streams import splice
-from fake_server.http.streams.relay import take_over
+from fake_server.http.streams.relay import switch_protocols
 from fake_server.models.errors import ApiError, BadGateway, BadRequest
 from fake_server.models.ingress import not_listening
 from fake_server.runtime.api import FeatureUnavailable
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from fake_server.http.streams.relay import ClientEnd
 
 __all__ = ["tunnel"]
@@ -44,10 +44,7 @@ async def tunnel(request: web.Request) -> web.StreamResponse:
         raise BadGateway(str(exc)) from None
     except OSError:
         raise not_listening(port) from None
-    response = web.StreamResponse(
-        status=101, headers={"Connection": "Upgrade", "Upgrade": request.headers["Upgrade"]}
-    )
-    client = take_over(request)
+    response, client = switch_protocols(request)
     try:
         await response.prepare(request)
         if client is not None:

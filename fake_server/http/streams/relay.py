@@ -20,12 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from aiohttp import web
+from aiohttp import web
 
-__all__ = ["HIGH_WATER", "READ_SIZE", "ClientEnd", "SandboxEnd", "relay", "take_over"]
+__all__ = [
+    "HIGH_WATER",
+    "READ_SIZE",
+    "ClientEnd",
+    "SandboxEnd",
+    "relay",
+    "switch_protocols",
+    "take_over",
+]
 
 #: Bytes read from the sandbox at a time (the size asyncio's transports read too).
 READ_SIZE = 256 * 1024
@@ -73,6 +80,15 @@ def take_over(request: web.Request) -> ClientEnd | None:
     request.protocol.set_parser(_Tail(client))  # type: ignore[arg-type]
     transport.set_protocol(client)
     return client
+
+
+def switch_protocols(request: web.Request) -> tuple[web.StreamResponse, ClientEnd | None]:
+    """The ``101`` answering the request's ``Upgrade`` (not sent yet) and the client's end,
+    taken over first (``take_over``)."""
+    response = web.StreamResponse(
+        status=101, headers={"Connection": "Upgrade", "Upgrade": request.headers["Upgrade"]}
+    )
+    return response, take_over(request)
 
 
 async def _inbound(client: ClientEnd, sandbox: SandboxEnd) -> None:
