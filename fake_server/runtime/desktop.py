@@ -1,8 +1,8 @@
 """A real desktop a runtime runs for computer use (the process runtime's X server:
 ``runtime.process.desktop``), as the models see it.
 
-bashkit has none: its sandboxes keep the synthetic desktop of ``models.desktop``. The errors
-carry what the API answers; the models turn them into its status codes.
+bashkit has none: its sandboxes keep the synthetic desktop of ``models.resources.desktop``. The
+errors carry what the API answers; the models turn them into its status codes.
 """
 
 from __future__ import annotations

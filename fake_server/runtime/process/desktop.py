@@ -155,7 +155,8 @@ class XDesktop:
         return int(x), int(y)
 
     async def apply(self, event: dict[str, Any]) -> None:
-        """Do what ``models.desktop`` recorded (its checks passed): ``event`` is the record."""
+        """Do what ``models.resources.desktop`` recorded (its checks passed): ``event`` is the
+        record."""
         kind = event["kind"]
         if kind in ("key_press", "key_down", "key_up"):
             verb = {"key_press": "key", "key_down": "keydown", "key_up": "keyup"}[kind]
