@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.models.errors import BadRequest, Conflict, NotFound
 from fake_server.models.resources.desktop import MAX_HEIGHT, MAX_WIDTH, Window, int_field
+from fake_server.models.resources.desktop_render import (
+    checked_region,
+    window_region,
+)
 from fake_server.models.resources.desktop_render import screenshot as render_png
 from fake_server.runtime.api import FeatureUnavailable
 from fake_server.runtime.argv import MAX_ARG_BYTES
@@ -117,21 +121,9 @@ async def screenshot(
     if real is None:
         return render_png(desktop, screen, region=region, window_id=window_id)
     if window_id:  # the window's pixels on the screen, as the synthetic desktop crops them
-        found = await window(desktop, screen, window_id)
-        if found.state == "minimized":
-            raise BadRequest("window is minimized", field="window_id")
-        left, top = max(0, found.x), max(0, found.y)
-        right = min(screen.width, found.x + found.width)
-        bottom = min(screen.height, found.y + found.height)
-        if right <= left or bottom <= top:
-            raise BadRequest("window is off screen", field="window_id")
-        region = (left, top, right - left, bottom - top)
-    x, y, width, height = region if region is not None else (0, 0, screen.width, screen.height)
-    if width < 1 or height < 1 or x + width > screen.width or y + height > screen.height:
-        raise BadRequest(
-            f"region must lie within the {screen.width}x{screen.height} screen", field="width"
-        )
-    return bytes(await _call(real.screenshot((x, y, width, height))))
+        region = window_region(await window(desktop, screen, window_id), screen)
+    whole = (0, 0, screen.width, screen.height)
+    return bytes(await _call(real.screenshot(checked_region(region or whole, screen))))
 
 
 async def send_input(desktop: Desktop, screen: Screen, kind: str, body: dict[str, Any]) -> None:

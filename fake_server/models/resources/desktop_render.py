@@ -12,9 +12,9 @@ from fake_server.models.errors import BadRequest
 from fake_server.models.resources.desktop import TITLE_BAR
 
 if TYPE_CHECKING:
-    from fake_server.models.resources.desktop import Desktop, Screen
+    from fake_server.models.resources.desktop import Desktop, Screen, Window
 
-__all__ = ["Region", "screenshot"]
+__all__ = ["Region", "checked_region", "screenshot", "window_region"]
 
 Region = tuple[int, int, int, int]  # x, y, width, height
 
@@ -57,27 +57,38 @@ def render(desktop: Desktop, screen: Screen) -> Image.Image:
     return image
 
 
+def window_region(window: Window, screen: Screen) -> Region:
+    """The part of the screen ``window`` covers (a minimized or off-screen one is a 400): what
+    a window's screenshot shows, on the synthetic desktop and a real one alike."""
+    if window.state == "minimized":
+        raise BadRequest("window is minimized", field="window_id")
+    left, top = max(0, window.x), max(0, window.y)
+    right = min(screen.width, window.x + window.width)
+    bottom = min(screen.height, window.y + window.height)
+    if right <= left or bottom <= top:
+        raise BadRequest("window is off screen", field="window_id")
+    return (left, top, right - left, bottom - top)
+
+
+def checked_region(region: Region, screen: Screen) -> Region:
+    """``region`` when it lies within the screen, else a 400."""
+    x, y, width, height = region
+    if width < 1 or height < 1 or x + width > screen.width or y + height > screen.height:
+        raise BadRequest(
+            f"region must lie within the {screen.width}x{screen.height} screen", field="width"
+        )
+    return region
+
+
 def screenshot(
     desktop: Desktop, screen: Screen, *, region: Region | None = None, window_id: str = ""
 ) -> bytes:
     """PNG bytes of the screen, of ``region`` or of one window (clipped to the screen)."""
     if window_id:
-        window = desktop.window(screen, window_id)
-        if window.state == "minimized":
-            raise BadRequest("window is minimized", field="window_id")
-        left, top = max(0, window.x), max(0, window.y)
-        right = min(screen.width, window.x + window.width)
-        bottom = min(screen.height, window.y + window.height)
-        if right <= left or bottom <= top:
-            raise BadRequest("window is off screen", field="window_id")
-        region = (left, top, right - left, bottom - top)
+        region = window_region(desktop.window(screen, window_id), screen)
     image = render(desktop, screen)
     if region is not None:
-        x, y, width, height = region
-        if width < 1 or height < 1 or x + width > screen.width or y + height > screen.height:
-            raise BadRequest(
-                f"region must lie within the {screen.width}x{screen.height} screen", field="width"
-            )
+        x, y, width, height = checked_region(region, screen)
         image = image.crop((x, y, x + width, y + height))
     out = io.BytesIO()
     image.save(out, format="PNG", compress_level=1)
