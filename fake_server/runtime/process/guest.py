@@ -184,9 +184,4 @@ class Guest:
 
 def _alive(pid: int) -> bool:
     """Whether ``pid`` still runs (a zombie has ended)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return False
-    return data[data.rfind(b")") + 2 : data.rfind(b")") + 3] != b"Z"
+    return tree.state(pid) not in ("", "Z")

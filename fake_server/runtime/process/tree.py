@@ -19,7 +19,7 @@ from fake_server.signals import NUMBERS
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["SIGNALS", "continuing", "descendants", "holding", "send", "stop_first"]
+__all__ = ["SIGNALS", "continuing", "descendants", "holding", "send", "state", "stop_first"]
 
 _T = TypeVar("_T")
 
@@ -50,11 +50,11 @@ def stop_first(pid: int) -> None:
     if not send([pid], signals.SIGSTOP):
         return
     deadline = time.monotonic() + STOP_BOUND
-    while _state(pid) not in ("T", "t", "Z", "X", "") and time.monotonic() < deadline:
+    while state(pid) not in ("T", "t", "Z", "X", "") and time.monotonic() < deadline:
         time.sleep(0.0002)
 
 
-def _state(pid: int) -> str:
+def state(pid: int) -> str:
     """``pid``'s state letter (``/proc/PID/stat``), ``""`` once it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
