@@ -17,12 +17,13 @@ Where lxcfs cannot run (not installed, no ``/dev/fuse``, not root), ``/proc`` is
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
 import subprocess
 import time
 from typing import TYPE_CHECKING
+
+from fake_server.runtime.process.mountns import unmount
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -33,8 +34,6 @@ __all__ = ["FILES", "ProcView", "describe", "unavailable", "unmount_under"]
 FILES = ("meminfo", "cpuinfo", "stat", "uptime", "swaps", "diskstats")
 #: Real seconds lxcfs gets to mount itself.
 START_BOUND = 10.0
-_MNT_DETACH = 2
-_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def unavailable() -> str | None:
@@ -118,6 +117,7 @@ def unmount_under(directory: Path) -> int:
                 found.append(point)
     detached = 0
     for point in sorted(found, key=len, reverse=True):
-        if _libc.umount2(point, _MNT_DETACH) == 0:
+        with contextlib.suppress(OSError):
+            unmount(os.fsdecode(point))
             detached += 1
     return detached
