@@ -49,6 +49,19 @@ async def no_bwrap_left(deadline: float = 5.0) -> bool:
     return True
 
 
+def described(holders: list[str]) -> list[str]:
+    """Each holder of :func:`netns_holders` with its command line, for a failure message."""
+    named = []
+    for holder in holders:
+        pid = holder.split("/", 1)[0]
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").strip()
+        except OSError:
+            command = b"(gone)"
+        named.append(f"{holder} ({command.decode(errors='replace')})")
+    return named
+
+
 async def until(predicate: Callable[[], bool], deadline: float = 20.0) -> None:
     """Wait (in real time, bounded) until ``predicate()`` holds; a real process decides when."""
     loop = asyncio.get_running_loop()
