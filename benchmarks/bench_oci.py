@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING
 
 from benchmarks._common import Report, finish, interleave, median, parse_args, timer
 from fake_server import VirtualClock
-from fake_server.runtime.process import ProcessRuntime, confine, idmap, seccomp
+from fake_server.runtime.process import ProcessRuntime
+from fake_server.runtime.process.containment import confine, idmap, seccomp
 from fake_server.runtime.process.rootdir import public_temp
 
 if TYPE_CHECKING:

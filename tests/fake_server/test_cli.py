@@ -17,7 +17,8 @@ import pytest
 
 from fake_server import tls_context
 from fake_server.__main__ import build_parser, main, serve_fake
-from fake_server.runtime.process import debian, desktop_image, image, procview
+from fake_server.runtime.process import debian, desktop_image, image
+from fake_server.runtime.process.containment import procview
 from fake_server.server import FakeCreateOS
 from tests.fake_server._process_runtime import needs_nft
 
@@ -266,7 +267,7 @@ def test_port_in_use_is_one_line_and_exit_1() -> None:
 def test_serve_asking_for_an_unavailable_process_runtime_says_why_and_what_to_do(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from fake_server.runtime.process import bwrap
+    from fake_server.runtime.process.containment import bwrap
 
     monkeypatch.setattr(bwrap, "bwrap_path", lambda: "/nonexistent/bwrap")
     assert main(["serve", "--port", "0", "--runtime", "process"]) == 1
@@ -278,7 +279,7 @@ def test_serve_asking_for_an_unavailable_process_runtime_says_why_and_what_to_do
 
 def test_serve_auto_falls_back_to_bashkit_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     from fake_server.__main__ import _runtime
-    from fake_server.runtime.process import bwrap
+    from fake_server.runtime.process.containment import bwrap
 
     monkeypatch.setattr(bwrap, "bwrap_path", lambda: "/nonexistent/bwrap")
     assert _runtime("auto") == (
@@ -296,7 +297,8 @@ def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_miss
     """Not root: bubblewrap runs, so ``auto`` serves it, with a network per process and the
     host's programs instead of the image."""
     from fake_server.__main__ import _runtime
-    from fake_server.runtime.process import cgroups, idmap, netmode, system
+    from fake_server.runtime.process import netmode, system
+    from fake_server.runtime.process.containment import cgroups, idmap
 
     own = idmap.OwnId(5000, 5000, "uid 5000 has no /etc/passwd entry, which newuidmap needs")
     monkeypatch.setattr(idmap, "layout_map", lambda image: None if image else own)

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from fake_server.clock import VirtualClock
-from fake_server.runtime.process import ProcessRuntime, confine, idmap
+from fake_server.runtime.process import ProcessRuntime
+from fake_server.runtime.process.containment import confine, idmap
 from fake_server.runtime.process.rootdir import shift_owners
 from fake_server.runtime.process.system import System
 

@@ -14,7 +14,8 @@ import pytest
 import pytest_asyncio
 from _process_runtime import process_fake, until
 
-from fake_server.runtime.process import ProcessMachine, cgroups
+from fake_server.runtime.process import ProcessMachine
+from fake_server.runtime.process.containment import cgroups
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from fake_server.runtime.process import procview
+from fake_server.runtime.process.containment import procview
 from fake_server.runtime.process.rootdir import FakeRoot
 from tests._needs import needs
 

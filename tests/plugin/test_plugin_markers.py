@@ -202,7 +202,7 @@ def test_process_runtime_where_bubblewrap_cannot_run_is_one_short_failure(
     inner: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The reason and what to do, as the whole report: none of the plugin's frames."""
-    from fake_server.runtime.process import bwrap
+    from fake_server.runtime.process.containment import bwrap
 
     monkeypatch.setattr(bwrap, "bwrap_path", lambda: "/nonexistent/bwrap")
     inner.makepyfile(

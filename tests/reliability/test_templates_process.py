@@ -18,7 +18,8 @@ from createos.models import CreateSandboxRequest, RunCommandRequest, TemplateCre
 
 from fake_server import FakeCreateOS, TransitionPolicy, tls_context
 from fake_server.runtime.netoptions import NetworkOptions
-from fake_server.runtime.process import ProcessRuntime, seccomp
+from fake_server.runtime.process import ProcessRuntime
+from fake_server.runtime.process.containment import seccomp
 from fake_server.runtime.process.resolver import host_resolver
 from tests.fake_server._process_runtime import needs_nft
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from fake_server.runtime.process import cgroups, procview
+from fake_server.runtime.process.containment import cgroups, procview
 from tests._needs import needs_command
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from fake_server.runtime.process import idmap
+from fake_server.runtime.process.containment import idmap
 from tests._needs import needs_command
 from tests.security._attack import Target, serving
 from tests.security._unprivileged import as_user, free_id, subordinate_user

@@ -32,16 +32,17 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.api import RuntimeUnavailable
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
-from fake_server.runtime.process import buckets, idmap, netmode, procview
+from fake_server.runtime.process import buckets, netmode
 from fake_server.runtime.process.bridges import Hub
-from fake_server.runtime.process.bwrap import reachable_copy, require_bwrap
-from fake_server.runtime.process.confine import Confinement
+from fake_server.runtime.process.containment import idmap, procview
+from fake_server.runtime.process.containment.bwrap import reachable_copy, require_bwrap
+from fake_server.runtime.process.containment.confine import Confinement
+from fake_server.runtime.process.containment.procview import ProcView
 from fake_server.runtime.process.image import DEVBOX
 from fake_server.runtime.process.layers import LayerImage, ProcessBuilder, build_address
 from fake_server.runtime.process.machine import DISKS_NEED_ROOT, ProcessMachine
 from fake_server.runtime.process.netns import nsenter_path
 from fake_server.runtime.process.network import Network
-from fake_server.runtime.process.procview import ProcView
 from fake_server.runtime.process.rootdir import (
     BASE_NAME,
     FakeRoot,

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import h11
 
-from fake_server.runtime.process.caps import BoundedServer, Caps
+from fake_server.runtime.process.containment.caps import BoundedServer, Caps
 
 if TYPE_CHECKING:
     from collections.abc import Callable

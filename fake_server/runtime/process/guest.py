@@ -26,14 +26,15 @@ import subprocess
 import time
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.process import confine, tree
+from fake_server.runtime.process import tree
+from fake_server.runtime.process.containment import confine
 from fake_server.runtime.process.spawn import make_pipes
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from fake_server.runtime.process.confine import Handoff
-    from fake_server.runtime.process.idmap import IdRange, OwnId, Subordinate
+    from fake_server.runtime.process.containment.confine import Handoff
+    from fake_server.runtime.process.containment.idmap import IdRange, OwnId, Subordinate
 
 __all__ = ["GRACE", "INIT", "Guest"]
 

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from fake_server.runtime.api import FeatureUnavailable, Usage
 from fake_server.runtime.environment import HOME
-from fake_server.runtime.process import buckets, idmap
+from fake_server.runtime.process import buckets
 from fake_server.runtime.process.agent import Agent
-from fake_server.runtime.process.cgroups import Limits, SandboxGroup
+from fake_server.runtime.process.containment import idmap
+from fake_server.runtime.process.containment.cgroups import Limits, SandboxGroup
+from fake_server.runtime.process.containment.mountns import MS_BIND, MS_REC, MountSpace, mount
 from fake_server.runtime.process.desktop import XDesktop
 from fake_server.runtime.process.dirdisk import DirDisk
 from fake_server.runtime.process.guest import Guest
-from fake_server.runtime.process.mountns import MS_BIND, MS_REC, MountSpace, mount
 from fake_server.runtime.process.netns import NetNamespace
 from fake_server.runtime.process.realwait import RealWaits
 from fake_server.runtime.process.rootdir import remove_tree
@@ -34,8 +35,8 @@ if TYPE_CHECKING:
     from fake_server.clock import Clock
     from fake_server.runtime.api import Image, Meter
     from fake_server.runtime.process.bridges import Hub
-    from fake_server.runtime.process.confine import Confinement
-    from fake_server.runtime.process.idmap import IdRange, OwnId, Subordinate
+    from fake_server.runtime.process.containment.confine import Confinement
+    from fake_server.runtime.process.containment.idmap import IdRange, OwnId, Subordinate
     from fake_server.runtime.process.netmode import NetworkMode
     from fake_server.runtime.process.network import Link, Network
     from fake_server.runtime.process.rootfs import SandboxRoot

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import h11
 
-from fake_server.runtime.process.caps import BoundedServer, Caps
+from fake_server.runtime.process.containment.caps import BoundedServer, Caps
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -23,7 +23,7 @@ import contextlib
 import socket
 from typing import TYPE_CHECKING, Any, cast
 
-from fake_server.runtime.process.caps import BoundedServer, Caps
+from fake_server.runtime.process.containment.caps import BoundedServer, Caps
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine

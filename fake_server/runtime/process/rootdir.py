@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from fake_server.runtime.process.procview import unmount_under
+from fake_server.runtime.process.containment.procview import unmount_under
 
 __all__ = [
     "BASE_NAME",

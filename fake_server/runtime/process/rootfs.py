@@ -23,10 +23,8 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from fake_server.runtime.process import idmap
-from fake_server.runtime.process.diskimage import DiskImage
-from fake_server.runtime.process.image import BUN_GUEST, Image, write_mask
-from fake_server.runtime.process.mountns import (
+from fake_server.runtime.process.containment import idmap
+from fake_server.runtime.process.containment.mountns import (
     MS_BIND,
     MS_NODEV,
     MS_NOSUID,
@@ -40,12 +38,14 @@ from fake_server.runtime.process.mountns import (
     mount,
     unmount,
 )
+from fake_server.runtime.process.diskimage import DiskImage
+from fake_server.runtime.process.image import BUN_GUEST, Image, write_mask
 from fake_server.runtime.process.rootdir import shift_owners
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from fake_server.runtime.process.idmap import IdRange
+    from fake_server.runtime.process.containment.idmap import IdRange
 
 __all__ = ["DISK_MIB", "ImageSpace", "SandboxRoot", "Upper"]
 

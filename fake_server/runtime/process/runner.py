@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 from fake_server.runtime.argv import check_argv, check_env
 from fake_server.runtime.environment import BASE_ENV
 from fake_server.runtime.pipes import ProcessSignal, StdinPipe
-from fake_server.runtime.process import idmap, pty, seccomp, tree
-from fake_server.runtime.process.confine import mask_argv
+from fake_server.runtime.process import pty, tree
+from fake_server.runtime.process.containment import idmap, seccomp
+from fake_server.runtime.process.containment.confine import mask_argv
 from fake_server.runtime.process.guest import INIT
 from fake_server.runtime.process.heldopen import drain
 from fake_server.runtime.process.netns import nsenter_path
@@ -32,11 +33,11 @@ if TYPE_CHECKING:
 
     from fake_server.clock import Clock
     from fake_server.runtime.api import Sink
-    from fake_server.runtime.process.cgroups import SandboxGroup
-    from fake_server.runtime.process.confine import Confinement, Handoff
+    from fake_server.runtime.process.containment.cgroups import SandboxGroup
+    from fake_server.runtime.process.containment.confine import Confinement, Handoff
+    from fake_server.runtime.process.containment.idmap import IdRange, OwnId, Subordinate
     from fake_server.runtime.process.dirdisk import DirDisk
     from fake_server.runtime.process.guest import Guest
-    from fake_server.runtime.process.idmap import IdRange, OwnId, Subordinate
     from fake_server.runtime.process.netns import NetNamespace
     from fake_server.runtime.process.rootfs import SandboxRoot
     from fake_server.runtime.terminal import Terminal

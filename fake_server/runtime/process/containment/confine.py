@@ -29,12 +29,12 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.process import idmap, seccomp
+from fake_server.runtime.process.containment import idmap, seccomp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from fake_server.runtime.process.idmap import IdRange, OwnId, Subordinate
+    from fake_server.runtime.process.containment.idmap import IdRange, OwnId, Subordinate
 
 __all__ = ["MASKED", "READ_ONLY", "Confinement", "Handoff", "describe", "mask_argv"]
 

@@ -23,7 +23,7 @@ import subprocess
 import time
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.process.mountns import unmount
+from fake_server.runtime.process.containment.mountns import unmount
 
 if TYPE_CHECKING:
     from pathlib import Path
