@@ -150,7 +150,7 @@ class Browser:
 def _isolated() -> tuple[Any, Path] | None:
     """A namespace with only ``lo`` and a launcher that enters it."""
     try:
-        from fake_server.runtime.process.netns import NetNamespace, nsenter_path
+        from fake_server.runtime.process.net.netns import NetNamespace, nsenter_path
 
         namespace = NetNamespace()
         nsenter = nsenter_path()

@@ -45,7 +45,7 @@ from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_contex
 from fake_server.runtime.environment import BASE_ENV
 from fake_server.runtime.pipes import StdinPipe
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime, tree
-from fake_server.runtime.process.netns import NetNamespace
+from fake_server.runtime.process.net.netns import NetNamespace
 from fake_server.runtime.process.rootfs import SandboxRoot
 from fake_server.runtime.process.runner import bwrap_argv
 

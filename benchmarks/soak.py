@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from benchmarks import _serve
-from fake_server.runtime.process.router import host_link_prefix
+from fake_server.runtime.process.net.router import host_link_prefix
 
 if TYPE_CHECKING:
     from benchmarks._serve import Serve

@@ -266,9 +266,10 @@ def _runtime(
     network mode, reduced where sandboxes cannot share a network namespace, and the image
     each rootfs name boots, built first if need be with a progress line, given to ``say``)."""
     from fake_server.models.catalog import Catalog
-    from fake_server.runtime.process import netmode, system
+    from fake_server.runtime.process import system
     from fake_server.runtime.process.containment import cgroups, confine, idmap, procview
     from fake_server.runtime.process.containment.bwrap import require_bwrap
+    from fake_server.runtime.process.net import netmode
 
     if choice == "bashkit":
         return choice, "runtime: bashkit"

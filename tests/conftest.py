@@ -33,7 +33,7 @@ settings.load_profile("main")
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_host_resolver() -> Iterator[None]:
-    from fake_server.runtime.process import network
+    from fake_server.runtime.process.net import network
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(network, "host_resolver", lambda: None)

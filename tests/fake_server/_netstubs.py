@@ -24,8 +24,8 @@ import dns.message
 import dns.rcode
 import dns.rrset
 
-from fake_server.runtime.process.netlink import configure
-from fake_server.runtime.process.netns import NetNamespace
+from fake_server.runtime.process.net.netlink import configure
+from fake_server.runtime.process.net.netns import NetNamespace
 
 if TYPE_CHECKING:
     from collections.abc import Callable

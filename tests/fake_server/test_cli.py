@@ -297,8 +297,9 @@ def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_miss
     """Not root: bubblewrap runs, so ``auto`` serves it, with a network per process and the
     host's programs instead of the image."""
     from fake_server.__main__ import _runtime
-    from fake_server.runtime.process import netmode, system
+    from fake_server.runtime.process import system
     from fake_server.runtime.process.containment import cgroups, idmap
+    from fake_server.runtime.process.net import netmode
 
     own = idmap.OwnId(5000, 5000, "uid 5000 has no /etc/passwd entry, which newuidmap needs")
     monkeypatch.setattr(idmap, "layout_map", lambda image: None if image else own)
@@ -335,7 +336,7 @@ def test_serve_says_sandboxes_have_no_way_out_without_nft(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from fake_server.__main__ import _runtime
-    from fake_server.runtime.process import hostcheck, netmode, nft
+    from fake_server.runtime.process.net import hostcheck, netmode, nft
 
     monkeypatch.setattr(nft, "nft_path", lambda: None)
     mode = netmode.detect.__wrapped__()
@@ -354,7 +355,7 @@ def test_serve_says_sandboxes_have_no_way_out_where_forwarding_cannot_be_turned_
 ) -> None:
     """A container's read-only ``/proc/sys`` with forwarding off: said, never worked around."""
     from fake_server.__main__ import _runtime
-    from fake_server.runtime.process import hostcheck, netmode
+    from fake_server.runtime.process.net import hostcheck, netmode
 
     switch = tmp_path / "ip_forward"
     switch.write_text("0\n")

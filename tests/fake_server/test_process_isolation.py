@@ -20,11 +20,9 @@ from fake_server.runtime.api import RuntimeUnavailable
 from fake_server.runtime.pipes import StdinPipe
 from fake_server.runtime.process import (
     ProcessRuntime,
-    hostcheck,
-    netmode,
-    netns,
 )
 from fake_server.runtime.process.containment import bwrap
+from fake_server.runtime.process.net import hostcheck, netmode, netns
 from fake_server.runtime.process.rootdir import sweep
 
 if TYPE_CHECKING:

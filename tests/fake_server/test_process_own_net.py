@@ -15,7 +15,8 @@ import pytest_asyncio
 from _process_runtime import no_bwrap_left, sh
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
-from fake_server.runtime.process import ProcessRuntime, netmode
+from fake_server.runtime.process import ProcessRuntime
+from fake_server.runtime.process.net import netmode
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -9,8 +9,8 @@ import dns.flags
 import dns.message
 import dns.rcode
 
-from fake_server.runtime.process import policy
-from fake_server.runtime.process.resolver import host_resolver, refused
+from fake_server.runtime.process.net import policy
+from fake_server.runtime.process.net.resolver import host_resolver, refused
 
 if TYPE_CHECKING:
     from pathlib import Path

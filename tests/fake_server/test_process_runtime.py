@@ -15,10 +15,10 @@ from _process_runtime import machine, no_bwrap_left, process_fake, until
 from fake_server.runtime.process import (
     DISKS_NEED_ROOT,
     ProcessRuntime,
-    bridges,
     system,
     tree,
 )
+from fake_server.runtime.process.net import bridges
 
 if TYPE_CHECKING:
     import httpx

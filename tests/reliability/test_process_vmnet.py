@@ -17,8 +17,9 @@ import pytest
 import pytest_asyncio
 
 from fake_server import FakeCreateOS, NetworkOptions, TransitionPolicy, VirtualClock
-from fake_server.runtime.process import ProcessRuntime, hostcheck, nft, router
-from fake_server.runtime.process.resolver import host_resolver
+from fake_server.runtime.process import ProcessRuntime
+from fake_server.runtime.process.net import hostcheck, nft, router
+from fake_server.runtime.process.net.resolver import host_resolver
 from tests.fake_server._netstubs import DnsStub, Upstream, on_host
 from tests.fake_server._process_runtime import api_sh, needs_nft, no_bwrap_left
 from tests.reliability._helpers import until

@@ -20,7 +20,7 @@ from fake_server import FakeCreateOS, TransitionPolicy, tls_context
 from fake_server.runtime.netoptions import NetworkOptions
 from fake_server.runtime.process import ProcessRuntime
 from fake_server.runtime.process.containment import seccomp
-from fake_server.runtime.process.resolver import host_resolver
+from fake_server.runtime.process.net.resolver import host_resolver
 from tests.fake_server._process_runtime import needs_nft
 
 if TYPE_CHECKING:

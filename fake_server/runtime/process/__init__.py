@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.api import RuntimeUnavailable
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
-from fake_server.runtime.process import buckets, netmode
-from fake_server.runtime.process.bridges import Hub
+from fake_server.runtime.process import buckets
 from fake_server.runtime.process.containment import idmap, procview
 from fake_server.runtime.process.containment.bwrap import reachable_copy, require_bwrap
 from fake_server.runtime.process.containment.confine import Confinement
@@ -41,8 +40,10 @@ from fake_server.runtime.process.containment.procview import ProcView
 from fake_server.runtime.process.image import DEVBOX
 from fake_server.runtime.process.layers import LayerImage, ProcessBuilder, build_address
 from fake_server.runtime.process.machine import DISKS_NEED_ROOT, ProcessMachine
-from fake_server.runtime.process.netns import nsenter_path
-from fake_server.runtime.process.network import Network
+from fake_server.runtime.process.net import netmode
+from fake_server.runtime.process.net.bridges import Hub
+from fake_server.runtime.process.net.netns import nsenter_path
+from fake_server.runtime.process.net.network import Network
 from fake_server.runtime.process.rootdir import (
     BASE_NAME,
     FakeRoot,

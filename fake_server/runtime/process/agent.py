@@ -29,7 +29,7 @@ from fake_server.runtime.process.containment.caps import BoundedServer, Caps
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from fake_server.runtime.process.netns import NetNamespace
+    from fake_server.runtime.process.net.netns import NetNamespace
     from fake_server.runtime.process.selfpipe import SelfPipe
 
 __all__ = ["ACTIONS", "CONNECTIONS", "PORT", "REASON_LIMIT", "Agent"]

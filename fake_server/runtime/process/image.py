@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.api import RuntimeUnavailable
-from fake_server.runtime.process.router import GATEWAY
+from fake_server.runtime.process.net.router import GATEWAY
 
 if TYPE_CHECKING:
     from collections.abc import Callable

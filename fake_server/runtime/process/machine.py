@@ -22,7 +22,7 @@ from fake_server.runtime.process.containment.mountns import MS_BIND, MS_REC, Mou
 from fake_server.runtime.process.desktop import XDesktop
 from fake_server.runtime.process.dirdisk import DirDisk
 from fake_server.runtime.process.guest import Guest
-from fake_server.runtime.process.netns import NetNamespace
+from fake_server.runtime.process.net.netns import NetNamespace
 from fake_server.runtime.process.realwait import RealWaits
 from fake_server.runtime.process.rootdir import remove_tree
 from fake_server.runtime.process.runner import LAYOUT_MOUNT, USER_HOME, Run, Runner
@@ -34,11 +34,11 @@ if TYPE_CHECKING:
 
     from fake_server.clock import Clock
     from fake_server.runtime.api import Image, Meter
-    from fake_server.runtime.process.bridges import Hub
     from fake_server.runtime.process.containment.confine import Confinement
     from fake_server.runtime.process.containment.idmap import IdRange, OwnId, Subordinate
-    from fake_server.runtime.process.netmode import NetworkMode
-    from fake_server.runtime.process.network import Link, Network
+    from fake_server.runtime.process.net.bridges import Hub
+    from fake_server.runtime.process.net.netmode import NetworkMode
+    from fake_server.runtime.process.net.network import Link, Network
     from fake_server.runtime.process.rootfs import SandboxRoot
     from fake_server.runtime.process.system import System
 

@@ -22,7 +22,7 @@ from fake_server.runtime.process.containment import idmap, seccomp
 from fake_server.runtime.process.containment.confine import mask_argv
 from fake_server.runtime.process.guest import INIT
 from fake_server.runtime.process.heldopen import drain
-from fake_server.runtime.process.netns import nsenter_path
+from fake_server.runtime.process.net.netns import nsenter_path
 from fake_server.runtime.process.realwait import Running
 from fake_server.runtime.process.spawn import feed, pump, reap, spawn
 from fake_server.runtime.startfail import CommandNotStarted, start_failure
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.containment.idmap import IdRange, OwnId, Subordinate
     from fake_server.runtime.process.dirdisk import DirDisk
     from fake_server.runtime.process.guest import Guest
-    from fake_server.runtime.process.netns import NetNamespace
+    from fake_server.runtime.process.net.netns import NetNamespace
     from fake_server.runtime.process.rootfs import SandboxRoot
     from fake_server.runtime.terminal import Terminal
 

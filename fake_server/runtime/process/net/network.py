@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING
 
 from fake_server.runtime import egress
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
-from fake_server.runtime.process import nft, policy
-from fake_server.runtime.process.metadata import Metadata
-from fake_server.runtime.process.resolver import Resolver, host_resolver
-from fake_server.runtime.process.router import GATEWAY, METADATA, Router
+from fake_server.runtime.process.net import nft, policy
+from fake_server.runtime.process.net.metadata import Metadata
+from fake_server.runtime.process.net.resolver import Resolver, host_resolver
+from fake_server.runtime.process.net.router import GATEWAY, METADATA, Router
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from fake_server.runtime.process.netns import NetNamespace
+    from fake_server.runtime.process.net.netns import NetNamespace
 
 __all__ = ["Link", "Network", "NetworkOptions"]
 

@@ -29,10 +29,10 @@ import os
 import random
 from typing import TYPE_CHECKING, Any
 
-from fake_server.runtime.process import nft
-from fake_server.runtime.process.hostcheck import FORWARDING, uplink_missing
-from fake_server.runtime.process.netlink import configure, set_sysctl
-from fake_server.runtime.process.netns import NetNamespace
+from fake_server.runtime.process.net import nft
+from fake_server.runtime.process.net.hostcheck import FORWARDING, uplink_missing
+from fake_server.runtime.process.net.netlink import configure, set_sysctl
+from fake_server.runtime.process.net.netns import NetNamespace
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

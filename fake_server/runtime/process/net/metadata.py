@@ -26,7 +26,7 @@ from fake_server.runtime.process.containment.caps import BoundedServer, Caps
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from fake_server.runtime.process.netns import NetNamespace
+    from fake_server.runtime.process.net.netns import NetNamespace
 
 __all__ = ["Metadata"]
 

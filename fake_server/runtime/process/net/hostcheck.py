@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from fake_server.runtime.process import nft
+from fake_server.runtime.process.net import nft
 
 __all__ = ["FORWARDING", "FORWARDING_OFF", "NFT_MISSING", "uplink_missing"]
 

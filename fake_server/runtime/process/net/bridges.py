@@ -21,7 +21,7 @@ import shutil
 import subprocess
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.process.netns import NetNamespace
+from fake_server.runtime.process.net.netns import NetNamespace
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

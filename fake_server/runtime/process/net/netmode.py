@@ -20,8 +20,8 @@ import os
 from dataclasses import dataclass
 
 from fake_server.runtime.api import FeatureUnavailable, RuntimeUnavailable
-from fake_server.runtime.process.hostcheck import uplink_missing
-from fake_server.runtime.process.netns import NetNamespace, nsenter_path
+from fake_server.runtime.process.net.hostcheck import uplink_missing
+from fake_server.runtime.process.net.netns import NetNamespace, nsenter_path
 
 __all__ = ["SHARED", "NetworkMode", "detect"]
 

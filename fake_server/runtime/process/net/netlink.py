@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyroute2 import IPRoute  # type: ignore[import-untyped]
 
-from fake_server.runtime.process.netns import in_namespace
+from fake_server.runtime.process.net.netns import in_namespace
 
 if TYPE_CHECKING:
     from collections.abc import Callable

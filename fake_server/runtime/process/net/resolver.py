@@ -28,7 +28,7 @@ from fake_server.runtime.process.containment.caps import BoundedServer, Caps
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
 
-    from fake_server.runtime.process.netns import NetNamespace
+    from fake_server.runtime.process.net.netns import NetNamespace
 
 __all__ = ["Resolver", "host_resolver"]
 
