@@ -266,9 +266,9 @@ def _runtime(
     network mode, reduced where sandboxes cannot share a network namespace, and the image
     each rootfs name boots, built first if need be with a progress line, given to ``say``)."""
     from fake_server.models.catalog import Catalog
-    from fake_server.runtime.process import system
     from fake_server.runtime.process.containment import cgroups, confine, idmap, procview
     from fake_server.runtime.process.containment.bwrap import require_bwrap
+    from fake_server.runtime.process.images import system
     from fake_server.runtime.process.net import netmode
 
     if choice == "bashkit":
@@ -506,7 +506,7 @@ def _image() -> int:
     """Build the devbox:1 image's cache: bun and the Debian 13 tree (CI does it before the
     tests, which stay offline)."""
     from fake_server.models.catalog import Catalog
-    from fake_server.runtime.process import system
+    from fake_server.runtime.process.images import system
 
     try:
         chosen = system.build(progress=lambda line: print(line, flush=True))

@@ -17,8 +17,8 @@ import pytest
 
 from fake_server import tls_context
 from fake_server.__main__ import build_parser, main, serve_fake
-from fake_server.runtime.process import debian, desktop_image, image
 from fake_server.runtime.process.containment import procview
+from fake_server.runtime.process.images import debian, desktop_image, image
 from fake_server.server import FakeCreateOS
 from tests.fake_server._process_runtime import needs_nft
 
@@ -297,8 +297,8 @@ def test_serve_auto_picks_the_process_runtime_without_root_and_says_what_is_miss
     """Not root: bubblewrap runs, so ``auto`` serves it, with a network per process and the
     host's programs instead of the image."""
     from fake_server.__main__ import _runtime
-    from fake_server.runtime.process import system
     from fake_server.runtime.process.containment import cgroups, idmap
+    from fake_server.runtime.process.images import system
     from fake_server.runtime.process.net import netmode
 
     own = idmap.OwnId(5000, 5000, "uid 5000 has no /etc/passwd entry, which newuidmap needs")

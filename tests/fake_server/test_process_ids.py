@@ -13,8 +13,8 @@ import pytest
 from fake_server.clock import VirtualClock
 from fake_server.runtime.process import ProcessRuntime
 from fake_server.runtime.process.containment import confine, idmap
+from fake_server.runtime.process.images.system import System
 from fake_server.runtime.process.rootdir import shift_owners
-from fake_server.runtime.process.system import System
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

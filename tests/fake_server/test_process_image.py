@@ -11,7 +11,8 @@ from _process_runtime import no_bwrap_left
 from fake_server import VirtualClock
 from fake_server.__main__ import main
 from fake_server.runtime.api import RuntimeUnavailable
-from fake_server.runtime.process import ProcessRuntime, debian, desktop_image, image, system
+from fake_server.runtime.process import ProcessRuntime
+from fake_server.runtime.process.images import debian, desktop_image, image, system
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -15,9 +15,9 @@ from _process_runtime import machine, no_bwrap_left, process_fake, until
 from fake_server.runtime.process import (
     DISKS_NEED_ROOT,
     ProcessRuntime,
-    system,
     tree,
 )
+from fake_server.runtime.process.images import system
 from fake_server.runtime.process.net import bridges
 
 if TYPE_CHECKING:

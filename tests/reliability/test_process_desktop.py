@@ -36,9 +36,9 @@ from PIL import Image
 from fake_server import FakeCreateOS
 from fake_server.models import desktop_live
 from fake_server.models.transitions import TransitionPolicy
-from fake_server.runtime.process import desktop_image
 from fake_server.runtime.process.containment import cgroups
-from fake_server.runtime.process.image import cache_dir
+from fake_server.runtime.process.images import desktop_image
+from fake_server.runtime.process.images.image import cache_dir
 from fake_server.runtime.process.machine import NO_DESKTOP
 from tests._needs import needs
 from tests.fake_server._process_runtime import bwrap_descendants

@@ -37,7 +37,8 @@ from fake_server.runtime.process.containment import idmap, procview
 from fake_server.runtime.process.containment.bwrap import reachable_copy, require_bwrap
 from fake_server.runtime.process.containment.confine import Confinement
 from fake_server.runtime.process.containment.procview import ProcView
-from fake_server.runtime.process.image import DEVBOX
+from fake_server.runtime.process.images.image import DEVBOX
+from fake_server.runtime.process.images.system import System, choose
 from fake_server.runtime.process.layers import LayerImage, ProcessBuilder, build_address
 from fake_server.runtime.process.machine import DISKS_NEED_ROOT, ProcessMachine
 from fake_server.runtime.process.net import netmode
@@ -55,7 +56,6 @@ from fake_server.runtime.process.rootdir import (
     traversable,
 )
 from fake_server.runtime.process.rootfs import DISK_MIB, ImageSpace, SandboxRoot, Upper
-from fake_server.runtime.process.system import System, choose
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

@@ -36,11 +36,11 @@ if TYPE_CHECKING:
     from fake_server.runtime.api import Image, Meter
     from fake_server.runtime.process.containment.confine import Confinement
     from fake_server.runtime.process.containment.idmap import IdRange, OwnId, Subordinate
+    from fake_server.runtime.process.images.system import System
     from fake_server.runtime.process.net.bridges import Hub
     from fake_server.runtime.process.net.netmode import NetworkMode
     from fake_server.runtime.process.net.network import Link, Network
     from fake_server.runtime.process.rootfs import SandboxRoot
-    from fake_server.runtime.process.system import System
 
 __all__ = ["DISKS_NEED_ROOT", "NO_DESKTOP", "Owner", "ProcessMachine"]
 

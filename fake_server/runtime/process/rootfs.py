@@ -39,7 +39,7 @@ from fake_server.runtime.process.containment.mountns import (
     unmount,
 )
 from fake_server.runtime.process.diskimage import DiskImage
-from fake_server.runtime.process.image import BUN_GUEST, Image, write_mask
+from fake_server.runtime.process.images.image import BUN_GUEST, Image, write_mask
 from fake_server.runtime.process.rootdir import shift_owners
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.api import RuntimeUnavailable
-from fake_server.runtime.process import debian
+from fake_server.runtime.process.images import debian
 
 if TYPE_CHECKING:
     from collections.abc import Callable

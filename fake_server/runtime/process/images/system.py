@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.api import RuntimeUnavailable
-from fake_server.runtime.process import debian, desktop_image
 from fake_server.runtime.process.containment.mountns import MS_NOSUID, MountSpace, mount
-from fake_server.runtime.process.image import DEVBOX, cache_dir, ensure_bun
+from fake_server.runtime.process.images import debian, desktop_image
+from fake_server.runtime.process.images.image import DEVBOX, cache_dir, ensure_bun
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
