@@ -34,7 +34,7 @@ from benchmarks._common import Report, finish, interleave, median, parse_args, t
 from fake_server import VirtualClock
 from fake_server.runtime.process import ProcessRuntime
 from fake_server.runtime.process.containment import confine, idmap, seccomp
-from fake_server.runtime.process.rootdir import public_temp
+from fake_server.runtime.process.storage.rootdir import public_temp
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

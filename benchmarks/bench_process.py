@@ -46,8 +46,8 @@ from fake_server.runtime.environment import BASE_ENV
 from fake_server.runtime.pipes import StdinPipe
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime, tree
 from fake_server.runtime.process.net.netns import NetNamespace
-from fake_server.runtime.process.rootfs import SandboxRoot
 from fake_server.runtime.process.runner import bwrap_argv
+from fake_server.runtime.process.storage.rootfs import SandboxRoot
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

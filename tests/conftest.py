@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 from hypothesis import settings
 
-from fake_server.runtime.process.rootdir import BASE_NAME, processes_naming
+from fake_server.runtime.process.storage.rootdir import BASE_NAME, processes_naming
 from tests._needs import act
 
 if TYPE_CHECKING:

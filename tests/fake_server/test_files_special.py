@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from fake_server.runtime.files import CHUNK, NotRegularFile, open_source, open_target
-from fake_server.runtime.process.dirdisk import DirDisk
+from fake_server.runtime.process.storage.dirdisk import DirDisk
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

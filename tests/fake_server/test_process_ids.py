@@ -14,7 +14,7 @@ from fake_server.clock import VirtualClock
 from fake_server.runtime.process import ProcessRuntime
 from fake_server.runtime.process.containment import confine, idmap
 from fake_server.runtime.process.images.system import System
-from fake_server.runtime.process.rootdir import shift_owners
+from fake_server.runtime.process.storage.rootdir import shift_owners
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

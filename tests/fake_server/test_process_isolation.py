@@ -18,12 +18,10 @@ from _process_runtime import described, host_bytes, netns_holders, no_bwrap_left
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.runtime.api import RuntimeUnavailable
 from fake_server.runtime.pipes import StdinPipe
-from fake_server.runtime.process import (
-    ProcessRuntime,
-)
+from fake_server.runtime.process import ProcessRuntime
 from fake_server.runtime.process.containment import bwrap
 from fake_server.runtime.process.net import hostcheck, netmode, netns
-from fake_server.runtime.process.rootdir import sweep
+from fake_server.runtime.process.storage.rootdir import sweep
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

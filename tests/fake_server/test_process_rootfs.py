@@ -11,7 +11,8 @@ import pytest_asyncio
 from _process_runtime import no_bwrap_left, sh
 
 from fake_server.runtime.api import FeatureUnavailable
-from fake_server.runtime.process import ProcessRuntime, diskimage
+from fake_server.runtime.process import ProcessRuntime
+from fake_server.runtime.process.storage import diskimage
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

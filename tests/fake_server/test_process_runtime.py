@@ -406,7 +406,7 @@ async def test_a_pty_process_output_is_read_to_its_end_however_slow_the_reader(
 async def test_a_resize_the_disk_cannot_take_while_mounted_is_a_409_saying_why(
     client: httpx.AsyncClient, make_sandbox: MakeSandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fake_server.runtime.process import diskimage
+    from fake_server.runtime.process.storage import diskimage
 
     monkeypatch.setattr(diskimage, "grows_online", lambda: False)
     sandbox_id = await make_sandbox()

@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 from _process_runtime import api_sh, machine, netns_holders, process_fake, until
 
-from fake_server.runtime.process import ProcessMachine, rootdir
+from fake_server.runtime.process.storage import rootdir
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import httpx
 
     from fake_server import FakeCreateOS
+    from fake_server.runtime.process import ProcessMachine
 
 #: Slow (subprocesses, real programs): in the reliability step, keeping the main suite fast.
 pytestmark = [pytest.mark.reliability, pytest.mark.asyncio]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from fake_server.runtime.process.containment import procview
-from fake_server.runtime.process.rootdir import FakeRoot
+from fake_server.runtime.process.storage.rootdir import FakeRoot
 from tests._needs import needs
 
 if TYPE_CHECKING:

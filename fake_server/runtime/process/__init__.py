@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.api import RuntimeUnavailable
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
-from fake_server.runtime.process import buckets
 from fake_server.runtime.process.containment import idmap, procview
 from fake_server.runtime.process.containment.bwrap import reachable_copy, require_bwrap
 from fake_server.runtime.process.containment.confine import Confinement
@@ -45,7 +44,8 @@ from fake_server.runtime.process.net import netmode
 from fake_server.runtime.process.net.bridges import Hub
 from fake_server.runtime.process.net.netns import nsenter_path
 from fake_server.runtime.process.net.network import Network
-from fake_server.runtime.process.rootdir import (
+from fake_server.runtime.process.storage import buckets
+from fake_server.runtime.process.storage.rootdir import (
     BASE_NAME,
     FakeRoot,
     KeptRoot,
@@ -55,7 +55,7 @@ from fake_server.runtime.process.rootdir import (
     remove_tree,
     traversable,
 )
-from fake_server.runtime.process.rootfs import DISK_MIB, ImageSpace, SandboxRoot, Upper
+from fake_server.runtime.process.storage.rootfs import DISK_MIB, ImageSpace, SandboxRoot, Upper
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

@@ -20,7 +20,7 @@ import secrets
 import subprocess
 from typing import TYPE_CHECKING, Any
 
-from fake_server.runtime.process.rootdir import copy_tree, remove_tree
+from fake_server.runtime.process.storage.rootdir import copy_tree, remove_tree
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

@@ -14,19 +14,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from fake_server.runtime.api import FeatureUnavailable, Usage
 from fake_server.runtime.environment import HOME
-from fake_server.runtime.process import buckets
 from fake_server.runtime.process.agent import Agent
 from fake_server.runtime.process.containment import idmap
 from fake_server.runtime.process.containment.cgroups import Limits, SandboxGroup
 from fake_server.runtime.process.containment.mountns import MS_BIND, MS_REC, MountSpace, mount
 from fake_server.runtime.process.desktop import XDesktop
-from fake_server.runtime.process.dirdisk import DirDisk
 from fake_server.runtime.process.guest import Guest
 from fake_server.runtime.process.net.netns import NetNamespace
 from fake_server.runtime.process.realwait import RealWaits
-from fake_server.runtime.process.rootdir import remove_tree
 from fake_server.runtime.process.runner import LAYOUT_MOUNT, USER_HOME, Run, Runner
 from fake_server.runtime.process.selfpipe import SelfPipe
+from fake_server.runtime.process.storage import buckets
+from fake_server.runtime.process.storage.dirdisk import DirDisk
+from fake_server.runtime.process.storage.rootdir import remove_tree
 
 if TYPE_CHECKING:
     import socket
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.net.bridges import Hub
     from fake_server.runtime.process.net.netmode import NetworkMode
     from fake_server.runtime.process.net.network import Link, Network
-    from fake_server.runtime.process.rootfs import SandboxRoot
+    from fake_server.runtime.process.storage.rootfs import SandboxRoot
 
 __all__ = ["DISKS_NEED_ROOT", "NO_DESKTOP", "Owner", "ProcessMachine"]
 

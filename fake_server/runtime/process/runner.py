@@ -36,10 +36,10 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.containment.cgroups import SandboxGroup
     from fake_server.runtime.process.containment.confine import Confinement, Handoff
     from fake_server.runtime.process.containment.idmap import IdRange, OwnId, Subordinate
-    from fake_server.runtime.process.dirdisk import DirDisk
     from fake_server.runtime.process.guest import Guest
     from fake_server.runtime.process.net.netns import NetNamespace
-    from fake_server.runtime.process.rootfs import SandboxRoot
+    from fake_server.runtime.process.storage.dirdisk import DirDisk
+    from fake_server.runtime.process.storage.rootfs import SandboxRoot
     from fake_server.runtime.terminal import Terminal
 
 __all__ = [

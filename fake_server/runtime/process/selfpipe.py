@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from fake_server.runtime.process.dirdisk import DirDisk
+    from fake_server.runtime.process.storage.dirdisk import DirDisk
 
 __all__ = ["PATH", "VERBS", "SelfPipe"]
 

@@ -15,14 +15,14 @@ import hashlib
 import os
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.process.dirdisk import DirDisk
-from fake_server.runtime.process.rootdir import remove_tree, shift_owners
+from fake_server.runtime.process.storage.dirdisk import DirDisk
+from fake_server.runtime.process.storage.rootdir import remove_tree, shift_owners
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from fake_server.runtime.process.rootfs import SandboxRoot
+    from fake_server.runtime.process.storage.rootfs import SandboxRoot
 
 __all__ = ["BucketDirs", "bind", "unbind"]
 

@@ -38,9 +38,9 @@ from fake_server.runtime.process.containment.mountns import (
     mount,
     unmount,
 )
-from fake_server.runtime.process.diskimage import DiskImage
 from fake_server.runtime.process.images.image import BUN_GUEST, Image, write_mask
-from fake_server.runtime.process.rootdir import shift_owners
+from fake_server.runtime.process.storage.diskimage import DiskImage
+from fake_server.runtime.process.storage.rootdir import shift_owners
 
 if TYPE_CHECKING:
     from collections.abc import Callable
