@@ -1,5 +1,5 @@
 """A real desktop a runtime runs for computer use (the process runtime's X server:
-``runtime.process.desktop``), as the models see it.
+``runtime.process.desktop.xdesktop``), as the models see it.
 
 bashkit has none: its sandboxes keep the synthetic desktop of ``models.resources.desktop``. The
 errors carry what the API answers; the models turn them into its status codes.

@@ -18,7 +18,7 @@ from fake_server.runtime.process.agent import Agent
 from fake_server.runtime.process.containment import idmap
 from fake_server.runtime.process.containment.cgroups import Limits, SandboxGroup
 from fake_server.runtime.process.containment.mountns import MS_BIND, MS_REC, MountSpace, mount
-from fake_server.runtime.process.desktop import XDesktop
+from fake_server.runtime.process.desktop.xdesktop import XDesktop
 from fake_server.runtime.process.guest import Guest
 from fake_server.runtime.process.net.netns import NetNamespace
 from fake_server.runtime.process.realwait import RealWaits
