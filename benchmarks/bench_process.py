@@ -44,9 +44,10 @@ from benchmarks._common import (
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_context
 from fake_server.runtime.environment import BASE_ENV
 from fake_server.runtime.pipes import StdinPipe
-from fake_server.runtime.process import ProcessMachine, ProcessRuntime, tree
+from fake_server.runtime.process import ProcessMachine, ProcessRuntime
 from fake_server.runtime.process.net.netns import NetNamespace
-from fake_server.runtime.process.runner import bwrap_argv
+from fake_server.runtime.process.sandbox import tree
+from fake_server.runtime.process.sandbox.runner import bwrap_argv
 from fake_server.runtime.process.storage.rootfs import SandboxRoot
 
 if TYPE_CHECKING:

@@ -71,7 +71,7 @@ def explain(error: BaseException, run: Run) -> list[str]:
 
 def _held_open(run: Run) -> list[Event]:
     """The fake's notes, during this test, of a command's output held open after its program
-    exited (``fake_server.runtime.process.heldopen``)."""
+    exited (``fake_server.runtime.process.sandbox.heldopen``)."""
     return [e for e in run.fake.journal.filter(kind="process") if "still holds" in e.detail]
 
 

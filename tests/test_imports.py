@@ -145,14 +145,14 @@ def test_the_runtimes_never_import_each_other_nor_does_the_interface() -> None:
 
 def test_the_check_sees_a_runtime_importing_the_other() -> None:
     graph = {
-        "fake_server.runtime.process.runner": {"fake_server.runtime.bashkit.shell"},
+        "fake_server.runtime.process.sandbox.runner": {"fake_server.runtime.bashkit.shell"},
         "fake_server.runtime.bashkit.shell": {"fake_server.runtime.environment"},
         "fake_server.runtime.api": {"fake_server.runtime.process"},
         "fake_server.runtime.choice": {"fake_server.runtime.process"},
     }
     assert _crossings(graph) == [
         "fake_server.runtime.api -> fake_server.runtime.process",
-        "fake_server.runtime.process.runner -> fake_server.runtime.bashkit.shell",
+        "fake_server.runtime.process.sandbox.runner -> fake_server.runtime.bashkit.shell",
     ]
     assert "fake_server.runtime.bashkit.machine" in _graph()[COMPOSER]
     assert "fake_server.runtime.process" in _graph()[COMPOSER]
@@ -183,7 +183,7 @@ def test_the_door_check_sees_every_import_form(tmp_path: Path) -> None:
     forms, under ``TYPE_CHECKING`` or in a function, all count."""
     forms = {
         "a.py": "from fake_server.runtime.bashkit.mounts import Bucket\n",
-        "b.py": "import fake_server.runtime.process.pty\n",
+        "b.py": "import fake_server.runtime.process.sandbox.pty\n",
         "c.py": "from fake_server.runtime import bashkit\n",
         "d.py": "def f():\n    from ..runtime.process import ProcessRuntime\n",
         "e.py": "if TYPE_CHECKING:\n    from fake_server.runtime.bashkit import vfs\n",

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
-from fake_server.runtime.process import ProcessMachine, tree
+from fake_server.runtime.process import ProcessMachine
 from fake_server.runtime.process.net import nft
+from fake_server.runtime.process.sandbox import tree
 from fake_server.runtime.process.storage.rootdir import BASE_NAME
 from tests._needs import needs
 

@@ -12,7 +12,7 @@ import pytest_asyncio
 from _process_runtime import machine, process_fake
 
 from fake_server import VirtualClock
-from fake_server.runtime.process import pty
+from fake_server.runtime.process.sandbox import pty
 from fake_server.runtime.terminal import Terminal
 
 if TYPE_CHECKING:

@@ -12,13 +12,10 @@ import pytest
 import pytest_asyncio
 from _process_runtime import machine, no_bwrap_left, process_fake, until
 
-from fake_server.runtime.process import (
-    DISKS_NEED_ROOT,
-    ProcessRuntime,
-    tree,
-)
+from fake_server.runtime.process import DISKS_NEED_ROOT, ProcessRuntime
 from fake_server.runtime.process.images import system
 from fake_server.runtime.process.net import bridges
+from fake_server.runtime.process.sandbox import tree
 
 if TYPE_CHECKING:
     import httpx
@@ -293,7 +290,7 @@ async def test_a_pty_without_setsid_on_the_host_is_a_clear_501(
     make_sandbox: MakeSandbox,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from fake_server.runtime.process import pty
+    from fake_server.runtime.process.sandbox import pty
 
     sandbox_id = await make_sandbox()
     monkeypatch.setattr(pty, "SETSID", None)
@@ -381,7 +378,7 @@ async def test_a_pty_process_output_is_read_to_its_end_however_slow_the_reader(
     """The PTY is drained until no process holds it, not for a while after the exit: the
     output waiting when the program ended was dropped once its reader took longer than
     ``_DRAIN_SECONDS`` (here none at all)."""
-    from fake_server.runtime.process import pty
+    from fake_server.runtime.process.sandbox import pty
     from fake_server.runtime.terminal import Terminal
 
     monkeypatch.setattr(pty, "_DRAIN_SECONDS", 0.0)

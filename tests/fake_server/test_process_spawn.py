@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from fake_server.runtime.process.spawn import make_pipes
+from fake_server.runtime.process.sandbox.spawn import make_pipes
 
 pytestmark = pytest.mark.asyncio
 

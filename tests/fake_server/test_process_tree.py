@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from fake_server.runtime.process import tree
+from fake_server.runtime.process.sandbox import tree
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

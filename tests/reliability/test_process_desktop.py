@@ -39,7 +39,7 @@ from fake_server.models.transitions import TransitionPolicy
 from fake_server.runtime.process.containment import cgroups
 from fake_server.runtime.process.images import desktop_image
 from fake_server.runtime.process.images.image import cache_dir
-from fake_server.runtime.process.machine import NO_DESKTOP
+from fake_server.runtime.process.sandbox.machine import NO_DESKTOP
 from tests._needs import needs
 from tests.fake_server._process_runtime import bwrap_descendants
 from tests.reliability._helpers import settled

@@ -14,8 +14,9 @@ import pytest
 import pytest_asyncio
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
-from fake_server.runtime.process import ProcessMachine, tree
+from fake_server.runtime.process import ProcessMachine
 from fake_server.runtime.process.net import netmode
+from fake_server.runtime.process.sandbox import tree
 from tests.fake_server._process_runtime import api_sh
 from tests.reliability._helpers import until
 

@@ -266,7 +266,7 @@ def test_a_crashed_process_reports_the_signal_and_its_tree_is_gone(
 
 
 def _tree(machine: ProcessMachine) -> list[int]:
-    from fake_server.runtime.process import tree
+    from fake_server.runtime.process.sandbox import tree
 
     levels = [level for run in machine.runs.values() for level in tree.descendants(run.pid)]
     return [pid for level in levels for pid in level]

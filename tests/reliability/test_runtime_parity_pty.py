@@ -19,7 +19,8 @@ from createos.models import (
     PTYSize,
 )
 
-from fake_server.runtime.process import ProcessMachine, tree
+from fake_server.runtime.process import ProcessMachine
+from fake_server.runtime.process.sandbox import tree
 from tests.reliability._helpers import bashkit_differs, settled
 
 if TYPE_CHECKING:

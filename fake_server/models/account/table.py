@@ -122,7 +122,8 @@ class SandboxTable:
 
     def held_open(self, sandbox_id: str, process_id: str | None, text: str) -> None:
         """The journal's note that a command's output stays open after its program exited
-        (``runtime.process.heldopen``): what a hung exec or connect says in a failing test."""
+        (``runtime.process.sandbox.heldopen``): what a hung exec or connect says in a
+        failing test."""
         from fake_server.models.journal.events import Event
 
         self.ctx.journal.record(

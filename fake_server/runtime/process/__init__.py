@@ -39,11 +39,11 @@ from fake_server.runtime.process.containment.procview import ProcView
 from fake_server.runtime.process.images.image import DEVBOX
 from fake_server.runtime.process.images.system import System, choose
 from fake_server.runtime.process.layers import LayerImage, ProcessBuilder, build_address
-from fake_server.runtime.process.machine import DISKS_NEED_ROOT, ProcessMachine
 from fake_server.runtime.process.net import netmode
 from fake_server.runtime.process.net.bridges import Hub
 from fake_server.runtime.process.net.netns import nsenter_path
 from fake_server.runtime.process.net.network import Network
+from fake_server.runtime.process.sandbox.machine import DISKS_NEED_ROOT, ProcessMachine
 from fake_server.runtime.process.storage import buckets
 from fake_server.runtime.process.storage.rootdir import (
     BASE_NAME,

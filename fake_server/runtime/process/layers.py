@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from fake_server.clock import Clock
     from fake_server.runtime.api import Sink
-    from fake_server.runtime.process.machine import ProcessMachine
+    from fake_server.runtime.process.sandbox.machine import ProcessMachine
 
 __all__ = ["LayerImage", "ProcessBuilder", "build_address"]
 

@@ -6,7 +6,7 @@ import os
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.api import Usage
-from fake_server.runtime.process import tree
+from fake_server.runtime.process.sandbox import tree
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

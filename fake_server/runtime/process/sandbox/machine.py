@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from fake_server.runtime.api import FeatureUnavailable, Usage
 from fake_server.runtime.environment import HOME
-from fake_server.runtime.process.agent import Agent
 from fake_server.runtime.process.containment import idmap
 from fake_server.runtime.process.containment.cgroups import Limits, SandboxGroup
 from fake_server.runtime.process.containment.mountns import MS_BIND, MS_REC, MountSpace, mount
 from fake_server.runtime.process.desktop.xdesktop import XDesktop
-from fake_server.runtime.process.guest import Guest
 from fake_server.runtime.process.net.netns import NetNamespace
-from fake_server.runtime.process.realwait import RealWaits
-from fake_server.runtime.process.runner import LAYOUT_MOUNT, USER_HOME, Run, Runner
-from fake_server.runtime.process.selfpipe import SelfPipe
+from fake_server.runtime.process.sandbox.agent import Agent
+from fake_server.runtime.process.sandbox.guest import Guest
+from fake_server.runtime.process.sandbox.realwait import RealWaits
+from fake_server.runtime.process.sandbox.runner import LAYOUT_MOUNT, USER_HOME, Run, Runner
+from fake_server.runtime.process.sandbox.selfpipe import SelfPipe
 from fake_server.runtime.process.storage import buckets
 from fake_server.runtime.process.storage.dirdisk import DirDisk
 from fake_server.runtime.process.storage.rootdir import remove_tree
@@ -330,7 +330,7 @@ class ProcessMachine:
     def usage(self) -> Usage:
         """CPU and memory of every process of the sandbox, daemons included: from its
         cgroups, or (without them) of every live process tree, from ``/proc``."""
-        from fake_server.runtime.process.usage import tree_usage
+        from fake_server.runtime.process.sandbox.usage import tree_usage
 
         used = self._cgroup.usage() if self._cgroup is not None else None
         if used is None:
@@ -402,7 +402,7 @@ class ProcessMachine:
         remove_tree(self.directory)
 
     def can_open_pty(self) -> bool:
-        from fake_server.runtime.process.pty import SETSID
+        from fake_server.runtime.process.sandbox.pty import SETSID
 
         return SETSID is not None
 

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 from fake_server.runtime.argv import check_argv, check_env
 from fake_server.runtime.environment import BASE_ENV
 from fake_server.runtime.pipes import ProcessSignal, StdinPipe
-from fake_server.runtime.process import pty, tree
 from fake_server.runtime.process.containment import idmap, seccomp
 from fake_server.runtime.process.containment.confine import mask_argv
-from fake_server.runtime.process.guest import INIT
-from fake_server.runtime.process.heldopen import drain
 from fake_server.runtime.process.net.netns import nsenter_path
-from fake_server.runtime.process.realwait import Running
-from fake_server.runtime.process.spawn import feed, pump, reap, spawn
+from fake_server.runtime.process.sandbox import pty, tree
+from fake_server.runtime.process.sandbox.guest import INIT
+from fake_server.runtime.process.sandbox.heldopen import drain
+from fake_server.runtime.process.sandbox.realwait import Running
+from fake_server.runtime.process.sandbox.spawn import feed, pump, reap, spawn
 from fake_server.runtime.startfail import CommandNotStarted, start_failure
 
 if TYPE_CHECKING:
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.containment.cgroups import SandboxGroup
     from fake_server.runtime.process.containment.confine import Confinement, Handoff
     from fake_server.runtime.process.containment.idmap import IdRange, OwnId, Subordinate
-    from fake_server.runtime.process.guest import Guest
     from fake_server.runtime.process.net.netns import NetNamespace
+    from fake_server.runtime.process.sandbox.guest import Guest
     from fake_server.runtime.process.storage.dirdisk import DirDisk
     from fake_server.runtime.process.storage.rootfs import SandboxRoot
     from fake_server.runtime.terminal import Terminal

@@ -26,9 +26,9 @@ import subprocess
 import time
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.process import tree
 from fake_server.runtime.process.containment import confine
-from fake_server.runtime.process.spawn import make_pipes
+from fake_server.runtime.process.sandbox import tree
+from fake_server.runtime.process.sandbox.spawn import make_pipes
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

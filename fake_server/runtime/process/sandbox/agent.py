@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from fake_server.runtime.process.net.netns import NetNamespace
-    from fake_server.runtime.process.selfpipe import SelfPipe
+    from fake_server.runtime.process.sandbox.selfpipe import SelfPipe
 
 __all__ = ["ACTIONS", "CONNECTIONS", "PORT", "REASON_LIMIT", "Agent"]
 
