@@ -47,7 +47,7 @@ from fake_server.runtime.pipes import StdinPipe
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime
 from fake_server.runtime.process.net.netns import NetNamespace
 from fake_server.runtime.process.sandbox import tree
-from fake_server.runtime.process.sandbox.runner import bwrap_argv
+from fake_server.runtime.process.sandbox.cmdline import bwrap_argv
 from fake_server.runtime.process.storage.rootfs import SandboxRoot
 
 if TYPE_CHECKING:

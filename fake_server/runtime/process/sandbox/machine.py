@@ -20,9 +20,10 @@ from fake_server.runtime.process.containment.mountns import MS_BIND, MS_REC, Mou
 from fake_server.runtime.process.desktop.xdesktop import XDesktop
 from fake_server.runtime.process.net.netns import NetNamespace
 from fake_server.runtime.process.sandbox.agent import Agent
+from fake_server.runtime.process.sandbox.cmdline import LAYOUT_MOUNT, USER_HOME
 from fake_server.runtime.process.sandbox.guest import Guest
 from fake_server.runtime.process.sandbox.realwait import RealWaits
-from fake_server.runtime.process.sandbox.runner import LAYOUT_MOUNT, USER_HOME, Run, Runner
+from fake_server.runtime.process.sandbox.runner import Runner
 from fake_server.runtime.process.sandbox.selfpipe import SelfPipe
 from fake_server.runtime.process.storage import buckets
 from fake_server.runtime.process.storage.dirdisk import DirDisk
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.net.bridges import Hub
     from fake_server.runtime.process.net.netmode import NetworkMode
     from fake_server.runtime.process.net.network import Link, Network
+    from fake_server.runtime.process.sandbox.run import Run
     from fake_server.runtime.process.storage.rootfs import SandboxRoot
 
 __all__ = ["DISKS_NEED_ROOT", "NO_DESKTOP", "Owner", "ProcessMachine"]

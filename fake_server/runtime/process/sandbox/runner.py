@@ -1,29 +1,34 @@
 """Running one command of a process-runtime sandbox: ``nsenter`` into its init's namespaces
-(``guest``), signals and exit status (``spawn`` starts it and moves the bytes through its
-pipes)."""
+(``guest``; the command lines are ``cmdline``'s), on pipes (``spawn`` starts it and moves the
+bytes) or a PTY (``pty``); the live process, its signals and exit status are a ``Run``
+(``run``)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
-import functools
 import os
 import posixpath
 import signal as signals
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.argv import check_argv, check_env
 from fake_server.runtime.environment import BASE_ENV
-from fake_server.runtime.pipes import ProcessSignal, StdinPipe
 from fake_server.runtime.process.containment import idmap, seccomp
-from fake_server.runtime.process.containment.confine import mask_argv
 from fake_server.runtime.process.net.netns import nsenter_path
 from fake_server.runtime.process.sandbox import pty, tree
+from fake_server.runtime.process.sandbox.cmdline import (
+    LAYOUT_MOUNT,
+    UID,
+    USER,
+    USER_HOME,
+    bwrap_argv,
+    enter_argv,
+)
 from fake_server.runtime.process.sandbox.guest import INIT
 from fake_server.runtime.process.sandbox.heldopen import drain
 from fake_server.runtime.process.sandbox.realwait import Running
+from fake_server.runtime.process.sandbox.run import Run, exit_status
 from fake_server.runtime.process.sandbox.spawn import feed, pump, reap, spawn
 from fake_server.runtime.startfail import CommandNotStarted, start_failure
 
@@ -33,6 +38,7 @@ if TYPE_CHECKING:
 
     from fake_server.clock import Clock
     from fake_server.runtime.api import Sink
+    from fake_server.runtime.pipes import StdinPipe
     from fake_server.runtime.process.containment.cgroups import SandboxGroup
     from fake_server.runtime.process.containment.confine import Confinement, Handoff
     from fake_server.runtime.process.containment.idmap import IdRange, OwnId, Subordinate
@@ -42,180 +48,10 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.storage.rootfs import SandboxRoot
     from fake_server.runtime.terminal import Terminal
 
-__all__ = [
-    "LAYOUT_MOUNT", "UID", "USER", "USER_HOME", "Run", "Runner", "bwrap_argv", "enter_argv",
-]  # fmt: skip
+__all__ = ["Runner", "tree_signal"]
 
-#: The user processes run as on the host-directory layout: its uid, name, and ``$HOME`` (also
-#: the default working directory). Where sandboxes boot the image they run as root, with
-#: ``BASE_ENV``'s user and ``$HOME``.
-UID, USER, USER_HOME = 1000, "sandbox", "/home/sandbox"
-#: Where a layout sandbox's directory is bound in its own mount namespace, as root (its
-#: init's bwrap, the id range's first id, may not pass the directories above it on the host).
-LAYOUT_MOUNT = "/mnt"
-#: Host files the sandbox sees read-only, when the host has them (libraries, certificates).
-_HOST_ETC = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ssl",
-             "ca-certificates", "localtime", "mime.types")  # fmt: skip
+#: How ``nsenter`` says it could not start the command (``_NotFound``).
 _NOT_FOUND = b"nsenter: failed to execute "
-#: A signal sent before bwrap started the command waits for it (real seconds, tries).
-_LEADER_POLL, _LEADER_TRIES = 0.002, 1000
-
-
-def bwrap_argv(
-    bwrap: str,
-    root: Path | str,
-    cwd: str,
-    env: Mapping[str, str],
-    *,
-    own_net: bool = False,
-    image: bool = False,
-    init: bool = False,
-    handoff: Handoff | None = None,
-) -> list[str]:
-    """bwrap's options for a process of the sandbox whose root directory is ``root`` (its
-    init, pid 1 of the namespace, with ``init``).
-
-    With ``image`` the root is the sandbox's whole system (``rootfs``) and the process runs as
-    root (uid 0 of its user namespace); without, the root is the host-directory layout, seen
-    with the host's ``/usr`` read-only over it, and the process runs as ``sandbox``.
-    Without ``own_net`` the process runs in its sandbox's network namespace (``netns``); with
-    it, in one of its own (``--unshare-net``: loopback only, shared with nothing). With
-    ``handoff`` bwrap waits for the fake to map the user namespace (``idmap.layout_map``)
-    instead of mapping the caller's id itself, and installs the seccomp filter ``handoff``
-    holds. ``/proc`` is masked as ``confine`` masks it."""
-    uid = "0" if image else str(UID)
-    mapped = (
-        ["--userns-block-fd", str(handoff.block), "--info-fd", str(handoff.info)]
-        if handoff is not None
-        else []
-    )
-    if handoff is not None and handoff.filter >= 0:
-        mapped += ["--seccomp", str(handoff.filter)]
-    argv = [
-        bwrap,
-        "--unshare-user", *mapped, "--uid", uid, "--gid", uid,
-        "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-        *(["--unshare-net"] if own_net else []),
-        "--hostname", "sandbox",
-        "--die-with-parent",
-        "--bind", str(root), "/",
-    ]  # fmt: skip
-    if not image:
-        argv += ["--ro-bind", "/usr", "/usr"]
-        for name in _HOST_ETC:
-            argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    argv += ["--proc", "/proc", *mask_argv(), "--dev", "/dev", "--clearenv"]
-    for key, value in env.items():
-        argv += ["--setenv", key, value]
-    argv += ["--chdir", cwd, *(["--as-pid-1"] if init else []), "--"]
-    return argv
-
-
-def enter_argv(
-    nsenter: str, init: int, cwd: str, *, uid: int = UID, own_id: bool = False
-) -> list[str]:
-    """``nsenter``'s options that run a command in the namespaces of the sandbox's ``init``:
-    as ``uid``, in ``cwd`` of its root; the environment is ``nsenter``'s own. ``own_id``: the
-    namespace maps the caller's own id alone (``idmap.OwnId``), which is ``uid`` inside
-    already, and denies ``setgroups``: the credentials stay as they are."""
-    ids = ["--preserve-credentials"] if own_id else [f"--setuid={uid}", f"--setgid={uid}"]
-    return [
-        nsenter, f"--target={init}", "--user", "--mount", "--pid", "--ipc", "--uts", "--net",
-        "--root", f"--wdns={cwd}", *ids, "--",
-    ]  # fmt: skip
-
-
-@dataclass(slots=True)
-class Run:
-    """One live process of the API (``nsenter``, whose child in the sandbox runs the command)
-    and the signals the API sent it."""
-
-    pid: int
-    sent: set[int] = field(default_factory=set)
-    #: Whether the sandbox is paused: a tree that starts meanwhile is stopped once it runs.
-    paused: bool = False
-    #: Inodes of its stdout and stderr pipes: a process of the sandbox holding one of them
-    #: belongs to the exec (a background job keeping them open is killed with it).
-    pipes: frozenset[int] = frozenset()
-    #: Every process of the sandbox (where holders of ``pipes`` are looked for).
-    sandbox: Callable[[], list[int]] = list
-    #: Levels of the tree above ``nsenter``'s child that only wrap it (the bwrap installing a
-    #: confined sandbox's seccomp filter): signals meant for the command skip them.
-    wrappers: int = 0
-    #: Its real-time token: the fake's clock follows real time while it runs (``realwait``).
-    running: Running = field(default_factory=lambda: Running(None))
-
-    def signal(self, signum: int, *, tree_scope: bool, tries: int = _LEADER_TRIES) -> None:
-        every = tree.descendants(self.pid)
-        levels = every[self.wrappers :]
-        self.sent.add(signum)
-        if signum == signals.SIGKILL:
-            tree.send([p for level in every for p in level], signum)
-            tree.send(tree.holding(self.sandbox(), self.pipes), signum)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, signum)
-            return
-        if tries > 0 and not _started(levels) and os.path.exists(f"/proc/{self.pid}"):
-            # nsenter has not started the command yet (no leader, or one not yet past exec):
-            # deliver once it has, not never.
-            retry = functools.partial(self.signal, signum, tree_scope=tree_scope, tries=tries - 1)
-            asyncio.get_running_loop().call_later(_LEADER_POLL, retry)
-            return
-        everyone = [p for level in levels for p in level]
-        if tree_scope:  # a background job holding the output belongs to the exec's tree
-            everyone += [p for p in tree.holding(self.sandbox(), self.pipes) if p not in everyone]
-        pids = everyone if tree_scope else levels[0][:1] if levels else []
-        tree.send(pids, signum)
-
-    def stop(self, signum: int, tries: int = _LEADER_TRIES) -> None:
-        """SIGSTOP/SIGCONT every process of the tree (pause and resume).
-
-        A tree whose command has not started yet is stopped once it has, unless the sandbox
-        was resumed meanwhile.
-        """
-        self.paused = signum == signals.SIGSTOP
-        if self.paused:
-            self.running.stop()  # a stopped program does not run: time may jump again
-        else:
-            self.running.start()
-        levels = tree.descendants(self.pid)
-        if self.paused:
-            # nsenter (the tree's root, or its first level under the bwrap) is stopped
-            # before its child, continued after it (``tree.stop_first``)
-            if self.wrappers:
-                for pid in levels[0] if levels else ():
-                    tree.stop_first(pid)
-            else:
-                tree.stop_first(self.pid)
-            for level in levels:
-                tree.send(level, signum)
-        else:
-            for level in tree.continuing(levels):
-                tree.send(level, signum)
-            tree.send([self.pid], signum)
-        if self.paused and tries > 0 and not _started(levels[self.wrappers :]):
-            asyncio.get_running_loop().call_later(_LEADER_POLL, self._stop_later, tries - 1)
-
-    def _stop_later(self, tries: int) -> None:
-        if self.paused and os.path.exists(f"/proc/{self.pid}"):
-            self.stop(signals.SIGSTOP, tries)
-
-
-def _holders(run: Run) -> list[int]:
-    """The sandbox's processes holding ``run``'s output pipes."""
-    return tree.holding(run.sandbox(), run.pipes)
-
-
-def _started(levels: list[list[int]]) -> bool:
-    """Whether the leader exists and runs the command (no longer a copy of nsenter)."""
-    if not levels:
-        return False
-    try:
-        with open(f"/proc/{levels[0][0]}/cmdline", "rb") as handle:
-            program = handle.read().split(b"\0", 1)[0]
-    except OSError:
-        return True  # gone already: nothing left to wait for
-    return not program.endswith(b"nsenter")
 
 
 class Runner:
@@ -397,7 +233,7 @@ class Runner:
         try:
             code = await proc.wait()
             # Until every holder of the pipes closed them; who, if it takes a while.
-            await drain(pumps[:2], (args[0], code), functools.partial(_holders, run), held_open)
+            await drain(pumps[:2], (args[0], code), run.holders, held_open)
         except asyncio.CancelledError:
             run.signal(signals.SIGKILL, tree_scope=True)
             await reap(proc, pumps)
@@ -411,7 +247,7 @@ class Runner:
         not_started = missing.failure(code)
         if not_started is not None:
             raise not_started
-        return _status(code, run, missing.seen)
+        return exit_status(code, run, missing.seen)
 
     def _init_argv(self, handoff: Handoff | None) -> list[str]:
         """The command line of the sandbox's init (``guest``)."""
@@ -485,7 +321,7 @@ class Runner:
             self._runs.pop(task, None)
             for each in tracked:
                 each.running.stop()
-        return _status(code, run, False)
+        return exit_status(code, run, False)
 
 
 class _NotFound:
@@ -541,14 +377,3 @@ def tree_signal(name: str) -> int:
         return tree.SIGNALS[name]
     except KeyError:
         raise ValueError(f"unknown signal {name!r}") from None
-
-
-def _status(code: int, run: Run, missing: bool) -> int:
-    signum = -code if code < 0 else code - 128 if code > 128 else 0
-    if signum and signum in run.sent:
-        raise ProcessSignal(signals.Signals(signum).name)
-    if code < 0:
-        return 128 + signum
-    if missing and code == 1:
-        return 127
-    return code & 0xFF
