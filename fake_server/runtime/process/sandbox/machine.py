@@ -1,13 +1,12 @@
 """One process-runtime sandbox: its root, its runs, its network namespace and its disks.
 
 The machine asks its runtime (``Owner``) for what sandboxes share: the fake's network and
-account-network bridges, the disk buckets' directories, and new sandboxes for a fork.
+account-network bridges (for its ``wiring``), the disk buckets' directories, and new
+sandboxes for a fork.
 """
 
 from __future__ import annotations
 
-import asyncio
-import errno
 import signal as signals
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -18,13 +17,13 @@ from fake_server.runtime.process.containment import idmap
 from fake_server.runtime.process.containment.cgroups import Limits, SandboxGroup
 from fake_server.runtime.process.containment.mountns import MS_BIND, MS_REC, MountSpace, mount
 from fake_server.runtime.process.desktop.xdesktop import XDesktop
-from fake_server.runtime.process.net.netns import NetNamespace
 from fake_server.runtime.process.sandbox.agent import Agent
 from fake_server.runtime.process.sandbox.cmdline import LAYOUT_MOUNT, USER_HOME
 from fake_server.runtime.process.sandbox.guest import Guest
 from fake_server.runtime.process.sandbox.realwait import RealWaits
 from fake_server.runtime.process.sandbox.runner import Runner
 from fake_server.runtime.process.sandbox.selfpipe import SelfPipe
+from fake_server.runtime.process.sandbox.wiring import Networks, Wiring
 from fake_server.runtime.process.storage import buckets
 from fake_server.runtime.process.storage.dirdisk import DirDisk
 from fake_server.runtime.process.storage.rootdir import remove_tree
@@ -38,9 +37,9 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.containment.confine import Confinement
     from fake_server.runtime.process.containment.idmap import IdRange, OwnId, Subordinate
     from fake_server.runtime.process.images.system import System
-    from fake_server.runtime.process.net.bridges import Hub
     from fake_server.runtime.process.net.netmode import NetworkMode
-    from fake_server.runtime.process.net.network import Link, Network
+    from fake_server.runtime.process.net.netns import NetNamespace
+    from fake_server.runtime.process.net.network import Link
     from fake_server.runtime.process.sandbox.run import Run
     from fake_server.runtime.process.storage.rootfs import SandboxRoot
 
@@ -59,7 +58,7 @@ NO_DESKTOP = (
 )
 
 
-class Owner(Protocol):
+class Owner(Networks, Protocol):
     """What a machine uses of its runtime (``ProcessRuntime``)."""
 
     bwrap: str
@@ -81,12 +80,6 @@ class Owner(Protocol):
 
     buckets: buckets.BucketDirs
     machines: dict[str, ProcessMachine]
-
-    def network(self) -> Network: ...
-
-    def hub(self, network_id: str) -> Hub: ...
-
-    def release_hub(self, network_id: str) -> None: ...
 
     def new_sandbox(
         self,
@@ -140,14 +133,8 @@ class ProcessMachine:
         #: as soon as it runs, not left out of the stop.
         self.stopping = False
         self.network_mode = owner.network_mode
-        self._net: NetNamespace | None = None
-        #: Its ``eth0`` on the fake's network, once the API gave it an address.
-        self.link: Link | None = None
-        self._address: str | None = None
-        self._rules: list[str] = []
-        #: Account networks joined: network id -> the hub's end of this sandbox's veth pair.
-        self.networks: dict[str, str] = {}
-        self._interfaces = 0
+        #: Its network namespace, ``eth0`` and account-network interfaces.
+        self.wiring = Wiring(owner, owner.network_mode, directory.name)
         #: What the in-guest agent's signals do (``set_agent``), and its listener.
         self._agent_handler: Callable[[str, str], None] | None = None
         self._agent: Agent | None = None
@@ -155,7 +142,7 @@ class ProcessMachine:
         self.buckets: dict[str, str] = {}
         self._desktop: XDesktop | None = None
         if not lazy_net:
-            self._make_net()
+            self.wiring.make()
 
     @property
     def disk(self) -> DirDisk:
@@ -178,19 +165,17 @@ class ProcessMachine:
     @property
     def net(self) -> NetNamespace | None:
         """The sandbox's shared network namespace; ``None`` when each process has its own."""
-        self._make_net()
-        return self._net
+        return self.wiring.net
 
-    def _make_net(self) -> None:
-        if self._net is None and self.network_mode.shared:
-            self._net = NetNamespace()
-            self._plug()
+    @property
+    def link(self) -> Link | None:
+        """Its ``eth0`` on the fake's network, once the API gave it an address."""
+        return self.wiring.link
 
-    def _plug(self) -> None:
-        if self._net is not None and self.link is None and self._address is not None:
-            self.link = self._owner.network().plug(self._net, self.directory.name, self._address)
-            if self._rules:
-                self._owner.network().set_rules(self.link, self._rules)
+    @property
+    def networks(self) -> dict[str, str]:
+        """Account networks joined: network id -> the hub's end of its veth pair."""
+        return self.wiring.networks
 
     @property
     def cgroup(self) -> SandboxGroup:
@@ -257,41 +242,17 @@ class ProcessMachine:
 
     def set_address(self, address: str) -> None:
         """Plug ``eth0`` with the address the API reports (once; idempotent)."""
-        if not self.network_mode.shared or self.link is not None:
-            return
-        self._address = address
-        self._plug()  # or when the namespace is made
+        self.wiring.set_address(address)
 
     def set_egress(self, rules: Sequence[str], meter: Callable[[], Meter]) -> None:
-        if not self.network_mode.shared:
-            if rules:
-                raise self.network_mode.unsupported("egress rules")
-            return
-        if self.link is not None:
-            try:
-                self._owner.network().set_rules(self.link, rules)
-            except OSError as exc:
-                raise FeatureUnavailable(f"the egress rules cannot be applied: {exc}") from None
-        self._rules = list(rules)
+        self.wiring.set_egress(rules)
 
     def join_network(self, network_id: str, address: str) -> None:
         """Plug into the network's bridge with ``address`` (``ip/prefix``) on ``ethN``."""
-        if self.net is None:
-            raise self.network_mode.unsupported("account networks")
-        if network_id in self.networks:
-            return
-        self._interfaces += 1
-        hub = self._owner.hub(network_id)
-        try:
-            self.networks[network_id] = hub.attach(self.net, f"eth{self._interfaces}", address)
-        finally:
-            self._owner.release_hub(network_id)
+        self.wiring.join(network_id, address)
 
     def leave_network(self, network_id: str) -> None:
-        device = self.networks.pop(network_id, None)
-        if device is not None:
-            self._owner.hub(network_id).detach(device)
-            self._owner.release_hub(network_id)
+        self.wiring.leave(network_id)
 
     def mount_bucket(self, bucket: str, mount_path: str, sub_path: str) -> None:
         """Bind the bucket's host directory (or its ``sub_path`` folder) at ``mount_path``:
@@ -349,19 +310,7 @@ class ProcessMachine:
         Raises ``ConnectionRefusedError`` when nothing listens there (on ``eth0``, a server
         bound to ``127.0.0.1`` included, as on the service), ``FeatureUnavailable`` when each
         process has a loopback-only network of its own (no server is reachable from outside)."""
-        if self.net is None:
-            raise self.network_mode.unsupported("preview URLs to servers in the sandbox")
-        if loopback:
-            sock = self.net.socket()  # TCP over IPv4
-            try:
-                await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
-            except BaseException:
-                sock.close()
-                raise
-            return sock
-        if self.link is None:
-            raise ConnectionRefusedError(errno.ECONNREFUSED, "the sandbox has no address yet")
-        return await self._owner.network().connect(self.link, port)
+        return await self.wiring.connect(port, loopback=loopback)
 
     def wait_clock(self, clock: Clock) -> Clock:
         return RealWaits(clock)
@@ -426,16 +375,11 @@ class ProcessMachine:
         the directory (a host going down: ``serve --state-dir`` restores the files);
         idempotent."""
         self.stop_processes()
-        link, self.link = self.link, None
-        if link is not None:
-            self._owner.network().unplug(link)
-        for network_id in list(self.networks):
-            self.leave_network(network_id)
+        self.wiring.unplug()
         agent, self._agent = self._agent, None
         if agent is not None:
             agent.close()
-        if self._net is not None:
-            self._net.close()
+        self.wiring.close()
         self._make_rootfs = None
         if self._rootfs is not None:
             self._rootfs.close()  # its mounts go with its last process (a kept disk is saved)

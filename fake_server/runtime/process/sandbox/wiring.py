@@ -1,0 +1,141 @@
+"""A process-runtime sandbox's place on the networks, as a VM's network interfaces.
+
+Its network namespace (``netns``, made on first use where sandboxes share one), its ``eth0``
+on the fake's router once the API gave it an address, with its egress rules (``network``),
+and an ``ethN`` on each account network's bridge it joined (``bridges``). Where each process
+has a loopback-only network of its own (``netmode``) there is none of these, and what needs
+them says so (``FeatureUnavailable``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+from typing import TYPE_CHECKING, Protocol
+
+from fake_server.runtime.api import FeatureUnavailable
+from fake_server.runtime.process.net.netns import NetNamespace
+
+if TYPE_CHECKING:
+    import socket
+    from collections.abc import Sequence
+
+    from fake_server.runtime.process.net.bridges import Hub
+    from fake_server.runtime.process.net.netmode import NetworkMode
+    from fake_server.runtime.process.net.network import Link, Network
+
+__all__ = ["Networks", "Wiring"]
+
+
+class Networks(Protocol):
+    """What a sandbox's wiring uses of its runtime: the fake's network and the bridges."""
+
+    def network(self) -> Network: ...
+
+    def hub(self, network_id: str) -> Hub: ...
+
+    def release_hub(self, network_id: str) -> None: ...
+
+
+class Wiring:
+    """One sandbox's network namespace, ``eth0`` and account-network interfaces."""
+
+    def __init__(self, owner: Networks, mode: NetworkMode, name: str) -> None:
+        """``name``: the sandbox's, as the router knows its link."""
+        self._owner = owner
+        self.mode = mode
+        self._name = name
+        self._net: NetNamespace | None = None
+        #: Its ``eth0`` on the fake's network, once the API gave it an address.
+        self.link: Link | None = None
+        self._address: str | None = None
+        self._rules: list[str] = []
+        #: Account networks joined: network id -> the hub's end of this sandbox's veth pair.
+        self.networks: dict[str, str] = {}
+        self._interfaces = 0
+
+    @property
+    def net(self) -> NetNamespace | None:
+        """The sandbox's shared network namespace; ``None`` when each process has its own."""
+        self.make()
+        return self._net
+
+    def make(self) -> None:
+        """Make the namespace (where sandboxes share one), plugged in if it has an address."""
+        if self._net is None and self.mode.shared:
+            self._net = NetNamespace()
+            self._plug()
+
+    def _plug(self) -> None:
+        if self._net is not None and self.link is None and self._address is not None:
+            self.link = self._owner.network().plug(self._net, self._name, self._address)
+            if self._rules:
+                self._owner.network().set_rules(self.link, self._rules)
+
+    def set_address(self, address: str) -> None:
+        """Plug ``eth0`` with the address the API reports (once; idempotent)."""
+        if not self.mode.shared or self.link is not None:
+            return
+        self._address = address
+        self._plug()  # or when the namespace is made
+
+    def set_egress(self, rules: Sequence[str]) -> None:
+        if not self.mode.shared:
+            if rules:
+                raise self.mode.unsupported("egress rules")
+            return
+        if self.link is not None:
+            try:
+                self._owner.network().set_rules(self.link, rules)
+            except OSError as exc:
+                raise FeatureUnavailable(f"the egress rules cannot be applied: {exc}") from None
+        self._rules = list(rules)
+
+    def join(self, network_id: str, address: str) -> None:
+        """Plug into the network's bridge with ``address`` (``ip/prefix``) on ``ethN``."""
+        if self.net is None:
+            raise self.mode.unsupported("account networks")
+        if network_id in self.networks:
+            return
+        self._interfaces += 1
+        hub = self._owner.hub(network_id)
+        try:
+            self.networks[network_id] = hub.attach(self.net, f"eth{self._interfaces}", address)
+        finally:
+            self._owner.release_hub(network_id)
+
+    def leave(self, network_id: str) -> None:
+        device = self.networks.pop(network_id, None)
+        if device is not None:
+            self._owner.hub(network_id).detach(device)
+            self._owner.release_hub(network_id)
+
+    async def connect(self, port: int, *, loopback: bool = False) -> socket.socket:
+        """A TCP connection to ``port`` on ``eth0``'s address, from the router; with
+        ``loopback``, to ``127.0.0.1`` from inside the namespace (``ProcessMachine.connect``)."""
+        if self.net is None:
+            raise self.mode.unsupported("preview URLs to servers in the sandbox")
+        if loopback:
+            sock = self.net.socket()  # TCP over IPv4
+            try:
+                await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+            except BaseException:
+                sock.close()
+                raise
+            return sock
+        if self.link is None:
+            raise ConnectionRefusedError(errno.ECONNREFUSED, "the sandbox has no address yet")
+        return await self._owner.network().connect(self.link, port)
+
+    def unplug(self) -> None:
+        """Unplug ``eth0`` and leave every account network (the namespace stays)."""
+        link, self.link = self.link, None
+        if link is not None:
+            self._owner.network().unplug(link)
+        for network_id in list(self.networks):
+            self.leave(network_id)
+
+    def close(self) -> None:
+        """Close the namespace (it goes with its last process)."""
+        if self._net is not None:
+            self._net.close()
