@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from PIL import Image
 
-from fake_server.models import desktop_live
+from fake_server.models.resources import desktop_live
 from fake_server.models.resources.desktop import Desktop
 from fake_server.runtime.api import FeatureUnavailable
 from fake_server.runtime.desktop import (

@@ -34,7 +34,7 @@ from createos.models import (
 from PIL import Image
 
 from fake_server import FakeCreateOS
-from fake_server.models import desktop_live
+from fake_server.models.resources import desktop_live
 from fake_server.models.transitions import TransitionPolicy
 from fake_server.runtime.process.containment import cgroups
 from fake_server.runtime.process.images import desktop_image

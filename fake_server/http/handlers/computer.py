@@ -10,8 +10,8 @@ from fake_server.http.errors import ok
 from fake_server.http.keys import BACKEND_KEY, sandbox_id
 from fake_server.http.wire.common import iso, query_int, read_json
 from fake_server.http.wire.computer import geometry_json, screen_json, window_json
-from fake_server.models import desktop_live
 from fake_server.models.errors import BadRequest
+from fake_server.models.resources import desktop_live
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

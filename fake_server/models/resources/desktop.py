@@ -87,7 +87,7 @@ class Desktop:
 
     def __init__(self, ctx: Context, sandbox_id: str, machine: object = None) -> None:
         """``machine``: the sandbox's, whose runtime may run a real desktop
-        (``models.desktop_live``)."""
+        (``models.resources.desktop_live``)."""
         self._ctx = ctx
         self.sandbox_id = sandbox_id
         self.machine = machine
