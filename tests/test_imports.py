@@ -239,3 +239,59 @@ def test_each_runtime_is_a_folder_and_a_line_in_the_choice() -> None:
 
     assert sorted(choice._MAKERS) == sorted(RUNTIMES)
     assert [name for name in RUNTIMES if not (PACKAGE / "runtime" / name).is_dir()] == []
+
+
+PROCESS = "fake_server.runtime.process"
+#: The process runtime's rooms, from the top down: a room imports only rooms below it, never
+#: the runtime's own modules above them all (``process/__init__.py``, ``layers.py``).
+PROCESS_ROOMS = tuple(
+    f"{PROCESS}.{room}"
+    for room in ("sandbox", "desktop", "storage", "images", "net", "containment")
+)
+#: What imports the process runtime's rooms from outside it: only the CLI, whose host checks
+#: (``serve``'s start-up lines, ``createos-fake image``) ask the rooms themselves.
+PROCESS_INSIDERS = ("fake_server.__main__",)
+
+
+def _room_of(name: str) -> int | None:
+    return next((i for i, room in enumerate(PROCESS_ROOMS) if _under(name, (room,))), None)
+
+
+def _process_breaches(graph: dict[str, set[str]]) -> list[str]:
+    """Imports up the process runtime's rooms, and into them from outside the runtime."""
+    found = []
+    for source, targets in sorted(graph.items()):
+        home = _room_of(source)
+        for target in sorted(targets):
+            if not _under(target, (PROCESS,)):
+                continue
+            room = _room_of(target)
+            if (home is not None and (room is None or room < home)) or (
+                not _under(source, (PROCESS,))
+                and room is not None
+                and not _under(source, PROCESS_INSIDERS)
+            ):
+                found.append(f"{source} -> {target}")
+    return found
+
+
+def test_the_process_runtime_rooms_import_only_downwards_and_are_private() -> None:
+    graph = _graph()
+    assert _process_breaches(graph) == []
+    rooms = {room for room in PROCESS_ROOMS for name in graph if _under(name, (room,))}
+    assert rooms == set(PROCESS_ROOMS)  # every room is there: the check reads them all
+
+
+def test_the_process_room_check_sees_an_upward_and_an_outside_import() -> None:
+    graph = {
+        f"{PROCESS}.net.router": {f"{PROCESS}.sandbox.tree", f"{PROCESS}.containment.caps"},
+        f"{PROCESS}.containment.caps": {PROCESS},
+        f"{PROCESS}.sandbox.machine": {f"{PROCESS}.storage.rootfs"},
+        "fake_server.models.sandbox": {f"{PROCESS}.net.netns", PROCESS},
+        "fake_server.__main__": {f"{PROCESS}.images.system"},
+    }
+    assert _process_breaches(graph) == [
+        "fake_server.models.sandbox -> fake_server.runtime.process.net.netns",
+        f"{PROCESS}.containment.caps -> {PROCESS}",
+        f"{PROCESS}.net.router -> {PROCESS}.sandbox.tree",
+    ]
