@@ -357,7 +357,7 @@ async def test_a_host_without_ip_refuses_network_attach_clearly_and_keeps_nothin
     }
     got = (await client.get(f"/v1/networks/{network_id}")).json()["data"]
     assert got["members"] == []
-    assert machine(fake, sandbox_id).networks == {}
+    assert machine(fake, sandbox_id).wiring.networks == {}
     before = (await client.get("/v1/sandboxes")).json()["data"]
     at_create = await client.post(
         "/v1/sandboxes", json={"shape": "s-1vcpu-1gb", "networks": [{"id": network_id}]}

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.images.system import System
     from fake_server.runtime.process.net.netmode import NetworkMode
     from fake_server.runtime.process.net.netns import NetNamespace
-    from fake_server.runtime.process.net.network import Link
     from fake_server.runtime.process.sandbox.run import Run
     from fake_server.runtime.process.storage.rootfs import SandboxRoot
 
@@ -166,16 +165,6 @@ class ProcessMachine:
     def net(self) -> NetNamespace | None:
         """The sandbox's shared network namespace; ``None`` when each process has its own."""
         return self.wiring.net
-
-    @property
-    def link(self) -> Link | None:
-        """Its ``eth0`` on the fake's network, once the API gave it an address."""
-        return self.wiring.link
-
-    @property
-    def networks(self) -> dict[str, str]:
-        """Account networks joined: network id -> the hub's end of its veth pair."""
-        return self.wiring.networks
 
     @property
     def cgroup(self) -> SandboxGroup:

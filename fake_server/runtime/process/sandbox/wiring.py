@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from fake_server.runtime.api import FeatureUnavailable
@@ -37,22 +38,22 @@ class Networks(Protocol):
     def release_hub(self, network_id: str) -> None: ...
 
 
+@dataclass(eq=False)
 class Wiring:
-    """One sandbox's network namespace, ``eth0`` and account-network interfaces."""
+    """One sandbox's network namespace, ``eth0`` and account-network interfaces (``name``:
+    the sandbox's, as the router knows its link)."""
 
-    def __init__(self, owner: Networks, mode: NetworkMode, name: str) -> None:
-        """``name``: the sandbox's, as the router knows its link."""
-        self._owner = owner
-        self.mode = mode
-        self._name = name
-        self._net: NetNamespace | None = None
-        #: Its ``eth0`` on the fake's network, once the API gave it an address.
-        self.link: Link | None = None
-        self._address: str | None = None
-        self._rules: list[str] = []
-        #: Account networks joined: network id -> the hub's end of this sandbox's veth pair.
-        self.networks: dict[str, str] = {}
-        self._interfaces = 0
+    owner: Networks
+    mode: NetworkMode
+    name: str
+    _net: NetNamespace | None = field(default=None, init=False)
+    #: Its ``eth0`` on the fake's network, once the API gave it an address.
+    link: Link | None = field(default=None, init=False)
+    _address: str | None = field(default=None, init=False)
+    _rules: list[str] = field(default_factory=list, init=False)
+    #: Account networks joined: network id -> the hub's end of this sandbox's veth pair.
+    networks: dict[str, str] = field(default_factory=dict, init=False)
+    _interfaces: int = field(default=0, init=False)
 
     @property
     def net(self) -> NetNamespace | None:
@@ -68,9 +69,9 @@ class Wiring:
 
     def _plug(self) -> None:
         if self._net is not None and self.link is None and self._address is not None:
-            self.link = self._owner.network().plug(self._net, self._name, self._address)
+            self.link = self.owner.network().plug(self._net, self.name, self._address)
             if self._rules:
-                self._owner.network().set_rules(self.link, self._rules)
+                self.owner.network().set_rules(self.link, self._rules)
 
     def set_address(self, address: str) -> None:
         """Plug ``eth0`` with the address the API reports (once; idempotent)."""
@@ -86,7 +87,7 @@ class Wiring:
             return
         if self.link is not None:
             try:
-                self._owner.network().set_rules(self.link, rules)
+                self.owner.network().set_rules(self.link, rules)
             except OSError as exc:
                 raise FeatureUnavailable(f"the egress rules cannot be applied: {exc}") from None
         self._rules = list(rules)
@@ -98,17 +99,17 @@ class Wiring:
         if network_id in self.networks:
             return
         self._interfaces += 1
-        hub = self._owner.hub(network_id)
+        hub = self.owner.hub(network_id)
         try:
             self.networks[network_id] = hub.attach(self.net, f"eth{self._interfaces}", address)
         finally:
-            self._owner.release_hub(network_id)
+            self.owner.release_hub(network_id)
 
     def leave(self, network_id: str) -> None:
         device = self.networks.pop(network_id, None)
         if device is not None:
-            self._owner.hub(network_id).detach(device)
-            self._owner.release_hub(network_id)
+            self.owner.hub(network_id).detach(device)
+            self.owner.release_hub(network_id)
 
     async def connect(self, port: int, *, loopback: bool = False) -> socket.socket:
         """A TCP connection to ``port`` on ``eth0``'s address, from the router; with
@@ -125,13 +126,13 @@ class Wiring:
             return sock
         if self.link is None:
             raise ConnectionRefusedError(errno.ECONNREFUSED, "the sandbox has no address yet")
-        return await self._owner.network().connect(self.link, port)
+        return await self.owner.network().connect(self.link, port)
 
     def unplug(self) -> None:
         """Unplug ``eth0`` and leave every account network (the namespace stays)."""
         link, self.link = self.link, None
         if link is not None:
-            self._owner.network().unplug(link)
+            self.owner.network().unplug(link)
         for network_id in list(self.networks):
             self.leave(network_id)
 
