@@ -334,6 +334,8 @@ class FakeCreateOS:
         self.port = int(runners[0].addresses[0][1])
         self.preview_port = int(runners[1].addresses[0][1])
         self._closed = False
+        for account in self.world.accounts.values():  # builds a restart interrupted go on
+            account.resources.templates.resume_builds()
         return self
 
     async def aclose(self) -> None:
@@ -494,6 +496,8 @@ class FakeCreateOS:
 
     def _kill_processes(self) -> list[asyncio.Task[None]]:
         tasks = []
+        for account in self.world.accounts.values():  # builds first: their sandboxes go too
+            tasks.extend(account.resources.templates.cancel_builds())
         for sandbox in self.world.sandboxes():
             sandbox.cancel_timer()
             for process in sandbox.processes.values():

@@ -267,7 +267,11 @@ def encode_template(template: Template, clock: Clock) -> dict[str, Any]:
         "pending": template.pending,
         "duration": template.duration,
         "outcome": template.outcome,
-        "log": [[line.offset, line.level, line.line] for line in template.log],
+        # an attempt's number follows its line's after the first attempt
+        "log": [
+            [line.offset, line.level, line.line, *([line.attempt] if line.attempt > 1 else [])]
+            for line in template.log
+        ],
         "env": template.env,
         "size": template.size,
         # ``true``: the files are a snapshot of their own; an object: what the runtime that
@@ -275,6 +279,7 @@ def encode_template(template: Template, clock: Clock) -> dict[str, Any]:
         "image": _image(template),
         # a build running in real time when saved (absent otherwise, as before such builds)
         **({"running": True} if template.running else {}),
+        **({"attempt": template.attempt} if template.attempt > 1 else {}),
     }
 
 
@@ -287,7 +292,8 @@ def _image(template: Template) -> dict[str, Any] | bool:
 
 def decode_template(data: dict[str, Any], clock: Clock) -> Template:
     """The template without its image (the caller restores the files). A build that was
-    still running cannot go on: it comes back ``failed``, saying why."""
+    still running comes back ``building`` as its next attempt, to start again from its
+    Dockerfile once the fake serves (``Templates.resume_builds``)."""
     template = Template(
         id=data["id"],
         name=data["name"],
@@ -298,14 +304,28 @@ def decode_template(data: dict[str, Any], clock: Clock) -> Template:
         pending=data["pending"],
         duration=data["duration"],
         outcome=data["outcome"],
-        log=[LogLine(offset, level, line) for offset, level, line in data["log"]],
+        log=[LogLine(*entry) for entry in data["log"]],
         env=dict(data["env"]),
         size=data["size"],
+        attempt=data.get("attempt", 1),
     )
     if data.get("running"):
-        at = template.log[-1].offset if template.log else 0.0
-        template.log.append(LogLine(at, "error", "build failed: the fake stopped during the build"))
-        template.outcome, template.duration = "failed", at
+        stopped = template.attempt
+        template.attempt += 1
+        template.running = template.interrupted = True
+        at = max(
+            template.log[-1].offset if template.log else 0.0,
+            clock.now() - template.started - template.pending,
+        )
+        template.log.append(
+            LogLine(
+                at,
+                "warn",
+                f"the fake stopped during build attempt {stopped}: building again from the "
+                "Dockerfile",
+                template.attempt,
+            )
+        )
     return template
 
 

@@ -334,9 +334,11 @@ class FileKeeper(Protocol):
 class Runtime(Protocol):
     name: str
 
-    def new_sandbox(self, sandbox_id: str, disk_mib: int, *, image: Image | None = None) -> Machine:
-        """A new sandbox: the base image's files, or ``image``'s (a template this runtime
-        built) over them."""
+    def new_sandbox(
+        self, sandbox_id: str, disk_mib: int, *, image: Image | None = None, rootfs: str = ...
+    ) -> Machine:
+        """A new sandbox of ``rootfs`` (a catalog name): the base image's files, or
+        ``image``'s (a template this runtime built) over them."""
         ...
 
     def builder(self, base: str, clock: Clock, commands: Commands) -> Builder:

@@ -118,7 +118,7 @@ class Runtimes:
         built it."""
         if image is not None:
             return self.get(image.runtime).new_sandbox(sandbox_id, disk_mib, image=image)
-        return self.of(rootfs).new_sandbox(sandbox_id, disk_mib)
+        return self.of(rootfs).new_sandbox(sandbox_id, disk_mib, rootfs=rootfs)
 
     def builder(self, base: str, clock: Clock) -> Builder:
         """A template build on ``base``, on the runtime its sandboxes get."""

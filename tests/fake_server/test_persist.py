@@ -432,9 +432,11 @@ def test_a_process_runtime_disk_keeps_its_files_across_restarts_and_a_reset(
     assert third.errors == []
 
 
-def test_a_build_running_when_saved_comes_back_failed_saying_why() -> None:
-    """A build that takes real time (the process runtime's) cannot go on after a restart; a
-    template saved before such builds (no ``running`` key) comes back as it was."""
+def test_a_build_running_when_saved_comes_back_building_as_its_next_attempt() -> None:
+    """A build that takes real time (the process runtime's) comes back ``building``, to start
+    again from its Dockerfile as attempt 2 once the fake serves (the TS SDK's
+    ``TemplateLogEvent.attempt``); a template saved before such builds (no ``running`` key)
+    comes back as it was."""
     from fake_server.models.resources.templates import LogLine, Template
     from fake_server.persist.codec import decode_template, encode_template
 
@@ -448,9 +450,23 @@ def test_a_build_running_when_saved_comes_back_failed_saying_why() -> None:
     saved = encode_template(template, clock)
     assert saved["running"] is True
     assert saved["image"] is False
+    assert "attempt" not in saved
     back = decode_template(saved, clock)
-    assert (back.status(clock.now() + 10), back.running, back.image) == ("failed", False, None)
-    assert back.log[-1] == LogLine(2.5, "error", "build failed: the fake stopped during the build")
+    assert (back.status(clock.now() + 10), back.running, back.image) == ("building", True, None)
+    assert (back.attempt, back.interrupted) == (2, True)
+    assert back.log[:2] == template.log
+    assert back.log[-1] == LogLine(
+        2.5,
+        "warn",
+        "the fake stopped during build attempt 1: building again from the Dockerfile",
+        2,
+    )
+    # saved again mid-attempt 2: the lines keep their attempts, the template its number
+    again = encode_template(back, clock)
+    assert (again["attempt"], again["log"][-1][3], len(again["log"][0])) == (2, 2, 3)
+    third = decode_template(again, clock)
+    assert third.attempt == 3
+    assert [line.attempt for line in third.log] == [1, 1, 2, 3]
     template.running = False
     older = encode_template(template, clock)
     assert "running" not in older

@@ -119,16 +119,21 @@ def test_the_image_command_builds_it_and_says_what_each_rootfs_boots(
         "createos-fake: adding desktop:1's X desktop once (xvfb, evilwm, xdotool, python3-xlib, "
         f"xclip, xterm) from {debian.mirror()}",
         "images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, python:3.12 boot devbox:1: "
-        "Debian 13 (trixie) with an X desktop (Xvfb, evilwm, xdotool) on a copy-on-write root "
-        "per sandbox (user root; apt-get, pip, npm -g; bun)",
+        "Debian 13 (trixie) on a copy-on-write root per sandbox (user root; apt-get, pip, "
+        "npm -g; bun); desktop:1 adds an X desktop (Xvfb, evilwm, xdotool)",
     ]
     monkeypatch.setattr(image, "npm_path", lambda: None)
     fake_builder(monkeypatch, tmp_path, None)
     assert main(["image"]) == 0  # cached: neither npm nor a builder needed any more
     assert capsys.readouterr().out.startswith("images: rootfs devbox:1, ")
-    assert system.choose() == system.System(
-        bun=cache / "bun", root=desktop_image.tree(cache), desktop=True
+    chosen = system.choose()
+    assert chosen == system.System(
+        bun=cache / "bun", root=debian.tree(cache), desktop_root=desktop_image.tree(cache)
     )
+    # desktop:1 boots the tree with the X desktop, every other rootfs the plain one
+    assert [chosen.tree(name) for name in ("desktop:1", "devbox:1", "node:22")] == [
+        "desktop", "devbox", "devbox"
+    ]  # fmt: skip
     # the desktop's tree is a copy of the devbox tree's files, with what apt-get added
     assert (desktop_image.tree(cache) / "usr/bin/python3").stat().st_ino == (
         debian.tree(cache) / "usr/bin/python3"

@@ -67,30 +67,36 @@ def _event(template: Template, line: LogLine) -> dict[str, Any]:
     at = template.created_at + (
         template.started + template.pending + line.offset - template.started
     )
-    return {"ts": iso(at), "level": line.level, "line": line.line, "attempt": 1}
+    return {"ts": iso(at), "level": line.level, "line": line.line, "attempt": line.attempt}
 
 
 async def template_logs(request: web.Request) -> web.StreamResponse:
     template = _templates(request).get(request.match_info["template_id"])
     attempt = query_int(request, "attempt", 0)
-    if attempt not in (0, 1):
+    if not 0 <= attempt <= template.attempt:
         raise NotFound("build attempt not found", code="attempt_not_found")
     clock = _clock(request)
+
+    def visible(now: float) -> list[LogLine]:
+        lines = template.visible_log(now)
+        return [line for line in lines if line.attempt == attempt] if attempt else lines
+
     if request.query.get("follow", "").lower() not in ("true", "1"):
-        text = "".join(line.line + "\n" for line in template.visible_log(clock.now()))
+        text = "".join(line.line + "\n" for line in visible(clock.now()))
         return web.Response(text=text, content_type="text/plain")
     response, writer = await open_ndjson(request)
     sent = 0
     with contextlib.suppress(ConnectionResetError):
         while True:
             now = clock.now()
-            lines = template.visible_log(now)
+            lines = visible(now)
             for line in lines[sent:]:
                 await writer.write_frame(_event(template, line))
             sent = len(lines)
             status = template.status(now)
             if status in ("ready", "failed"):
-                await writer.write_frame({"final": True, "status": status, "attempt": 1})
+                final = {"final": True, "status": status, "attempt": template.attempt}
+                await writer.write_frame(final)
                 break
             await clock.sleep(_next_due(template, now))
     return response

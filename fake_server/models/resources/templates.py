@@ -6,6 +6,11 @@ disk) and its result is then revealed on the fake clock: ``pending`` for
 then ``ready`` or ``failed``; each log line appears when its step is reached. A sandbox
 created with the template's id or name as ``rootfs`` starts from a copy of the built files
 and the ``ENV`` values.
+
+A build that takes real time and was under way when the fake stopped (``serve --state-dir``)
+is started again from its Dockerfile when the fake serves again, as the next build *attempt*
+(the service numbers attempts: the TS SDK's ``TemplateLogEvent.attempt``, ``logs`` filtered
+by ``attempt``); closing the fake cancels it first (``cancel_builds``): its build sandbox goes.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ class LogLine:
     offset: float  # fake seconds after the build started
     level: str
     line: str
+    #: The build attempt that wrote it (a build started again after a restart is the next).
+    attempt: int = 1
 
 
 @dataclass(slots=True)
@@ -64,6 +71,10 @@ class Template:
     #: A build that takes real time is still running (``building`` until it ends).
     running: bool = False
     task: asyncio.Task[None] | None = field(default=None, repr=False, compare=False)
+    #: The build attempt under way or last made (``LogLine.attempt``).
+    attempt: int = 1
+    #: A build the fake stopped during, to start again once it serves (``resume_builds``).
+    interrupted: bool = False
 
     def status(self, now: float) -> str:
         if now < self.started + self.pending:
@@ -81,15 +92,16 @@ class Template:
 
     def fail(self, now: float, reason: str) -> None:
         """Out-of-band: the build ends ``failed`` now; the log keeps what was shown so far."""
+        earlier = [line for line in self.log if line.attempt < self.attempt]
         if now < self.started + self.pending:  # still queued: no step has run
             self.pending = max(0.0, now - self.started)
-            self.log = []
+            self.log = earlier
         at = max(0.0, now - self.started - self.pending)
-        self.log = [line for line in self.log if line.offset <= at]
-        self.log.append(LogLine(at, "error", f"build failed: {reason}"))
+        self.log = [line for line in self.log if line.offset <= at or line in earlier]
+        self.log.append(LogLine(at, "error", f"build failed: {reason}", self.attempt))
         self.duration = at
         self.outcome = "failed"
-        self.running = False
+        self.running = self.interrupted = False
         self.stop()
         if self.image is not None:
             self.image.discard()
@@ -164,6 +176,29 @@ class Templates:
         for template_id in list(self.items):
             self.delete(template_id)
 
+    def cancel_builds(self) -> list[asyncio.Task[None]]:
+        """The fake stops: cancel every build under way (each builder drops its build
+        sandbox: processes killed, directories removed), leaving the templates ``building``
+        so a saved state starts them again (``resume_builds``); the tasks, to wait for."""
+        tasks = []
+        for template in self.items.values():
+            task, template.task = template.task, None
+            if task is not None and not task.done():
+                task.cancel()
+                tasks.append(task)
+        return tasks
+
+    def resume_builds(self) -> None:
+        """Start again, from its Dockerfile, each build the fake stopped during (restored
+        ``interrupted``); on the running loop, once the fake serves."""
+        for template in self.items.values():
+            if not template.interrupted:
+                continue
+            template.interrupted = False
+            build = _Build(self._ctx, template, parse(template.dockerfile))
+            if build.start() or build.builder is not None:
+                template.task = asyncio.get_running_loop().create_task(build.run())
+
     def listing(self) -> list[Template]:
         return list(self.items.values())
 
@@ -202,7 +237,7 @@ class _Build:
         template = self.template
         if template.running:  # real time: when it was written, past the pending time
             self.step = max(0.0, self.ctx.clock.now() - template.started - template.pending)
-        template.log.append(LogLine(self.step, level, line))
+        template.log.append(LogLine(self.step, level, line, template.attempt))
 
     def start(self) -> bool:
         """Apply ``FROM`` and make the builder; whether the rest runs in the background."""

@@ -175,10 +175,16 @@ class BashkitRuntime:
         self._keeper: BashkitKeeper | None = None
 
     def new_sandbox(
-        self, sandbox_id: str, disk_mib: int = 0, *, image: Image | None = None
+        self,
+        sandbox_id: str,
+        disk_mib: int = 0,
+        *,
+        image: Image | None = None,
+        rootfs: str = "devbox:1",
     ) -> BashkitMachine:
         """``disk_mib`` is not enforced: the in-memory disk keeps its fixed ``DISK_LIMIT``.
-        ``image``: a template this runtime built, whose files are copied in."""
+        ``image``: a template this runtime built, whose files are copied in. Every ``rootfs``
+        boots the one image (desktop:1's desktop is the models' synthetic one)."""
         disk = MountingDisk()
         if image is not None:
             if not isinstance(image, BashkitImage):

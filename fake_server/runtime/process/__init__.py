@@ -118,7 +118,8 @@ class ProcessRuntime:
         self._procview: ProcView | None = None
         self._procview_tried = False
         self._layout_bwrap: str | None = None
-        self._images: ImageSpace | None = None
+        #: The image namespace of each tree sandboxes boot (``System.tree``), made on first use.
+        self._images: dict[str, ImageSpace] = {}
         self.machines: dict[str, ProcessMachine] = {}
         self.hubs: dict[str, Hub] = {}
         self._forks = 0
@@ -202,33 +203,42 @@ class ProcessRuntime:
         *,
         source: ProcessMachine | None = None,
         image: Image | None = None,
+        rootfs: str = DEVBOX,
     ) -> ProcessMachine:
-        """A new sandbox with a disk of ``disk_mib`` (a fork: its source's files and size;
-        ``image``: a template's layer over the base image, ``layers``)."""
+        """A new sandbox of ``rootfs`` with a disk of ``disk_mib`` (a fork: its source's files,
+        size and tree; ``image``: a template's layer over the tree it was built on,
+        ``layers``)."""
         while sandbox_id is None or self.fake_root.sandbox_dir(sandbox_id).exists():
             self._forks += 1  # a kept root may hold the forks of an earlier start
             sandbox_id = f"fork-{self._forks}"
         directory = self.fake_root.sandbox_dir(sandbox_id)
         if image is not None and not isinstance(image, LayerImage):
             raise RuntimeUnavailable(f"a {image.runtime} template cannot start here")
+        tree = self.system.tree(rootfs)
+        if source is not None:
+            tree = source.tree
+        elif image is not None:
+            tree = image.tree
         if image is not None and not self.system.image:
             copy_tree(image.layer, directory)
             machine = ProcessMachine(self, directory)
         elif image is not None:
-            machine = ProcessMachine(self, directory, self._rootfs(directory, disk_mib, image))
+            rootfs_made = self._rootfs(directory, disk_mib, image, tree)
+            machine = ProcessMachine(self, directory, rootfs_made, tree=tree)
         elif self.system.image:
             copied = source.rootfs if source is not None and source.made else None
             if copied is not None:  # a fork's copy of its source's files, made now
-                rootfs = self._rootfs(directory, copied.size_mib, copied)
-                machine = ProcessMachine(self, directory, rootfs)
+                rootfs_made = self._rootfs(directory, copied.size_mib, copied, tree)
+                machine = ProcessMachine(self, directory, rootfs_made, tree=tree)
             else:  # an empty disk, made on first use (the directory now: a restart finds it)
                 directory.mkdir(mode=0o700)
                 size = disk_mib if source is None else source.disk_size
                 machine = ProcessMachine(
                     self,
                     directory,
-                    make_rootfs=lambda size: self._rootfs(directory, size, None),
+                    make_rootfs=lambda size: self._rootfs(directory, size, None, tree),
                     disk_mib=size,
+                    tree=tree,
                 )
         else:
             if source is None:
@@ -242,25 +252,26 @@ class ProcessRuntime:
         self.machines[sandbox_id] = machine
         return machine
 
-    def _rootfs(self, directory: Path, size: int, source: Upper | None) -> SandboxRoot:
-        """A sandbox's root: its disk an ext4 image file in its directory (in memory it would
-        count against the shape's memory)."""
-        return SandboxRoot(self.images, directory, size, source)
+    def _rootfs(self, directory: Path, size: int, source: Upper | None, tree: str) -> SandboxRoot:
+        """A sandbox's root over ``tree``: its disk an ext4 image file in its directory (in
+        memory it would count against the shape's memory)."""
+        return SandboxRoot(self.images(tree), directory, size, source)
 
-    @property
-    def images(self) -> ImageSpace:
-        """The image namespace every sandbox's is a copy of, made on first use."""
-        if self._images is None:
+    def images(self, tree: str = "devbox") -> ImageSpace:
+        """The image namespace the sandboxes booting ``tree`` copy, made on first use."""
+        space = self._images.get(tree)
+        if space is None:
             assert self.ids is not None
             self._proc_view()  # mounted first: the image's namespace copies the mounts once
-            self._images = ImageSpace(
-                self.fake_root.path / ".image",
+            suffix = "" if tree == "devbox" else f"-{tree}"
+            space = self._images[tree] = ImageSpace(
+                self.fake_root.path / f".image{suffix}",
                 name=DEVBOX,
                 bun=self.system.bun,
                 ids=self.ids,
-                source=self.system.root,
+                source=self.system.source(tree),
             )
-        return self._images
+        return space
 
     def keep_in(self, path: Path, buckets: Path | None = None) -> None:
         """Make sandboxes in ``path`` (a ``KeptRoot``) and disk buckets in ``buckets``; only
@@ -271,9 +282,9 @@ class ProcessRuntime:
         self.kept_buckets = buckets
 
     def builder(self, base: str, clock: Clock, commands: Commands) -> ProcessBuilder:
-        """A template build in a sandbox of its own on the image (``layers``); every base
-        rootfs boots the one image here."""
-        machine = self.new_sandbox(f"build-{secrets.token_hex(6)}")
+        """A template build in a sandbox of its own on the tree sandboxes of ``base`` boot
+        (``layers``)."""
+        machine = self.new_sandbox(f"build-{secrets.token_hex(6)}", rootfs=base)
         address = build_address(self.network().links if self.network_mode.shared else {})
         return ProcessBuilder(machine, self.fake_root.path / ".layers", address, clock)
 
@@ -282,7 +293,7 @@ class ProcessRuntime:
         layer = self.fake_root.path / ".layers" / str(saved["layer"])
         if not layer.is_dir() or layer.is_symlink() or layer.parent.name != ".layers":
             raise FileNotFoundError(f"no template layer {saved['layer']}")
-        return LayerImage(layer)
+        return LayerImage(layer, _kept_tree(saved))
 
     def keeper(self) -> None:
         """None: sandboxes and layers are directories, kept where ``keep_in`` says."""
@@ -296,13 +307,14 @@ class ProcessRuntime:
         if not directory.is_dir() or directory.is_symlink():
             raise FileNotFoundError(f"no sandbox directory {name}")
         make = None
+        tree = "devbox" if isinstance(saved, str) else _kept_tree(saved)
         if self.system.image:
 
             def make(size: int) -> SandboxRoot:
-                return self._rootfs(directory, size, None)
+                return self._rootfs(directory, size, None, tree)
 
         machine = ProcessMachine(
-            self, directory, lazy_net=True, make_rootfs=make, disk_mib=DISK_MIB
+            self, directory, lazy_net=True, make_rootfs=make, disk_mib=DISK_MIB, tree=tree
         )
         self.machines[name] = machine
         return machine
@@ -348,10 +360,10 @@ class ProcessRuntime:
         network, self._network = self._network, None
         if network is not None:
             network.close()
-        images, self._images = self._images, None
-        if images is not None:
-            images.close()
-            remove_tree(images.layer)  # a mount point only (a kept root keeps the rest)
+        images, self._images = self._images, {}
+        for space in images.values():
+            space.close()
+            remove_tree(space.layer)  # a mount point only (a kept root keeps the rest)
         view, self._procview = self._procview, None
         self._procview_tried = False
         if view is not None:
@@ -364,3 +376,9 @@ class ProcessRuntime:
             scratch.close()
         self._confinement = None
         self._layout_bwrap = None
+
+
+def _kept_tree(saved: Mapping[str, Any]) -> str:
+    """The tree a kept sandbox or layer booted (``devbox`` for what versions before
+    desktop:1 had a tree of its own saved)."""
+    return "desktop" if saved.get("tree") == "desktop" else "devbox"

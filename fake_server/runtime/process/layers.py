@@ -42,12 +42,15 @@ class LayerImage:
 
     runtime = "process"
 
-    def __init__(self, layer: Path) -> None:
+    def __init__(self, layer: Path, tree: str = "devbox") -> None:
         self.layer = layer
+        #: The image tree the build ran on, which the template's sandboxes boot under it.
+        self.tree = tree
         self.size = _size(layer)
 
     def saved(self) -> dict[str, Any]:
-        return {"runtime": "process", "layer": self.layer.name}
+        tree = {"tree": self.tree} if self.tree != "devbox" else {}
+        return {"runtime": "process", "layer": self.layer.name, **tree}
 
     def open_upper(self) -> int:
         """A descriptor of the layer (what a new sandbox's upper directory starts as)."""
@@ -109,7 +112,7 @@ class ProcessBuilder:
                     _copy(f"/proc/{os.getpid()}/fd/{upper}/.", layer)
                 finally:
                     os.close(upper)
-            return LayerImage(layer)
+            return LayerImage(layer, machine.tree)
         except BaseException:
             remove_tree(layer)
             raise

@@ -17,8 +17,8 @@ each is the smallest that does the job:
   ImageMagick or ``xwd`` with a converter would add tens of packages;
 - ``xclip``: the clipboard; ``xterm``: a program that draws, reads keys and runs commands.
 
-Sandboxes boot this tree when it is built (``system``): devbox:1's then carry these programs
-too (docs/fidelity.md says so).
+desktop:1 sandboxes boot this tree when it is built (``system``); every other rootfs boots the
+devbox tree, without these programs.
 """
 
 from __future__ import annotations

@@ -2,9 +2,11 @@
 
 As root, every sandbox boots the ``devbox:1`` image (``image``, ``rootfs``): commands run as
 root (uid 0 of a user namespace) on a copy-on-write root of their own, where ``apt-get``,
-``pip`` and ``npm -g`` install system-wide. Elsewhere (not root: no mounts), or where the image
-cannot be built and the user allowed the fallback, sandboxes get the host-directory layout:
-user ``sandbox`` on the host's read-only ``/usr`` (``rootdir.make_layout``).
+``pip`` and ``npm -g`` install system-wide. ``desktop:1`` sandboxes boot the same tree with the
+X desktop added (``desktop_image``), every other rootfs the plain one (``tree()``).
+Elsewhere (not root: no mounts), or where the image cannot be built and the user allowed the
+fallback, sandboxes get the host-directory layout: user ``sandbox`` on the host's read-only
+``/usr`` (``rootdir.make_layout``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from pathlib import Path
 
-__all__ = ["System", "build", "choose"]
+__all__ = ["DESKTOP", "System", "build", "choose"]
+
+#: The rootfs whose sandboxes boot the tree with the X desktop (computer use).
+DESKTOP = "desktop:1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,29 +38,46 @@ class System:
 
     bun: Path | None = None
     missing: str | None = None
-    #: The Debian 13 tree sandboxes boot (``debian``, with desktop:1's X desktop when
-    #: ``desktop_image`` added it); ``None``: the host's own programs.
+    #: The Debian 13 tree sandboxes boot (``debian``); ``None``: the host's own programs.
     root: Path | None = None
-    #: Whether ``root`` has the X desktop computer use drives (``desktop_image``).
-    desktop: bool = False
+    #: The same tree with the X desktop computer use drives (``desktop_image``), which
+    #: desktop:1 sandboxes boot; ``None``: not built (they boot ``root``, without a desktop).
+    desktop_root: Path | None = None
 
     @property
     def image(self) -> bool:
         return self.missing is None
+
+    @property
+    def desktop(self) -> bool:
+        """Whether desktop:1 sandboxes get a real X desktop."""
+        return self.desktop_root is not None
+
+    def tree(self, rootfs: str) -> str:
+        """Which tree sandboxes of ``rootfs`` boot: ``desktop`` (``desktop_root``) for
+        desktop:1 where it is built, ``devbox`` (``root``) for everything else."""
+        return "desktop" if rootfs == DESKTOP and self.desktop else "devbox"
+
+    def source(self, tree: str) -> Path | None:
+        """The root file system of ``tree`` (``None``: the host's own programs)."""
+        return self.desktop_root if tree == "desktop" else self.root
 
     def describe(self, rootfs: Iterable[str]) -> str:
         """``serve``'s line saying what each rootfs name boots."""
         names = ", ".join(rootfs)
         if self.image:
             what = (
-                debian.NAME + (" with an X desktop (Xvfb, evilwm, xdotool)" if self.desktop else "")
+                debian.NAME
                 if self.root is not None
                 else f"this host's {_host_os()} programs (no {debian.NAME} image yet: "
                 "createos-fake image builds it)"
             )
+            desktop = (
+                f"; {DESKTOP} adds an X desktop (Xvfb, evilwm, xdotool)" if self.desktop else ""
+            )
             return (
                 f"images: rootfs {names} boot {DEVBOX}: {what} on a copy-on-write root per "
-                "sandbox (user root; apt-get, pip, npm -g; bun)"
+                f"sandbox (user root; apt-get, pip, npm -g; bun){desktop}"
             )
         return (
             f"images: rootfs {names} boot the host's programs on a read-only /usr as user "
@@ -73,10 +95,9 @@ def choose(*, fallback: bool = False, progress: Callable[[str], None] | None = N
     try:
         bun = ensure_bun(progress)
         cache = cache_dir()
-        desktop = desktop_image.built(cache)
-        if desktop is not None:
-            return System(bun=bun, root=desktop, desktop=True)
-        return System(bun=bun, root=debian.built(cache))
+        root = debian.built(cache)
+        desktop = desktop_image.built(cache) if root is not None else None
+        return System(bun=bun, root=root, desktop_root=desktop)
     except RuntimeUnavailable as exc:
         if not fallback:
             raise
@@ -93,7 +114,8 @@ def build(progress: Callable[[str], None] | None = None) -> System:
     bun = ensure_bun(progress)
     cache = cache_dir()
     base = debian.build(cache, progress)
-    return System(bun=bun, root=desktop_image.build(cache, base, progress), desktop=True)
+    desktop = desktop_image.build(cache, base, progress)
+    return System(bun=bun, root=base, desktop_root=desktop)
 
 
 @functools.cache

@@ -87,6 +87,7 @@ class Owner(Networks, Protocol):
         *,
         source: ProcessMachine | None = None,
         image: Image | None = None,
+        rootfs: str = ...,
     ) -> ProcessMachine: ...
 
 
@@ -104,12 +105,15 @@ class ProcessMachine:
         lazy_net: bool = False,
         make_rootfs: Callable[[int], SandboxRoot] | None = None,
         disk_mib: int = 0,
+        tree: str = "devbox",
     ) -> None:
         """``lazy_net``, ``make_rootfs``: make the network namespace and the root file system
         (``make_rootfs(disk_mib)``) on first use, not now: a disk image costs milliseconds to
         make and mount, a restart brings back many paused sandboxes at once, and a sandbox
-        nobody runs anything in needs neither."""
+        nobody runs anything in needs neither. ``tree``: the image tree its root is over
+        (``System.tree``: ``desktop`` for desktop:1's, with the X desktop)."""
         self._owner = owner
+        self.tree = tree
         #: The sandbox's directory on the host (mount points, and its disk image if kept).
         self.directory = directory
         self._rootfs = rootfs
@@ -201,9 +205,9 @@ class ProcessMachine:
 
     def desktop(self, clock: Clock, width: int, height: int) -> XDesktop:
         """Its X desktop (``desktop``: started on first use, at ``width`` × ``height``);
-        ``FeatureUnavailable`` where the image has none."""
+        ``FeatureUnavailable`` where its tree has none (only desktop:1's has)."""
         if self._desktop is None:
-            if not self._owner.system.desktop or self.rootfs is None:
+            if self.tree != "desktop" or not self._owner.system.desktop or self.rootfs is None:
                 raise FeatureUnavailable(NO_DESKTOP)
             self._desktop = XDesktop(lambda: self.runner(clock), width, height)
         return self._desktop
@@ -347,8 +351,9 @@ class ProcessMachine:
         return SETSID is not None
 
     def saved(self) -> dict[str, Any]:
-        """Its directory's name: a restart adopts it (``ProcessRuntime.adopt``)."""
-        return {"directory": self.directory.name}
+        """Its directory's name and tree: a restart adopts it (``ProcessRuntime.adopt``)."""
+        tree = {"tree": self.tree} if self.tree != "devbox" else {}
+        return {"directory": self.directory.name, **tree}
 
     def stop_processes(self) -> None:
         """Kill every process (SIGTERM, SIGKILL after a grace), keeping files and network."""
