@@ -206,3 +206,25 @@ def test_out_of_band_build_failure(sdk: Client, rfake: FakeCreateOS) -> None:
     rfake.faults.fail_template_build(template.id, "builder node lost")
     assert sdk.templates.get(template.id).status is TemplateStatus.FAILED
     assert sdk.templates.logs(template.id).splitlines()[-1] == "build failed: builder node lost"
+
+
+def test_a_template_on_desktop_1_has_a_desktop_by_id_and_by_name(
+    sdk: Client, rfake: FakeCreateOS, running: Callable[..., SandboxInstance]
+) -> None:
+    """Computer use works on a sandbox of a template built on desktop:1, named by id or by
+    name, and is refused on one built on devbox:1."""
+    built = {}
+    for name, base in (("with-desktop", "desktop"), ("without", "debian")):
+        dockerfile = f"FROM nodeops/sandbox:{base}\nRUN echo hi\n"
+        template = sdk.templates.create(TemplateCreateRequest(name=name, dockerfile=dockerfile))
+        assert _settle(sdk, rfake, template.id) is TemplateStatus.READY
+        built[name] = template.id
+    for rootfs in (built["with-desktop"], "with-desktop"):
+        geometry = running(rootfs=rootfs, shape="s-2vcpu-4gb").computer.screen()
+        assert (geometry.width, geometry.height) == (1280, 800)
+    for rootfs in (built["without"], "without"):
+        error = _error(running(rootfs=rootfs).computer.screen)
+        assert error.status_code == 409
+        assert str(error).endswith(
+            "code: not_a_desktop; message: computer use needs a desktop rootfs (desktop:1)"
+        )

@@ -30,6 +30,7 @@ from createos.models import (
     ComputerScreenshotOptions,
     ComputerTypeRequest,
     ComputerWindowMoveRequest,
+    TemplateCreateRequest,
 )
 from PIL import Image
 
@@ -311,7 +312,7 @@ def test_without_the_desktop_image_computer_use_says_so(fake: FakeCreateOS, sdk:
     success."""
     runtime = fake.runtimes.get("process")
     system = runtime.system
-    runtime.system = dataclasses.replace(system, desktop=False)
+    runtime.system = dataclasses.replace(system, desktop_root=None)
     try:
         sandbox = sdk.create_sandbox(CreateSandboxRequest(shape="s-2vcpu-4gb", rootfs="desktop:1"))
         sandbox.wait_until_running()
@@ -345,3 +346,72 @@ def test_a_fork_starts_a_desktop_of_its_own(desktop: SandboxInstance) -> None:
     desktop.resume()
     desktop.wait_until_running()
     assert [w.title for w in computer.windows.list()] == ["xterm"]  # its own, still there
+
+
+def test_devbox_sandboxes_boot_the_tree_without_the_desktop(
+    fake: FakeCreateOS, sdk: Client, desktop: SandboxInstance
+) -> None:
+    """devbox:1 boots the plain Debian tree, desktop:1 the one with the X desktop (issue 30);
+    computer use on devbox:1 answers what it answers on bashkit for a sandbox without a
+    desktop (409 ``not_a_desktop``, ``tests/e2e/test_sdk_computer.py``), and a fork or a
+    template keeps the tree of its source or base."""
+    devbox = sdk.create_sandbox(CreateSandboxRequest(shape="s-1vcpu-1gb", rootfs="devbox:1"))
+    devbox.wait_until_running()
+    look = "for p in Xvfb xdotool evilwm xterm python3; do command -v $p || echo no $p; done"
+    assert _sh(devbox, look) == "no Xvfb\nno xdotool\nno evilwm\nno xterm\n/usr/bin/python3\n"
+    assert _sh(desktop, look) == (
+        "/usr/bin/Xvfb\n/usr/bin/xdotool\n/usr/bin/evilwm\n/usr/bin/xterm\n/usr/bin/python3\n"
+    )
+    runtime = fake.runtimes.get("process")
+    assert (runtime.machines[devbox.id].tree, runtime.machines[desktop.id].tree) == (
+        "devbox", "desktop"
+    )  # fmt: skip
+    not_a_desktop = (
+        409,
+        {
+            "status": "fail",
+            "data": {
+                "code": "not_a_desktop",
+                "message": "computer use needs a desktop rootfs (desktop:1)",
+            },
+        },
+    )
+    assert _error(devbox.computer.screen) == not_a_desktop
+    assert _error(lambda: _png(devbox.computer)) == not_a_desktop
+    assert _error(devbox.computer.windows.list) == not_a_desktop
+    # desktop:1's screenshot is the X server's screen (its root window's pixels)
+    assert _image(_png(desktop.computer)).size == (1280, 800)
+    assert "Xvfb" in _sh(desktop, "ps -eo comm=").split()
+    # a template built on desktop:1 boots its tree, one on devbox:1 the plain one
+    for name, dockerfile in (
+        ("on-desktop", "FROM nodeops/sandbox:desktop\nRUN echo built > /opt/built\n"),
+        ("on-devbox", "FROM nodeops/sandbox:debian\nRUN echo built > /opt/built\n"),
+    ):
+        template = sdk.templates.create(TemplateCreateRequest(name=name, dockerfile=dockerfile))
+        assert _followed(fake, template.id)[-1] == {"final": True, "status": "ready", "attempt": 1}
+    on_desktop = sdk.create_sandbox(CreateSandboxRequest(shape="s-2vcpu-4gb", rootfs="on-desktop"))
+    on_devbox = sdk.create_sandbox(CreateSandboxRequest(shape="s-1vcpu-1gb", rootfs="on-devbox"))
+    on_desktop.wait_until_running()
+    on_devbox.wait_until_running()
+    assert _sh(on_desktop, "cat /opt/built; command -v Xvfb") == "built\n/usr/bin/Xvfb\n"
+    assert _sh(on_devbox, "cat /opt/built; command -v Xvfb || true") == "built\n"
+    assert _image(_png(on_desktop.computer)).size == (1280, 800)
+    # a fork keeps its source's tree
+    devbox.pause()
+    devbox.wait_until_paused()
+    fork = devbox.fork()
+    fork.wait_until_running()
+    assert _sh(fork, "command -v Xvfb || echo none") == "none\n"
+
+
+def _followed(fake: FakeCreateOS, template_id: str) -> list[dict[str, object]]:
+    """A template's build log followed to its final event (the build ended)."""
+    with httpx.stream(
+        "GET",
+        f"{fake.url}/v1/templates/{template_id}/logs",
+        params={"follow": "true"},
+        headers={"X-Api-Key": fake.api_key},
+        timeout=120,
+    ) as reply:
+        assert reply.status_code == 200
+        return [json.loads(line) for line in reply.iter_lines() if line]

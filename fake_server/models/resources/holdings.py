@@ -124,8 +124,8 @@ class AccountResources:
         desktop = self.desktops.get(sandbox.id)
         if desktop is None:
             rootfs = sandbox.spec.rootfs
-            template = self.templates.items.get(rootfs)
-            base = template.base if template is not None else rootfs
+            named = rootfs in self.templates.rootfs_names()  # a template's id or name
+            base = self.templates.get(rootfs).base if named else rootfs
             if base not in DESKTOP_ROOTFS:
                 raise Conflict(
                     "computer use needs a desktop rootfs (desktop:1)", code="not_a_desktop"
