@@ -313,6 +313,8 @@ def decode_template(data: dict[str, Any], clock: Clock) -> Template:
         stopped = template.attempt
         template.attempt += 1
         template.running = template.interrupted = True
+        # under way: past its pending time on this clock too (a virtual one starts again)
+        template.started = min(template.started, clock.now() - template.pending)
         at = max(
             template.log[-1].offset if template.log else 0.0,
             clock.now() - template.started - template.pending,

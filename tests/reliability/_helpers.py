@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
     from fake_server import FakeCreateOS
 
-__all__ = ["bashkit_differs", "open_fds", "settled", "until"]
+__all__ = ["bashkit_differs", "open_fds", "running_below", "settled", "until"]
 
 
 async def until(check: Callable[[], Awaitable[bool]], bound: float = 20.0) -> None:
@@ -50,3 +51,19 @@ def bashkit_differs(rt_fake: FakeCreateOS, request: pytest.FixtureRequest, reaso
     """Mark the test a strict xfail on the bashkit runtime: a documented runtime difference."""
     if rt_fake.runtime == "bashkit":
         request.applymarker(pytest.mark.xfail(strict=True, reason=f"difference: {reason}"))
+
+
+def running_below(root: int, argv: bytes) -> list[int]:
+    """Processes below ``root`` whose command line is ``argv`` (NUL-terminated arguments): a
+    sandbox's program as the host sees it (a build step's ``sleep``)."""
+    from fake_server.runtime.process.sandbox import tree
+
+    found = []
+    for level in tree.descendants(root):
+        for pid in level:
+            try:
+                if Path(f"/proc/{pid}/cmdline").read_bytes() == argv:
+                    found.append(pid)
+            except OSError:
+                continue
+    return found

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-from createos import Client
+from createos import Client, CreateSandboxRequest, RunCommandRequest
 
 from tests.fake_server._persist_scenario import check_world, make_world
+from tests.reliability._helpers import running_below, settled
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -181,3 +182,100 @@ def test_a_state_directory_of_another_user_is_refused(tmp_path: Path) -> None:
     )
     if me == 0:
         assert list(state.iterdir()) == []
+
+
+#: A build the test stops during its second step: ``sleep 20`` is running when it does.
+SLOW_BUILD = (
+    "FROM nodeops/sandbox:debian\nRUN echo first > /opt/first\nRUN sleep 20 && echo slept\n"
+)
+SLEEP = b"sleep\x0020\x00"
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["clean-stop", "kill-9"])
+def test_a_restart_during_a_build_builds_the_template_again(
+    tmp_path: Path, served: list[Served], how: signal.Signals
+) -> None:
+    """A stop of ``serve --state-dir`` during a process-runtime build cancels it (its build
+    sandbox goes: processes and directory; after a kill -9, at the next start); the next start
+    builds the template again from its Dockerfile as attempt 2 (the TS SDK's
+    ``TemplateLogEvent.attempt``), ``building`` until it ends ``ready``, and a sandbox of it
+    has the build's files."""
+    state = tmp_path / "state"
+    first = Served(state, "process")
+    served.append(first)
+    headers = {"X-Api-Key": first.key}
+    body = {"name": "slow", "dockerfile": SLOW_BUILD}
+    made = httpx.post(f"{first.origin}/v1/templates", json=body, headers=headers, timeout=30)
+    assert made.status_code == 201
+    template_id = made.json()["data"]["id"]
+    assert settled(lambda: running_below(first.process.pid, SLEEP) != [], 60)
+    builds = list((state / "sandboxes").glob("build-*"))
+    assert len(builds) == 1
+    _out, err = first.stop(how)
+    assert (first.process.returncode, err) == (0 if how == signal.SIGTERM else -how, "")
+    if how == signal.SIGTERM:
+        # the build went with the fake: no process, no build sandbox's directory, no layer
+        assert running_below(os.getpid(), SLEEP) == []
+        assert [p.name for p in (state / "sandboxes").glob("build-*")] == []
+        assert not (state / "sandboxes" / ".layers").exists() or not any(
+            (state / "sandboxes" / ".layers").iterdir()
+        )
+
+    second = Served(state, "process")
+    served.append(second)
+    assert not builds[0].exists()  # a killed fake's is removed at the next start
+    headers = {"X-Api-Key": second.key}
+    detail = httpx.get(f"{second.origin}/v1/templates/{template_id}", headers=headers, timeout=30)
+    assert detail.json()["data"]["status"] == "building"
+    events = _followed(second, template_id)
+    assert events[-1] == {"final": True, "status": "ready", "attempt": 2}, events
+    lines = [(event["attempt"], event["line"]) for event in events if "line" in event]
+    earlier = [line for attempt, line in lines if attempt == 1]
+    steps = [
+        "Step 1/3 : FROM nodeops/sandbox:debian",
+        "Step 2/3 : RUN echo first > /opt/first",
+        "Step 3/3 : RUN sleep 20 && echo slept",
+    ]
+    # a clean stop saved every line; a killed fake, those saved before it was killed (the
+    # create's, at least)
+    assert earlier == steps if how == signal.SIGTERM else steps[: len(earlier)] == earlier
+    assert earlier
+    assert lines[len(earlier) :] == [
+        (2, "the fake stopped during build attempt 1: building again from the Dockerfile"),
+        (2, "Step 1/3 : FROM nodeops/sandbox:debian"),
+        (2, "Step 2/3 : RUN echo first > /opt/first"),
+        (2, "Step 3/3 : RUN sleep 20 && echo slept"),
+        (2, "slept"),
+        (2, "built template slow on devbox:1"),
+    ]
+    url = f"{second.origin}/v1/templates/{template_id}/logs"
+    only_first = httpx.get(url, params={"attempt": "1"}, headers=headers, timeout=30)
+    assert only_first.text.splitlines() == [line for attempt, line in lines if attempt == 1]
+    beyond = httpx.get(url, params={"attempt": "3"}, headers=headers, timeout=30)
+    assert (beyond.status_code, beyond.json()) == (
+        404,
+        {
+            "status": "fail",
+            "data": {"code": "attempt_not_found", "message": "build attempt not found"},
+        },
+    )
+    with Client(second.key, base_url=second.origin) as client:
+        sandbox = client.create_sandbox(CreateSandboxRequest(shape="s-1vcpu-1gb", rootfs="slow"))
+        sandbox.wait_until_running()
+        result = sandbox.run_command(RunCommandRequest(command="cat", arguments=["/opt/first"]))
+        assert (result.result.exit_code, result.result.standard_output) == (0, "first\n")
+    assert second.stop(signal.SIGTERM)[1] == ""
+    assert [p.name for p in (state / "sandboxes").glob("build-*")] == []
+    assert len(list((state / "sandboxes" / ".layers").iterdir())) == 1
+
+
+def _followed(served: Served, template_id: str) -> list[dict[str, object]]:
+    with httpx.stream(
+        "GET",
+        f"{served.origin}/v1/templates/{template_id}/logs",
+        params={"follow": "true"},
+        headers={"X-Api-Key": served.key},
+        timeout=120,
+    ) as reply:
+        assert reply.status_code == 200
+        return [json.loads(line) for line in reply.iter_lines() if line]

@@ -9,6 +9,7 @@ installs a small package from the Debian archive the host's apt uses, through th
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -21,7 +22,8 @@ from fake_server.runtime.netoptions import NetworkOptions
 from fake_server.runtime.process import ProcessRuntime
 from fake_server.runtime.process.containment import seccomp
 from fake_server.runtime.process.net.resolver import host_resolver
-from tests.fake_server._process_runtime import needs_nft
+from tests.fake_server._process_runtime import bwrap_descendants, needs_nft
+from tests.reliability._helpers import running_below, settled
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -214,3 +216,34 @@ def test_a_build_is_contained_as_a_sandbox_is(
     sdk.templates.delete("contained")  # its layer goes; the sandbox keeps its copy
     assert list(layers.iterdir()) == []
     assert _sh(sandbox, f"cat {outside}/marker") == (0, "escaped\n")
+
+
+def test_closing_the_fake_cancels_a_build_and_leaves_nothing() -> None:
+    """FakeCreateOS.close during a build (issue 30): its build sandbox's processes are killed,
+    its directories removed, its task ended; nothing of the fake's is left on the host."""
+    fake = FakeCreateOS(transitions=TransitionPolicy.immediate(), runtime="process").start()
+    runtime = _runtime(fake)
+    try:
+        reply = httpx.post(
+            f"{fake.url}/v1/templates",
+            json={"name": "slow", "dockerfile": "FROM nodeops/sandbox:debian\nRUN sleep 300\n"},
+            headers={"X-Api-Key": fake.api_key},
+            verify=tls_context(),
+        )
+        assert reply.status_code == 201
+        assert settled(lambda: running_below(os.getpid(), b"sleep\x00300\x00") != [], 60)
+        [build] = [m for name, m in runtime.machines.items() if name.startswith("build-")]
+        [template] = next(iter(fake.world.accounts.values())).resources.templates.items.values()
+        task = template.task
+        assert task is not None
+        root = runtime.fake_root.path
+        assert build.directory.is_dir()
+    finally:
+        fake.close()
+    assert task.cancelled()
+    assert running_below(os.getpid(), b"sleep\x00300\x00") == []
+    assert bwrap_descendants() == []
+    assert not build.directory.exists()
+    assert not root.exists()
+    assert runtime.machines == {}
+    assert fake.errors == []

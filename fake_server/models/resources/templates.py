@@ -88,7 +88,11 @@ class Template:
 
     def visible_log(self, now: float) -> list[LogLine]:
         began = self.started + self.pending
-        return [line for line in self.log if began + line.offset <= now]
+        return [
+            line
+            for line in self.log
+            if began + line.offset <= now or line.attempt < self.attempt  # an earlier attempt's
+        ]
 
     def fail(self, now: float, reason: str) -> None:
         """Out-of-band: the build ends ``failed`` now; the log keeps what was shown so far."""

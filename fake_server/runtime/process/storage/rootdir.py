@@ -190,7 +190,9 @@ class KeptRoot(FakeRoot):
 
     Nothing is swept and ``close()`` leaves every sandbox directory in place; the caller
     holds the state directory's lock, so no other fake uses it meanwhile. A process left
-    running there by a fake that was killed is killed first (its sandbox comes back paused).
+    running there by a fake that was killed is killed first (its sandbox comes back paused),
+    and a template build's sandbox it left is removed (a build never outlives its fake: the
+    template builds again).
     """
 
     def __init__(self, path: Path) -> None:  # no super(): no sweep, no temporary directory
@@ -199,6 +201,8 @@ class KeptRoot(FakeRoot):
         self.path = path
         self.path.mkdir(mode=0o700, exist_ok=True)
         kill_processes_of(self.path)
+        for build in self.path.glob("build-*"):
+            remove_tree(build)
         self._lock_fd = None
 
     def close(self) -> None:
