@@ -62,7 +62,12 @@ class DesktopFailed(RuntimeError):
 
 
 class LiveDesktop(Protocol):
-    """One sandbox's desktop: screen-0 of ``width`` × ``height``, started on first use."""
+    """One sandbox's desktop: screen-0 of ``width`` × ``height``, started on first use, which
+    ``resize`` changes up to ``max_size`` (the windows stay)."""
+
+    max_size: tuple[int, int]
+
+    async def resize(self, width: int, height: int) -> None: ...
 
     async def screenshot(self, region: tuple[int, int, int, int]) -> bytes: ...
     async def windows(self) -> list[LiveWindow]: ...

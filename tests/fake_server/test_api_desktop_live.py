@@ -40,9 +40,14 @@ AWAY = LiveWindow("0x00900001", "away", "canvas", 1300, 0, 100, 100, "normal", f
 class StubDesktop:
     """Answers as the X desktop would; records what it was asked."""
 
+    max_size = (2560, 1600)
+
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
         self.fail: Exception | None = None
+
+    async def resize(self, width: int, height: int) -> None:
+        await self._answer("resize", (width, height))
 
     async def _answer(self, name: str, argument: Any, value: Any = None) -> Any:
         self.calls.append((name, argument))
@@ -271,11 +276,14 @@ async def test_what_only_the_synthetic_desktop_does_is_409(
     calls = [
         client.post(base + "/open", json={"target": "https://example.com"}),
         client.post(base + "/screens", json={}),
-        client.post(base + "/screens/screen-0/resize", json={"width": 800, "height": 600}),
         client.delete(base + "/screens/screen-0"),
         client.get(base + "/screens/screen-0/connect"),
+        client.post(base + "/screens/screen-0/resize", json={"width": 2561, "height": 600}),
     ]
-    messages = [desktop_live.NO_OPENER] + [desktop_live.ONE_SCREEN] * 3 + [desktop_live.NO_VNC]
+    messages = [
+        desktop_live.NO_OPENER, desktop_live.ONE_SCREEN, desktop_live.ONE_SCREEN,
+        desktop_live.NO_VNC, "the process runtime's desktop is at most 2560x1600",
+    ]  # fmt: skip
     for call, message in zip(calls, messages, strict=True):
         answer = await call
         assert (answer.status_code, answer.json()) == (409, _fail("runtime_unsupported", message))
@@ -298,3 +306,45 @@ async def test_a_runtime_that_cannot_run_the_desktop_says_so_on_every_call(
     ):
         answer = await call
         assert (answer.status_code, answer.json()) == (409, _fail("runtime_unsupported", why))
+
+
+async def test_a_resize_sets_the_real_screens_size_and_the_one_the_api_reports(
+    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: Callable[..., Awaitable[str]]
+) -> None:
+    """The Python SDK's ``screens.resize`` (``ComputerCreateScreenRequest``) on a real
+    desktop: the X server's screen is resized first, then ``screen``, ``screens`` and the
+    input bounds follow; a bad size is 400 before the X server is asked."""
+    stub = StubDesktop()
+    base = f"/v1/sandboxes/{await _live(fake, make_sandbox, Machine(stub))}/computer"
+    answer = await client.post(base + "/screens/screen-0/resize", json={"width": 1024})
+    assert answer.status_code == 200
+    assert (answer.json()["data"]["width"], answer.json()["data"]["height"]) == (1024, 800)
+    assert stub.calls == [("resize", (1024, 800))]
+    assert (await client.get(base + "/screen")).json()["data"] == {"width": 1024, "height": 800}
+    click = await client.post(base + "/mouse/click", json={"x": 1100, "y": 1})
+    assert (click.status_code, click.json()) == (
+        400,
+        {"status": "fail", "data": {"x": "must be between 0 and 1023"}},
+    )
+    for body, field, message in (
+        ({"width": 10}, "width", "must be between 64 and 7680"),
+        ({"height": "tall"}, "height", "must be an integer"),
+    ):
+        refused = await client.post(base + "/screens/screen-0/resize", json=body)
+        assert (refused.status_code, refused.json()) == (
+            400,
+            {"status": "fail", "data": {field: message}},
+        )
+    unknown = await client.post(base + "/screens/screen-1/resize", json={"width": 800})
+    assert (unknown.status_code, unknown.json()) == (
+        404,
+        _fail("screen_not_found", "screen not found"),
+    )
+    stub.fail = DesktopFailed("the desktop could not resize the screen (status 1)")
+    failed = await client.post(base + "/screens/screen-0/resize", json={"width": 800})
+    assert (failed.status_code, failed.json()) == (
+        409,
+        _fail("desktop_failed", "the desktop could not resize the screen (status 1)"),
+    )
+    assert (await client.get(base + "/screen")).json()["data"] == {"width": 1024, "height": 800}
+    assert stub.calls == [("resize", (1024, 800)), ("resize", (800, 800))]

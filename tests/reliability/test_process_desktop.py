@@ -415,3 +415,46 @@ def _followed(fake: FakeCreateOS, template_id: str) -> list[dict[str, object]]:
     ) as reply:
         assert reply.status_code == 200
         return [json.loads(line) for line in reply.iter_lines() if line]
+
+
+def test_a_screen_resize_changes_the_x_servers_screen_and_keeps_the_windows(
+    desktop: SandboxInstance,
+) -> None:
+    """The Python SDK's ``screens.resize`` on the real desktop: RandR resizes the X server's
+    screen (programs of the sandbox see it), screenshots and the reported size follow, the
+    windows stay; past the frame buffer Xvfb started with, 409 saying how large it can be."""
+    computer = desktop.computer
+    computer.launch(ComputerLaunchRequest(application="xterm"))
+    root_size = (
+        'python3 -c \'from Xlib import display; g = display.Display(":0").screen(); '
+        "print(g.width_in_pixels, g.height_in_pixels)'"
+    )
+    assert _sh(desktop, root_size) == "1280 800\n"
+    for width, height in ((1024, 600), (1920, 1080)):
+        resized = computer.screens.resize(
+            ComputerScreenID.SCREEN_0, ComputerCreateScreenRequest(width=width, height=height)
+        )
+        assert (resized.width, resized.height) == (width, height)
+        assert (computer.screen().width, computer.screen().height) == (width, height)
+        assert _image(_png(computer)).size == (width, height)
+        assert _sh(desktop, root_size) == f"{width} {height}\n"
+    [xterm] = computer.windows.list()
+    computer.windows.maximize(xterm.id)
+
+    def size() -> tuple[int, int]:
+        geometry = computer.windows.geometry(xterm.id)
+        return geometry.width, geometry.height
+
+    assert settled(lambda: size() == (1920, 1080))  # the window manager saw the new size
+    too_big = ComputerCreateScreenRequest(width=2561, height=1080)
+    assert _error(lambda: computer.screens.resize(ComputerScreenID.SCREEN_0, too_big)) == (
+        409,
+        {
+            "status": "fail",
+            "data": {
+                "code": "runtime_unsupported",
+                "message": "the process runtime's desktop is at most 2560x1600",
+            },
+        },
+    )
+    assert _image(_png(computer)).size == (1920, 1080)  # unchanged

@@ -183,8 +183,8 @@ async def connect_screen(request: web.Request) -> web.Response:
 
 async def resize_screen(request: web.Request) -> web.Response:
     desktop, screen_id = _screen_of(request)
-    desktop_live.synthetic_screens(desktop)
-    return ok(screen_json(desktop.resize_screen(screen_id, await _body(request))))
+    body = await _body(request)
+    return ok(screen_json(await desktop_live.resize_screen(desktop, screen_id, body)))
 
 
 async def delete_screen(request: web.Request) -> web.Response:

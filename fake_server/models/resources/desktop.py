@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from fake_server.clock import Clock
     from fake_server.models.context import Context
 
-__all__ = ["DESKTOP_ROOTFS", "Desktop", "Screen", "Window"]
+__all__ = ["DESKTOP_ROOTFS", "Desktop", "Screen", "Window", "screen_size"]
 
 #: Rootfs names that boot a graphical session.
 DESKTOP_ROOTFS = frozenset({"desktop:1"})
@@ -112,7 +112,7 @@ class Desktop:
         return self.screens[index]
 
     def create_screen(self, body: dict[str, Any]) -> Screen:
-        width, height = _size(body)
+        width, height = screen_size(body)
         free = [i for i in range(MAX_SCREENS) if i not in self.screens]
         if not free:
             raise Conflict(f"at most {MAX_SCREENS} screens", code="screen_limit")
@@ -122,7 +122,7 @@ class Desktop:
 
     def resize_screen(self, screen_id: str, body: dict[str, Any]) -> Screen:
         screen = self.screen(screen_id)
-        screen.width, screen.height = _size(body)
+        screen.width, screen.height = screen_size(body)
         screen.cursor = (
             min(screen.cursor[0], screen.width - 1),
             min(screen.cursor[1], screen.height - 1),
@@ -348,7 +348,9 @@ def _int(body: Any, name: str, low: int, high: int) -> int:
     return value
 
 
-def _size(body: dict[str, Any]) -> tuple[int, int]:
+def screen_size(body: dict[str, Any]) -> tuple[int, int]:
+    """A screen create's or resize's ``width`` and ``height`` (the defaults for 0 or none;
+    400 naming the field outside the bounds)."""
     width = body.get("width") or DEFAULT_SIZE[0]
     height = body.get("height") or DEFAULT_SIZE[1]
     return _int({"width": width}, "width", MIN_SIZE, MAX_WIDTH), _int(

@@ -4,8 +4,9 @@ one (the process runtime's X server, ``runtime.desktop``), else on the synthetic
 Requests are checked by ``Desktop`` either way (one set of rules and messages); on a real
 desktop the checked input is then done by the X server, and what is read (screenshot, windows,
 cursor, clipboard) comes from it. What a real desktop cannot do answers 409
-``runtime_unsupported``: more screens or another size (Xvfb has one screen, of the size it
-started with), and ``open`` (desktop:1's image has no browser or file manager).
+``runtime_unsupported``: more screens (Xvfb runs one), a size past the largest its frame
+buffer holds (a resize is RandR's, up to the size Xvfb started with), and ``open``
+(desktop:1's image has no browser or file manager).
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from fake_server.models.errors import BadRequest, Conflict, NotFound
-from fake_server.models.resources.desktop import MAX_HEIGHT, MAX_WIDTH, Window, int_field
+from fake_server.models.resources.desktop import (
+    MAX_HEIGHT,
+    MAX_WIDTH,
+    Window,
+    int_field,
+    screen_size,
+)
 from fake_server.models.resources.desktop_render import (
     checked_region,
     window_region,
@@ -38,13 +45,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "act", "clipboard", "cursor", "focused", "launch", "listing", "no_vnc", "open_target",
-    "screenshot",
+    "resize_screen", "screenshot",
     "send_input", "set_clipboard", "synthetic_screens", "window",
 ]  # fmt: skip
 
 _WINDOW_ID = re.compile(r"0x[0-9a-f]{1,8}")
 #: Why a real desktop refuses what only the synthetic one does.
-ONE_SCREEN = "the process runtime's desktop has one screen (screen-0) of a fixed size"
+ONE_SCREEN = "the process runtime's desktop has one screen (screen-0)"
 NO_VNC = "the process runtime's desktop serves no VNC (screenshots and input are real)"
 NO_OPENER = "desktop:1 on the process runtime has no browser or file manager; launch a program"
 
@@ -106,6 +113,23 @@ def synthetic_screens(desktop: Desktop) -> None:
     synthetic one."""
     if live(desktop) is not None:
         raise Conflict(ONE_SCREEN, code="runtime_unsupported")
+
+
+async def resize_screen(desktop: Desktop, screen_id: str, body: dict[str, Any]) -> Screen:
+    """Resize a screen: on a real desktop the X server's screen first (RandR), within the
+    largest size it can take (409 ``runtime_unsupported`` past it)."""
+    real = live(desktop)
+    if real is not None:
+        desktop.screen(screen_id)  # 404 for a screen it does not have
+        width, height = screen_size(body)
+        most = real.max_size
+        if width > most[0] or height > most[1]:
+            raise Conflict(
+                f"the process runtime's desktop is at most {most[0]}x{most[1]}",
+                code="runtime_unsupported",
+            )
+        await _call(real.resize(width, height))
+    return desktop.resize_screen(screen_id, body)
 
 
 def no_vnc(desktop: Desktop) -> None:

@@ -40,11 +40,15 @@ if TYPE_CHECKING:
 
     from fake_server.runtime.api import Runner
 
-__all__ = ["DISPLAY", "XDesktop"]
+__all__ = ["DISPLAY", "MAX_SIZE", "XDesktop"]
 
 DISPLAY = ":0"
 _GUEST = (Path(__file__).with_name("xguest.py")).read_text()
 _ENV = {"DISPLAY": DISPLAY}
+#: The X server's frame buffer: the largest its screen can be resized to (RandR cannot grow
+#: it past the size Xvfb started with). 2560x1600 holds the common sizes up to WQXGA in
+#: 16 MB of the sandbox's memory (4K would take 33 MB, 8K the synthetic desktop's 132 MB).
+MAX_SIZE = (2560, 1600)
 #: Seconds the start waits for the X server and the window manager (inside the sandbox).
 _START_WAIT = 20
 #: Starts what is not running: the X server, then the window manager ($0: ``xguest``). The
@@ -53,10 +57,11 @@ _START_WAIT = 20
 _START = """
 if ! pgrep -x Xvfb >/dev/null; then
     rm -f /tmp/.X0-lock /tmp/.X11-unix/X0
-    setsid nohup Xvfb :0 -screen 0 {width}x{height}x24 -nolisten tcp -noreset \
+    setsid nohup Xvfb :0 -screen 0 {max_width}x{max_height}x24 -nolisten tcp -noreset \
         >/var/log/Xvfb.0.log 2>&1 </dev/null &
 fi
 python3 -c "$0" ready {wait} || exit 4
+python3 -c "$0" size {width} {height} || exit 9
 if ! pgrep -x evilwm >/dev/null; then
     setsid nohup evilwm -fn fixed >/var/log/evilwm.log 2>&1 </dev/null &
 fi
@@ -68,7 +73,7 @@ _BUTTONS = {"left": "1", "middle": "2", "right": "3"}
 #: What each ``xguest`` operation does, for the message when it fails.
 _DOING = {
     "shot": "read the screen", "windows": "list the windows", "cursor": "read the pointer",
-    "launch": "start the program", "act": "act on the window",
+    "launch": "start the program", "act": "act on the window", "size": "resize the screen",
 }  # fmt: skip
 _NO_SUCH_WINDOW, _UNKNOWN_KEY, _NO_X, _NOT_INSTALLED, _NO_WINDOW = 5, 3, 4, 6, 7
 #: xdotool's pauses between typed characters and between the clicks of a double or triple
@@ -78,6 +83,8 @@ TYPE_DELAY_MS, CLICK_DELAY_MS = 12, 100
 
 class XDesktop:
     """One sandbox's X desktop (``runtime.desktop.LiveDesktop``), started on first use."""
+
+    max_size = MAX_SIZE
 
     def __init__(self, runner: Callable[[], Runner], width: int, height: int) -> None:
         self._runner = runner
@@ -112,7 +119,13 @@ class XDesktop:
         async with self._lock:
             if self._started:
                 return
-            script = _START.format(width=self.width, height=self.height, wait=_START_WAIT)
+            script = _START.format(
+                width=self.width,
+                height=self.height,
+                max_width=MAX_SIZE[0],
+                max_height=MAX_SIZE[1],
+                wait=_START_WAIT,
+            )
             code, _ = await self._exec(["bash", "-c", script, _GUEST], starting=True)
             if code != 0:
                 raise DesktopFailed(f"the desktop did not start (status {code})")
@@ -144,6 +157,11 @@ class XDesktop:
         png = io.BytesIO()
         image.save(png, format="PNG", compress_level=1)
         return png.getvalue()
+
+    async def resize(self, width: int, height: int) -> None:
+        """Set the screen's size (RandR; a start after a restart from inside takes it too)."""
+        self.width, self.height = width, height
+        await self._guest("size", str(width), str(height))
 
     async def windows(self) -> list[LiveWindow]:
         _, out = await self._guest("windows")

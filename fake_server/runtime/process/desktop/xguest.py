@@ -18,6 +18,7 @@ import time
 
 from Xlib import XK, X, Xatom, display
 from Xlib.error import BadWindow, DisplayError, XError
+from Xlib.ext import randr
 from Xlib.protocol import event
 
 ALIASES = {"ctrl", "control", "alt", "shift", "super", "meta"}
@@ -142,6 +143,32 @@ def op_ready(args):
                 sys.exit(4)
             time.sleep(POLL)
     print("ready")
+
+
+def op_size(args):
+    """Set the screen's size with RandR, as ``xrandr --fb`` with a mode of that size would:
+    the output's CRTC off, the screen resized, the CRTC on again in a mode of that size."""
+    d = connect()
+    width, height = int(args[0]), int(args[1])
+    root = d.screen().root
+    resources = randr.get_screen_resources(root)
+    output, crtc = resources.outputs[0], resources.crtcs[0]
+    mode = next((m.id for m in resources.modes if (m.width, m.height) == (width, height)), None)
+    if mode is None:
+        name = f"{width}x{height}"
+        info = {
+            "id": 0, "width": width, "height": height, "dot_clock": 0, "h_sync_start": 0,
+            "h_sync_end": 0, "h_total": width, "h_skew": 0, "v_sync_start": 0, "v_sync_end": 0,
+            "v_total": height, "name_length": len(name), "flags": 0,
+        }  # fmt: skip
+        mode = randr.create_mode(root, info, name).mode
+        randr.add_output_mode(d, output, mode)
+    stamp = resources.config_timestamp
+    randr.set_crtc_config(d, crtc, stamp, 0, 0, 0, randr.Rotate_0, [], X.CurrentTime)
+    millimetres = (round(width * 25.4 / 96), round(height * 25.4 / 96))  # 96 dpi
+    randr.set_screen_size(root, width, height, *millimetres)
+    randr.set_crtc_config(d, crtc, stamp, 0, 0, mode, randr.Rotate_0, [output], X.CurrentTime)
+    d.sync()
 
 
 def op_shot(args):
