@@ -32,12 +32,17 @@ HOST_OS = platform.freedesktop_os_release()["PRETTY_NAME"]
 #: What devbox:1 boots here: the Debian 13 tree where ``createos-fake image`` built it (CI),
 #: the host's own programs otherwise (a fresh machine).
 DEVBOX_BOOTS = (
-    f"{debian.NAME} with an X desktop (Xvfb, evilwm, xdotool)"
-    if desktop_image.built(image.cache_dir()) is not None
-    else debian.NAME
+    debian.NAME
     if debian.built(image.cache_dir()) is not None
     else f"this host's {HOST_OS} programs (no {debian.NAME} image yet: createos-fake image "
     "builds it)"
+)
+#: What desktop:1 adds where its tree is built too.
+DESKTOP_ADDS = (
+    "; desktop:1 adds an X desktop (Xvfb, evilwm, xdotool)"
+    if debian.built(image.cache_dir()) is not None
+    and desktop_image.built(image.cache_dir()) is not None
+    else ""
 )
 STOPPED = (
     "createos-fake: {signal}: stopping (killing the sandboxes' processes; a second signal exits "
@@ -102,7 +107,7 @@ def _exercise(process: subprocess.Popen[str]) -> None:
         procview.describe(),
         "images: rootfs devbox:1, desktop:1, ubuntu:24.04, node:22, python:3.12 boot devbox:1: "
         f"{DEVBOX_BOOTS} on a copy-on-write root per sandbox (user root; apt-get, pip, npm -g; "
-        "bun)",
+        f"bun){DESKTOP_ADDS}",
         "state: in memory only, lost at stop (--state-dir DIR keeps it)",
         "",
         "# the official SDKs (they add /v1 themselves; Python reads CREATEOS_API_KEY,"
