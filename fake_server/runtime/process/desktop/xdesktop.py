@@ -46,8 +46,10 @@ DISPLAY = ":0"
 _GUEST = (Path(__file__).with_name("xguest.py")).read_text()
 _ENV = {"DISPLAY": DISPLAY}
 #: The X server's frame buffer: the largest its screen can be resized to (RandR cannot grow
-#: it past the size Xvfb started with). 2560x1600 holds the common sizes up to WQXGA in
-#: 16 MB of the sandbox's memory (4K would take 33 MB, 8K the synthetic desktop's 132 MB).
+#: it past the size Xvfb started with). 2560x1600 holds the common sizes up to WQXGA; its
+#: pages count against the sandbox's memory only once drawn (Xvfb's PSS at 1280x800 is the
+#: same as with a 1280x800 buffer), and a full screen of it is 16 MB (4K would be 33 MB, the
+#: synthetic desktop's 8K 132 MB).
 MAX_SIZE = (2560, 1600)
 #: Seconds the start waits for the X server and the window manager (inside the sandbox).
 _START_WAIT = 20
