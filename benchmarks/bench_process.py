@@ -206,7 +206,7 @@ def _rootfs_create(runtime: ProcessRuntime, base: Path, count: int) -> float:
     times = []
     for index in range(count):
         start = timer()
-        SandboxRoot(runtime.images, base / f"r{index}", 10240, None).close()
+        SandboxRoot(runtime.images(), base / f"r{index}", 10240, None).close()
         times.append(timer() - start)
     return median(times)
 
