@@ -1,5 +1,5 @@
 """Debian's Chromium driven by Playwright, on a loopback of its own: shared by the dashboard's
-browser tests (tests/reliability/test_dashboard_browser.py) and its benchmark.
+browser tests (tests/fake_server/dashboard/test_dashboard_browser.py) and its benchmark.
 
 Chromium aborts requests in flight (``ERR_NETWORK_CHANGED``) whenever an interface or an
 address changes on the machine, which other programs (other fakes' sandbox networks) do all the

@@ -1,7 +1,7 @@
 """Benchmark: chaos throughput, lease lifecycles per second under seeded faults.
 
 Runs the chaos harness (``benchmarks/chaos.py``, also run by
-``tests/reliability/test_chaos.py``: acquire, execute, sync, release with pause, resume,
+``tests/test_chaos.py``: acquire, execute, sync, release with pause, resume,
 destroy through ``CreateosProvider`` against the fake, 8 lifecycles at a time on one
 VirtualClock) with its random fault schedules and, side by side in the same rounds, with no
 faults. Prints lifecycles/s and requests/s for both, the

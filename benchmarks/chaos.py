@@ -18,7 +18,7 @@ On failure the seed, the lifecycle and its journal are printed. ``CHAOS_SEED`` a
 seed and its index, so ``CHAOS_SEED=<seed> CHAOS_ONLY=<index>`` replays one failing lifecycle
 on its own (with ``CHAOS_CONCURRENCY=1`` a whole run is reproducible request for request;
 with several lifecycles in flight the interleaving, and so the count of firings of
-every-call faults, may vary). ``tests/reliability/test_chaos.py`` (marked ``chaos``, a CI
+every-call faults, may vary). ``tests/test_chaos.py`` (marked ``chaos``, a CI
 step of its own) and ``benchmarks/bench_chaos.py`` both run ``run_chaos``.
 """
 
@@ -93,7 +93,7 @@ ONLY = [int(i) for i in os.environ.get("CHAOS_ONLY", "").split(",") if i.strip()
 # Real seconds of quiet before the virtual clock jumps (the clock's own default).
 CLOCK_THRESHOLD = float(os.environ.get("CHAOS_CLOCK_THRESHOLD", "0.002"))
 WORKSPACE = "/paperclip-workspace"
-TEST_FILE = "tests/reliability/test_chaos.py"
+TEST_FILE = "tests/test_chaos.py"
 MARKER_PATH = f"{WORKSPACE}/.paperclip-runtime/.paperclip-createos-lease"
 SECRET_BODY = "chaos-secret-response-body"
 AMBIGUOUS = "CreateOS process creation could not be confirmed; destroy the lease before reusing it."
@@ -135,7 +135,7 @@ _SPECIAL: dict[str, list[Action]] = {
 # The catalog's actions the mix leaves out, and why; every other action is in it.
 LEFT_OUT: dict[type[Action], str] = {
     CrashProcess: "a killed process is an ordinary command result for the provider, with no "
-    "lease guarantee at stake (tests/fake_server/test_faults_streams.py covers it)",
+    "lease guarantee at stake (tests/fake_server/faults/test_faults_streams.py covers it)",
     VanishNetwork: "needs a network id in the path; no call of the provider names one",
     DetachDisk: "needs a disk id in the path; no call of the provider names one",
     FailTemplateBuild: "needs a template id in the path; no call of the provider names one",

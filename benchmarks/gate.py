@@ -11,7 +11,7 @@ a little past its goal, and the full run (``run_all.py``) is the judge of the go
 Absolute times (milliseconds, seconds) are never gated: they measure the machine.
 
 Run: ``python benchmarks/run_all.py --quick --gate`` (exit status 1 when it fails); the
-reliability step runs it (``tests/reliability/test_benchmark_gate.py``).
+reliability step runs it (``tests/test_benchmark_gate.py``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ grow by ``RSS_BOUND``. Exits 1 on the first wave that does not return, naming wh
 
     python -m benchmarks.soak [--waves 20] [--sandboxes 8] [--runtime process|bashkit]
 
-``tests/reliability/test_soak.py`` runs a short version in CI, under ``ulimit -n 1024``.
+``tests/test_soak.py`` runs a short version in CI, under ``ulimit -n 1024``.
 """
 
 from __future__ import annotations

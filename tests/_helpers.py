@@ -1,7 +1,7 @@
-"""Helpers the reliability modules share, imported as ``tests.reliability._helpers`` (never
-``from conftest import``: that resolves to whichever ``conftest`` module was collected first,
-so a run listing another folder's test file before a reliability one failed to collect).
-The fixtures stay in ``conftest.py``."""
+"""Helpers tests in several folders share (bounded waits, open descriptors, runtime
+differences), imported as ``tests._helpers`` (never ``from conftest import``: that resolves to
+whichever ``conftest`` module was collected first, so a run listing another folder's test file
+first failed to collect)."""
 
 from __future__ import annotations
 

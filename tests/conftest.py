@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +40,17 @@ def _no_host_resolver() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(network, "host_resolver", lambda: None)
         yield
+
+
+@pytest.fixture(name="cpu_burners", scope="module")
+def _cpu_burners() -> Iterator[None]:
+    """Two busy processes for a whole module, as on a loaded machine (``pytestmark =
+    pytest.mark.usefixtures("cpu_burners")``)."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    yield
+    for burner in burners:
+        burner.kill()
+        burner.wait()
 
 
 #: Examples slow by nature (a ``createos-fake serve`` subprocess, about 1.5 s of CPU): run in the

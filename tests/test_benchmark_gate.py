@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+import pytest
+
+pytestmark = pytest.mark.reliability
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: Imported first by every interpreter started with it on ``PYTHONPATH``: each request the
 #: fake serves spins 2 ms of CPU, about ten times what the fake's own handling costs.

@@ -63,7 +63,7 @@ EXPECTED_GOALS = {
 }
 BENCHMARKS = [path.stem for path in run_all.discover()]
 #: Benchmarks whose smoke run alone would break this file's 3 s budget: imported, not run.
-#: (``bench_chaos`` drives the chaos harness, which ``tests/reliability`` runs in full;
+#: (``bench_chaos`` drives the chaos harness, which ``tests/test_chaos.py`` runs in full;
 #: ``bench_plugin`` and ``bench_timeouts`` run pytest in subprocesses, seconds even at smoke
 #: size (``tests/provider/test_process_timeout.py`` checks what the latter measures);
 #: ``bench_dashboard`` starts Chromium.)

@@ -16,6 +16,8 @@ from benchmarks.chaos import LIFECYCLES, ONLY, SEED, run_chaos
 if TYPE_CHECKING:
     from pathlib import Path
 
+pytestmark = pytest.mark.reliability
+
 
 @pytest.mark.chaos
 @pytest.mark.asyncio

@@ -1,7 +1,7 @@
 """No test module imports ``conftest`` by its bare name: pytest imports every folder's
 ``conftest.py`` as a module named ``conftest``, so ``from conftest import x`` finds whichever
 was collected first and a run that lists another folder's file first fails to collect. Shared
-helpers live in an importable module (``tests.reliability._helpers``)."""
+helpers live in an importable module (``tests._helpers``)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.reliability
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize(("runtime", "waves"), [("process", 3), ("bashkit", 1)])

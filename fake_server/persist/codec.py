@@ -125,7 +125,7 @@ def decode_sandbox(data: dict[str, Any], machine: Machine, ctx: Context) -> Sand
     """The sandbox ``data`` describes, settled in its restored status, with no processes.
 
     Built without ``Sandbox.__init__``, which would journal a new ``creating`` and start its
-    timer; ``tests/fake_server/test_persist.py`` checks every attribute it sets is set here.
+    timer; ``tests/fake_server/persist/test_persist.py`` checks every attribute it sets is set here.
     """
     status = RESTORED_STATUS[data["status"]]
     if status is None:

@@ -25,16 +25,19 @@ from tests.fake_server._process_runtime import needs_nft
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "e2e" / "official_ts"
+EXAMPLES = Path(__file__).resolve().parent / "official_ts"
 NODE_PATH = os.environ.get("CREATEOS_TS_SDK_NODE_PATH", "")
 KEY = "cos_official_ts_0123456789"
 
-pytestmark = needs(
-    None if NODE_PATH and (Path(NODE_PATH) / "tsx").is_dir() else "the TypeScript SDK and tsx",
-    "npm install --prefix .ci/node @nodeops-createos/sandbox@0.7.1 "
-    "createos-sandbox-sdk@npm:@nodeops-createos/sandbox@0.7.1 tsx@4.23.15 and export "
-    "CREATEOS_TS_SDK_NODE_PATH=$PWD/.ci/node/node_modules (as .ci/run does)",
-)
+pytestmark = [
+    pytest.mark.reliability,
+    needs(
+        None if NODE_PATH and (Path(NODE_PATH) / "tsx").is_dir() else "the TypeScript SDK and tsx",
+        "npm install --prefix .ci/node @nodeops-createos/sandbox@0.7.1 "
+        "createos-sandbox-sdk@npm:@nodeops-createos/sandbox@0.7.1 tsx@4.23.15 and export "
+        "CREATEOS_TS_SDK_NODE_PATH=$PWD/.ci/node/node_modules (as .ci/run does)",
+    ),
+]
 
 
 @pytest.fixture(scope="module", name="serve_url")

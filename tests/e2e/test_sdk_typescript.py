@@ -1,5 +1,5 @@
 """The official TypeScript SDK's client and sandbox methods (``sdk_ts_smoke.mjs``) against a
-thread-mode fake; its resource APIs run in ``tests/reliability/test_sdk_typescript_resources.py``
+thread-mode fake; its resource APIs run in ``tests/e2e/test_sdk_typescript_resources.py``
 (a second Node process is too slow for the main suite). Together the two scripts call every
 public method the installed package declares."""
 

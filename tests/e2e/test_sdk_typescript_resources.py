@@ -5,7 +5,11 @@ more than the main suite's budget."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.e2e.ts_sdk import needs_node, run_ts_script
+
+pytestmark = pytest.mark.reliability
 
 #: The 0.7.1 methods of ``templates``, ``networks``, ``disks`` and the sandbox's disk and
 #: network methods (``src/client.ts``, ``src/sandbox.ts``): all 24, in the order checked.

@@ -32,7 +32,7 @@ async def _client(fake: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(
         base_url=fake.url,
         headers={"X-Api-Key": fake.api_key},
-        timeout=10,
+        timeout=30,
         transport=clock_transport(fake.clock),
     ) as client:
         yield client

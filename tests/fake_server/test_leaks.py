@@ -17,14 +17,17 @@ import pytest
 import pytest_asyncio
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
-from tests.reliability._helpers import open_fds
+from tests._helpers import open_fds
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-pytestmark = pytest.mark.skipif(
-    not os.path.isdir("/proc/self/fd"), reason="counts open files through /proc (Linux)"
-)
+pytestmark = [
+    pytest.mark.reliability,
+    pytest.mark.skipif(
+        not os.path.isdir("/proc/self/fd"), reason="counts open files through /proc (Linux)"
+    ),
+]
 
 #: Lifecycles (create, several execs, one managed process, destroy or leave for reset()).
 LIFECYCLES = 20

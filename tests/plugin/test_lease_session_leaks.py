@@ -13,11 +13,14 @@ from pytest_createos._markers import DEFAULT_SHAPE
 from pytest_createos._options import Options
 from pytest_createos._session import Session
 from pytest_createos.provider import Environment
-from tests.reliability._helpers import open_fds
+from tests._helpers import open_fds
 
-pytestmark = pytest.mark.skipif(
-    not os.path.isdir("/proc/self/fd"), reason="counts open files through /proc (Linux)"
-)
+pytestmark = [
+    pytest.mark.reliability,
+    pytest.mark.skipif(
+        not os.path.isdir("/proc/self/fd"), reason="counts open files through /proc (Linux)"
+    ),
+]
 
 
 def _lifecycles(count: int) -> None:

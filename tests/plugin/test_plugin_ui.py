@@ -1,5 +1,5 @@
 """``--createos-ui`` is refused where nobody could press Enter: no terminal, or xdist.
-The pause itself, on a terminal, is tests/reliability/test_plugin_ui_pause.py."""
+The pause itself, on a terminal, is tests/plugin/test_plugin_ui_pause.py."""
 
 from __future__ import annotations
 

@@ -11,12 +11,11 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import httpx
+import pytest
 
-if TYPE_CHECKING:
-    import pytest
+pytestmark = pytest.mark.reliability
 
 ROOT = Path(__file__).resolve().parents[2]
 FAILING = """

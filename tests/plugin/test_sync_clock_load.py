@@ -13,7 +13,7 @@ import pytest
 from createos import CreateSandboxRequest
 from createos.models import ManagedProcessCreateRequest, ManagedProcessSignal
 
-pytestmark = pytest.mark.usefixtures("cpu_burners")
+pytestmark = [pytest.mark.reliability, pytest.mark.usefixtures("cpu_burners")]
 
 SLEEPER = ManagedProcessCreateRequest(command="/bin/bash", arguments=["-c", "sleep 300"])
 

@@ -1,14 +1,13 @@
 """The security suite: each attack class on a sandbox (escape, limits, origins, exhaustion,
 bad input, the files serve writes) repeated against ``createos-fake serve`` as CI runs it.
 
-Every test here is marked ``reliability`` (a ``serve`` subprocess and real programs are slow by
-nature): CI runs them in the reliability step. Each module starts one ``serve`` of its own
-(``serve`` below) so one attack's damage cannot hide another's.
+Every module here is marked ``reliability`` in its ``pytestmark`` (a ``serve`` subprocess and
+real programs are slow by nature): CI runs them in the reliability step. Each module starts
+one ``serve`` of its own (``serve`` below) so one attack's damage cannot hide another's.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -17,15 +16,6 @@ from tests.security._attack import Target, serving
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-_HERE = Path(__file__).parent
-
-
-@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if _HERE in item.path.parents:
-            item.add_marker(pytest.mark.reliability)
 
 
 @pytest.fixture(name="serve", scope="module")

@@ -15,9 +15,12 @@ import pytest
 if TYPE_CHECKING:
     from tests.security._attack import Target
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("nft") is None, reason="sandboxes have no route out without nftables"
-)
+pytestmark = [
+    pytest.mark.reliability,
+    pytest.mark.skipif(
+        shutil.which("nft") is None, reason="sandboxes have no route out without nftables"
+    ),
+]
 
 
 def test_apt_get_update_and_install_of_a_small_package(serve: Target) -> None:

@@ -19,6 +19,8 @@ import pytest
 if TYPE_CHECKING:
     from tests.security._attack import Target
 
+pytestmark = pytest.mark.reliability
+
 #: ``MAX_ARG_STRLEN`` less the string's NUL: the longest argument Linux passes.
 MAX_ARG = 131_071
 _STRLEN = (

@@ -15,6 +15,8 @@ import pytest
 if TYPE_CHECKING:
     from tests.security._attack import Target
 
+pytestmark = pytest.mark.reliability
+
 
 @pytest.fixture(name="sandbox", scope="module")
 def _sandbox(serve: Target) -> str:

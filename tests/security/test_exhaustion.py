@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
     from tests.security._attack import Target
 
+pytestmark = pytest.mark.reliability
+
 #: What a buffered exec keeps of each stream (``fake_server.models.exec_output``).
 BUFFERED_LIMIT = 10 * MIB
 

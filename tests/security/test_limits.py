@@ -21,9 +21,12 @@ from tests._needs import needs_command
 if TYPE_CHECKING:
     from tests.security._attack import Target
 
-pytestmark = pytest.mark.skipif(
-    isinstance(cgroups.hierarchy(), str), reason="no cgroup controller can be used here"
-)
+pytestmark = [
+    pytest.mark.reliability,
+    pytest.mark.skipif(
+        isinstance(cgroups.hierarchy(), str), reason="no cgroup controller can be used here"
+    ),
+]
 
 _HOG = (
     "python3 -c 'import mmap; m = mmap.mmap(-1, 2 << 30); "

@@ -28,7 +28,10 @@ if TYPE_CHECKING:
     from tests.security._attack import Target
 
 _MISSING = chromium_missing()
-pytestmark = pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")
+pytestmark = [
+    pytest.mark.reliability,
+    pytest.mark.skipif(_MISSING is not None, reason=_MISSING or ""),
+]
 
 PORT = 8080
 #: The sandbox's server: an app with root-relative assets and a redirect at ``/``, the attack

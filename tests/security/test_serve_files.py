@@ -20,6 +20,8 @@ import pytest
 if TYPE_CHECKING:
     from pathlib import Path
 
+pytestmark = pytest.mark.reliability
+
 _SERVE = [sys.executable, "-m", "fake_server", "serve", "--port", "0", "--quiet"]
 _SECRET = "the user's own file, which must not change\n"
 

@@ -34,9 +34,10 @@ from tests.security._unprivileged import as_user, free_id, subordinate_user
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0, reason="running serve as another user needs root"
-)
+pytestmark = [
+    pytest.mark.reliability,
+    pytest.mark.skipif(os.geteuid() != 0, reason="running serve as another user needs root"),
+]
 #: The tests of the subordinate map (and of its fallback where ``newuidmap`` is hidden).
 _UIDMAP = needs_command("newuidmap", "uidmap's newuidmap", "apt-get install uidmap")
 

@@ -16,7 +16,7 @@ its ``_bashkit_callback`` module (made with the first ``Bash``). ``isolate()`` g
 helper the body ``ctx.copy().run(fn, *args)``: the callback sees the same context variables,
 in a copy only its own call enters, so no two threads ever enter one context. The loop's
 handles still share ``ctx``, but they run on one thread, one after the other.
-Reproduction: ``tests/fake_server/test_bashkit_callctx.py`` (docs/contributing.md).
+Reproduction: ``tests/fake_server/runtime/bashkit/test_bashkit_callctx.py`` (docs/contributing.md).
 """
 
 from __future__ import annotations

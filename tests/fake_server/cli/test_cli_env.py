@@ -14,7 +14,7 @@ import pytest
 
 from fake_server.__main__ import build_parser, env_lines, keys_from_environment
 from fake_server.server import FakeCreateOS
-from tests.fake_server.test_cli import STOPPED, _read_help
+from tests.fake_server.cli.test_cli import STOPPED, _read_help
 
 #: Slow (subprocesses, real programs): in the reliability step, keeping the main suite fast.
 pytestmark = pytest.mark.reliability

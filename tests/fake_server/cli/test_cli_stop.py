@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from fake_server import stopping
-from tests.fake_server.test_cli import STOPPED, _read_help
+from tests.fake_server.cli.test_cli import STOPPED, _read_help
 
 #: Slow (subprocesses, real programs): in the reliability step, keeping the main suite fast.
 pytestmark = pytest.mark.reliability

@@ -21,11 +21,13 @@ from createos.models import CreateSandboxRequest, ExecStreamEventType, RunComman
 from benchmarks._serve import start_serve
 from fake_server import tls_context
 from fake_server.runtime.api import RUNTIMES
-from tests.reliability._writers import SCRIPT, missing
+from tests.fake_server._writers import SCRIPT, missing
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
+
+pytestmark = pytest.mark.reliability
 
 #: Written by a Python started inside the sandbox, at its exit (stdout to a pipe is buffered).
 _PYTHON = (

@@ -22,7 +22,7 @@ import pytest
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, sync_clock_transport
 from fake_server.clock import EXCHANGE_HEADER, watch
-from tests.reliability._helpers import settled
+from tests._helpers import settled
 
 if TYPE_CHECKING:
     import concurrent.futures

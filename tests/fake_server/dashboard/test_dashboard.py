@@ -1,7 +1,7 @@
 """The dashboard's HTTP side (``/_fake/ui/``): the login and its cookie, CSRF and origin
 checks, security headers, that watching changes nothing, the journal's paging, the live
 streams and downloads. The pages themselves are driven in Chromium by
-tests/reliability/test_dashboard_browser.py."""
+tests/fake_server/dashboard/test_dashboard_browser.py."""
 
 from __future__ import annotations
 

@@ -32,13 +32,14 @@ if TYPE_CHECKING:
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 _MISSING = chromium_missing()
-pytestmark = (
+pytestmark = [
+    pytest.mark.reliability,
     needs(None, "")
     if _MISSING is None
     else needs("playwright", "pip install -e '.[test]'")
     if "playwright" in _MISSING
-    else needs("Debian's Chromium", "apt-get install chromium")
-)
+    else needs("Debian's Chromium", "apt-get install chromium"),
+]
 SHOTS = os.environ.get("CREATEOS_UI_SCREENSHOTS")
 
 

@@ -18,7 +18,7 @@ from benchmarks._browser import chromium_missing, open_browser
 from fake_server import FakeCreateOS, Fault, TransitionPolicy
 from fake_server.clock import RealClock
 from fake_server.faults import HttpError
-from tests.reliability._helpers import settled
+from tests._helpers import settled
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

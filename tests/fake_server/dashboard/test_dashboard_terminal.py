@@ -13,7 +13,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from tests.fake_server.test_api_shell import read_until
+from tests.fake_server.http.handlers.test_api_shell import read_until
 
 if TYPE_CHECKING:
     from fake_server import FakeCreateOS

@@ -22,7 +22,7 @@ from fake_server.faults.catalog import (
 )
 from fake_server.faults.spec import FaultSpecError, action_from_json
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PAGE = ROOT / "docs" / "reference" / "fault-actions.md"
 
 

@@ -10,7 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+import pytest
+
+pytestmark = pytest.mark.reliability
+
+ROOT = Path(__file__).resolve().parents[3]
 PAGE = ROOT / "docs" / "reference" / "fault-actions.md"
 
 NEW_ACTION = '''

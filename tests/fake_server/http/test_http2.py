@@ -22,7 +22,7 @@ from fake_server.faults import EmptyReply, Fault
 from fake_server.http import h2front
 from fake_server.http.h2front import PREFACE
 from fake_server.http.serve_guards import allowed_hosts, host_guard, request_log
-from tests.fake_server._tls import serve_tls
+from tests.fake_server.http._tls import serve_tls
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

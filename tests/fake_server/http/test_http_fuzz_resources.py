@@ -24,6 +24,8 @@ from fake_server.http.resources_routes import RESOURCE_ROUTES
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+pytestmark = pytest.mark.reliability
+
 ODD = st.sampled_from(["x", "..", "%2e%2e", "%00", "a" * 300, "%ff", "screen-9", "screen-x"])
 VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 5000) | st.text(max_size=12),

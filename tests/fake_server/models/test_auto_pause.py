@@ -1,8 +1,9 @@
 """Auto-pause is pause: "when the sandbox sits idle for the configured number of seconds, the
 control plane pauses it automatically — identically to calling ``pause()`` manually" (TS
 ``docs/explanation/lifecycle.md``). It happens when it is due, not at the next read, and the
-machine pauses with it (the process runtime's processes stop: tests/reliability's
-``test_process_auto_pause.py``); an exec in flight is activity, as a live process is."""
+machine pauses with it (the process runtime's processes stop:
+``tests/fake_server/runtime/process/test_process_auto_pause.py``); an exec in flight is
+activity, as a live process is."""
 
 from __future__ import annotations
 

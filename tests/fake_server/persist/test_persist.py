@@ -20,7 +20,7 @@ from fake_server.models import Sandbox
 from fake_server.persist import SCHEMA_VERSION, Persistence, StateDirError
 from fake_server.persist.hook import SHUTTING_DOWN
 from fake_server.persist.store import prepare
-from tests.fake_server._persist_scenario import check_world, make_world
+from tests.fake_server.persist._persist_scenario import check_world, make_world
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -20,11 +20,13 @@ import httpx
 import pytest
 from createos import Client, CreateSandboxRequest, RunCommandRequest
 
-from tests.fake_server._persist_scenario import check_world, make_world
-from tests.reliability._helpers import running_below, settled
+from tests._helpers import running_below, settled
+from tests.fake_server.persist._persist_scenario import check_world, make_world
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+pytestmark = pytest.mark.reliability
 
 
 class Served:

@@ -17,9 +17,12 @@ import textwrap
 
 import pytest
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="RLIMIT_NOFILE and /proc/self/fd (Linux)"
-)
+pytestmark = [
+    pytest.mark.reliability,
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux"), reason="RLIMIT_NOFILE and /proc/self/fd (Linux)"
+    ),
+]
 
 LIMIT = 256
 

@@ -29,7 +29,7 @@ from createos.models import (
 
 from fake_server import FakeCreateOS, TransitionPolicy, tls_context
 from fake_server.runtime.api import RUNTIMES
-from tests.reliability._writers import LONG_SCRIPT, SCRIPT, missing
+from tests.fake_server._writers import LONG_SCRIPT, SCRIPT, missing
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -53,7 +53,7 @@ EXECS = max(2, round(2500 * _scale()))
 PROCESSES = max(1, round(250 * _scale()))
 CLIENTS = 8
 
-pytestmark = pytest.mark.usefixtures("cpu_burners")
+pytestmark = [pytest.mark.reliability, pytest.mark.usefixtures("cpu_burners")]
 #: One command in ``_LONG_EVERY`` writes the long lines (72 KiB on stderr).
 _LONG_EVERY = 10
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fake_server.clock import VirtualClock
 from fake_server.runtime.bashkit import CommandRegistry
 from fake_server.runtime.bashkit.machine import BashkitMachine
+
+pytestmark = pytest.mark.reliability
 
 _WORDS = st.one_of(
     st.sampled_from(

@@ -28,13 +28,15 @@ from createos.models import (
 
 from fake_server.faults import CrashProcess, Fault
 from fake_server.runtime.process import ProcessMachine
-from tests.reliability._helpers import bashkit_differs, settled
+from tests._helpers import bashkit_differs, settled
 
 if TYPE_CHECKING:
     from createos import Client
     from createos.instance import SandboxInstance
 
     from fake_server import FakeCreateOS
+
+pytestmark = pytest.mark.reliability
 
 
 def bash(box: SandboxInstance, script: str, **fields: object) -> tuple[int, str, str]:

@@ -21,12 +21,14 @@ from createos.models import (
 
 from fake_server.runtime.process import ProcessMachine
 from fake_server.runtime.process.sandbox import tree
-from tests.reliability._helpers import bashkit_differs, settled
+from tests._helpers import bashkit_differs, settled
 
 if TYPE_CHECKING:
     from createos.instance import SandboxInstance
 
     from fake_server import FakeCreateOS
+
+pytestmark = pytest.mark.reliability
 
 
 class Pty:

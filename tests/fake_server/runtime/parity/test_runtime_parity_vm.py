@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING
 import pytest
 from createos.models import RunCommandRequest
 
-from tests.reliability._helpers import bashkit_differs
+from tests._helpers import bashkit_differs
 
 if TYPE_CHECKING:
     from createos.instance import SandboxInstance
 
     from fake_server import FakeCreateOS
+
+pytestmark = pytest.mark.reliability
 
 
 def bash(box: SandboxInstance, script: str) -> tuple[int, str]:

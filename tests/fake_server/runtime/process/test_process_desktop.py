@@ -41,9 +41,9 @@ from fake_server.runtime.process.containment import cgroups
 from fake_server.runtime.process.images import desktop_image
 from fake_server.runtime.process.images.image import cache_dir
 from fake_server.runtime.process.sandbox.machine import NO_DESKTOP
+from tests._helpers import settled
 from tests._needs import needs
 from tests.fake_server._process_runtime import bwrap_descendants
-from tests.reliability._helpers import settled
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -58,7 +58,7 @@ _MISSING = (
     if desktop_image.built(cache_dir()) is not None
     else "desktop:1's X desktop image"
 )
-pytestmark = needs(_MISSING, "createos-fake image (as root)")
+pytestmark = [pytest.mark.reliability, needs(_MISSING, "createos-fake image (as root)")]
 
 #: The test's X client: a window of one colour that writes down each button press it gets.
 CANVAS = """

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from pathlib import Path
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.reliability, pytest.mark.asyncio]
 
 PACKAGE = (
     "set -e; mkdir -p /tmp/hello && cd /tmp/hello; "

@@ -28,13 +28,13 @@ from fake_server import (
 )
 from fake_server.http.handlers import ingress
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime
+from tests._helpers import until
 from tests.fake_server._process_runtime import api_sh, process_fake
-from tests.reliability._helpers import until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.reliability, pytest.mark.asyncio]
 
 #: A server for the cases ``http.server`` does not cover: POST echo, a chunked stream, and
 #: a path whose handler never answers.

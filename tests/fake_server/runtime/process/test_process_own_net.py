@@ -2,7 +2,7 @@
 
 The machine runs as root, so these force the reduced mode by injection: ``ProcessRuntime``'s
 ``network_mode`` parameter, or the one probe (``netmode.detect``) for a whole fake. Processes,
-pause, fork and destroy in this mode: ``tests/reliability/test_process_own_net_programs.py``.
+pause, fork and destroy in this mode: ``test_process_own_net_programs.py`` beside this one.
 """
 
 from __future__ import annotations

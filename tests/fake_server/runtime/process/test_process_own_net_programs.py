@@ -17,15 +17,15 @@ from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.runtime.process import ProcessMachine
 from fake_server.runtime.process.net import netmode
 from fake_server.runtime.process.sandbox import tree
+from tests._helpers import until
 from tests.fake_server._process_runtime import api_sh
-from tests.reliability._helpers import until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
     import httpx
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.reliability, pytest.mark.asyncio]
 
 
 @pytest_asyncio.fixture(name="fake")

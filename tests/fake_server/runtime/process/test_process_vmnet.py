@@ -20,15 +20,15 @@ from fake_server import FakeCreateOS, NetworkOptions, TransitionPolicy, VirtualC
 from fake_server.runtime.process import ProcessRuntime
 from fake_server.runtime.process.net import hostcheck, nft, router
 from fake_server.runtime.process.net.resolver import host_resolver
-from tests.fake_server._netstubs import DnsStub, Upstream, on_host
+from tests._helpers import until
 from tests.fake_server._process_runtime import api_sh, needs_nft, no_bwrap_left
-from tests.reliability._helpers import until
+from tests.fake_server.runtime.process._netstubs import DnsStub, Upstream, on_host
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
 #: Sandboxes' way out: NAT and egress rules are nftables'.
-pytestmark = [pytest.mark.asyncio, needs_nft]
+pytestmark = [pytest.mark.reliability, pytest.mark.asyncio, needs_nft]
 
 
 PORT, OTHER_PORT = 8000, 8001

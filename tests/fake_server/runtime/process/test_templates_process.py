@@ -22,8 +22,8 @@ from fake_server.runtime.netoptions import NetworkOptions
 from fake_server.runtime.process import ProcessRuntime
 from fake_server.runtime.process.containment import seccomp
 from fake_server.runtime.process.net.resolver import host_resolver
+from tests._helpers import running_below, settled
 from tests.fake_server._process_runtime import bwrap_descendants, needs_nft
-from tests.reliability._helpers import running_below, settled
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
