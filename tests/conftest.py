@@ -18,10 +18,13 @@ import pytest
 from hypothesis import settings
 
 from fake_server.runtime.process.storage.rootdir import BASE_NAME, processes_naming
+from tests._fakes import make_fake
 from tests._needs import act
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+__all__ = ["make_fake"]  # the fake factory fixture, for every test under tests/
 
 _STRAYS = pytest.StashKey[list[int]]()
 _EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

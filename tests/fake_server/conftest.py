@@ -15,14 +15,13 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
 
     from fake_server.faults import Faults
+    from tests._fakes import MakeFake
 
 
 @pytest_asyncio.fixture(name="fake")
-async def _fake() -> AsyncIterator[FakeCreateOS]:
+async def _fake(make_fake: MakeFake) -> FakeCreateOS:
     """A fake in the test's loop: VirtualClock, immediate transitions, seed 0."""
-    async with FakeCreateOS(clock=VirtualClock(), transitions=TransitionPolicy.immediate()) as fake:
-        yield fake
-        assert fake.errors == []
+    return await make_fake(clock=VirtualClock(), transitions=TransitionPolicy.immediate())
 
 
 @pytest_asyncio.fixture(name="client")

@@ -10,17 +10,12 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-import pytest_asyncio
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
+from fake_server import FakeCreateOS, clock_transport
 from tests._helpers import open_fds
-
-if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
 
 pytestmark = [
     pytest.mark.reliability,
@@ -62,12 +57,6 @@ async def run_lifecycles(fake: FakeCreateOS, client: httpx.AsyncClient, count: i
         await lifecycle(client, index)
         fake.reset()
         client.headers["X-Api-Key"] = fake.api_key
-
-
-@pytest_asyncio.fixture(name="fake")
-async def _fake() -> AsyncIterator[FakeCreateOS]:
-    async with FakeCreateOS(clock=VirtualClock(), transitions=TransitionPolicy.immediate()) as fake:
-        yield fake
 
 
 @pytest.mark.asyncio

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 
 from fake_server import FakeCreateOS, RealClock, TransitionPolicy, VirtualClock, tls_context
 from fake_server.http.middlewares import UNAUTHORIZED_MESSAGE
+
+if TYPE_CHECKING:
+    from tests._fakes import MakeFake
 
 
 def test_thread_mode_serves_sync_clients_and_closes_idempotently() -> None:
@@ -97,23 +101,23 @@ def test_invalid_rate_limit_is_rejected() -> None:
 
 
 @pytest.mark.asyncio
-async def test_rate_limit_answers_429_with_retry_after() -> None:
+async def test_rate_limit_answers_429_with_retry_after(make_fake: MakeFake) -> None:
     clock = VirtualClock(autojump=False)
-    async with FakeCreateOS(clock=clock, rate_limit=2) as fake:
-        async with httpx.AsyncClient(
-            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
-        ) as c:
-            assert (await c.get("/v1/whoami")).status_code == 200
-            assert (await c.get("/v1/whoami")).status_code == 200
-            limited = await c.get("/v1/whoami")
-            assert limited.status_code == 429
-            assert limited.headers["Retry-After"] == "60"
-            assert limited.json() == {
-                "status": "fail",
-                "data": {"code": "rate_limited", "message": "rate limit exceeded; retry later"},
-            }
-            clock.advance(60)
-            assert (await c.get("/v1/whoami")).status_code == 200
+    fake = await make_fake(clock=clock, rate_limit=2)
+    async with httpx.AsyncClient(
+        verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+    ) as c:
+        assert (await c.get("/v1/whoami")).status_code == 200
+        assert (await c.get("/v1/whoami")).status_code == 200
+        limited = await c.get("/v1/whoami")
+        assert limited.status_code == 429
+        assert limited.headers["Retry-After"] == "60"
+        assert limited.json() == {
+            "status": "fail",
+            "data": {"code": "rate_limited", "message": "rate limit exceeded; retry later"},
+        }
+        clock.advance(60)
+        assert (await c.get("/v1/whoami")).status_code == 200
 
 
 @pytest.mark.asyncio
@@ -145,48 +149,48 @@ async def test_custom_middlewares_run_after_auth() -> None:
 
 
 @pytest.mark.asyncio
-async def test_control_api_state_journal_clock_transitions_reset() -> None:
+async def test_control_api_state_journal_clock_transitions_reset(make_fake: MakeFake) -> None:
     clock = VirtualClock(autojump=False)
-    async with FakeCreateOS(clock=clock) as fake:
-        keys = {"X-Api-Key": fake.api_key, "X-Fake-Control-Key": fake.control_key}
-        async with httpx.AsyncClient(verify=tls_context(), base_url=fake.url, headers=keys) as c:
-            policy = await c.put(
-                "/_fake/transitions", json={"preset": "immediate", "pausing": {"reads": 2}}
-            )
-            assert policy.json()["data"]["pausing"] == {"seconds": 0.0, "reads": 2}
-            sandbox_id = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()[
-                "data"
-            ]["id"]
-            state = (await c.get("/_fake/state")).json()["data"]
-            assert state["accounts"][0]["sandboxes"] == [
-                {"id": sandbox_id, "status": "running", "processes": []}
-            ]
-            assert fake.api_key not in str(state)
-            advanced = await c.post("/_fake/clock/advance", json={"seconds": 12.5})
-            assert advanced.json()["data"] == {"now": 12.5}
-            unknown = await c.put("/_fake/transitions", json={"preset": "immediate", "pausng": {}})
-            assert (unknown.status_code, unknown.json()) == (
-                400,
-                {"status": "fail", "data": {"pausng": "unknown field"}},
-            )
-            bad = await c.post("/_fake/clock/advance", json={"seconds": -1})
-            assert bad.json() == {
-                "status": "fail",
-                "data": {"seconds": "must be between 0 and 1e9"},
-            }
-            journal = (await c.get("/_fake/journal")).json()["data"]["events"]
-            assert [e["operation"] for e in journal if e["kind"] == "request"] == [
-                "fake_transitions",
-                "create_sandbox",
-                "fake_state",
-                "fake_clock_advance",
-                "fake_transitions",
-                "fake_clock_advance",
-                "fake_journal",
-            ]
-            assert (await c.post("/_fake/reset")).json()["data"] == {"reset": True}
-            assert fake.sandboxes() == []
-            assert fake.transitions == TransitionPolicy.realistic()
+    fake = await make_fake(clock=clock)
+    keys = {"X-Api-Key": fake.api_key, "X-Fake-Control-Key": fake.control_key}
+    async with httpx.AsyncClient(verify=tls_context(), base_url=fake.url, headers=keys) as c:
+        policy = await c.put(
+            "/_fake/transitions", json={"preset": "immediate", "pausing": {"reads": 2}}
+        )
+        assert policy.json()["data"]["pausing"] == {"seconds": 0.0, "reads": 2}
+        sandbox_id = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()["data"][
+            "id"
+        ]
+        state = (await c.get("/_fake/state")).json()["data"]
+        assert state["accounts"][0]["sandboxes"] == [
+            {"id": sandbox_id, "status": "running", "processes": []}
+        ]
+        assert fake.api_key not in str(state)
+        advanced = await c.post("/_fake/clock/advance", json={"seconds": 12.5})
+        assert advanced.json()["data"] == {"now": 12.5}
+        unknown = await c.put("/_fake/transitions", json={"preset": "immediate", "pausng": {}})
+        assert (unknown.status_code, unknown.json()) == (
+            400,
+            {"status": "fail", "data": {"pausng": "unknown field"}},
+        )
+        bad = await c.post("/_fake/clock/advance", json={"seconds": -1})
+        assert bad.json() == {
+            "status": "fail",
+            "data": {"seconds": "must be between 0 and 1e9"},
+        }
+        journal = (await c.get("/_fake/journal")).json()["data"]["events"]
+        assert [e["operation"] for e in journal if e["kind"] == "request"] == [
+            "fake_transitions",
+            "create_sandbox",
+            "fake_state",
+            "fake_clock_advance",
+            "fake_transitions",
+            "fake_clock_advance",
+            "fake_journal",
+        ]
+        assert (await c.post("/_fake/reset")).json()["data"] == {"reset": True}
+        assert fake.sandboxes() == []
+        assert fake.transitions == TransitionPolicy.realistic()
 
 
 @pytest.mark.asyncio

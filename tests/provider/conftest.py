@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
@@ -20,6 +20,9 @@ from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_tran
 from fake_server.clock import EXCHANGE_HEADER
 from fake_server.faults import EmptyReply, Fault, HttpError
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
+
+if TYPE_CHECKING:
+    from tests._fakes import MakeFake
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 AioHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -105,11 +108,10 @@ def fail(fake: FakeCreateOS, operation: str, status: int) -> None:
 
 
 @pytest_asyncio.fixture(name="fake")
-async def _fake(clock: VirtualClock) -> AsyncIterator[FakeCreateOS]:
-    fake = FakeCreateOS(seed=0, clock=clock, transitions=TransitionPolicy.immediate())
-    async with fake:
-        yield fake
-    assert fake.errors == []
+async def _fake(clock: VirtualClock, make_fake: MakeFake) -> AsyncIterator[FakeCreateOS]:
+    """A fake in the test's loop on the test's clock; every fault a test arms must fire."""
+    fake = await make_fake(seed=0, clock=clock, transitions=TransitionPolicy.immediate())
+    yield fake
     assert fake.faults.unfired() == []
 
 

@@ -17,7 +17,6 @@ import pytest_asyncio
 from aiohttp import web
 
 from fake_server import (
-    FakeCreateOS,
     TransitionPolicy,
     VirtualClock,
     clock_transport,
@@ -27,6 +26,8 @@ from pytest_createos.provider import CreateosProvider, Environment, Pacer
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
+
+    from tests._fakes import MakeFake
 
 #: Real seconds any wait below may take before the test fails instead of hanging.
 BOUND = 10.0
@@ -114,41 +115,42 @@ async def test_another_host_s_reply_holds_nothing(clock: VirtualClock, other_hos
 
 @pytest.mark.asyncio
 async def test_a_provider_whose_transport_answers_one_read_itself_still_waits_on_fake_time(
+    make_fake: MakeFake,
     clock: VirtualClock,
 ) -> None:
     """The issue's case: the provider's transport answers one status read without the fake;
     the lease's later pause (2 fake seconds, realistic transitions) still completes."""
-    async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.realistic()) as fake:
-        real = httpx.AsyncHTTPTransport()
-        answered: list[str] = []
+    fake = await make_fake(clock=clock, transitions=TransitionPolicy.realistic())
+    real = httpx.AsyncHTTPTransport()
+    answered: list[str] = []
 
-        class AnswersOneRead(httpx.AsyncBaseTransport):
-            async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-                sandbox = request.url.path.rsplit("/", 1)[-1]
-                if request.method == "GET" and sandbox.startswith("sb-") and not answered:
-                    answered.append(sandbox)
-                    data = {"id": sandbox, "status": "running"}
-                    return httpx.Response(200, json={"status": "success", "data": data})
-                return await real.handle_async_request(request)
+    class AnswersOneRead(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            sandbox = request.url.path.rsplit("/", 1)[-1]
+            if request.method == "GET" and sandbox.startswith("sb-") and not answered:
+                answered.append(sandbox)
+                data = {"id": sandbox, "status": "running"}
+                return httpx.Response(200, json={"status": "success", "data": data})
+            return await real.handle_async_request(request)
 
-        provider = CreateosProvider(
-            clock=clock, pacer=Pacer.disabled(), transport=clock_transport(clock, AnswersOneRead())
+    provider = CreateosProvider(
+        clock=clock, pacer=Pacer.disabled(), transport=clock_transport(clock, AnswersOneRead())
+    )
+    config = {"apiUrl": fake.url, "apiKey": fake.api_key, "shape": "s-1vcpu-1gb"}
+    env = Environment("c", "e", {**config, "reuseLease": True})
+    try:
+        lease = await asyncio.wait_for(provider.acquire_lease(env, run_id="r1"), BOUND)
+        assert answered == [lease.provider_lease_id]
+        assert (clock.in_transit, clock.open_exchanges) == (0, 0)
+        paused_from = clock.now()
+        await asyncio.wait_for(
+            provider.release_lease(env, lease.provider_lease_id, lease.metadata), BOUND
         )
-        config = {"apiUrl": fake.url, "apiKey": fake.api_key, "shape": "s-1vcpu-1gb"}
-        env = Environment("c", "e", {**config, "reuseLease": True})
-        try:
-            lease = await asyncio.wait_for(provider.acquire_lease(env, run_id="r1"), BOUND)
-            assert answered == [lease.provider_lease_id]
-            assert (clock.in_transit, clock.open_exchanges) == (0, 0)
-            paused_from = clock.now()
-            await asyncio.wait_for(
-                provider.release_lease(env, lease.provider_lease_id, lease.metadata), BOUND
-            )
-            assert clock.now() >= paused_from + 2.0
-            await asyncio.wait_for(
-                provider.destroy_lease(env, lease.provider_lease_id, lease.metadata), BOUND
-            )
-        finally:
-            await provider.shutdown()
-            await real.aclose()
-        assert fake.errors == []
+        assert clock.now() >= paused_from + 2.0
+        await asyncio.wait_for(
+            provider.destroy_lease(env, lease.provider_lease_id, lease.metadata), BOUND
+        )
+    finally:
+        await provider.shutdown()
+        await real.aclose()
+    assert fake.errors == []

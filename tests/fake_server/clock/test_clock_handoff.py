@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import TYPE_CHECKING
 
 import pytest
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
+from fake_server import TransitionPolicy, VirtualClock, clock_transport
 from fake_server.models.waiting import Wakeup, wait_event
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
+
+if TYPE_CHECKING:
+    from tests._fakes import MakeFake
 
 
 def test_hold_counts_as_busy_until_released_once() -> None:
@@ -96,30 +100,32 @@ async def test_wait_event_times_out_on_the_clock_and_leaves_nothing_held() -> No
 
 
 @pytest.mark.asyncio
-async def test_a_provider_lifecycle_claims_every_reply_and_frame_exactly() -> None:
+async def test_a_provider_lifecycle_claims_every_reply_and_frame_exactly(
+    make_fake: MakeFake,
+) -> None:
     """Counts match on both sides and every exchange is closed: nothing is left over."""
     clock = VirtualClock()
-    async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()) as fake:
-        provider = CreateosProvider(
-            clock=clock, pacer=Pacer.disabled(), transport=clock_transport(clock)
-        )
-        env = Environment(
-            company_id="c",
-            environment_id="e",
-            config={"apiUrl": fake.url, "apiKey": fake.api_key, "shape": "s-1vcpu-1gb"},
-        )
-        lease = await provider.acquire_lease(env, run_id="r1")
-        result = await provider.execute(
-            env, lease, "/bin/bash", ["-c", "echo out; sleep 2; echo err >&2; exit 3"]
-        )
-        assert (result.exit_code, result.stdout, result.stderr) == (3, "out\n", "err\n")
-        assert clock.in_transit == 0
-        assert lease.provider_lease_id is not None
-        await provider.destroy_lease(env, lease.provider_lease_id, lease.metadata)
-        await provider.shutdown()
-        assert clock.in_transit == 0
-        assert clock.open_exchanges == 0
-        assert clock.busy_tokens == 0
+    fake = await make_fake(clock=clock, transitions=TransitionPolicy.immediate())
+    provider = CreateosProvider(
+        clock=clock, pacer=Pacer.disabled(), transport=clock_transport(clock)
+    )
+    env = Environment(
+        company_id="c",
+        environment_id="e",
+        config={"apiUrl": fake.url, "apiKey": fake.api_key, "shape": "s-1vcpu-1gb"},
+    )
+    lease = await provider.acquire_lease(env, run_id="r1")
+    result = await provider.execute(
+        env, lease, "/bin/bash", ["-c", "echo out; sleep 2; echo err >&2; exit 3"]
+    )
+    assert (result.exit_code, result.stdout, result.stderr) == (3, "out\n", "err\n")
+    assert clock.in_transit == 0
+    assert lease.provider_lease_id is not None
+    await provider.destroy_lease(env, lease.provider_lease_id, lease.metadata)
+    await provider.shutdown()
+    assert clock.in_transit == 0
+    assert clock.open_exchanges == 0
+    assert clock.busy_tokens == 0
 
 
 @pytest.mark.asyncio

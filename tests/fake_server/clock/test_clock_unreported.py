@@ -8,6 +8,7 @@ and the fake (which knows its clock) journals one notice per test with the line 
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -16,6 +17,9 @@ from fake_server import FakeCreateOS, RealClock, TransitionPolicy, VirtualClock,
 from fake_server.clock.unreported import PROVIDER_AGENT, UNREPORTED
 from pytest_createos.provider import CreateosProvider, Environment, Pacer
 from pytest_createos.provider._client import _user_agent
+
+if TYPE_CHECKING:
+    from tests._fakes import MakeFake
 
 #: Real seconds a lifecycle may take before the test fails instead of hanging.
 BOUND = 10.0
@@ -62,7 +66,9 @@ async def test_a_provider_without_the_clock_transport_gets_one_notice_per_test()
 
 
 @pytest.mark.asyncio
-async def test_no_notice_with_the_transport_on_a_real_clock_or_for_other_clients() -> None:
+async def test_no_notice_with_the_transport_on_a_real_clock_or_for_other_clients(
+    make_fake: MakeFake,
+) -> None:
     """The clock transport, a fake on real time (``serve``), and clients that are not the
     provider (the SDK, curl, httpx) get none."""
     clock = VirtualClock()
@@ -78,6 +84,6 @@ async def test_no_notice_with_the_transport_on_a_real_clock_or_for_other_clients
             assert reply.status_code == 200
         assert _notices(fake) == []
     clock.close()
-    async with FakeCreateOS(clock=RealClock(), transitions=TransitionPolicy.immediate()) as fake:
-        await _lifecycle(fake, CreateosProvider(pacer=Pacer.disabled()))
-        assert _notices(fake) == []
+    fake = await make_fake(clock=RealClock(), transitions=TransitionPolicy.immediate())
+    await _lifecycle(fake, CreateosProvider(pacer=Pacer.disabled()))
+    assert _notices(fake) == []

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import httpx
 import pytest
 
-from fake_server import FakeCreateOS, VirtualClock, tls_context
+from fake_server import VirtualClock, tls_context
 from fake_server.__main__ import JOURNAL_LIMIT, build_parser, main
 from fake_server.models import Journal
 from fake_server.models.journal.events import Event
+
+if TYPE_CHECKING:
+    from tests._fakes import MakeFake
 
 
 def _event(n: int) -> Event:
@@ -48,15 +53,15 @@ def test_format_counts_times_from_the_origin() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_fake_with_a_journal_limit_keeps_the_last_requests() -> None:
-    async with FakeCreateOS(clock=VirtualClock(), journal_limit=4) as fake:
-        async with httpx.AsyncClient(
-            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
-        ) as client:
-            for _ in range(5):
-                await client.get("/v1/sandboxes")
-        assert [e.kind for e in fake.journal] == ["request", "response"] * 2
-        assert fake.journal.dropped == 6
+async def test_a_fake_with_a_journal_limit_keeps_the_last_requests(make_fake: MakeFake) -> None:
+    fake = await make_fake(clock=VirtualClock(), journal_limit=4)
+    async with httpx.AsyncClient(
+        verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+    ) as client:
+        for _ in range(5):
+            await client.get("/v1/sandboxes")
+    assert [e.kind for e in fake.journal] == ["request", "response"] * 2
+    assert fake.journal.dropped == 6
 
 
 def test_serve_caps_the_journal_unless_told_otherwise() -> None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from fake_server import FakeCreateOS
+    from tests._fakes import MakeFake
 
 
 @pytest.mark.asyncio
@@ -238,22 +239,22 @@ async def test_calls_and_events_name_the_network_they_touch(
 
 
 @pytest.mark.asyncio
-async def test_a_short_key_is_masked_only_where_it_stands_whole() -> None:
+async def test_a_short_key_is_masked_only_where_it_stands_whole(make_fake: MakeFake) -> None:
     """``--api-key test``: names that contain the word keep it; the key itself is masked."""
-    from fake_server import FakeCreateOS, TransitionPolicy
+    from fake_server import TransitionPolicy
 
-    async with FakeCreateOS(api_key="test", transitions=TransitionPolicy.immediate()) as fake:
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": "test"}) as client:
-            body = {"shape": "s-1vcpu-1gb", "name": "integration-test-box", "envs": {"K": "test"}}
-            created = await client.post("/v1/sandboxes", json=body)
-            assert created.status_code == 200, created.text
-        call = fake.calls.filter("create_sandbox").last
-        sent = call.request.json()
-        assert sent["name"] == "integration-test-box"
-        assert sent["envs"] == {"K": "<redacted>"}
-        assert call.response.json()["data"]["disk_mib"] > 0  # "disk_mib" keeps its k
-        assert call.response.json()["data"]["name"] == "integration-test-box"
-        assert "test" not in [value for _, value in call.request.headers]
+    fake = await make_fake(api_key="test", transitions=TransitionPolicy.immediate())
+    async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": "test"}) as client:
+        body = {"shape": "s-1vcpu-1gb", "name": "integration-test-box", "envs": {"K": "test"}}
+        created = await client.post("/v1/sandboxes", json=body)
+        assert created.status_code == 200, created.text
+    call = fake.calls.filter("create_sandbox").last
+    sent = call.request.json()
+    assert sent["name"] == "integration-test-box"
+    assert sent["envs"] == {"K": "<redacted>"}
+    assert call.response.json()["data"]["disk_mib"] > 0  # "disk_mib" keeps its k
+    assert call.response.json()["data"]["name"] == "integration-test-box"
+    assert "test" not in [value for _, value in call.request.headers]
 
 
 def test_serve_warns_of_a_key_shorter_than_eight_characters() -> None:

@@ -15,31 +15,35 @@ from fake_server import FakeCreateOS, TransitionPolicy, tls_context
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    from tests._fakes import MakeFake
+
 pytestmark = pytest.mark.asyncio
 
 LIVE, GONE, PROCESS = "<live>", "<gone>", "<process>"
 
 
 @pytest_asyncio.fixture(name="world")
-async def _world() -> AsyncIterator[tuple[FakeCreateOS, httpx.AsyncClient, dict[str, str]]]:
-    async with FakeCreateOS(transitions=TransitionPolicy.immediate()) as fake:
-        keys = {"X-Api-Key": fake.api_key, "X-Fake-Control-Key": getattr(fake, "control_key", "")}
-        async with httpx.AsyncClient(
-            verify=tls_context(), base_url=fake.url, headers=keys, timeout=10
-        ) as client:
-            live = (await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()
-            sandbox_id = live["data"]["id"]
-            process = await client.post(
-                f"/v1/sandboxes/{sandbox_id}/processes", json={"cmd": "echo", "args": ["hi"]}
-            )
-            gone = (await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()
-            await client.delete(f"/v1/sandboxes/{gone['data']['id']}")
-            ids = {
-                LIVE: sandbox_id,
-                GONE: gone["data"]["id"],
-                PROCESS: process.json()["data"]["process_id"],
-            }
-            yield fake, client, ids
+async def _world(
+    make_fake: MakeFake,
+) -> AsyncIterator[tuple[FakeCreateOS, httpx.AsyncClient, dict[str, str]]]:
+    fake = await make_fake(transitions=TransitionPolicy.immediate())
+    keys = {"X-Api-Key": fake.api_key, "X-Fake-Control-Key": getattr(fake, "control_key", "")}
+    async with httpx.AsyncClient(
+        verify=tls_context(), base_url=fake.url, headers=keys, timeout=10
+    ) as client:
+        live = (await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()
+        sandbox_id = live["data"]["id"]
+        process = await client.post(
+            f"/v1/sandboxes/{sandbox_id}/processes", json={"cmd": "echo", "args": ["hi"]}
+        )
+        gone = (await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()
+        await client.delete(f"/v1/sandboxes/{gone['data']['id']}")
+        ids = {
+            LIVE: sandbox_id,
+            GONE: gone["data"]["id"],
+            PROCESS: process.json()["data"]["process_id"],
+        }
+        yield fake, client, ids
 
 
 def _fill(value: object, ids: dict[str, str]) -> object:

@@ -15,6 +15,7 @@ from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_contex
 
 if TYPE_CHECKING:
     from fake_server.runtime.bashkit import CommandIO
+    from tests._fakes import MakeFake
 
 pytestmark = pytest.mark.asyncio
 
@@ -287,34 +288,34 @@ async def test_kill_sends_sigterm(client: httpx.AsyncClient, sandbox: str, start
     assert (again.status_code, again.json()["data"]["signal"]) == (200, "SIGTERM")
 
 
-async def test_kill_escalates_to_sigkill_after_the_grace() -> None:
+async def test_kill_escalates_to_sigkill_after_the_grace(make_fake: MakeFake) -> None:
     clock = VirtualClock()
-    async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()) as fake:
+    fake = await make_fake(clock=clock, transitions=TransitionPolicy.immediate())
 
-        async def stubborn(io: CommandIO) -> int:
-            await io.write_stdout(b"ready\n")
-            await io.clock.sleep(1000)
-            return 0
+    async def stubborn(io: CommandIO) -> int:
+        await io.write_stdout(b"ready\n")
+        await io.clock.sleep(1000)
+        return 0
 
-        fake.commands.register("stubborn", stubborn, ignores_sigterm=True)
-        async with httpx.AsyncClient(
-            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
-        ) as c:
-            sandbox = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()["data"][
-                "id"
-            ]
-            await c.get(f"/v1/sandboxes/{sandbox}")
-            created = await c.post(f"/v1/sandboxes/{sandbox}/processes", json={"cmd": "stubborn"})
-            base = f"/v1/sandboxes/{sandbox}/processes/{created.json()['data']['process_id']}"
-            await c.post(base + "/stdin/close")
-            async with c.stream("GET", base + "/connect") as stream:
-                # SIGTERM only bounces off once the command is running (it "installed a handler").
-                assert json.loads(await anext(stream.aiter_lines())) == data(1, "ready\n")
-            before = clock.now()
-            killed = (await c.delete(base, params={"grace_ms": 2500})).json()["data"]
-            assert clock.now() - before == pytest.approx(2.5)
-            assert (killed["tree_exited"], killed["signal"]) == (True, "SIGKILL")
-            assert (killed["state"], killed["foreground"]) == ("exited", None)
+    fake.commands.register("stubborn", stubborn, ignores_sigterm=True)
+    async with httpx.AsyncClient(
+        verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+    ) as c:
+        sandbox = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()["data"][
+            "id"
+        ]
+        await c.get(f"/v1/sandboxes/{sandbox}")
+        created = await c.post(f"/v1/sandboxes/{sandbox}/processes", json={"cmd": "stubborn"})
+        base = f"/v1/sandboxes/{sandbox}/processes/{created.json()['data']['process_id']}"
+        await c.post(base + "/stdin/close")
+        async with c.stream("GET", base + "/connect") as stream:
+            # SIGTERM only bounces off once the command is running (it "installed a handler").
+            assert json.loads(await anext(stream.aiter_lines())) == data(1, "ready\n")
+        before = clock.now()
+        killed = (await c.delete(base, params={"grace_ms": 2500})).json()["data"]
+        assert clock.now() - before == pytest.approx(2.5)
+        assert (killed["tree_exited"], killed["signal"]) == (True, "SIGKILL")
+        assert (killed["state"], killed["foreground"]) == ("exited", None)
 
 
 async def test_signal_ends_the_process(

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_context
+
+if TYPE_CHECKING:
+    from tests._fakes import MakeFake
 
 pytestmark = pytest.mark.asyncio
 
@@ -256,25 +260,25 @@ async def test_pause_and_resume_follow_the_state_machine(
     assert (await client.get(base)).json()["data"]["status"] == "running"
 
 
-async def test_pause_from_creating_and_resume_from_pausing_are_409() -> None:
-    async with FakeCreateOS(transitions=TransitionPolicy.after_reads(1)) as fake:
-        async with httpx.AsyncClient(
-            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
-        ) as c:
-            created = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()
-            base = f"/v1/sandboxes/{created['data']['id']}"
-            pause = await c.post(base + "/pause")
-            assert pause.status_code == 409
-            assert pause.json() == {
-                "status": "fail",
-                "data": {"code": "invalid_state", "message": "sandbox is not running"},
-            }
-            assert (await c.get(base)).json()["data"]["status"] == "creating"
-            assert (await c.get(base)).json()["data"]["status"] == "running"
-            assert (await c.post(base + "/pause")).status_code == 200
-            resume = await c.post(base + "/resume")
-            assert resume.status_code == 409
-            assert resume.json()["data"]["message"] == "sandbox must be paused or error to resume"
+async def test_pause_from_creating_and_resume_from_pausing_are_409(make_fake: MakeFake) -> None:
+    fake = await make_fake(transitions=TransitionPolicy.after_reads(1))
+    async with httpx.AsyncClient(
+        verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+    ) as c:
+        created = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()
+        base = f"/v1/sandboxes/{created['data']['id']}"
+        pause = await c.post(base + "/pause")
+        assert pause.status_code == 409
+        assert pause.json() == {
+            "status": "fail",
+            "data": {"code": "invalid_state", "message": "sandbox is not running"},
+        }
+        assert (await c.get(base)).json()["data"]["status"] == "creating"
+        assert (await c.get(base)).json()["data"]["status"] == "running"
+        assert (await c.post(base + "/pause")).status_code == 200
+        resume = await c.post(base + "/resume")
+        assert resume.status_code == 409
+        assert resume.json()["data"]["message"] == "sandbox must be paused or error to resume"
 
 
 async def test_resume_from_error_is_accepted(
@@ -355,30 +359,30 @@ async def test_durations_run_on_the_virtual_clock() -> None:
     assert times == [0.0, 0.05, 0.05, 2.05, 2.05, 5.05]
 
 
-async def test_delete_destroys_then_disappears() -> None:
+async def test_delete_destroys_then_disappears(make_fake: MakeFake) -> None:
     clock = VirtualClock(autojump=False)
-    async with FakeCreateOS(clock=clock, transitions=TransitionPolicy.immediate()) as fake:
-        async with httpx.AsyncClient(
-            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
-        ) as c:
-            sandbox_id = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()[
-                "data"
-            ]["id"]
-            base = f"/v1/sandboxes/{sandbox_id}"
-            deleted = await c.delete(base)
-            assert (deleted.status_code, deleted.json()) == (
-                200,
-                {"status": "success", "data": {"id": sandbox_id, "status": "destroying"}},
-            )
-            shown = (await c.get(base)).json()["data"]
-            assert shown["status"] == "destroyed"
-            assert shown["destroyed_at"] == "2026-01-01T00:00:00.000Z"
-            again = await c.delete(base)
-            assert again.json()["data"]["status"] == "destroyed"
-            clock.advance(60)
-            assert (await c.get(base)).status_code == 404
-            assert (await c.delete(base)).status_code == 404
-            assert (await c.get("/v1/sandboxes")).json()["data"]["data"] == []
+    fake = await make_fake(clock=clock, transitions=TransitionPolicy.immediate())
+    async with httpx.AsyncClient(
+        verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+    ) as c:
+        sandbox_id = (await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()["data"][
+            "id"
+        ]
+        base = f"/v1/sandboxes/{sandbox_id}"
+        deleted = await c.delete(base)
+        assert (deleted.status_code, deleted.json()) == (
+            200,
+            {"status": "success", "data": {"id": sandbox_id, "status": "destroying"}},
+        )
+        shown = (await c.get(base)).json()["data"]
+        assert shown["status"] == "destroyed"
+        assert shown["destroyed_at"] == "2026-01-01T00:00:00.000Z"
+        again = await c.delete(base)
+        assert again.json()["data"]["status"] == "destroyed"
+        clock.advance(60)
+        assert (await c.get(base)).status_code == 404
+        assert (await c.delete(base)).status_code == 404
+        assert (await c.get("/v1/sandboxes")).json()["data"]["data"] == []
 
 
 async def test_operations_on_a_paused_sandbox_are_409(
@@ -409,22 +413,24 @@ async def test_ids_are_seeded_and_reproducible() -> None:
     assert len(ids[0][0]) == 41
 
 
-async def test_pending_transitions_are_on_the_clock_for_wall_time_pollers() -> None:
+async def test_pending_transitions_are_on_the_clock_for_wall_time_pollers(
+    make_fake: MakeFake,
+) -> None:
     """The official SDK polls on wall time; the completion time must be a clock deadline so
     a virtual clock jumps to it once everything is quiet."""
     clock = VirtualClock(autojump=False)
-    async with FakeCreateOS(clock=clock) as fake:
-        async with httpx.AsyncClient(
-            verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
-        ) as c:
-            creating = asyncio.ensure_future(c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}))
-            await _until(lambda: clock.next_deadline() is not None)
-            assert clock.next_deadline() == pytest.approx(0.05)
-            clock.advance(0.05)
-            sandbox_id = (await creating).json()["data"]["id"]
-            assert fake.sandbox(sandbox_id).status == "running"
-            await c.post(f"/v1/sandboxes/{sandbox_id}/pause")
-            assert clock.next_deadline() == pytest.approx(2.05)
+    fake = await make_fake(clock=clock)
+    async with httpx.AsyncClient(
+        verify=tls_context(), base_url=fake.url, headers={"X-Api-Key": fake.api_key}
+    ) as c:
+        creating = asyncio.ensure_future(c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"}))
+        await _until(lambda: clock.next_deadline() is not None)
+        assert clock.next_deadline() == pytest.approx(0.05)
+        clock.advance(0.05)
+        sandbox_id = (await creating).json()["data"]["id"]
+        assert fake.sandbox(sandbox_id).status == "running"
+        await c.post(f"/v1/sandboxes/{sandbox_id}/pause")
+        assert clock.next_deadline() == pytest.approx(2.05)
 
 
 async def test_fork_answers_200_with_the_child_forking(

@@ -9,29 +9,26 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
-from _process_runtime import api_sh, machine, no_bwrap_left, until
+from _process_runtime import api_sh, machine, until
 from test_process_vm import DAEMON, sleeps, state
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     import httpx
+
+    from tests._fakes import MakeFake
 
 #: Slow (subprocesses, real programs): in the reliability step, keeping the main suite fast.
 pytestmark = [pytest.mark.reliability, pytest.mark.asyncio]
 
 
 @pytest_asyncio.fixture(name="fake")
-async def _fake() -> AsyncIterator[FakeCreateOS]:
+async def _fake(make_fake: MakeFake) -> FakeCreateOS:
     """Time moves only when the test says (the daemon must run before the sandbox idles)."""
     clock = VirtualClock(autojump=False)
     immediate = TransitionPolicy.immediate()
-    async with FakeCreateOS(clock=clock, transitions=immediate, runtime="process") as fake:
-        yield fake
-        assert fake.errors == []
-    assert await no_bwrap_left()
+    return await make_fake(clock=clock, transitions=immediate, runtime="process")
 
 
 async def test_auto_pause_stops_a_daemon_and_resume_continues_it(

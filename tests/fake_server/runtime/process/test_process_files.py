@@ -8,25 +8,17 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import pytest
-import pytest_asyncio
-from _process_runtime import api_sh, process_fake
+from _process_runtime import api_sh
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
 
     import httpx
 
-    from fake_server import FakeCreateOS
 
 pytestmark = pytest.mark.asyncio
 
 MakeSandbox = Callable[..., Awaitable[str]]
-
-
-@pytest_asyncio.fixture(name="fake")
-async def _fake() -> AsyncIterator[FakeCreateOS]:
-    async with process_fake() as fake:
-        yield fake
 
 
 async def test_the_process_runtime_refuses_a_fifo_while_other_requests_go_on(

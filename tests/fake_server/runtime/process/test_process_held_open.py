@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import pytest
-import pytest_asyncio
-from _process_runtime import process_fake, until
+from _process_runtime import until
 
 if TYPE_CHECKING:
     import httpx
@@ -33,12 +32,6 @@ HELD = re.compile(
     r"output does not end, and the reply waits for it; redirect its output \(>/dev/null "
     r"2>&1\) or use setsid/nohup with >file"
 )
-
-
-@pytest_asyncio.fixture(name="fake")
-async def _fake() -> AsyncIterator[FakeCreateOS]:
-    async with process_fake() as fake:
-        yield fake
 
 
 def _notes(fake: FakeCreateOS) -> list[tuple[str | None, str | None, str]]:

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-import pytest_asyncio
 
 from fake_server import (
     FakeCreateOS,
@@ -29,7 +28,7 @@ from fake_server import (
 from fake_server.http.handlers import ingress
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime
 from tests._helpers import until
-from tests.fake_server._process_runtime import api_sh, process_fake
+from tests.fake_server._process_runtime import api_sh
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -77,12 +76,6 @@ ECHO_SERVER = textwrap.dedent(
     http.server.ThreadingHTTPServer(("0.0.0.0", int(sys.argv[1])), Handler).serve_forever()
     """
 )
-
-
-@pytest_asyncio.fixture(name="fake")
-async def _fake() -> AsyncIterator[FakeCreateOS]:
-    async with process_fake() as fake:
-        yield fake
 
 
 async def new_sandbox(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:

@@ -12,17 +12,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
-from _process_runtime import no_bwrap_left, sh
+from _process_runtime import sh
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.runtime.process import ProcessRuntime
 from fake_server.runtime.process.net import netmode
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
     from pathlib import Path
 
     import httpx
+
+    from tests._fakes import MakeFake
 
 pytestmark = pytest.mark.asyncio
 
@@ -34,15 +35,10 @@ WHY = (
 
 
 @pytest_asyncio.fixture(name="fake")
-async def _fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeCreateOS]:
+async def _fake(monkeypatch: pytest.MonkeyPatch, make_fake: MakeFake) -> FakeCreateOS:
     monkeypatch.setattr(netmode, "detect", lambda: NOT_ROOT)
-    fake = FakeCreateOS(
-        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
-    )
-    async with fake:
-        yield fake
-        assert fake.errors == []
-    assert await no_bwrap_left()
+    immediate = TransitionPolicy.immediate()
+    return await make_fake(clock=VirtualClock(), transitions=immediate, runtime="process")
 
 
 async def test_each_sandbox_has_a_network_of_its_own_with_nothing_beyond_loopback(

@@ -21,22 +21,20 @@ from tests._helpers import until
 from tests.fake_server._process_runtime import api_sh
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import Callable
 
     import httpx
+
+    from tests._fakes import MakeFake
 
 pytestmark = [pytest.mark.reliability, pytest.mark.asyncio]
 
 
 @pytest_asyncio.fixture(name="fake")
-async def _fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeCreateOS]:
+async def _fake(monkeypatch: pytest.MonkeyPatch, make_fake: MakeFake) -> FakeCreateOS:
     monkeypatch.setattr(netmode, "detect", lambda: netmode.NetworkMode("not root"))
-    fake = FakeCreateOS(
-        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
-    )
-    async with fake:
-        yield fake
-        assert fake.errors == []
+    immediate = TransitionPolicy.immediate()
+    return await make_fake(clock=VirtualClock(), transitions=immediate, runtime="process")
 
 
 async def new_sandbox(client: httpx.AsyncClient, **fields: Any) -> str:

@@ -8,26 +8,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-import pytest_asyncio
-from _process_runtime import machine, process_fake
+from _process_runtime import machine
 
 from fake_server import VirtualClock
 from fake_server.runtime.process.sandbox import pty
 from fake_server.runtime.terminal import Terminal
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     from fake_server import FakeCreateOS
 
 #: Slow (subprocesses, real programs): in the reliability step, keeping the main suite fast.
 pytestmark = [pytest.mark.reliability, pytest.mark.asyncio]
-
-
-@pytest_asyncio.fixture(name="fake")
-async def _fake() -> AsyncIterator[FakeCreateOS]:
-    async with process_fake() as fake:
-        yield fake
 
 
 async def test_a_resize_while_the_command_starts_reaches_its_window(

@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
-import pytest_asyncio
-from _process_runtime import machine, no_bwrap_left, process_fake, until
+from _process_runtime import machine, no_bwrap_left, until
 
 from fake_server.runtime.process import DISKS_NEED_ROOT, ProcessRuntime
 from fake_server.runtime.process.images import system
@@ -25,12 +24,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.asyncio
 
 MakeSandbox = Callable[..., Awaitable[str]]
-
-
-@pytest_asyncio.fixture(name="fake")
-async def _fake() -> AsyncIterator[FakeCreateOS]:
-    async with process_fake() as fake:
-        yield fake
 
 
 async def run(client: httpx.AsyncClient, sandbox_id: str, **body: Any) -> dict[str, Any]:

@@ -10,24 +10,15 @@ import stat
 from typing import TYPE_CHECKING, Any
 
 import pytest
-import pytest_asyncio
-from _process_runtime import api_sh, machine, process_fake, until
+from _process_runtime import api_sh, machine, until
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     import httpx
 
     from fake_server import FakeCreateOS
 
 #: Slow (subprocesses, real programs): in the reliability step, keeping the main suite fast.
 pytestmark = [pytest.mark.reliability, pytest.mark.asyncio]
-
-
-@pytest_asyncio.fixture(name="fake")
-async def _fake() -> AsyncIterator[FakeCreateOS]:
-    async with process_fake() as fake:
-        yield fake
 
 
 def agent_events(fake: FakeCreateOS, sandbox_id: str) -> list[tuple[str | None, str | None]]:

@@ -6,12 +6,11 @@ stopped, so its pause gives the flow back until the resume; an exit or a kill en
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import pytest
-import pytest_asyncio
-from _process_runtime import process_fake, until
+from _process_runtime import until
 
 from fake_server import VirtualClock
 
@@ -23,12 +22,6 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.asyncio, pytest.mark.reliability]
 
 MakeSandbox = Callable[..., Awaitable[str]]
-
-
-@pytest_asyncio.fixture(name="fake")
-async def _fake() -> AsyncIterator[FakeCreateOS]:
-    async with process_fake() as fake:
-        yield fake
 
 
 def _flowing(fake: FakeCreateOS) -> bool:

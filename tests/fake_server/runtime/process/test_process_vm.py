@@ -12,14 +12,11 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import pytest
-import pytest_asyncio
-from _process_runtime import api_sh, machine, netns_holders, process_fake, until
+from _process_runtime import api_sh, machine, netns_holders, until
 
 from fake_server.runtime.process.storage import rootdir
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     import httpx
 
     from fake_server import FakeCreateOS
@@ -29,12 +26,6 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.reliability, pytest.mark.asyncio]
 
 DAEMON = "nohup setsid sleep 313 >/tmp/log 2>&1 &"
-
-
-@pytest_asyncio.fixture(name="fake")
-async def _fake() -> AsyncIterator[FakeCreateOS]:
-    async with process_fake() as fake:
-        yield fake
 
 
 def sleeps(found: ProcessMachine, seconds: int) -> list[int]:

@@ -21,11 +21,13 @@ from fake_server.runtime.process import ProcessRuntime
 from fake_server.runtime.process.net import hostcheck, nft, router
 from fake_server.runtime.process.net.resolver import host_resolver
 from tests._helpers import until
-from tests.fake_server._process_runtime import api_sh, needs_nft, no_bwrap_left
+from tests.fake_server._process_runtime import api_sh, needs_nft
 from tests.fake_server.runtime.process._netstubs import DnsStub, Upstream, on_host
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+    from tests._fakes import MakeFake
 
 #: Sandboxes' way out: NAT and egress rules are nftables'.
 pytestmark = [pytest.mark.reliability, pytest.mark.asyncio, needs_nft]
@@ -52,23 +54,24 @@ async def _upstream(dns: DnsStub) -> AsyncIterator[Upstream]:
     up.close()
 
 
+def vm_options(dns: DnsStub, hostnames: str = "ignore", **options: Any) -> dict[str, Any]:
+    """A process-runtime fake's options whose sandboxes resolve names through ``dns``."""
+    return {
+        "clock": VirtualClock(),
+        "transitions": TransitionPolicy.immediate(),
+        "runtime": "process",
+        "network": NetworkOptions(dns_upstream=dns.address, **options),
+        "egress_hostnames": hostnames,
+    }
+
+
 def vm_fake(dns: DnsStub, hostnames: str = "ignore", **options: Any) -> FakeCreateOS:
-    network = NetworkOptions(dns_upstream=dns.address, **options)
-    return FakeCreateOS(
-        clock=VirtualClock(),
-        transitions=TransitionPolicy.immediate(),
-        runtime="process",
-        network=network,
-        egress_hostnames=hostnames,
-    )
+    return FakeCreateOS(**vm_options(dns, hostnames, **options))
 
 
 @pytest_asyncio.fixture(name="fake")
-async def _fake(dns: DnsStub) -> AsyncIterator[FakeCreateOS]:
-    async with vm_fake(dns) as fake:
-        yield fake
-        assert fake.errors == []
-    assert await no_bwrap_left()
+async def _fake(dns: DnsStub, make_fake: MakeFake) -> FakeCreateOS:
+    return await make_fake(**vm_options(dns))
 
 
 @pytest_asyncio.fixture(name="client")
