@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
+from fake_server import TransitionPolicy, VirtualClock
 from fake_server.clock import clock_transport
-from tests.fake_server._process_runtime import process_fake
 
 if TYPE_CHECKING:
-    from fake_server import FakeCreateOS, VirtualClock
+    from fake_server import FakeCreateOS
+    from tests._fakes import MakeFake
 
 pytestmark = pytest.mark.asyncio
 
@@ -120,7 +121,7 @@ async def test_rfc3339_windows_are_accepted(client: httpx.AsyncClient) -> None:
     ]
 
 
-async def test_process_runtime_metrics_are_measured_from_proc() -> None:
+async def test_process_runtime_metrics_are_measured_from_proc(make_fake: MakeFake) -> None:
     script = (
         "import sys, time\n"
         "held = bytearray(64 << 20)\n"
@@ -129,25 +130,27 @@ async def test_process_runtime_metrics_are_measured_from_proc() -> None:
         "print('ready', flush=True)\n"
         "sys.stdin.read()\n"
     )
-    async with process_fake() as fake:
-        async with httpx.AsyncClient(
-            base_url=fake.url,
-            headers={"X-Api-Key": fake.api_key},
-            transport=clock_transport(fake.clock),
-            timeout=30,
-        ) as client:
-            created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
-            base = f"/v1/sandboxes/{created.json()['data']['id']}"
-            started = await client.post(
-                base + "/processes", json={"cmd": "python3", "args": ["-c", script]}
-            )
-            process_id = started.json()["data"]["process_id"]
-            data = await _metrics_once(client, base, lambda d: d["cpu"]["usage_seconds"] >= 0.3)
-            assert data["source"] == "proc"
-            assert data["memory"]["used_bytes"] >= 64 * MIB
-            assert data["processes"] >= 2  # bwrap, the sandbox's init, python
-            assert (await client.delete(f"{base}/processes/{process_id}")).status_code == 200
-            assert (await client.delete(base)).status_code == 200
+    fake = await make_fake(
+        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
+    )
+    async with httpx.AsyncClient(
+        base_url=fake.url,
+        headers={"X-Api-Key": fake.api_key},
+        transport=clock_transport(fake.clock),
+        timeout=30,
+    ) as client:
+        created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+        base = f"/v1/sandboxes/{created.json()['data']['id']}"
+        started = await client.post(
+            base + "/processes", json={"cmd": "python3", "args": ["-c", script]}
+        )
+        process_id = started.json()["data"]["process_id"]
+        data = await _metrics_once(client, base, lambda d: d["cpu"]["usage_seconds"] >= 0.3)
+        assert data["source"] == "proc"
+        assert data["memory"]["used_bytes"] >= 64 * MIB
+        assert data["processes"] >= 2  # bwrap, the sandbox's init, python
+        assert (await client.delete(f"{base}/processes/{process_id}")).status_code == 200
+        assert (await client.delete(base)).status_code == 200
 
 
 async def _metrics_once(
@@ -162,7 +165,9 @@ async def _metrics_once(
     raise AssertionError("the program never got there")
 
 
-async def test_process_runtime_metrics_count_a_daemon_an_exec_left_running() -> None:
+async def test_process_runtime_metrics_count_a_daemon_an_exec_left_running(
+    make_fake: MakeFake,
+) -> None:
     """A daemon (``nohup setsid … &``) holding memory and burning a CPU counts: the metrics
     read the sandbox's cgroups, not only the trees of the API's own processes (they read 0
     for it before)."""
@@ -174,23 +179,23 @@ async def test_process_runtime_metrics_count_a_daemon_an_exec_left_running() -> 
         "while time.process_time() < end: pass\n"
         "time.sleep(300)' >/dev/null 2>&1 &"
     )
-    async with process_fake() as fake:
-        async with httpx.AsyncClient(
-            base_url=fake.url,
-            headers={"X-Api-Key": fake.api_key},
-            transport=clock_transport(fake.clock),
-            timeout=30,
-        ) as client:
-            created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
-            base = f"/v1/sandboxes/{created.json()['data']['id']}"
-            ran = await client.post(base + "/exec", json={"cmd": "bash", "args": ["-c", daemon]})
-            assert ran.json()["data"]["result"]["exit_code"] == 0
-            data = await _metrics_once(
-                client,
-                base,
-                lambda d: (
-                    d["cpu"]["usage_seconds"] >= 0.3 and d["memory"]["used_bytes"] >= 128 * MIB
-                ),
-            )
-            assert data["processes"] >= 2  # the sandbox's init and the daemon
-            assert (await client.delete(base)).status_code == 200
+    fake = await make_fake(
+        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
+    )
+    async with httpx.AsyncClient(
+        base_url=fake.url,
+        headers={"X-Api-Key": fake.api_key},
+        transport=clock_transport(fake.clock),
+        timeout=30,
+    ) as client:
+        created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+        base = f"/v1/sandboxes/{created.json()['data']['id']}"
+        ran = await client.post(base + "/exec", json={"cmd": "bash", "args": ["-c", daemon]})
+        assert ran.json()["data"]["result"]["exit_code"] == 0
+        data = await _metrics_once(
+            client,
+            base,
+            lambda d: d["cpu"]["usage_seconds"] >= 0.3 and d["memory"]["used_bytes"] >= 128 * MIB,
+        )
+        assert data["processes"] >= 2  # the sandbox's init and the daemon
+        assert (await client.delete(base)).status_code == 200

@@ -12,11 +12,12 @@ import httpx
 import pytest
 import pytest_asyncio
 
+from fake_server import TransitionPolicy, VirtualClock
 from fake_server.http.handlers.shells import IDLE_SECONDS, MAX_FRAME
-from tests.fake_server._process_runtime import process_fake
 
 if TYPE_CHECKING:
-    from fake_server import FakeCreateOS, VirtualClock
+    from fake_server import FakeCreateOS
+    from tests._fakes import MakeFake
 
 pytestmark = pytest.mark.asyncio
 
@@ -77,30 +78,31 @@ async def test_bashkit_shell_keystrokes_output_resize_and_exit_status(
 
 
 async def test_process_runtime_shell_is_a_real_login_shell(
+    make_fake: MakeFake,
     session: aiohttp.ClientSession,
 ) -> None:
-    async with process_fake() as fake:
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
-            created = await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
-            sandbox_id = created.json()["data"]["id"]
-            headers = {"X-Api-Key": fake.api_key}
-            async with session.ws_connect(shell_url(fake, sandbox_id), headers=headers) as ws:
-                await ws.send_bytes(
-                    b"PS1='ready''> '; shopt -q login_shell && echo LOGIN-$((6*7))\n"
-                )
-                # the shell waits for a line before it is resized: a resize landing while it
-                # still runs the previous one could be read before stty asks (24 80, a hang)
-                # (the prompt, not its echo; TERM is xterm-256color: readline may put a
-                # bracketed-paste switch before it)
-                assert b"LOGIN-42\r\n" in await read_until(ws, b"ready> ")
-                await ws.send_str(json.dumps({"type": "resize", "rows": 33, "cols": 99}))
-                await ws.send_bytes(b"stty size\n")
-                await read_until(ws, b"33 99\r\n")
-                await ws.send_bytes(b"exit 5\n")
-                messages = [message async for message in ws]
-            assert json.loads(messages[-1].data) == {"type": "exit", "exit_code": 5}
-            assert ws.close_code == 1000
-            assert (await c.delete(f"/v1/sandboxes/{sandbox_id}")).status_code == 200
+    fake = await make_fake(
+        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
+    )
+    async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+        created = await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+        sandbox_id = created.json()["data"]["id"]
+        headers = {"X-Api-Key": fake.api_key}
+        async with session.ws_connect(shell_url(fake, sandbox_id), headers=headers) as ws:
+            await ws.send_bytes(b"PS1='ready''> '; shopt -q login_shell && echo LOGIN-$((6*7))\n")
+            # the shell waits for a line before it is resized: a resize landing while it
+            # still runs the previous one could be read before stty asks (24 80, a hang)
+            # (the prompt, not its echo; TERM is xterm-256color: readline may put a
+            # bracketed-paste switch before it)
+            assert b"LOGIN-42\r\n" in await read_until(ws, b"ready> ")
+            await ws.send_str(json.dumps({"type": "resize", "rows": 33, "cols": 99}))
+            await ws.send_bytes(b"stty size\n")
+            await read_until(ws, b"33 99\r\n")
+            await ws.send_bytes(b"exit 5\n")
+            messages = [message async for message in ws]
+        assert json.loads(messages[-1].data) == {"type": "exit", "exit_code": 5}
+        assert ws.close_code == 1000
+        assert (await c.delete(f"/v1/sandboxes/{sandbox_id}")).status_code == 200
 
 
 async def test_errors_come_before_the_upgrade(

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
+from fake_server import TransitionPolicy, VirtualClock
 from fake_server.http.handlers.shells import IDLE_SECONDS, MAX_FRAME
 from fake_server.http.streams.shell_frames import RawFrames, Resize
-from tests.fake_server._process_runtime import process_fake
 
 if TYPE_CHECKING:
-    from fake_server import FakeCreateOS, VirtualClock
+    from fake_server import FakeCreateOS
+    from tests._fakes import MakeFake
 
 pytestmark = pytest.mark.asyncio
 
@@ -80,23 +81,25 @@ async def test_bashkit_shell_keystrokes_resize_and_exit(
     assert fake.errors == []
 
 
-async def test_process_runtime_shell_is_a_real_login_shell_on_a_pty() -> None:
-    async with process_fake() as fake:
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
-            created = await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
-            sandbox_id = created.json()["data"]["id"]
-            reader, writer = await open_shell(fake, sandbox_id)
-            writer.write(keys(b"PS1='ready''> '; shopt -q login_shell && echo LOGIN-$((6*7))\n"))
-            login = await read_until(reader, b"ready> ")  # the prompt, not its echo
-            assert b"LOGIN-42\r\n" in login
-            writer.write(resize(33, 99) + keys(b"stty size\n"))
-            await read_until(reader, b"33 99\r\n")
-            writer.write(keys(b"exit 5\n"))
-            await asyncio.wait_for(reader.read(), 30)  # the rest of the output, then EOF
-            writer.close()
-            [shell] = fake.sandbox(sandbox_id).processes.values()
-            assert shell.exit_code == 5
-            assert (await c.delete(f"/v1/sandboxes/{sandbox_id}")).status_code == 200
+async def test_process_runtime_shell_is_a_real_login_shell_on_a_pty(make_fake: MakeFake) -> None:
+    fake = await make_fake(
+        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
+    )
+    async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+        created = await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+        sandbox_id = created.json()["data"]["id"]
+        reader, writer = await open_shell(fake, sandbox_id)
+        writer.write(keys(b"PS1='ready''> '; shopt -q login_shell && echo LOGIN-$((6*7))\n"))
+        login = await read_until(reader, b"ready> ")  # the prompt, not its echo
+        assert b"LOGIN-42\r\n" in login
+        writer.write(resize(33, 99) + keys(b"stty size\n"))
+        await read_until(reader, b"33 99\r\n")
+        writer.write(keys(b"exit 5\n"))
+        await asyncio.wait_for(reader.read(), 30)  # the rest of the output, then EOF
+        writer.close()
+        [shell] = fake.sandbox(sandbox_id).processes.values()
+        assert shell.exit_code == 5
+        assert (await c.delete(f"/v1/sandboxes/{sandbox_id}")).status_code == 200
 
 
 async def test_refusals_come_before_the_upgrade(
@@ -198,17 +201,19 @@ async def test_bashkit_shell_as_the_cli_opens_it_takes_the_first_resize_names_it
     writer.close()
 
 
-async def test_process_runtime_shell_as_the_cli_opens_it() -> None:
+async def test_process_runtime_shell_as_the_cli_opens_it(make_fake: MakeFake) -> None:
     """As above on the process runtime: the PTY is the sandbox's own (``/dev/pts/0`` in its
     devpts, where ``tty`` finds it; one on the host's devpts is ``not a tty`` inside)."""
-    async with process_fake() as fake:
-        async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
-            created = await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
-            sandbox_id = created.json()["data"]["id"]
-            reader, writer = await open_shell(fake, sandbox_id)
-            writer.write(resize(40, 120))
-            writer.write(keys(b"stty size; tty; echo $TERM; exit\n"))
-            output = await asyncio.wait_for(reader.read(), 30)
-            writer.close()
-            assert output.endswith(b"40 120\r\n/dev/pts/0\r\nxterm-256color\r\nlogout\r\n")
-            assert (await c.delete(f"/v1/sandboxes/{sandbox_id}")).status_code == 200
+    fake = await make_fake(
+        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
+    )
+    async with httpx.AsyncClient(base_url=fake.url, headers={"X-Api-Key": fake.api_key}) as c:
+        created = await c.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+        sandbox_id = created.json()["data"]["id"]
+        reader, writer = await open_shell(fake, sandbox_id)
+        writer.write(resize(40, 120))
+        writer.write(keys(b"stty size; tty; echo $TERM; exit\n"))
+        output = await asyncio.wait_for(reader.read(), 30)
+        writer.close()
+        assert output.endswith(b"40 120\r\n/dev/pts/0\r\nxterm-256color\r\nlogout\r\n")
+        assert (await c.delete(f"/v1/sandboxes/{sandbox_id}")).status_code == 200
