@@ -2,7 +2,7 @@
 control plane pauses it automatically — identically to calling ``pause()`` manually" (TS
 ``docs/explanation/lifecycle.md``). It happens when it is due, not at the next read, and the
 machine pauses with it (the process runtime's processes stop:
-``tests/fake_server/runtime/process/test_process_auto_pause.py``); an exec in flight is
+``tests/fake_server/runtime/process/sandbox/test_process_auto_pause.py``); an exec in flight is
 activity, as a live process is."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Computer use on a runtime's real desktop, through HTTP, with a stand-in for the X server:
 what the models hand it (the checked input), what they make of its answers and errors, and the
 409s where a real desktop cannot do what the synthetic one does. The real X server is in
-tests/fake_server/runtime/process/test_process_desktop.py."""
+tests/fake_server/runtime/process/desktop/test_process_desktop.py."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from fake_server.runtime.process.net import hostcheck, nft, router
 from fake_server.runtime.process.net.resolver import host_resolver
 from tests._helpers import until
 from tests.fake_server._process_runtime import api_sh, needs_nft
-from tests.fake_server.runtime.process._netstubs import DnsStub, Upstream, on_host
+from tests.fake_server.runtime.process.net._netstubs import DnsStub, Upstream, on_host
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
