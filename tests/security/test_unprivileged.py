@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from fake_server.runtime.process.containment import idmap
-from tests._needs import needs_command
+from fake_server.runtime.process.net.nft import nft_path
+from fake_server.runtime.process.net.usernet import pasta_path
+from tests._needs import needs, needs_command
 from tests.security._attack import Target, serving
 from tests.security._unprivileged import as_user, free_id, subordinate_user
 
@@ -40,6 +43,11 @@ pytestmark = [
 ]
 #: The tests of the subordinate map (and of its fallback where ``newuidmap`` is hidden).
 _UIDMAP = needs_command("newuidmap", "uidmap's newuidmap", "apt-get install uidmap")
+
+#: Whether an unprivileged fake's sandboxes have a route out (``usernet``): pasta and nft.
+_ROUTED = pasta_path() is not None and nft_path() is not None
+#: The tests of that route out.
+_PASTA = needs(None if _ROUTED else "passt's pasta and nftables", "apt-get install passt nftables")
 
 #: Subordinate ids the module's named user gets (past every range the host hands out).
 _SUB_START = 1_500_000_000
@@ -62,6 +70,12 @@ class Unprivileged:
         found = list(self.temp.glob(f"createos-fake-process/*/{sandbox}"))
         assert len(found) == 1, found
         return found[0]
+
+
+def _own_line(uid: int) -> list[str]:
+    """The own-id map as a sandbox reads it: onto the host, or onto the fake's namespace H
+    (whose root is the caller) where the sandbox has a route out."""
+    return ["1000", "0" if _ROUTED else str(uid), "1"]
 
 
 def _serve_as(uid: int, hide: Sequence[str] = ()) -> Iterator[Unprivileged]:
@@ -145,7 +159,7 @@ def test_without_newuidmap_the_callers_own_id_is_mapped_and_named(
     sandbox = helpless.target.create()
     code, out = helpless.target.sh(sandbox, "cat /proc/self/uid_map /proc/self/gid_map")
     assert code == 0, out
-    assert [line.split() for line in out.splitlines()] == [["1000", str(helpless.uid), "1"]] * 2
+    assert [line.split() for line in out.splitlines()] == [_own_line(helpless.uid)] * 2
 
 
 def test_the_own_id_map_inside(own: Unprivileged) -> None:
@@ -155,8 +169,8 @@ def test_the_own_id_map_inside(own: Unprivileged) -> None:
     rows = [line.split() for line in out.splitlines()]
     assert rows == [
         ["uid=1000(sandbox)", "gid=1000(sandbox)", "groups=1000(sandbox)"],
-        ["1000", str(own.uid), "1"],
-        ["1000", str(own.uid), "1"],
+        _own_line(own.uid),
+        _own_line(own.uid),
     ]
 
 
@@ -171,6 +185,8 @@ def test_the_subordinate_map_inside(sub: Unprivileged) -> None:
         ["1000", str(sub.uid), "1"],
         ["1001", str(_SUB_START + 1000), "64535"],
     ]
+    if _ROUTED:  # inside the fake's namespace H, which maps them so: the same extents of H's
+        expected = [["0", "0", "1000"], ["1000", "1000", "1"], ["1001", "1001", "64535"]]
     assert rows == [
         ["uid=1000(sandbox)", "gid=1000(sandbox)", "groups=1000(sandbox)"],
         *expected,
@@ -250,3 +266,79 @@ def test_the_seccomp_filter_holds_in_every_process(
         f"add_key -1 {errno.EPERM}\n"
         "/proc/1/status:Seccomp:\t2\n/proc/self/status:Seccomp:\t2\n"
     ), out
+
+
+@_PASTA
+@pytest.mark.parametrize("which", ["own", pytest.param("sub", marks=_UIDMAP)])
+def test_a_route_out_the_sandbox_cannot_change(which: str, request: pytest.FixtureRequest) -> None:
+    """pasta gives the sandbox ``eth0`` and a default route (it reaches the Debian archive,
+    as ``apt`` would); the namespace is the fake's: neither its rules nor its links can be
+    changed from inside."""
+    target = request.getfixturevalue(which).target
+    sandbox = target.create()
+    _code, out = target.sh(
+        sandbox,
+        "ip route | grep -c '^default .* dev eth0'\n"
+        "curl -sS -o /dev/null -m 20 -w '%{http_code}\\n' "
+        "http://deb.debian.org/debian/dists/stable/Release\n"
+        "nft flush ruleset 2>&1 | head -1; ip link set eth0 down; ip -br link show eth0 | "
+        "grep -o LOWER_UP",
+        timeout=60,
+    )
+    assert out == (
+        "1\n200\nError: Could not process rule: Operation not permitted\n"
+        "RTNETLINK answers: Operation not permitted\nLOWER_UP\n"
+    ), out
+
+
+@_PASTA
+def test_egress_rules_hold_and_the_host_stays_out_of_reach(own: Unprivileged) -> None:
+    """Address rules are enforced (``curl`` to an address they leave out gets no answer, while
+    the name still resolves); whatever the rules, no address of the host is reached."""
+    target = own.target
+    listener = socket.create_server(("0.0.0.0", 0))  # every address of the host
+    port = listener.getsockname()[1]
+    try:
+        sandbox = target.create()
+        addresses = sorted(
+            {str(entry[4][0]) for entry in socket.getaddrinfo(socket.gethostname(), None,
+                                                               socket.AF_INET)}
+            - {"127.0.0.1"}
+        )  # fmt: skip
+        probes = "".join(
+            f"bash -c 'echo > /dev/tcp/{address}/{port}' 2>/dev/null; echo {address}=$?\n"
+            for address in addresses
+        )
+        _code, out = target.sh(sandbox, probes)
+        assert out == "".join(f"{address}=1\n" for address in addresses), out
+        rules = target.api.put(f"/v1/sandboxes/{sandbox}/egress", json={"egress": ["203.0.113.7"]})
+        assert rules.status_code == 200, rules.text
+        _code, out = target.sh(
+            sandbox,
+            "getent hosts deb.debian.org >/dev/null; echo resolved=$?\n"
+            "curl -sS -o /dev/null -m 5 http://deb.debian.org/ 2>/dev/null; echo curl=$?",
+        )
+        assert out == "resolved=0\ncurl=28\n", out
+    finally:
+        listener.close()
+
+
+@pytest.fixture(name="tunless", scope="module")
+def _tunless() -> Iterator[Unprivileged]:
+    """``serve`` as a uid without subordinate ids where pasta cannot make its tap (``/dev/null``
+    bound over ``/dev/net/tun``)."""
+    yield from _serve_as(free_id(61_000), hide=("/dev/net/tun",))
+
+
+@_PASTA
+def test_without_a_tap_the_sandbox_has_loopback_only_and_the_line_says_why(
+    tunless: Unprivileged,
+) -> None:
+    runtime = next(line for line in tunless.target.serve.lines if line.startswith("runtime: "))
+    assert runtime.startswith(
+        "runtime: process (no shared sandbox network: not root; loopback only, since a sandbox "
+        "network with pasta cannot be made here (pasta failed: "
+    ), runtime
+    sandbox = tunless.target.create()
+    code, out = tunless.target.sh(sandbox, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")
+    assert (code, out) == (0, "lo\n")

@@ -34,7 +34,7 @@ from fake_server.runtime.process.containment import idmap, seccomp
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from fake_server.runtime.process.containment.idmap import IdRange, OwnId, Subordinate
+    from fake_server.runtime.process.containment.idmap import IdRange, Nested, OwnId, Subordinate
 
 __all__ = ["MASKED", "READ_ONLY", "Confinement", "Handoff", "describe", "mask_argv"]
 
@@ -161,7 +161,9 @@ def handoff(*, with_filter: bool = True) -> tuple[Handoff, int, int]:
     return Handoff(block_read, info_write, program), block_write, info_read
 
 
-async def map_when_ready(info: int, block: int, ids: IdRange | Subordinate | OwnId) -> None:
+async def map_when_ready(
+    info: int, block: int, ids: IdRange | Subordinate | OwnId | Nested
+) -> None:
     """Read the init's child pid from ``info``, give its user namespace ``ids``, let it go on
     (``block``). Both descriptors are closed. ``OSError`` when bwrap failed before, or the
     map could not be written."""
@@ -179,7 +181,7 @@ async def map_when_ready(info: int, block: int, ids: IdRange | Subordinate | Own
             finally:
                 transport.close()
         pid = int(json.loads(text)["child-pid"])
-        if isinstance(ids, idmap.Subordinate):  # newuidmap and newgidmap, off the event loop
+        if isinstance(ids, idmap.Subordinate | idmap.Nested):  # helpers, off the event loop
             await asyncio.to_thread(idmap.map_user_namespace, pid, ids)
         else:
             idmap.map_user_namespace(pid, ids)

@@ -47,6 +47,7 @@ __all__ = [
     "LAYOUT_ID",
     "SIZE",
     "IdRange",
+    "Nested",
     "OwnId",
     "Subordinate",
     "give",
@@ -142,6 +143,19 @@ class OwnId:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Nested:
+    """The map of a sandbox's user namespace made inside one of the fake's (``usernet``: H,
+    held by process ``holder``): ``lines`` map the sandbox's ids onto H's, written from
+    inside H by its root (the host cannot write a grandchild's map)."""
+
+    holder: int
+    #: One line per extent of H's map (a line of a child's map must fall in one of them).
+    lines: tuple[str, ...]
+    #: H denies ``setgroups`` (the own-id map): ``nsenter`` keeps the caller's credentials.
+    keep: bool
+
+
 def _lines(name: str) -> list[list[str]]:
     """The colon-separated fields of each line of ``name`` (none when it cannot be read)."""
     try:
@@ -175,9 +189,31 @@ def host_range() -> IdRange:
     return IdRange(base)
 
 
-def map_user_namespace(pid: int, ids: IdRange | Subordinate | OwnId) -> None:
+def map_user_namespace(pid: int, ids: IdRange | Subordinate | OwnId | Nested) -> None:
     """Give the user namespace of ``pid`` (made, not yet mapped) the map ``ids``; ``OSError``
     with the helper's last line when ``newuidmap`` or ``newgidmap`` refuses."""
+    if isinstance(ids, Nested):
+        quoted = " ".join(f"'{line}'" for line in ids.lines)
+        script = (
+            f"printf '%s\\n' {quoted} >/proc/{pid}/uid_map && "
+            f"printf '%s\\n' {quoted} >/proc/{pid}/gid_map"
+        )
+        done = subprocess.run(
+            [
+                "nsenter",
+                f"--user=/proc/{ids.holder}/ns/user",
+                *(["--preserve-credentials"] if ids.keep else []),
+                "--",
+                *("sh", "-c", script),
+            ],
+            capture_output=True,
+            check=False,
+            env={"PATH": _PATH},
+        )
+        if done.returncode != 0:
+            lines = done.stderr.decode(errors="replace").strip().splitlines()
+            raise OSError(f"the sandbox's map failed: {(lines or ['?'])[-1][:200]}")
+        return
     if isinstance(ids, OwnId):
         for name, text in (
             ("uid_map", f"{LAYOUT_ID} {ids.uid} 1\n"),

@@ -34,6 +34,12 @@ class NetworkMode:
     missing: str | None = None
     #: Why sandboxes have no way out although they share a network (no ``nft``).
     uplink_missing: str | None = None
+    #: Unprivileged: each sandbox's network is a namespace of the fake's with a route out
+    #: through pasta (``usernet``), instead of bwrap's loopback-only one.
+    user_net: bool = False
+    #: Unprivileged, why sandboxes have no route out although pasta is installed (its trial
+    #: run failed: no ``/dev/net/tun``, no ``newuidmap``…); ``None`` otherwise.
+    route_missing: str | None = None
 
     @property
     def shared(self) -> bool:
@@ -47,6 +53,17 @@ class NetworkMode:
             return (
                 "process (sandboxes reach nothing past the fake: no NAT and no egress rules, "
                 f"since {self.uplink_missing}; eth0, preview URLs and account networks work)"
+            )
+        if self.user_net:
+            return (
+                f"process (each sandbox has a network of its own, {self.missing}: a route "
+                "out through pasta, egress rules enforced by nftables outside the sandbox's "
+                "reach; no preview URLs or account networks)"
+            )
+        if self.route_missing is not None:
+            return (
+                f"process (no shared sandbox network: {self.missing}; loopback only, since "
+                f"{self.route_missing})"
             )
         return f"process (no shared sandbox network: {self.missing})"
 
@@ -74,8 +91,26 @@ def detect() -> NetworkMode:
         NetNamespace().close()
     except OSError as exc:
         if os.geteuid() != 0:
-            return NetworkMode("not root")
+            why = _route_missing()
+            return NetworkMode("not root", user_net=why is None, route_missing=why or None)
         reason = exc.strerror or type(exc).__name__
         return NetworkMode(f"a network namespace cannot be created: {reason}")
     missing = uplink_missing()
     return SHARED if missing is None else NetworkMode(uplink_missing=missing)
+
+
+def _route_missing() -> str | None:
+    """Why an unprivileged fake's sandboxes get no route out (``usernet``): ``""`` where pasta
+    or nftables' ``nft`` is not installed, what failed where a trial network could not be
+    made; ``None`` where it can."""
+    from fake_server.runtime.process.containment import idmap
+    from fake_server.runtime.process.net.nft import nft_path
+    from fake_server.runtime.process.net.usernet import UserNet, pasta_path
+
+    if pasta_path() is None or nft_path() is None:
+        return ""
+    try:
+        UserNet(idmap.unprivileged()).close()
+    except OSError as exc:
+        return f"a sandbox network with pasta cannot be made here ({exc})"
+    return None

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from fake_server.runtime.process.containment.confine import mask_argv
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
 
     from fake_server.runtime.process.containment.confine import Handoff
@@ -82,14 +82,23 @@ def bwrap_argv(
 
 
 def enter_argv(
-    nsenter: str, init: int, cwd: str, *, uid: int = UID, own_id: bool = False
+    nsenter: str,
+    init: int,
+    cwd: str,
+    *,
+    uid: int = UID,
+    own_id: bool = False,
+    via: Sequence[str] = (),
 ) -> list[str]:
     """``nsenter``'s options that run a command in the namespaces of the sandbox's ``init``:
     as ``uid``, in ``cwd`` of its root; the environment is ``nsenter``'s own. ``own_id``: the
     namespace maps the caller's own id alone (``idmap.OwnId``), which is ``uid`` inside
-    already, and denies ``setgroups``: the credentials stay as they are."""
+    already, and denies ``setgroups``: the credentials stay as they are. ``via``: a first
+    ``nsenter`` into the user and network namespaces the sandbox's are made in (``usernet``:
+    from the host, the sandbox's user namespace, a grandchild, is entered through them)."""
     ids = ["--preserve-credentials"] if own_id else [f"--setuid={uid}", f"--setgid={uid}"]
+    net = [] if via else ["--net"]
     return [
-        nsenter, f"--target={init}", "--user", "--mount", "--pid", "--ipc", "--uts", "--net",
+        *via, nsenter, f"--target={init}", "--user", "--mount", "--pid", "--ipc", "--uts", *net,
         "--root", f"--wdns={cwd}", *ids, "--",
     ]  # fmt: skip

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from fake_server.runtime.process.containment.confine import Handoff
-    from fake_server.runtime.process.containment.idmap import IdRange, OwnId, Subordinate
+    from fake_server.runtime.process.containment.idmap import IdRange, Nested, OwnId, Subordinate
 
 __all__ = ["GRACE", "INIT", "Guest"]
 
@@ -59,7 +59,7 @@ class Guest:
     async def start(
         self,
         argv: Callable[[Handoff | None], list[str]],
-        ids: IdRange | Subordinate | OwnId | None = None,
+        ids: IdRange | Subordinate | OwnId | Nested | None = None,
         *,
         with_filter: bool = True,
     ) -> int:
@@ -84,7 +84,7 @@ class Guest:
     async def _start(
         self,
         make_argv: Callable[[Handoff | None], list[str]],
-        ids: IdRange | Subordinate | OwnId | None,
+        ids: IdRange | Subordinate | OwnId | Nested | None,
         with_filter: bool,
     ) -> int:
         pipes, ends = await make_pipes()

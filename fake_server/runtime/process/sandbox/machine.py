@@ -201,6 +201,7 @@ class ProcessMachine:
             clock=clock,
             layout_map=layout,
             layout_mount=self.layout_mount() if layout is not None else None,
+            usernet=self.wiring.usernet(self._owner.layout_map) if layout is not None else None,
         )
 
     def desktop(self, clock: Clock, width: int, height: int) -> XDesktop:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.containment.confine import Confinement, Handoff
     from fake_server.runtime.process.containment.idmap import IdRange, OwnId, Subordinate
     from fake_server.runtime.process.net.netns import NetNamespace
+    from fake_server.runtime.process.net.usernet import UserNet
     from fake_server.runtime.process.sandbox.guest import Guest
     from fake_server.runtime.process.storage.dirdisk import DirDisk
     from fake_server.runtime.process.storage.rootfs import SandboxRoot
@@ -78,6 +79,7 @@ class Runner:
         clock: Clock | None = None,
         layout_map: IdRange | Subordinate | OwnId | None = None,
         layout_mount: str | None = None,
+        usernet: UserNet | None = None,
     ) -> None:
         """``confinement``: how an image sandbox is confined (its ids, seccomp, masks);
         ``layout_map``: the map of a sandbox on the host-directory layout
@@ -97,6 +99,8 @@ class Runner:
         #: The sandbox's own root file system (the image); ``None``: the host-directory layout.
         self._rootfs = rootfs
         self._net = net
+        #: Unprivileged, the namespaces the sandbox's are made in (``usernet``), if any.
+        self._usernet = usernet if rootfs is None else None
         self._extra_env = extra_env
         self._root = root
         self._disk = disk
@@ -186,13 +190,21 @@ class Runner:
         user = {"HOME": home, "USER": name, "LOGNAME": name}
         environment = {**BASE_ENV, **user, **await self._extra_env(), **check_env(env or {})}
         confinement = self._confinement
+        usernet = self._usernet
         init = await self._guest.start(
             self._init_argv,
-            self._layout_map if confinement is None else confinement.ids,
+            usernet.nested
+            if usernet is not None
+            else self._layout_map
+            if confinement is None
+            else confinement.ids,
             with_filter=confinement is not None or self._layout_map is not None,
         )
         own_id = isinstance(self._layout_map, idmap.OwnId)
-        prefix = enter_argv(nsenter_path(), init, workdir, uid=0 if image else UID, own_id=own_id)
+        via = usernet.enter() if usernet is not None else ()
+        prefix = enter_argv(
+            nsenter_path(), init, workdir, uid=0 if image else UID, own_id=own_id, via=via
+        )
         passed: tuple[int, ...] = ()
         preexec = None
         if confinement is not None and seccomp.available() is None:  # handed over to the spawn
@@ -268,11 +280,14 @@ class Runner:
             root, enter = LAYOUT_MOUNT, [*enter, f"--mount={self._layout_mount}"]
         command = bwrap_argv(
             self._bwrap, root, "/", {"PATH": BASE_ENV["PATH"]},
-            own_net=self._net is None, image=image, init=True, handoff=handoff,
+            own_net=self._net is None and self._usernet is None, image=image, init=True,
+            handoff=handoff,
         )  # fmt: skip
         if self._rootfs is not None:
             enter += self._rootfs.enter_args()
         prefix = [nsenter_path(), *enter, "--"] if enter else []
+        if self._usernet is not None:  # bwrap as root of H, in N: the sandbox's S is H's child
+            prefix = self._usernet.enter()
         if ranged is not None:  # bwrap as the range's first id, root in the namespace it makes
             ids = [f"--setuid={ranged.base}", f"--setgid={ranged.base}"]
             prefix = [nsenter_path(), *enter, *ids, "--"]

@@ -3,8 +3,9 @@
 Its network namespace (``netns``, made on first use where sandboxes share one), its ``eth0``
 on the fake's router once the API gave it an address, with its egress rules (``network``),
 and an ``ethN`` on each account network's bridge it joined (``bridges``). Where each process
-has a loopback-only network of its own (``netmode``) there is none of these, and what needs
-them says so (``FeatureUnavailable``).
+has a network of its own (``netmode``) there is none of these, and what needs them says so
+(``FeatureUnavailable``); unprivileged with pasta that network has a route out and egress
+rules (``usernet``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from fake_server.runtime.api import FeatureUnavailable
+from fake_server.runtime.process.containment import idmap
 from fake_server.runtime.process.net.netns import NetNamespace
+from fake_server.runtime.process.net.usernet import UserNet
 
 if TYPE_CHECKING:
     import socket
@@ -54,6 +57,8 @@ class Wiring:
     #: Account networks joined: network id -> the hub's end of this sandbox's veth pair.
     networks: dict[str, str] = field(default_factory=dict, init=False)
     _interfaces: int = field(default=0, init=False)
+    #: Unprivileged with pasta: its network namespace with a route out (``usernet``).
+    _usernet: UserNet | None = field(default=None, init=False)
 
     @property
     def net(self) -> NetNamespace | None:
@@ -80,7 +85,32 @@ class Wiring:
         self._address = address
         self._plug()  # or when the namespace is made
 
+    def usernet(self, layout: object) -> UserNet | None:
+        """Unprivileged with pasta (``netmode``), the sandbox's network namespace with a route
+        out, made on first use with its egress rules; ``None`` elsewhere. ``layout``: the
+        runtime's ``layout_map``."""
+        if not self.mode.user_net or not isinstance(layout, idmap.Subordinate | idmap.OwnId):
+            return None
+        if self._usernet is None:
+            usernet = UserNet(layout)
+            if self._rules:
+                try:
+                    usernet.set_rules(self._rules)
+                except BaseException:
+                    usernet.close()
+                    raise
+            self._usernet = usernet
+        return self._usernet
+
     def set_egress(self, rules: Sequence[str]) -> None:
+        if self.mode.user_net:
+            if self._usernet is not None:
+                try:
+                    self._usernet.set_rules(rules)
+                except OSError as exc:
+                    raise FeatureUnavailable(f"the egress rules cannot be applied: {exc}") from None
+            self._rules = list(rules)
+            return
         if not self.mode.shared:
             if rules:
                 raise self.mode.unsupported("egress rules")
@@ -140,3 +170,6 @@ class Wiring:
         """Close the namespace (it goes with its last process)."""
         if self._net is not None:
             self._net.close()
+        usernet, self._usernet = self._usernet, None
+        if usernet is not None:
+            usernet.close()
