@@ -51,7 +51,8 @@ fresh clone with none of them):
 - for the reliability step (`pytest -m reliability`): Debian's Chromium
   (`apt-get install chromium`), nftables (`apt-get install nftables`) for sandboxes'
   way out to the network, uidmap (`apt-get install uidmap`: `newuidmap`, which maps an
-  unprivileged `serve`'s sandboxes onto the caller's subordinate ids), lxcfs
+  unprivileged `serve`'s sandboxes onto the caller's subordinate ids), passt
+  (`apt-get install passt`: `pasta`, an unprivileged `serve`'s sandboxes' route out), lxcfs
   (`apt-get install lxcfs`: `free` and `top` in a sandbox show its shape), and devbox:1's
   Debian 13 tree with its X desktop (`apt-get install mmdebstrap && createos-fake image`,
   once per machine).
