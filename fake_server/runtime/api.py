@@ -30,7 +30,8 @@ under bubblewrap, on real time; ``fake_server.runtime.process``). The models onl
     ``signal(task, name, tree=)``: True when the runtime delivered a real signal (the owner then
     waits for the exit), False when the owner emulates it by cancelling the task.
 ``Builder`` / ``Image``
-    A template build (``Runtime.builder(base)``): its ``RUN`` steps run on the base image,
+    A template build (``Runtime.builder(base)``): its ``RUN`` steps run on the base image
+    (``run_step(builder.step_runner(), script, ...)``),
     ``finish()`` keeps the result as an ``Image`` that ``new_sandbox(..., image=)`` starts from.
 ``SharedBucket`` / ``SharedMounts``
     Disk buckets the fake holds in memory (bashkit's), mounted by machines that take them;
@@ -237,17 +238,8 @@ class Builder(Protocol):
     #: than run on the fake's clock.
     background: bool
 
-    async def run(
-        self,
-        script: str,
-        *,
-        cwd: str,
-        env: Mapping[str, str],
-        on_output: Sink,
-        started: Callable[[], None] | None = None,
-    ) -> int:
-        """Run one ``RUN`` step (``bash -c script``) and return its exit status;
-        ``ProcessSignal`` when it was killed. ``started``: as ``Runner.run``'s."""
+    def step_runner(self) -> Runner:
+        """A runner over the build's files for the next ``RUN`` step (``run_step``)."""
         ...
 
     def make_dir(self, path: str) -> None: ...
@@ -258,6 +250,28 @@ class Builder(Protocol):
     def discard(self) -> None:
         """Drop what the build made (a failed build)."""
         ...
+
+
+async def run_step(
+    runner: Runner,
+    script: str,
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    on_output: Sink,
+    started: Callable[[], None] | None = None,
+) -> int:
+    """Run one template ``RUN`` step (``bash -c script``, both streams into ``on_output``) on a
+    build's runner and return its exit status; ``ProcessSignal`` when it was killed.
+    ``started``: as ``Runner.run``'s. One function, so both runtimes run a step alike."""
+    return await runner.run(
+        ["bash", "-c", script],
+        cwd=cwd,
+        env=dict(env),
+        on_stdout=on_output,
+        on_stderr=on_output,
+        started=started,
+    )
 
 
 class SharedBucket(Protocol):

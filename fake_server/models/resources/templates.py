@@ -339,6 +339,7 @@ class _Build:
 
     async def _run(self, script: str, builder: Builder) -> str:
         from fake_server.runtime import CapacityError, CommandNotStarted, ProcessSignal
+        from fake_server.runtime.api import run_step
 
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         text = [""]
@@ -354,11 +355,18 @@ class _Build:
         env = self.template.env
         try:
             if live:
-                code = await builder.run(script, cwd=self.workdir, env=env, on_output=sink)
+                code = await run_step(
+                    builder.step_runner(), script, cwd=self.workdir, env=env, on_output=sink
+                )
             else:
                 with handed_off(self.ctx.clock) as bridge:
-                    code = await builder.run(
-                        script, cwd=self.workdir, env=env, on_output=sink, started=bridge.release
+                    code = await run_step(
+                        builder.step_runner(),
+                        script,
+                        cwd=self.workdir,
+                        env=env,
+                        on_output=sink,
+                        started=bridge.release,
                     )
         except ProcessSignal as exc:
             return f"RUN killed by {exc.signal}"

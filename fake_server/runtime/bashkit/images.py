@@ -12,13 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.bashkit import vfs
 from fake_server.runtime.bashkit.disk import SandboxDisk
-from fake_server.runtime.bashkit.shell import Shell
+from fake_server.runtime.bashkit.shell import BashkitRunner
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
-
     from fake_server.clock import Clock
-    from fake_server.runtime.api import Sink
     from fake_server.runtime.bashkit.commands import CommandRegistry
 
 __all__ = ["BashkitBuilder", "BashkitImage", "seed"]
@@ -52,24 +49,8 @@ class BashkitBuilder:
         self._commands = commands
         self._disk = SandboxDisk()
 
-    async def run(
-        self,
-        script: str,
-        *,
-        cwd: str,
-        env: Mapping[str, str],
-        on_output: Sink,
-        started: Callable[[], None] | None = None,
-    ) -> int:
-        shell = Shell(self._disk, self._clock, self._commands)
-        return await shell.run(
-            ["bash", "-c", script],
-            cwd=cwd,
-            env=dict(env),
-            on_stdout=on_output,
-            on_stderr=on_output,
-            started=started,
-        )
+    def step_runner(self) -> BashkitRunner:
+        return BashkitRunner(self._disk, self._clock, self._commands)
 
     def make_dir(self, path: str) -> None:
         self._disk.write_file(path + "/.keep", b"")

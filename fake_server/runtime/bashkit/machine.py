@@ -11,12 +11,11 @@ from fake_server.runtime.bashkit.images import BashkitBuilder, BashkitImage, see
 from fake_server.runtime.bashkit.missing import DEFAULT_CHOICE
 from fake_server.runtime.bashkit.mounts import Bucket, MountingDisk
 from fake_server.runtime.bashkit.ports import PortRegistry
-from fake_server.runtime.bashkit.shell import Shell
+from fake_server.runtime.bashkit.shell import BashkitRunner
 from fake_server.runtime.environment import HOME
 from fake_server.runtime.netoptions import HostnameMode
 
 if TYPE_CHECKING:
-    import asyncio
     import socket
     from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
@@ -27,13 +26,6 @@ if TYPE_CHECKING:
     from fake_server.runtime.bashkit.keeper import BashkitKeeper
 
 __all__ = ["BashkitMachine", "BashkitRunner", "BashkitRuntime"]
-
-
-class BashkitRunner(Shell):
-    """``Shell`` with the runner's signal hook: signals are emulated by cancelling the task."""
-
-    def signal(self, task: asyncio.Task[Any], name: str, *, tree: bool) -> bool:
-        return False
 
 
 class BashkitMachine:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from fake_server.runtime.pipes import StdinSource
     from fake_server.runtime.terminal import Terminal
 
-__all__ = ["Shell"]
+__all__ = ["BashkitRunner", "Shell"]
 
 Sink = Callable[[bytes], Awaitable[None]]
 
@@ -371,3 +371,10 @@ def _once(func: Callable[[], None] | None) -> Callable[[], None]:
             pending.pop()()
 
     return call
+
+
+class BashkitRunner(Shell):
+    """``Shell`` with the runner's signal hook: signals are emulated by cancelling the task."""
+
+    def signal(self, task: asyncio.Task[Any], name: str, *, tree: bool) -> bool:
+        return False

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 from fake_server.runtime.process.storage.rootdir import copy_tree, remove_tree
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
     from pathlib import Path
 
     from fake_server.clock import Clock
-    from fake_server.runtime.api import Sink
+    from fake_server.runtime.api import Runner
     from fake_server.runtime.process.sandbox.machine import ProcessMachine
 
 __all__ = ["LayerImage", "ProcessBuilder", "build_address"]
@@ -73,24 +73,8 @@ class ProcessBuilder:
         machine.set_shape(BUILD_VCPUS, BUILD_MEMORY_MIB)
         machine.set_address(address)
 
-    async def run(
-        self,
-        script: str,
-        *,
-        cwd: str,
-        env: Mapping[str, str],
-        on_output: Sink,
-        started: Callable[[], None] | None = None,
-    ) -> int:
-        runner = self._machine.runner(self._clock)
-        return await runner.run(
-            ["bash", "-c", script],
-            cwd=cwd,
-            env=env,
-            on_stdout=on_output,
-            on_stderr=on_output,
-            started=started,
-        )
+    def step_runner(self) -> Runner:
+        return self._machine.runner(self._clock)
 
     def make_dir(self, path: str) -> None:
         self._machine.disk.make_dirs(path)
