@@ -18,17 +18,15 @@ import contextlib
 import functools
 import itertools
 import shutil
-import subprocess
 from typing import TYPE_CHECKING
 
+from fake_server.runtime.process.net.batch import run_batch
 from fake_server.runtime.process.net.netns import NetNamespace
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = ["Hub", "ip_path"]
-
-_TIMEOUT = 10.0
 
 
 @functools.cache
@@ -42,19 +40,7 @@ def ip_path() -> str:
 
 def ip_batch(net: NetNamespace, commands: Sequence[str]) -> None:
     """Run ``ip`` commands inside ``net``; ``OSError`` with ip's first complaint."""
-    argv = [*net.enter_argv(), ip_path(), "-batch", "-"]
-    try:
-        done = subprocess.run(
-            argv,
-            input="\n".join(commands) + "\n",
-            capture_output=True,
-            text=True,
-            timeout=_TIMEOUT,
-            check=False,
-            env={},
-        )
-    except subprocess.TimeoutExpired:
-        raise OSError("ip did not finish in time") from None
+    done = run_batch([*net.enter_argv(), ip_path(), "-batch", "-"], commands, tool="ip")
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
         raise OSError(f"ip failed: {lines[0][:200] if lines else done.returncode}")

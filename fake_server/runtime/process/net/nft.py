@@ -9,12 +9,12 @@ import shutil
 import subprocess
 from typing import TYPE_CHECKING
 
+from fake_server.runtime.process.net.batch import TIMEOUT, run_batch
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = ["list_tables", "nft_path", "run", "run_async"]
-
-_TIMEOUT = 10.0
 
 
 @functools.cache
@@ -29,18 +29,7 @@ def run(commands: Sequence[str], *, enter: Sequence[str] = ()) -> str:
     path = nft_path()
     if path is None:
         raise FileNotFoundError("nftables' nft is not installed (apt-get install nftables)")
-    try:
-        done = subprocess.run(
-            [*enter, path, "-f", "-"],
-            input="\n".join(commands) + "\n",
-            capture_output=True,
-            text=True,
-            timeout=_TIMEOUT,
-            check=False,
-            env={},
-        )
-    except subprocess.TimeoutExpired:
-        raise OSError("nft did not finish in time") from None
+    done = run_batch([*enter, path, "-f", "-"], commands, tool="nft")
     if done.returncode != 0:
         errors = [line.split("Error:", 1)[1].strip() for line in done.stderr.splitlines()
                   if "Error:" in line]  # fmt: skip
@@ -64,7 +53,7 @@ async def run_async(commands: Sequence[str], *, enter: Sequence[str] = ()) -> No
         env={},
     )
     try:
-        async with asyncio.timeout(_TIMEOUT):
+        async with asyncio.timeout(TIMEOUT):
             _out, err = await proc.communicate(("\n".join(commands) + "\n").encode())
     except BaseException as exc:  # a timeout, or the caller cancelled: nft must not outlive it
         with contextlib.suppress(ProcessLookupError):
@@ -87,7 +76,7 @@ def list_tables(*, enter: Sequence[str] = ()) -> list[str]:
         [*enter, path, "list", "tables"],
         capture_output=True,
         text=True,
-        timeout=_TIMEOUT,
+        timeout=TIMEOUT,
         check=False,
         env={},
     )
