@@ -38,9 +38,8 @@ from fake_server.http.keys import STATE_KEY
 from fake_server.http.shared_routes import SharedRoutes, shared_table
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from aiohttp.typedefs import Handler
 
-    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 __all__ = ["UI_PATH", "dashboard_request", "dashboard_url", "install_dashboard", "is_dashboard"]
 

@@ -23,9 +23,8 @@ from fake_server.http.keys import STATE_KEY
 from fake_server.http.routes import CONTROL_KEY_HEADER, CONTROL_PREFIX
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from aiohttp.typedefs import Handler
 
-    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 __all__ = ["action_routes", "as_control_call"]
 

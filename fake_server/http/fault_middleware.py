@@ -48,13 +48,14 @@ from fake_server.models import ApiError
 from fake_server.models.journal.events import Event
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
+
+    from aiohttp.typedefs import Handler
 
     from fake_server.clock import Clock
     from fake_server.faults import Aim, FaultFiring, OutOfBandAction
     from fake_server.models import Journal
 
-    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 __all__ = ["DROPPED_STATUS", "applied_listener", "fault_middleware", "journal_listener"]
 

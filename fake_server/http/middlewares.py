@@ -53,14 +53,14 @@ from fake_server.models import (
 from fake_server.operations import BY_NAME, exec_streamed
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterable, Iterator
+    from collections.abc import Iterable, Iterator
 
+    from aiohttp.typedefs import Handler
     from aiohttp.web_urldispatcher import AbstractResource
 
     from fake_server.clock import Clock
     from fake_server.models import Account, Journal
 
-    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 __all__ = [
     "UNAUTHORIZED_MESSAGE",

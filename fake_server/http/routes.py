@@ -24,14 +24,13 @@ from fake_server.http.handlers import (
 from fake_server.operations import CONTROL_KEY_HEADER, KEY_HEADERS
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
     from types import ModuleType
 
     from aiohttp import web
+    from aiohttp.typedefs import Handler
 
     from fake_server.operations import Operation
 
-    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 __all__ = [
     "CONTROL_KEY_HEADER",

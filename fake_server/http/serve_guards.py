@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterable
+    from collections.abc import Callable, Iterable
 
-    from aiohttp.typedefs import Middleware
+    from aiohttp.typedefs import Handler, Middleware
 
     from fake_server.faults import FaultFiring, Faults
 
-    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 __all__ = ["LOOPBACK_NAMES", "allowed_hosts", "host_guard", "host_name", "request_log"]
 

@@ -12,13 +12,10 @@ from fake_server.http.keys import BACKEND_KEY
 from fake_server.models.errors import ServiceUnavailable
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
-    from aiohttp.typedefs import Middleware
+    from aiohttp.typedefs import Handler, Middleware
 
     from fake_server.persist.saver import Saver
 
-    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 __all__ = ["SHUTTING_DOWN", "Gate", "persistence_middleware"]
 

@@ -22,9 +22,8 @@ from fake_server.http.routes import CONTROL_PREFIX
 from fake_server.models import NotFound
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from aiohttp.typedefs import Handler
 
-    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 __all__ = ["ACTIONS", "sandbox_control_routes"]
 

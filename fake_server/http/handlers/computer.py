@@ -14,11 +14,10 @@ from fake_server.models.errors import BadRequest
 from fake_server.models.resources import desktop_live
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from aiohttp.typedefs import Handler
 
     from fake_server.models.resources.desktop import Desktop, Screen
 
-    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 __all__ = [
     "close_window",

@@ -31,9 +31,8 @@ from yarl import URL
 from fake_server.http.wire.sandboxes import INGRESS_PREFIX
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from aiohttp.typedefs import Handler
 
-    Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 __all__ = [
     "HOST_FORM",
