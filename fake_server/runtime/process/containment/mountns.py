@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from fake_server.runtime.process.containment.nsthread import fresh_thread
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -123,22 +124,12 @@ def attach(mount_fd: int, target: str | int) -> None:
 
 def in_thread(body: Callable[[], _T]) -> _T:
     """Run ``body`` in a fresh thread with a filesystem context of its own, which exits after."""
-    result: list[_T] = []
-    failure: list[BaseException] = []
 
-    def run() -> None:
-        try:
-            _check(_libc.unshare(CLONE_FS), "unshare")
-            result.append(body())
-        except BaseException as exc:  # handed to the caller's thread
-            failure.append(exc)
+    def unshared() -> _T:
+        _check(_libc.unshare(CLONE_FS), "unshare")
+        return body()
 
-    thread = threading.Thread(target=run, name="createos-mountns", daemon=True)
-    thread.start()
-    thread.join()
-    if failure:
-        raise failure[0]
-    return result[0]
+    return fresh_thread(unshared, name="createos-mountns")
 
 
 class MountSpace(Generic[_T]):

@@ -24,10 +24,10 @@ import os
 import shutil
 import socket
 import struct
-import threading
 from typing import TYPE_CHECKING, TypeVar
 
 from fake_server.runtime.api import RuntimeUnavailable
+from fake_server.runtime.process.containment.nsthread import fresh_thread
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -63,21 +63,7 @@ _setns = _syscall("setns")
 
 def _in_thread(body: Callable[[], _T]) -> _T:
     """Run ``body`` in a fresh thread that exits afterwards (namespaces are per thread)."""
-    result: list[_T] = []
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            result.append(body())
-        except BaseException as exc:  # handed to the caller's thread
-            failure.append(exc)
-
-    thread = threading.Thread(target=run, name="createos-netns", daemon=True)
-    thread.start()
-    thread.join()
-    if failure:
-        raise failure[0]
-    return result[0]
+    return fresh_thread(body, name="createos-netns")
 
 
 def in_namespace(fd: int | None, body: Callable[[], _T]) -> _T:
