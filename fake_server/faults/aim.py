@@ -8,7 +8,7 @@ other.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "AIM_IDS",
@@ -37,6 +37,10 @@ class Aim:
     disk_id: str | None = None
     template_id: str | None = None
     account: str | None = None
+
+    def ids(self) -> dict[str, Any]:
+        """The ids by name (``AIM_IDS``): a journal ``Event`` has fields of the same names."""
+        return {name: getattr(self, name) for name in AIM_IDS}
 
     def id(self, name: str) -> str:
         """The id ``name`` (one of ``AIM_IDS``); the action's ``needs`` made sure it is set."""

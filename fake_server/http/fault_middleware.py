@@ -113,11 +113,7 @@ def applied_listener(journal: Journal, clock: Clock) -> Callable[[OutOfBandActio
                 time=clock.now(),
                 kind="fault",
                 account_id=aim.account,
-                sandbox_id=aim.sandbox_id,
-                process_id=aim.process_id,
-                network_id=aim.network_id,
-                disk_id=aim.disk_id,
-                template_id=aim.template_id,
+                **aim.ids(),
                 detail=f"applied now {action!r}",
             )
         )
