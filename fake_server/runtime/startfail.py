@@ -10,7 +10,12 @@ not executable).
 
 from __future__ import annotations
 
-__all__ = ["CommandNotStarted", "start_failure"]
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+__all__ = ["CommandNotStarted", "HeldStart", "start_failure"]
 
 #: ``strerror`` texts of a start failure and the exit status each keeps.
 _STATUS = {
@@ -42,3 +47,43 @@ def start_failure(program: str, reason: str, hint: str = "") -> CommandNotStarte
         errno_text = "permission denied" if reason == "Is a directory" else reason.lower()
         text = f"fork/exec {program}: {errno_text}"
     return CommandNotStarted(status, text + hint)
+
+
+class HeldStart:
+    """An stderr sink that holds back the start of stderr while it may still be the runtime's
+    message that ``program`` could not start (bashkit's ``StartCheck``, the process runtime's
+    nsenter check). ``_examine`` says, from what is held, whether to go on holding (``None``)
+    or what to pass on; both runtimes hold and release the same way."""
+
+    def __init__(self, program: str, sink: Callable[[bytes], Awaitable[None]]) -> None:
+        self._program = program
+        self._sink = sink
+        #: Held bytes while they may still be the message; ``None`` once passed on.
+        self._held: bytes | None = b""
+
+    async def __call__(self, data: bytes) -> None:
+        if self._held is None:
+            await self._sink(data)
+            return
+        held = self._held + data
+        rest = self._examine(held)
+        if rest is None:
+            self._held = held
+            return
+        self._held = None
+        if rest:
+            await self._sink(rest)
+
+    def _examine(self, held: bytes) -> bytes | None:
+        raise NotImplementedError
+
+    def _take(self) -> bytes:
+        """What is held (nothing once passed on); from now on everything passes."""
+        held, self._held = self._held, None
+        return held or b""
+
+    async def flush(self) -> None:
+        """Pass on what is held (the run failed another way)."""
+        held = self._take()
+        if held:
+            await self._sink(held)

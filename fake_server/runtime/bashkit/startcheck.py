@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.startfail import start_failure
+from fake_server.runtime.startfail import HeldStart, start_failure
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -28,46 +28,29 @@ _REASONS = {
 }
 
 
-class StartCheck:
+class StartCheck(HeldStart):
     """An stderr sink for one exec of ``program`` (``name``: how bashkit names it)."""
 
     def __init__(self, name: str, program: str, sink: Callable[[bytes], Awaitable[None]]) -> None:
+        super().__init__(program, sink)
         self._prefix = f"bash: line 1: {name}: ".encode()
-        self._program = program
-        self._sink = sink
-        #: Held bytes while they may still be the message; ``None`` once passed on.
-        self._held: bytes | None = b""
 
-    async def __call__(self, data: bytes) -> None:
-        if self._held is None:
-            await self._sink(data)
-            return
-        held = self._held + data
+    def _examine(self, held: bytes) -> bytes | None:
         end = held.find(b"\n")
         maybe = self._prefix.startswith(held) or (
             held.startswith(self._prefix) and end in (-1, len(held) - 1)
         )
-        if maybe:
-            self._held = held
-            return
-        self._held = None
-        await self._sink(held)
+        return None if maybe else held
 
     async def settle(self, code: int) -> None:
         """Raise ``CommandNotStarted`` if the held line was all the command wrote and its
         status says it did not start; else pass on what is held."""
-        held, self._held = self._held, None
+        held = self._take()
         if held and code in (126, 127) and held.startswith(self._prefix) and held.endswith(b"\n"):
             rest = held[len(self._prefix) : -1]
             for said, reason in _REASONS.items():
                 if rest.startswith(said):
                     hint = rest[len(said) :].decode(errors="replace")
                     raise start_failure(self._program, reason, hint)
-        if held:
-            await self._sink(held)
-
-    async def flush(self) -> None:
-        """Pass on what is held (the run failed another way)."""
-        held, self._held = self._held, None
         if held:
             await self._sink(held)

@@ -30,7 +30,7 @@ from fake_server.runtime.process.sandbox.heldopen import drain
 from fake_server.runtime.process.sandbox.realwait import Running
 from fake_server.runtime.process.sandbox.run import Run, exit_status
 from fake_server.runtime.process.sandbox.spawn import feed, pump, reap, spawn
-from fake_server.runtime.startfail import CommandNotStarted, start_failure
+from fake_server.runtime.startfail import CommandNotStarted, HeldStart, start_failure
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -339,7 +339,7 @@ class Runner:
         return exit_status(code, run, False)
 
 
-class _NotFound:
+class _NotFound(HeldStart):
     """Keeps ``nsenter``'s ``execvp`` failure off stderr and reads its reason (``strerror``):
     the command could not start, which the exec reports as its ``error`` (``startfail``).
 
@@ -348,43 +348,28 @@ class _NotFound:
     """
 
     def __init__(self, program: str, sink: Sink) -> None:
-        self._program = program
-        self._sink = sink
+        super().__init__(program, sink)
         self.seen = False
         #: Why the command did not start (``No such file or directory``), once seen.
         self.reason = ""
-        self._held: bytes | None = b""
 
-    async def __call__(self, data: bytes) -> None:
-        if self._held is None:
-            await self._sink(data)
-            return
-        held = self._held + data
+    def _examine(self, held: bytes) -> bytes | None:
         if len(held) < len(_NOT_FOUND) and _NOT_FOUND.startswith(held):
-            self._held = held
-            return
+            return None
         if held.startswith(_NOT_FOUND):
             end = held.find(b"\n")
             if end < 0:
-                self._held = held
-                return
+                return None
             self.seen = True
             self.reason = held[:end].decode(errors="replace").rpartition(": ")[2]
             held = held[end + 1 :]
-        self._held = None
-        if held:
-            await self._sink(held)
+        return held
 
     def failure(self, code: int) -> CommandNotStarted | None:
         """What the command's start failure reports, if nsenter could not start it."""
         if not self.seen or code not in (1, 126, 127):
             return None
         return start_failure(self._program, self.reason)
-
-    async def flush(self) -> None:
-        held, self._held = self._held, None
-        if held:
-            await self._sink(held)
 
 
 def tree_signal(name: str) -> int:
