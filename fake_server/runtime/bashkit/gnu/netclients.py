@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 import zlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -134,20 +135,54 @@ def _split(
     return flags, urls
 
 
+@dataclass(frozen=True, slots=True)
+class _Client:
+    """What a curl or wget call prints before it looks at a URL, and how it reads options."""
+
+    value_short: frozenset[str]  # options that take a value, short and long
+    value_long: frozenset[str]
+    version: bytes  # on stdout, for -V
+    usage: bytes  # on stderr, when no URL is given
+    usage_status: int
+
+
+_CURL = _Client(
+    _CURL_VALUE_SHORT,
+    _CURL_VALUE_LONG,
+    b"curl 8.7.1 (x86_64-pc-linux-gnu)\nProtocols: http https\n",
+    b"curl: no URL specified\ncurl: try 'curl --help' or 'curl --manual' for more information\n",
+    2,
+)
+_WGET = _Client(
+    _WGET_VALUE_SHORT,
+    _WGET_VALUE_LONG,
+    b"GNU Wget 1.21.3 built on linux-gnu.\n",
+    b"wget: missing URL\nUsage: wget [OPTION]... [URL]...\n\nTry `wget --help' for more options.\n",
+    1,
+)
+
+
+async def _start(ctx: bashkit.CommandContext, client: _Client) -> tuple[set[str], list[str]] | int:
+    """A curl or wget call's flags and URLs, or its exit status once it printed its version
+    (``-V``) or its usage (no URL): both clients start alike."""
+    flags, urls = _split(list(ctx.argv), client.value_short, client.value_long)
+    if flags & {"V", "version"}:
+        await ctx.stdout.write(client.version)
+        return 0
+    if not urls:
+        await ctx.stderr.write(client.usage)
+        return client.usage_status
+    return flags, urls
+
+
 def curl_command(rules: Callable[[], Sequence[str]]) -> CommandCallback:
     """curl 8: the connection's failure, its message unless ``-s`` (``-S`` shows it again)."""
 
     async def curl(ctx: bashkit.CommandContext) -> int:
-        flags, urls = _split(list(ctx.argv), _CURL_VALUE_SHORT, _CURL_VALUE_LONG)
-        if flags & {"V", "version"}:
-            await ctx.stdout.write(b"curl 8.7.1 (x86_64-pc-linux-gnu)\nProtocols: http https\n")
-            return 0
-        if not urls:
-            await ctx.stderr.write(
-                b"curl: no URL specified\n"
-                b"curl: try 'curl --help' or 'curl --manual' for more information\n"
-            )
-            return 2
+        started = await _start(ctx, _CURL)
+        if isinstance(started, int):
+            return started
+        flags, urls = started
         quiet = bool(flags & {"s", "silent"}) and not flags & {"S", "show-error"}
         status = 0
         for url in urls:
@@ -183,16 +218,10 @@ def wget_command(rules: Callable[[], Sequence[str]], clock: Clock) -> CommandCal
     """GNU wget: its progress lines on stderr unless ``-q`` (``-nv`` keeps only errors); 4."""
 
     async def wget(ctx: bashkit.CommandContext) -> int:
-        flags, urls = _split(list(ctx.argv), _WGET_VALUE_SHORT, _WGET_VALUE_LONG)
-        if flags & {"V", "version"}:
-            await ctx.stdout.write(b"GNU Wget 1.21.3 built on linux-gnu.\n")
-            return 0
-        if not urls:
-            await ctx.stderr.write(
-                b"wget: missing URL\nUsage: wget [OPTION]... [URL]...\n\n"
-                b"Try `wget --help' for more options.\n"
-            )
-            return 1
+        started = await _start(ctx, _WGET)
+        if isinstance(started, int):
+            return started
+        flags, urls = started
         quiet = bool(flags & {"q", "quiet"})
         terse = quiet or bool(flags & {"n", "no-verbose", "nv"})
         status = 0
