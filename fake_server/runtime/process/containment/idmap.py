@@ -53,6 +53,7 @@ __all__ = [
     "give",
     "host_range",
     "layout_map",
+    "map_own_id",
     "map_user_namespace",
     "unprivileged",
     "userns",
@@ -215,13 +216,7 @@ def map_user_namespace(pid: int, ids: IdRange | Subordinate | OwnId | Nested) ->
             raise OSError(f"the sandbox's map failed: {(lines or ['?'])[-1][:200]}")
         return
     if isinstance(ids, OwnId):
-        for name, text in (
-            ("uid_map", f"{LAYOUT_ID} {ids.uid} 1\n"),
-            ("setgroups", "deny"),
-            ("gid_map", f"{LAYOUT_ID} {ids.gid} 1\n"),
-        ):
-            with open(f"/proc/{pid}/{name}", "w", encoding="ascii") as handle:
-                handle.write(text)
+        map_own_id(pid, ids)
         return
     if isinstance(ids, Subordinate):
         for program, own, start in (
@@ -242,6 +237,18 @@ def map_user_namespace(pid: int, ids: IdRange | Subordinate | OwnId | Nested) ->
     for name in ("uid_map", "gid_map"):
         with open(f"/proc/{pid}/{name}", "w", encoding="ascii") as handle:
             handle.write(ids.map_line())
+
+
+def map_own_id(pid: int, ids: OwnId, inside: int = LAYOUT_ID) -> None:
+    """Map the caller's own uid and gid to ``inside`` in ``pid``'s user namespace and nothing
+    else (``setgroups`` denied, as the kernel requires for such a map)."""
+    for name, text in (
+        ("uid_map", f"{inside} {ids.uid} 1\n"),
+        ("setgroups", "deny"),
+        ("gid_map", f"{inside} {ids.gid} 1\n"),
+    ):
+        with open(f"/proc/{pid}/{name}", "w", encoding="ascii") as handle:
+            handle.write(text)
 
 
 @contextlib.contextmanager

@@ -203,11 +203,5 @@ def _map_holder(pid: int, ids: idmap.Subordinate | idmap.OwnId) -> idmap.Nested:
         inside, rest = idmap.LAYOUT_ID, idmap.SIZE - idmap.LAYOUT_ID - 1
         lines = (f"0 0 {inside}", f"{inside} {inside} 1", f"{inside + 1} {inside + 1} {rest}")
         return idmap.Nested(pid, lines, keep=False)
-    for name, text in (
-        ("uid_map", f"0 {ids.uid} 1\n"),
-        ("setgroups", "deny"),
-        ("gid_map", f"0 {ids.gid} 1\n"),
-    ):
-        with open(f"/proc/{pid}/{name}", "w", encoding="ascii") as handle:
-            handle.write(text)
+    idmap.map_own_id(pid, ids, inside=0)
     return idmap.Nested(pid, (f"{idmap.LAYOUT_ID} 0 1",), keep=True)
