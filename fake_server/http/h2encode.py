@@ -1,5 +1,6 @@
-"""HPACK for the answers of the HTTP/2 front: literal fields, never indexed, never Huffman coded,
-each field's name part encoded once per connection.
+"""HPACK for the HTTP/2 front: the answers' fields as literals, never indexed, never Huffman
+coded, each field's name part encoded once per connection; the requests' header blocks decoded
+once each while the client's table stays as it was.
 
 RFC 7541 leaves it to the encoder which representation it uses. An answer's fields are mostly
 values that never repeat (ids, dates, lengths), so indexing them only fills the dynamic table
@@ -7,19 +8,25 @@ that ``hpack`` then searches entry by entry for every field sent, and Huffman co
 Python costs more per answer than the bytes it saves. With neither, a field is its name part
 (the static table's index of the name where it has one, as ``hpack`` writes it) followed by
 the value's length and the value, so the name parts are kept and only the lengths written.
+
+A client sends the same header block again and again (httpx and Node index every field, so a
+repeated request is a few one-byte references into the table): decoding a block depends only on
+the block and the decoder's table, so a block that left the table as it was decodes, while the
+table stays so, to the fields it decoded to, and is looked up instead of decoded again.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hpack import Encoder
+from hpack import Decoder, Encoder, HeaderTuple
 from hpack.hpack import encode_integer
+from hpack.table import HeaderTable
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["AnswerEncoder"]
+__all__ = ["AnswerEncoder", "RequestDecoder"]
 
 #: Names whose parts are kept per connection (an answer's names come from the fake's code).
 _NAMES_KEPT = 64
@@ -27,6 +34,8 @@ _NAMES_KEPT = 64
 _SHORT = [bytes((length,)) for length in range(127)]
 #: A value that no table holds: what ``hpack`` writes for it ends in its length and itself.
 _PROBE = b"\x00"
+#: Header blocks kept per connection, with the fields they decode to.
+_BLOCKS_KEPT = 64
 
 
 class AnswerEncoder(Encoder):
@@ -58,3 +67,53 @@ class AnswerEncoder(Encoder):
         if len(self._names) < _NAMES_KEPT:
             self._names[name] = part
         return part
+
+
+class _Table(HeaderTable):
+    """``hpack``'s table, counting its changes: an entry added, a new size (evictions follow
+    from either)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changes = 0
+
+    def add(self, name: bytes, value: bytes) -> None:
+        self.changes += 1
+        super().add(name, value)
+
+    @property
+    def maxsize(self) -> int:
+        return self._maxsize
+
+    @maxsize.setter
+    def maxsize(self, newmax: int) -> None:
+        self.changes += 1
+        HeaderTable.maxsize.fset(self, newmax)  # type: ignore[attr-defined]
+
+
+class RequestDecoder(Decoder):
+    """``hpack``'s decoder, remembering the blocks that left its table as it was."""
+
+    def __init__(self, max_header_list_size: int, max_allowed_table_size: int) -> None:
+        super().__init__(max_header_list_size)
+        self.max_allowed_table_size = max_allowed_table_size
+        self.header_table: _Table = _Table()
+        self._blocks: dict[bytes, list[HeaderTuple]] = {}
+        #: What the kept blocks were decoded under: the table's changes and both bounds.
+        self._under = (0, max_header_list_size, max_allowed_table_size)
+
+    def decode(self, data: bytes, raw: bool = False) -> list[HeaderTuple]:
+        under = (self.header_table.changes, self.max_header_list_size, self.max_allowed_table_size)
+        if under != self._under:
+            self._blocks.clear()
+            self._under = under
+        block = data if type(data) is bytes else bytes(data)
+        if raw:
+            known = self._blocks.get(block)
+            if known is not None:
+                return list(known)
+        fields = list(super().decode(block, raw))
+        if raw and self.header_table.changes == under[0] and len(self._blocks) < _BLOCKS_KEPT:
+            self._blocks[block] = fields
+            return list(fields)
+        return fields

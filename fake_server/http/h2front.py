@@ -36,7 +36,7 @@ from h2.settings import SettingCodes
 
 from fake_server.http.admission import Admission
 from fake_server.http.connections import WatchedRunner
-from fake_server.http.h2encode import AnswerEncoder
+from fake_server.http.h2encode import AnswerEncoder, RequestDecoder
 from fake_server.http.h2stream import Channel, Stream
 
 if TYPE_CHECKING:
@@ -215,6 +215,10 @@ class _Front(asyncio.Protocol):
         self._clock = clock
         self.conn = H2Connection(_CONFIG)
         self.conn.encoder = AnswerEncoder()
+        decoder = self.conn.decoder
+        self.conn.decoder = RequestDecoder(
+            decoder.max_header_list_size, decoder.max_allowed_table_size
+        )
         self.transport: asyncio.Transport | None = None
         self.streams: dict[int, Stream] = {}
         self.socket_paused = False

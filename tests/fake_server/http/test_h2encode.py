@@ -1,12 +1,16 @@
-"""The HTTP/2 front's HPACK encoder (``h2encode``): what it writes decodes, with ``hpack``'s
+"""The HTTP/2 front's HPACK (``h2encode``): what its encoder writes decodes, with ``hpack``'s
 own decoder, to the fields it was given, none of them indexed, across answers whose name
-parts it keeps, and after the client changes its table size (RFC 7541 §4.2, §6.2.3)."""
+parts it keeps, and after the client changes its table size (RFC 7541 §4.2, §6.2.3); its
+decoder, which looks a repeated block up instead of decoding it again, decodes every block as
+``hpack``'s own does, as the client's table changes under the same bytes."""
 
 from __future__ import annotations
 
-from hpack import Decoder, NeverIndexedHeaderTuple
+import pytest
+from hpack import Decoder, Encoder, InvalidTableIndexError, NeverIndexedHeaderTuple
+from hpack.exceptions import InvalidTableSizeError, OversizedHeaderListError
 
-from fake_server.http.h2encode import AnswerEncoder
+from fake_server.http.h2encode import AnswerEncoder, RequestDecoder
 
 ANSWER = [
     (b":status", b"200"),
@@ -41,3 +45,62 @@ def test_a_new_table_size_is_signalled_before_the_next_fields() -> None:
     assert decoder.decode(block, raw=True) == ANSWER
     assert decoder.header_table.maxsize == 0
     assert encoder.encode(ANSWER[:1]) == b"\x18\x03200"  # signalled once
+
+
+REQUEST = [
+    (b":method", b"GET"),
+    (b":authority", b"127.0.0.1:8080"),
+    (b":scheme", b"http"),
+    (b":path", b"/v1/sandboxes/sb-1"),
+    (b"x-api-key", b"key-1"),
+]
+
+
+def _decoder() -> RequestDecoder:
+    plain = Decoder()
+    return RequestDecoder(plain.max_header_list_size, plain.max_allowed_table_size)
+
+
+def test_a_repeated_block_decodes_as_hpack_decodes_it_while_the_table_changes() -> None:
+    """The same bytes mean other fields once the client's table changed: a block that adds
+    an entry shifts every dynamic index, so a kept block is not used after it."""
+    client, ours, plain = Encoder(), _decoder(), Decoder()
+    first = client.encode(REQUEST)  # literals, each added to the table
+    again = client.encode(REQUEST)  # references into the table only
+    assert len(again) == 5  # one byte per field
+    blocks = [first, again, again]
+    # Another key: one entry more, so the same references now name shifted entries.
+    blocks += [client.encode([*REQUEST[:4], (b"x-api-key", b"key-2")]), again, again]
+    for block in blocks:
+        decoded, expected = ours.decode(block, raw=True), plain.decode(block, raw=True)
+        assert decoded == expected
+        assert [type(field) for field in decoded] == [type(field) for field in expected]
+    assert ours.decode(again, raw=True) != REQUEST  # the references were shifted
+    # A memoryview of a kept block (as a frame's data may be) is the same block.
+    assert ours.decode(memoryview(again), raw=True) == plain.decode(again, raw=True)
+    assert ours.decode(again) == plain.decode(again)  # text fields: never kept, always decoded
+
+
+def test_a_kept_block_is_not_used_after_a_table_size_update() -> None:
+    client, ours = Encoder(), _decoder()
+    ours.decode(client.encode(REQUEST), raw=True)
+    again = client.encode(REQUEST)
+    assert ours.decode(again, raw=True) == REQUEST
+    ours.decode(b"\x20", raw=True)  # the client empties its table (size 0) ...
+    with pytest.raises(InvalidTableIndexError):
+        ours.decode(again, raw=True)  # ... so its references name nothing
+
+
+def test_a_kept_block_is_checked_against_bounds_lowered_since() -> None:
+    client, ours = Encoder(), _decoder()
+    ours.decode(client.encode(REQUEST), raw=True)
+    again = client.encode(REQUEST)
+    assert ours.decode(again, raw=True) == REQUEST
+    ours.max_header_list_size = 100  # our SETTINGS_MAX_HEADER_LIST_SIZE, acknowledged
+    with pytest.raises(OversizedHeaderListError):
+        ours.decode(again, raw=True)
+    ours.max_header_list_size = 65536
+    assert ours.decode(again, raw=True) == REQUEST
+    ours.max_allowed_table_size = 0  # our SETTINGS_HEADER_TABLE_SIZE, acknowledged
+    with pytest.raises(InvalidTableSizeError):
+        ours.decode(again, raw=True)  # the client did not shrink its table

@@ -16,6 +16,7 @@ import pytest_asyncio
 from h2.config import H2Configuration
 from h2.connection import H2Connection
 from h2.events import ConnectionTerminated, ResponseReceived, StreamEnded, StreamReset
+from hpack import Encoder, NeverIndexedHeaderTuple
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
 from fake_server.faults import EmptyReply, Fault
@@ -309,3 +310,56 @@ async def test_an_idle_connection_is_ended_so_a_node_script_can_exit(
     ]
     [goaway] = [e for e in events if isinstance(e, ConnectionTerminated)]
     assert (goaway.error_code, goaway.last_stream_id) == (0, 1)
+
+
+class _Replay(Encoder):
+    """A client's HPACK encoder that sends the blocks it is given, in order."""
+
+    def __init__(self, blocks: list[bytes]) -> None:
+        super().__init__()
+        self.blocks = blocks
+
+    def encode(self, headers: object, huffman: bool = True) -> bytes:
+        return self.blocks.pop(0)
+
+
+async def test_the_same_header_block_after_the_table_changed_is_read_anew(
+    fake: FakeCreateOS, client: httpx.AsyncClient
+) -> None:
+    """The front decodes a header block it saw before by looking it up: once the client's
+    table changed, the same bytes name other fields and are decoded again."""
+    created = (await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()
+    source = Encoder()
+
+    def block(path: str, key: str) -> bytes:
+        return source.encode(
+            [
+                (b":method", b"GET"),
+                (b":scheme", b"http"),
+                NeverIndexedHeaderTuple(b":authority", b"127.0.0.1"),
+                (b":path", path.encode()),
+                (b"x-api-key", key.encode()),
+            ]
+        )
+
+    good = f"/v1/sandboxes/{created['data']['id']}"
+    first = block(good, fake.api_key)  # path and key added to the client's table
+    again = block(good, fake.api_key)  # two references: entries 63 and 62
+    other = block("/v1/sandboxes/sb-missing", "wrong-key")  # entries 63 and 62 now
+    reader, writer = await asyncio.open_connection(fake.host, fake.port)
+    conn = H2Connection(H2Configuration(client_side=True, validate_outbound_headers=False))
+    conn.encoder = _Replay([first, again, other, again])
+    conn.initiate_connection()
+    statuses = []
+    for stream_id in (1, 3, 5, 7):
+        conn.send_headers(stream_id, [(b":method", b"GET")], end_stream=True)
+        writer.write(conn.data_to_send())
+        events: list[object] = []
+        while not any(isinstance(e, StreamEnded) and e.stream_id == stream_id for e in events):
+            events += conn.receive_data(await asyncio.wait_for(reader.read(65536), 30))
+            writer.write(conn.data_to_send())
+        [answer] = [e for e in events if isinstance(e, ResponseReceived)]
+        statuses.append(dict(answer.headers)[b":status"])
+    writer.close()
+    assert statuses == [b"200", b"200", b"401", b"401"]
+    assert fake.errors == []
