@@ -221,6 +221,9 @@ class _Front(asyncio.Protocol):
         )
         self.transport: asyncio.Transport | None = None
         self.streams: dict[int, Stream] = {}
+        self.heads: dict[
+            tuple[tuple[tuple[bytes, bytes], ...], bool], tuple[bytes, bool, bool]
+        ] = {}
         self.socket_paused = False
         self._flushing = False
         self._idle_timer: asyncio.TimerHandle | None = None

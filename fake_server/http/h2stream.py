@@ -48,6 +48,12 @@ _CONTROL = re.compile(rb"[\x00-\x20\x7f]")
 _LINE_BREAK = re.compile(rb"[\x00\r\n]")
 #: The longest head line aiohttp's response parser takes (aiohttp's own default).
 _LINE_LIMIT = 8190
+#: A request's head as written for aiohttp: the bytes, chunked body, HEAD request.
+_Head = tuple[bytes, bool, bool]
+#: What ``_head`` answers for a head HTTP/1.1 cannot carry.
+_UNFIT: _Head = (b"", False, False)
+#: Heads written per connection and kept for the streams that repeat them.
+_HEADS_KEPT = 64
 
 
 class Front(Protocol):
@@ -56,6 +62,8 @@ class Front(Protocol):
     conn: H2Connection
     transport: asyncio.Transport | None
     socket_paused: bool
+    #: Each request head's HTTP/1.1 form, by its fields and whether its stream ended.
+    heads: dict[tuple[tuple[tuple[bytes, bytes], ...], bool], tuple[bytes, bool, bool]]
 
     def flush(self) -> None: ...
     def forget(self, stream_id: int) -> None: ...
@@ -85,47 +93,20 @@ class Stream:
     # -- the request, into aiohttp --------------------------------------------------------------
 
     def start(self, headers: list[tuple[bytes, bytes]], *, ended: bool) -> None:
-        """The request's head, written as HTTP/1.1; a head HTTP/1.1 cannot carry (a name that
-        is no token, a value with CR, LF or NUL, no method or path) resets the stream."""
-        lines: list[bytes] = []
-        values: list[bytes] = []
-        method = target = authority = b""
-        host = b"localhost"
-        length = False
-        for name, value in headers:
-            if name[:1] == b":":
-                if name == b":method":
-                    method = value
-                elif name == b":path":
-                    target = value
-                elif name == b":authority":
-                    authority = value
-                continue  # :scheme (and :protocol, which needs a setting never sent)
-            if not _TOKEN.match(name):
-                return self.reset(ErrorCodes.PROTOCOL_ERROR)
-            lower = name.lower()
-            if lower == b"host":
-                host = value  # :authority, when there is one, comes first
-            elif lower not in _HOP_IN:
-                length = length or lower == b"content-length"
-                values.append(value)
-                lines.append(b"%s: %s\r\n" % (name, value))
-        host = authority or host
-        if (
-            not _TOKEN.match(method)
-            or not target
-            or _CONTROL.search(target)
-            or _CONTROL.search(host)
-            or _LINE_BREAK.search(b" ".join(values))
-        ):
+        """The request's head, written as HTTP/1.1 (once per connection for each head the
+        client repeats); a head HTTP/1.1 cannot carry resets the stream."""
+        key = (tuple(headers), ended)
+        heads = self.front.heads
+        head = heads.get(key)
+        if head is None:
+            head = _head(headers, ended=ended)
+            if len(heads) < _HEADS_KEPT:
+                heads[key] = head
+        if head is _UNFIT:
             return self.reset(ErrorCodes.PROTOCOL_ERROR)
-        self._chunked = not ended and not length
-        if self._chunked:
-            lines.append(b"transfer-encoding: chunked\r\n")
-        self.head_request = method == b"HEAD"
+        request, self._chunked, self.head_request = head
         self.channel.expect(self)
-        request = b"%s %s HTTP/1.1\r\nhost: %s\r\n" % (method, target, host)
-        self._send(request + b"".join(lines) + b"\r\n")
+        self._send(request)
         if ended:
             self.end_request()
         return None
@@ -292,6 +273,49 @@ class Stream:
             self._handler_paused = False
             self.channel.handler.resume_writing()
         self.front.forget(self.id)
+
+
+def _head(headers: list[tuple[bytes, bytes]], *, ended: bool) -> _Head:
+    """The HTTP/1.1 head of a stream's request, whether its body goes chunked (no
+    content-length) and whether it is a HEAD; ``_UNFIT`` for a head HTTP/1.1 cannot carry (a
+    name that is no token, a value with CR, LF or NUL, no method or path)."""
+    lines: list[bytes] = []
+    values: list[bytes] = []
+    method = target = authority = b""
+    host = b"localhost"
+    length = False
+    for name, value in headers:
+        if name[:1] == b":":
+            if name == b":method":
+                method = value
+            elif name == b":path":
+                target = value
+            elif name == b":authority":
+                authority = value
+            continue  # :scheme (and :protocol, which needs a setting never sent)
+        if not _TOKEN.match(name):
+            return _UNFIT
+        lower = name.lower()
+        if lower == b"host":
+            host = value  # :authority, when there is one, comes first
+        elif lower not in _HOP_IN:
+            length = length or lower == b"content-length"
+            values.append(value)
+            lines.append(b"%s: %s\r\n" % (name, value))
+    host = authority or host
+    if (
+        not _TOKEN.match(method)
+        or not target
+        or _CONTROL.search(target)
+        or _CONTROL.search(host)
+        or _LINE_BREAK.search(b" ".join(values))
+    ):
+        return _UNFIT
+    chunked = not ended and not length
+    if chunked:
+        lines.append(b"transfer-encoding: chunked\r\n")
+    request = b"%s %s HTTP/1.1\r\nhost: %s\r\n" % (method, target, host)
+    return request + b"".join(lines) + b"\r\n", chunked, method == b"HEAD"
 
 
 class Channel(asyncio.Transport):
