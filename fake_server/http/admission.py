@@ -34,6 +34,7 @@ __all__ = [
     "LISTEN_BACKLOG",
     "MIN_CONNECTIONS",
     "Admission",
+    "Uncounted",
     "connection_limit",
     "deepen_backlog",
     "waiting_on_client",
@@ -118,6 +119,32 @@ class Admission:
         if connection in self._open:
             self.serving(connection)
             queue[connection] = None
+
+
+class Uncounted(Admission):
+    """What connections without a descriptor of their own answer to (an HTTP/2 stream's
+    in-memory channel: its connection is counted where it is a socket): nothing."""
+
+    def __init__(self) -> None:
+        super().__init__(limit=lambda: None)
+
+    def opened(self, connection: Connection) -> None:
+        pass
+
+    def heard(self, connection: Connection) -> None:
+        pass
+
+    def arriving(self, connection: Connection) -> None:
+        pass
+
+    def idle(self, connection: Connection) -> None:
+        pass
+
+    def serving(self, connection: Connection) -> None:
+        pass
+
+    def closed(self, connection: Connection) -> None:
+        pass
 
 
 @contextlib.contextmanager

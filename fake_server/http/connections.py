@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from fake_server.http.admission import Admission
+from fake_server.http.admission import Admission, Uncounted
 
 if TYPE_CHECKING:
     from fake_server.clock import Clock, Hold
@@ -47,7 +47,7 @@ class _WatchedHandler(RequestHandler):
         if getattr(transport, "in_memory", False):
             # An HTTP/2 stream's in-memory channel (``h2front``): no descriptor of its own;
             # its connection is counted where it is a socket.
-            self.admission = Admission(limit=lambda: None)
+            self.admission = Uncounted()
         self.admission.opened(self)
 
     def data_received(self, data: bytes) -> None:

@@ -60,14 +60,17 @@ _IDLE_CHANNELS = 16
 IDLE_SECONDS = 10.0
 #: aiohttp's own keep-alive timeout, where the fake sets none.
 _AIOHTTP_KEEPALIVE = 3630.0
-#: Inbound headers are checked (a client's); outbound ones are aiohttp's, already valid HTTP/1.1
-#: and stripped of the connection-specific ones here, so checking them again only costs time.
+#: No checks or rewriting of fields in ``h2``: outbound ones are aiohttp's, already valid
+#: HTTP/1.1 and stripped of the connection-specific ones here; inbound ones are checked where
+#: the stream's HTTP/1.1 head is written (``h2stream``: what that head cannot carry resets the
+#: stream), which also joins a request's cookie fields into one (what ``h2`` would normalize).
 _CONFIG = H2Configuration(
     client_side=False,
     header_encoding=None,
     validate_outbound_headers=False,
     normalize_outbound_headers=False,
     validate_inbound_headers=False,
+    normalize_inbound_headers=False,
 )
 
 

@@ -175,6 +175,22 @@ class Stream:
                 self._ended()
                 self.front.flush()
                 return
+        if chunk and self._answered and not self._pending:
+            # The whole answer at once (the usual one): one DATA frame ends the stream when
+            # the windows take it.
+            conn = self.front.conn
+            try:
+                fits = len(chunk) <= min(
+                    conn.local_flow_control_window(self.id), conn.max_outbound_frame_size
+                )
+                if fits:
+                    conn.send_data(self.id, chunk, end_stream=True)
+            except H2Error:
+                fits = False
+            if fits:
+                self._ended()
+                self.front.flush()
+                return
         if chunk:
             self._pending.append(chunk)
             self._pending_bytes += len(chunk)
@@ -281,6 +297,7 @@ def _head(headers: list[tuple[bytes, bytes]], *, ended: bool) -> _Head:
     name that is no token, a value with CR, LF or NUL, no method or path)."""
     lines: list[bytes] = []
     values: list[bytes] = []
+    cookies: list[bytes] = []
     method = target = authority = b""
     host = b"localhost"
     length = False
@@ -298,6 +315,9 @@ def _head(headers: list[tuple[bytes, bytes]], *, ended: bool) -> _Head:
         lower = name.lower()
         if lower == b"host":
             host = value  # :authority, when there is one, comes first
+        elif lower == b"cookie":
+            cookies.append(value)  # one field again, as HTTP/1.1 has it (RFC 9113 §8.2.3)
+            values.append(value)
         elif lower not in _HOP_IN:
             length = length or lower == b"content-length"
             values.append(value)
@@ -311,6 +331,8 @@ def _head(headers: list[tuple[bytes, bytes]], *, ended: bool) -> _Head:
         or _LINE_BREAK.search(b" ".join(values))
     ):
         return _UNFIT
+    if cookies:
+        lines.append(b"cookie: %s\r\n" % b"; ".join(cookies))
     chunked = not ended and not length
     if chunked:
         lines.append(b"transfer-encoding: chunked\r\n")

@@ -15,7 +15,13 @@ import pytest
 import pytest_asyncio
 from h2.config import H2Configuration
 from h2.connection import H2Connection
-from h2.events import ConnectionTerminated, ResponseReceived, StreamEnded, StreamReset
+from h2.events import (
+    ConnectionTerminated,
+    DataReceived,
+    ResponseReceived,
+    StreamEnded,
+    StreamReset,
+)
 from hpack import Encoder, NeverIndexedHeaderTuple
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
@@ -364,3 +370,26 @@ async def test_the_same_header_block_after_the_table_changed_is_read_anew(
     writer.close()
     assert statuses == [b"200", b"200", b"401", b"401"]
     assert fake.errors == []
+
+
+async def test_a_cookie_split_over_fields_reaches_the_app_as_one(
+    fake: FakeCreateOS, client: httpx.AsyncClient
+) -> None:
+    """HTTP/2 lets a client send each cookie as a field of its own; the HTTP/1.1 head the
+    stream is served with carries them as one ``Cookie`` (RFC 9113 §8.2.3), so the dashboard
+    finds its session cookie after another one."""
+    login = await client.post("/_fake/ui/login", json={"key": fake.control_key})
+    token = login.cookies["createos_ui"].encode()
+    reader, writer = await asyncio.open_connection(fake.host, fake.port)
+    conn = H2Connection(H2Configuration(client_side=True))
+    conn.initiate_connection()
+    base = [(b":method", b"GET"), (b":scheme", b"http"), (b":authority", b"127.0.0.1")]
+    cookies = [(b"cookie", b"theme=dark"), (b"cookie", b"createos_ui=" + token)]
+    conn.send_headers(1, [*base, (b":path", b"/_fake/ui/api/session"), *cookies], True)
+    writer.write(conn.data_to_send())
+    events: list[object] = []
+    while not any(isinstance(e, StreamEnded) and e.stream_id == 1 for e in events):
+        events += conn.receive_data(await asyncio.wait_for(reader.read(65536), 30))
+    writer.close()
+    body = b"".join(e.data for e in events if isinstance(e, DataReceived))
+    assert json.loads(body)["logged_in"] is True
