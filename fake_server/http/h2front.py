@@ -285,7 +285,10 @@ class _Front(asyncio.Protocol):
         elif isinstance(event, StreamReset):
             if stream is not None:
                 stream.lost(ConnectionResetError("the client reset the stream"))
-        elif isinstance(event, _WINDOWS):
+        elif isinstance(event, WindowUpdated) and event.stream_id:
+            if stream is not None and stream.waiting:  # one stream's window (httpx opens
+                stream.drain()  # each stream's with one, right after its request's HEADERS)
+        elif isinstance(event, _WINDOWS):  # the connection's window, or every stream's
             for stream in [s for s in self.streams.values() if s.waiting]:
                 stream.drain()
         elif isinstance(event, ConnectionTerminated):

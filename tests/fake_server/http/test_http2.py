@@ -22,6 +22,7 @@ from h2.events import (
     StreamEnded,
     StreamReset,
 )
+from h2.settings import SettingCodes, Settings
 from hpack import Encoder, NeverIndexedHeaderTuple
 
 from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
@@ -393,3 +394,37 @@ async def test_a_cookie_split_over_fields_reaches_the_app_as_one(
     writer.close()
     body = b"".join(e.data for e in events if isinstance(e, DataReceived))
     assert json.loads(body)["logged_in"] is True
+
+
+@pytest.mark.parametrize("stream_window", [16384, 1 << 20])
+async def test_an_answer_past_a_small_window_waits_for_the_client_s_updates(
+    fake: FakeCreateOS, client: httpx.AsyncClient, stream_window: int
+) -> None:
+    """A client that keeps its windows small (Node's defaults: 64 KiB) gets a large answer as
+    it hands window back: per stream when the stream's window is the smaller, per connection
+    when the connection's is."""
+    created = (await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})).json()
+    files = f"/v1/sandboxes/{created['data']['id']}/files"
+    blob = bytes(range(256)) * 1024  # 256 KiB
+    await client.put(files, params={"path": "/tmp/blob"}, content=blob)
+    reader, writer = await asyncio.open_connection(fake.host, fake.port)
+    conn = H2Connection(H2Configuration(client_side=True))
+    conn.local_settings = Settings(
+        client=True, initial_values={SettingCodes.INITIAL_WINDOW_SIZE: stream_window}
+    )
+    conn.initiate_connection()
+    path = f"{files}?path=/tmp/blob".encode()
+    base = [(b":method", b"GET"), (b":scheme", b"http"), (b":authority", b"127.0.0.1")]
+    conn.send_headers(1, [*base, (b":path", path), (b"x-api-key", fake.api_key.encode())], True)
+    writer.write(conn.data_to_send())
+    body = b""
+    ended = False
+    while not ended:
+        for event in conn.receive_data(await asyncio.wait_for(reader.read(65536), 30)):
+            if isinstance(event, DataReceived):
+                body += event.data
+                conn.acknowledge_received_data(event.flow_controlled_length, 1)
+            ended = ended or isinstance(event, StreamEnded)
+        writer.write(conn.data_to_send())
+    writer.close()
+    assert body == blob
