@@ -24,27 +24,56 @@ ANSWER = [
 ]
 
 
-def test_answers_decode_to_their_fields_and_are_never_indexed() -> None:
+def test_answers_decode_to_their_fields_repeated_ones_as_references() -> None:
+    """A field the static table holds is a reference; one seen before on the connection is
+    added to the client's table at its second sighting and referenced from then on; the
+    request id (unique by design) and credentials stay never-indexed literals."""
     encoder, decoder = AnswerEncoder(), Decoder()
-    for number in range(3):
-        answer = [*ANSWER, (b"x-request-id", b"req-%012d" % number)]
-        decoded = decoder.decode(encoder.encode(answer), raw=True)
+    sizes = []
+    for number in range(4):
+        answer = [*ANSWER, (b"x-request-id", b"req-%012d" % number), (b"set-cookie", b"a=b")]
+        block = encoder.encode(answer)
+        decoded = decoder.decode(block, raw=True)
         assert decoded == answer
-        assert all(isinstance(field, NeverIndexedHeaderTuple) for field in decoded)
-    assert len(decoder.header_table.dynamic_entries) == 0
-    assert len(encoder.header_table.dynamic_entries) == 0
+        never = {field[0] for field in decoded if isinstance(field, NeverIndexedHeaderTuple)}
+        assert {b"x-request-id", b"set-cookie"} <= never
+        assert block[0] == 0x88  # ":status: 200", index 8 of the static table
+        sizes.append(len(block))
+    # Seen once, added, then referenced: a byte for each field but the never-indexed ones
+    # (the request ids: their name and value as literals; the cookie: its name's index).
+    assert sizes[0] >= sizes[1] > sizes[2] == sizes[3]
+    assert sizes[3] == 1 + 6 + 2 * (2 + len(b"x-request-id") + 1 + 16) + (2 + 1 + 3)
+    assert len(decoder.header_table.dynamic_entries) == 5  # accept-charset: static
+
+
+def test_the_client_s_table_is_followed_through_evictions_and_size_changes() -> None:
+    """Whatever the answers and the client's table size, every block decodes, with
+    ``hpack``'s own decoder, to its fields: the encoder's references follow the client's
+    table as its entries are evicted (RFC 7541 §4.4) and its size changes (§4.2, §6.3)."""
+    encoder, decoder = AnswerEncoder(), Decoder()
+    pool = [(b"x-field-%d" % (n % 7), b"v" * (n * 37 % 300)) for n in range(40)]
+    pool.append((b"x-huge", b"h" * 5000))  # larger than the table: it empties it
+    for step in range(400):
+        if step in (150, 250, 300):
+            size = {150: 256, 250: 0, 300: 4096}[step]  # the client's SETTINGS
+            encoder.header_table_size = size
+            decoder.max_allowed_table_size = size
+        answer = [pool[(step * 7 + n * 13) % len(pool)] for n in range(step % 4 + 1)]
+        assert decoder.decode(encoder.encode(answer), raw=True) == answer, step
+    assert decoder.header_table.maxsize == 4096
 
 
 def test_a_new_table_size_is_signalled_before_the_next_fields() -> None:
     encoder, decoder = AnswerEncoder(), Decoder()
-    assert decoder.decode(encoder.encode(ANSWER), raw=True) == ANSWER
+    for _ in range(3):
+        assert decoder.decode(encoder.encode(ANSWER), raw=True) == ANSWER
     encoder.header_table_size = 0  # the client's SETTINGS_HEADER_TABLE_SIZE
     block = encoder.encode(ANSWER)
     assert block[0] == 0x20  # a dynamic table size update to 0 comes first
     decoder.max_allowed_table_size = 0
     assert decoder.decode(block, raw=True) == ANSWER
     assert decoder.header_table.maxsize == 0
-    assert encoder.encode(ANSWER[:1]) == b"\x18\x03200"  # signalled once
+    assert encoder.encode(ANSWER[:1]) == b"\x88"  # signalled once
 
 
 REQUEST = [
