@@ -228,7 +228,7 @@ class _Front(asyncio.Protocol):
             tuple[tuple[tuple[bytes, bytes], ...], bool], tuple[bytes, bool, bool]
         ] = {}
         self.socket_paused = False
-        self._flushing = False
+        self._receiving = False  # inside data_received: writes wait for its end
         self._idle_timer: asyncio.TimerHandle | None = None
         self._idle_since = 0.0  # the loop's time when the last stream ended
         self._gone_away = False
@@ -256,9 +256,13 @@ class _Front(asyncio.Protocol):
             self._flush_now()
             self.close()
             return
-        for event in events:
-            self._dispatch(event)
-        self.flush()
+        self._receiving = True
+        try:
+            for event in events:
+                self._dispatch(event)
+        finally:
+            self._receiving = False
+        self._flush_now()  # what these frames asked for, in one write
         self._watch_clock()
 
     def _dispatch(self, event: object) -> None:
@@ -303,14 +307,12 @@ class _Front(asyncio.Protocol):
             self._hold = None
 
     def flush(self) -> None:
-        """Send what the connection has to send at the end of this turn of the loop: a
-        stream's HEADERS, DATA and end then go out in one write (one system call)."""
-        if not self._flushing:
-            self._flushing = True
-            asyncio.get_running_loop().call_soon(self._flush_now)
+        """Send what the connection has to send: at once, or at the end of the frames being
+        received (what they ask for then goes out in one write)."""
+        if not self._receiving:
+            self._flush_now()
 
     def _flush_now(self) -> None:
-        self._flushing = False
         data = self.conn.data_to_send()
         if data and self.transport is not None and not self.transport.is_closing():
             self.transport.write(data)
