@@ -144,25 +144,30 @@ class Stream:
     def answer(self, data: bytes) -> None:
         if self._finished:
             return
-        try:
-            messages, _, _ = self.channel.parser(head=self.head_request).feed_data(data)
-        except HttpProcessingError:
-            self.reset(ErrorCodes.INTERNAL_ERROR)
-            return
-        head = None
-        for message, reader in messages:
-            self._body = reader
-            # Plain tuples: the connection's encoder never indexes (``h2encode``).
-            head = [(b":status", b"%d" % message.code)]
-            head += [
-                (lower, value)
-                for name, value in message.raw_headers
-                if (lower := name.lower()) not in _HOP
-            ]
-        body = self._body
-        chunk = b"" if body is None else body.read_nowait()
-        if body is not None and body.is_eof():
+        whole = None if self._body is not None or self.head_request else _whole(data)
+        if whole is not None:  # the usual answer: aiohttp wrote it at once, with its length
+            head, chunk = whole
             self._answered = True
+        else:
+            try:
+                messages, _, _ = self.channel.parser(head=self.head_request).feed_data(data)
+            except HttpProcessingError:
+                self.reset(ErrorCodes.INTERNAL_ERROR)
+                return
+            head = None
+            for message, reader in messages:
+                self._body = reader
+                # Plain tuples: the connection's encoder looks fields up by them (``h2encode``).
+                head = [(b":status", b"%d" % message.code)]
+                head += [
+                    (lower, value)
+                    for name, value in message.raw_headers
+                    if (lower := name.lower()) not in _HOP
+                ]
+            body = self._body
+            chunk = b"" if body is None else body.read_nowait()
+            if body is not None and body.is_eof():
+                self._answered = True
         if head is not None:
             # An answer without a body ends with its HEADERS frame (one frame fewer).
             alone = self._answered and not chunk
@@ -289,6 +294,36 @@ class Stream:
             self._handler_paused = False
             self.channel.handler.resume_writing()
         self.front.forget(self.id)
+
+
+def _whole(data: bytes) -> tuple[list[tuple[bytes, bytes]], bytes] | None:
+    """An answer aiohttp wrote in one piece, with its ``Content-Length``: its HTTP/2 fields and
+    its body. ``None`` for any other (in parts, chunked, without a body by its status), which
+    aiohttp's own parser reads."""
+    end = data.find(b"\r\n\r\n")
+    if end < 0 or not data.startswith(b"HTTP/1.1 "):
+        return None
+    lines = data[:end].split(b"\r\n")
+    status = lines[0][9:12]
+    if not status.isdigit() or status[:1] == b"1" or status in (b"204", b"304"):
+        return None
+    head = [(b":status", status)]
+    length = -1
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        lower = name.lower()
+        if not colon or lower == b"transfer-encoding":
+            return None
+        value = value.strip(b" \t")
+        if lower == b"content-length":
+            if length >= 0 or not value.isdigit():
+                return None
+            length = int(value)
+        elif lower in _HOP:
+            continue
+        head.append((lower, value))
+    body = data[end + 4 :]
+    return (head, body) if len(body) == length else None
 
 
 def _head(headers: list[tuple[bytes, bytes]], *, ended: bool) -> _Head:
