@@ -2,10 +2,11 @@
 
 A ``Channel`` is an aiohttp handler of the app's own (the one every HTTP/1.1 connection gets)
 on an in-memory transport. A ``Stream`` writes its request into a channel as HTTP/1.1 (its
-head from the HTTP/2 pseudo-headers, which ``h2`` has checked for characters HTTP/1.1 cannot
-carry; a body of unknown length chunked) and reads aiohttp's answer back with aiohttp's own
-response parser (``aiohttp.http.HttpResponseParser``), sending its head as HEADERS and its
-body as DATA frames as they come, within the client's flow-control windows. A channel serves
+head written and checked for what HTTP/1.1 cannot carry by ``h2heads``, once per connection
+for each head a client repeats; a body of unknown length chunked) and reads aiohttp's answer
+back (split by ``h2heads`` when aiohttp wrote it in one piece with its length, else with
+aiohttp's own ``HttpResponseParser``), sending its head as HEADERS and its body as DATA frames
+as they come, within the client's flow-control windows. A channel serves
 one stream at a time and is kept (HTTP/1.1 keep-alive) for the connection's next stream, so a
 stream costs no new handler.
 """
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,6 +23,8 @@ from aiohttp.http import HttpResponseParser
 from aiohttp.http_exceptions import HttpProcessingError
 from h2.errors import ErrorCodes
 from h2.exceptions import H2Error
+
+from fake_server.http.h2heads import HOP, UNFIT, request_head, whole_answer
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -35,23 +37,8 @@ __all__ = ["Channel", "Front", "Stream"]
 #: A stream's unsent answer beyond which its handler is told to wait (and below which, again,
 #: to go on): the client's flow-control window holds the rest back.
 _HIGH, _LOW = 1024 * 1024, 256 * 1024
-#: HTTP/1.1 headers that mean nothing in HTTP/2 (RFC 9113 §8.2.2).
-_HOP = frozenset(
-    {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"}
-)
-#: ... and of a request: those, the ``te`` field, and ``host`` (the ``:authority`` is written).
-_HOP_IN = _HOP | {b"te"}
-#: What the HTTP/1.1 head written for a stream may hold (``h2front`` leaves the library's
-#: checks of inbound fields off, they cost as much as the rest of the request's way in).
-_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
-_CONTROL = re.compile(rb"[\x00-\x20\x7f]")
-_LINE_BREAK = re.compile(rb"[\x00\r\n]")
 #: The longest head line aiohttp's response parser takes (aiohttp's own default).
 _LINE_LIMIT = 8190
-#: A request's head as written for aiohttp: the bytes, chunked body, HEAD request.
-_Head = tuple[bytes, bool, bool]
-#: What ``_head`` answers for a head HTTP/1.1 cannot carry.
-_UNFIT: _Head = (b"", False, False)
 #: Heads written per connection and kept for the streams that repeat them.
 _HEADS_KEPT = 64
 
@@ -99,10 +86,10 @@ class Stream:
         heads = self.front.heads
         head = heads.get(key)
         if head is None:
-            head = _head(headers, ended=ended)
+            head = request_head(headers, ended=ended)
             if len(heads) < _HEADS_KEPT:
                 heads[key] = head
-        if head is _UNFIT:
+        if head is UNFIT:
             return self.reset(ErrorCodes.PROTOCOL_ERROR)
         request, self._chunked, self.head_request = head
         self.channel.expect(self)
@@ -144,7 +131,7 @@ class Stream:
     def answer(self, data: bytes) -> None:
         if self._finished:
             return
-        whole = None if self._body is not None or self.head_request else _whole(data)
+        whole = None if self._body is not None or self.head_request else whole_answer(data)
         if whole is not None:  # the usual answer: aiohttp wrote it at once, with its length
             head, chunk = whole
             self._answered = True
@@ -162,7 +149,7 @@ class Stream:
                 head += [
                     (lower, value)
                     for name, value in message.raw_headers
-                    if (lower := name.lower()) not in _HOP
+                    if (lower := name.lower()) not in HOP
                 ]
             body = self._body
             chunk = b"" if body is None else body.read_nowait()
@@ -294,85 +281,6 @@ class Stream:
             self._handler_paused = False
             self.channel.handler.resume_writing()
         self.front.forget(self.id)
-
-
-def _whole(data: bytes) -> tuple[list[tuple[bytes, bytes]], bytes] | None:
-    """An answer aiohttp wrote in one piece, with its ``Content-Length``: its HTTP/2 fields and
-    its body. ``None`` for any other (in parts, chunked, without a body by its status), which
-    aiohttp's own parser reads."""
-    end = data.find(b"\r\n\r\n")
-    if end < 0 or not data.startswith(b"HTTP/1.1 "):
-        return None
-    lines = data[:end].split(b"\r\n")
-    status = lines[0][9:12]
-    if not status.isdigit() or status[:1] == b"1" or status in (b"204", b"304"):
-        return None
-    head = [(b":status", status)]
-    length = -1
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        lower = name.lower()
-        if not colon or lower == b"transfer-encoding":
-            return None
-        value = value.strip(b" \t")
-        if lower == b"content-length":
-            if length >= 0 or not value.isdigit():
-                return None
-            length = int(value)
-        elif lower in _HOP:
-            continue
-        head.append((lower, value))
-    body = data[end + 4 :]
-    return (head, body) if len(body) == length else None
-
-
-def _head(headers: list[tuple[bytes, bytes]], *, ended: bool) -> _Head:
-    """The HTTP/1.1 head of a stream's request, whether its body goes chunked (no
-    content-length) and whether it is a HEAD; ``_UNFIT`` for a head HTTP/1.1 cannot carry (a
-    name that is no token, a value with CR, LF or NUL, no method or path)."""
-    lines: list[bytes] = []
-    values: list[bytes] = []
-    cookies: list[bytes] = []
-    method = target = authority = b""
-    host = b"localhost"
-    length = False
-    for name, value in headers:
-        if name[:1] == b":":
-            if name == b":method":
-                method = value
-            elif name == b":path":
-                target = value
-            elif name == b":authority":
-                authority = value
-            continue  # :scheme (and :protocol, which needs a setting never sent)
-        if not _TOKEN.match(name):
-            return _UNFIT
-        lower = name.lower()
-        if lower == b"host":
-            host = value  # :authority, when there is one, comes first
-        elif lower == b"cookie":
-            cookies.append(value)  # one field again, as HTTP/1.1 has it (RFC 9113 §8.2.3)
-            values.append(value)
-        elif lower not in _HOP_IN:
-            length = length or lower == b"content-length"
-            values.append(value)
-            lines.append(b"%s: %s\r\n" % (name, value))
-    host = authority or host
-    if (
-        not _TOKEN.match(method)
-        or not target
-        or _CONTROL.search(target)
-        or _CONTROL.search(host)
-        or _LINE_BREAK.search(b" ".join(values))
-    ):
-        return _UNFIT
-    if cookies:
-        lines.append(b"cookie: %s\r\n" % b"; ".join(cookies))
-    chunked = not ended and not length
-    if chunked:
-        lines.append(b"transfer-encoding: chunked\r\n")
-    request = b"%s %s HTTP/1.1\r\nhost: %s\r\n" % (method, target, host)
-    return request + b"".join(lines) + b"\r\n", chunked, method == b"HEAD"
 
 
 class Channel(asyncio.Transport):

@@ -1,4 +1,4 @@
-"""The HTTP/2 front's reading of aiohttp's answers (``h2stream._whole``): an answer written in
+"""The HTTP/2 front's reading of aiohttp's answers (``h2heads.whole_answer``): an answer written in
 one piece with its length becomes its HTTP/2 fields and body as aiohttp's own response parser
 reads them; any other (chunked, in parts, without a body by its status, two lengths) is left to
 that parser."""
@@ -11,7 +11,7 @@ import pytest
 from aiohttp.base_protocol import BaseProtocol
 from aiohttp.http import HttpResponseParser
 
-from fake_server.http.h2stream import _whole
+from fake_server.http.h2heads import whole_answer
 
 WHOLE = (
     b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json; charset=utf-8\r\n"
@@ -32,8 +32,8 @@ async def _parsed(data: bytes) -> tuple[list[tuple[bytes, bytes]], bytes]:
 
 @pytest.mark.asyncio
 async def test_a_whole_answer_reads_as_aiohttp_s_parser_reads_it() -> None:
-    assert _whole(WHOLE) == await _parsed(WHOLE)
-    assert _whole(WHOLE) == (
+    assert whole_answer(WHOLE) == await _parsed(WHOLE)
+    assert whole_answer(WHOLE) == (
         [
             (b":status", b"404"),
             (b"content-type", b"application/json; charset=utf-8"),
@@ -45,7 +45,7 @@ async def test_a_whole_answer_reads_as_aiohttp_s_parser_reads_it() -> None:
     )
     empty = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
     assert (
-        _whole(empty)
+        whole_answer(empty)
         == await _parsed(empty)
         == ([(b":status", b"200"), (b"content-length", b"0")], b"")
     )
@@ -69,4 +69,4 @@ async def test_a_whole_answer_reads_as_aiohttp_s_parser_reads_it() -> None:
     ],
 )
 def test_any_other_answer_is_left_to_aiohttp_s_parser(answer: bytes) -> None:
-    assert _whole(answer) is None
+    assert whole_answer(answer) is None
