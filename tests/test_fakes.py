@@ -51,7 +51,8 @@ def test_the_factory_closes_its_fakes_and_fails_on_a_recorded_error(
     )
     pytester.makeconftest("from tests._fakes import make_fake\n\n__all__ = ['make_fake']\n")
     pytester.makepyfile(test_inner=INNER)
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    # pytest-benchmark warns in an inner run of an xdist worker (the suite's `-n 2`).
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:benchmark")
     result.assert_outcomes(passed=4, errors=1)
     result.stdout.fnmatch_lines(
         ["E *AssertionError: errors the fake recorded: *'a handler failed'*"]
