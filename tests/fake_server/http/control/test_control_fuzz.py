@@ -12,29 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fake_server import FakeCreateOS, TransitionPolicy
 from fake_server.faults.spec import ACTION_TYPES
+from tests.fake_server.http._fuzzing import fuzzed_fake, keyed_client  # noqa: F401 (fixtures)
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from fake_server import FakeCreateOS
 
 pytestmark = pytest.mark.reliability
-
-
-@pytest.fixture(name="fake", scope="module")
-def _fake() -> Iterator[FakeCreateOS]:
-    """One threaded fake for the module: hypothesis's examples share it."""
-    fake = FakeCreateOS(transitions=TransitionPolicy.immediate()).start()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture(name="http", scope="module")
-def _http(fake: FakeCreateOS) -> Iterator[httpx.Client]:
-    """A client holding both the account key and the control key."""
-    keys = {"X-Api-Key": fake.api_key, "X-Fake-Control-Key": fake.control_key}
-    with httpx.Client(base_url=fake.url, headers=keys, timeout=20) as client:
-        yield client
 
 
 TEXT = st.text(max_size=30)  # lone surrogates included: JSON can carry them
