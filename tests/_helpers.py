@@ -6,11 +6,13 @@ first failed to collect)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import httpx
 import pytest
 
 if TYPE_CHECKING:
@@ -18,7 +20,14 @@ if TYPE_CHECKING:
 
     from fake_server import FakeCreateOS
 
-__all__ = ["bashkit_differs", "open_fds", "running_below", "settled", "until"]
+__all__ = [
+    "bashkit_differs",
+    "followed_build_log",
+    "open_fds",
+    "running_below",
+    "settled",
+    "until",
+]
 
 
 async def until(check: Callable[[], Awaitable[bool]], bound: float = 20.0) -> None:
@@ -67,3 +76,20 @@ def running_below(root: int, argv: bytes) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def followed_build_log(
+    origin: str, api_key: str, template_id: str, *, timeout: float = 120, **options: Any
+) -> list[dict[str, Any]]:
+    """A template's build log followed to its final event (the build ended): every event, the
+    final one last. ``timeout`` bounds the stream; ``options`` go to ``httpx.stream``."""
+    with httpx.stream(
+        "GET",
+        f"{origin}/v1/templates/{template_id}/logs",
+        params={"follow": "true"},
+        headers={"X-Api-Key": api_key},
+        timeout=timeout,
+        **options,
+    ) as reply:
+        assert reply.status_code == 200
+        return [json.loads(line) for line in reply.iter_lines() if line]

@@ -5,7 +5,6 @@ the directories it refuses, with exit status 2 and a message naming the path and
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -20,7 +19,7 @@ import httpx
 import pytest
 from createos import Client, CreateSandboxRequest, RunCommandRequest
 
-from tests._helpers import running_below, settled
+from tests._helpers import followed_build_log, running_below, settled
 from tests.fake_server.persist._persist_scenario import check_world, make_world
 
 if TYPE_CHECKING:
@@ -118,15 +117,7 @@ def test_a_restart_brings_every_sandbox_back_paused(
 
 def _follow_build(served: Served, template_id: str) -> None:
     """Read the build's followed log to its final event (the build ended)."""
-    with httpx.stream(
-        "GET",
-        f"{served.origin}/v1/templates/{template_id}/logs",
-        params={"follow": "true"},
-        headers={"X-Api-Key": served.key},
-        timeout=120,
-    ) as reply:
-        assert reply.status_code == 200
-        events = [json.loads(line) for line in reply.iter_lines() if line]
+    events = followed_build_log(served.origin, served.key, template_id)
     assert events[-1] == {"final": True, "status": "ready", "attempt": 1}, events
 
 
@@ -229,7 +220,7 @@ def test_a_restart_during_a_build_builds_the_template_again(
     headers = {"X-Api-Key": second.key}
     detail = httpx.get(f"{second.origin}/v1/templates/{template_id}", headers=headers, timeout=30)
     assert detail.json()["data"]["status"] == "building"
-    events = _followed(second, template_id)
+    events = followed_build_log(second.origin, second.key, template_id)
     assert events[-1] == {"final": True, "status": "ready", "attempt": 2}, events
     lines = [(event["attempt"], event["line"]) for event in events if "line" in event]
     earlier = [line for attempt, line in lines if attempt == 1]
@@ -269,15 +260,3 @@ def test_a_restart_during_a_build_builds_the_template_again(
     assert second.stop(signal.SIGTERM)[1] == ""
     assert [p.name for p in (state / "sandboxes").glob("build-*")] == []
     assert len(list((state / "sandboxes" / ".layers").iterdir())) == 1
-
-
-def _followed(served: Served, template_id: str) -> list[dict[str, object]]:
-    with httpx.stream(
-        "GET",
-        f"{served.origin}/v1/templates/{template_id}/logs",
-        params={"follow": "true"},
-        headers={"X-Api-Key": served.key},
-        timeout=120,
-    ) as reply:
-        assert reply.status_code == 200
-        return [json.loads(line) for line in reply.iter_lines() if line]

@@ -8,7 +8,6 @@ installs a small package from the Debian archive the host's apt uses, through th
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,7 @@ from fake_server.runtime.netoptions import NetworkOptions
 from fake_server.runtime.process import ProcessRuntime
 from fake_server.runtime.process.containment import seccomp
 from fake_server.runtime.process.net.resolver import host_resolver
-from tests._helpers import running_below, settled
+from tests._helpers import followed_build_log, running_below, settled
 from tests.fake_server._process_runtime import bwrap_descendants, needs_nft
 
 if TYPE_CHECKING:
@@ -71,16 +70,10 @@ def _build(fake: FakeCreateOS, sdk: Client, name: str, dockerfile: str) -> list[
     ``follow_logs`` cannot decode events): every event, the final one last."""
     template = sdk.templates.create(TemplateCreateRequest(name=name, dockerfile=dockerfile))
     assert template.status.value == "pending"  # the create answers before the build runs
-    with httpx.stream(
-        "GET",
-        f"{fake.url}/v1/templates/{template.id}/logs",
-        params={"follow": "true"},
-        headers={"X-Api-Key": fake.api_key},
-        verify=tls_context(),
-        timeout=600,  # apt-get fetching from the archive: the stream's bound, not a wait
-    ) as reply:
-        assert reply.status_code == 200
-        return [json.loads(line) for line in reply.iter_lines() if line]
+    # apt-get fetching from the archive: the stream's bound, not a wait
+    return followed_build_log(
+        fake.url, fake.api_key, template.id, timeout=600, verify=tls_context()
+    )
 
 
 def _lines(events: list[dict[str, Any]]) -> list[str]:

@@ -41,7 +41,7 @@ from fake_server.runtime.process.containment import cgroups
 from fake_server.runtime.process.images import desktop_image
 from fake_server.runtime.process.images.image import cache_dir
 from fake_server.runtime.process.sandbox.machine import NO_DESKTOP
-from tests._helpers import settled
+from tests._helpers import followed_build_log, settled
 from tests._needs import needs
 from tests.fake_server._process_runtime import bwrap_descendants
 
@@ -388,7 +388,8 @@ def test_devbox_sandboxes_boot_the_tree_without_the_desktop(
         ("on-devbox", "FROM nodeops/sandbox:debian\nRUN echo built > /opt/built\n"),
     ):
         template = sdk.templates.create(TemplateCreateRequest(name=name, dockerfile=dockerfile))
-        assert _followed(fake, template.id)[-1] == {"final": True, "status": "ready", "attempt": 1}
+        events = followed_build_log(fake.url, fake.api_key, template.id)
+        assert events[-1] == {"final": True, "status": "ready", "attempt": 1}
     on_desktop = sdk.create_sandbox(CreateSandboxRequest(shape="s-2vcpu-4gb", rootfs="on-desktop"))
     on_devbox = sdk.create_sandbox(CreateSandboxRequest(shape="s-1vcpu-1gb", rootfs="on-devbox"))
     on_desktop.wait_until_running()
@@ -402,19 +403,6 @@ def test_devbox_sandboxes_boot_the_tree_without_the_desktop(
     fork = devbox.fork()
     fork.wait_until_running()
     assert _sh(fork, "command -v Xvfb || echo none") == "none\n"
-
-
-def _followed(fake: FakeCreateOS, template_id: str) -> list[dict[str, object]]:
-    """A template's build log followed to its final event (the build ended)."""
-    with httpx.stream(
-        "GET",
-        f"{fake.url}/v1/templates/{template_id}/logs",
-        params={"follow": "true"},
-        headers={"X-Api-Key": fake.api_key},
-        timeout=120,
-    ) as reply:
-        assert reply.status_code == 200
-        return [json.loads(line) for line in reply.iter_lines() if line]
 
 
 def test_a_screen_resize_changes_the_x_servers_screen_and_keeps_the_windows(
