@@ -7,11 +7,9 @@ fake itself stayed healthy: no recorded errors and the next request on the same 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-import pytest_asyncio
 
 from fake_server import FakeCreateOS, TransitionPolicy, tls_context
 from fake_server.faults import (
@@ -28,20 +26,6 @@ from fake_server.faults import (
     TamperFile,
     UnknownTargetError,
 )
-
-if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
-
-@pytest_asyncio.fixture(name="api")
-async def _api(faulty: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(
-        verify=tls_context(),
-        base_url=faulty.url,
-        headers={"X-Api-Key": faulty.api_key, "X-Fake-Control-Key": faulty.control_key},
-        timeout=10,
-    ) as client:
-        yield client
 
 
 async def running_sandbox(api: httpx.AsyncClient) -> str:
