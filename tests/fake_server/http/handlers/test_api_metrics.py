@@ -4,6 +4,7 @@ an account's usage over a window on fake time, and windows refused with the fiel
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,8 @@ from fake_server import TransitionPolicy, VirtualClock
 from fake_server.clock import clock_transport
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from fake_server import FakeCreateOS
     from tests._fakes import MakeFake
 
@@ -130,17 +133,7 @@ async def test_process_runtime_metrics_are_measured_from_proc(make_fake: MakeFak
         "print('ready', flush=True)\n"
         "sys.stdin.read()\n"
     )
-    fake = await make_fake(
-        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
-    )
-    async with httpx.AsyncClient(
-        base_url=fake.url,
-        headers={"X-Api-Key": fake.api_key},
-        transport=clock_transport(fake.clock),
-        timeout=30,
-    ) as client:
-        created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
-        base = f"/v1/sandboxes/{created.json()['data']['id']}"
+    async with _process_sandbox(make_fake) as (client, base):
         started = await client.post(
             base + "/processes", json={"cmd": "python3", "args": ["-c", script]}
         )
@@ -151,6 +144,22 @@ async def test_process_runtime_metrics_are_measured_from_proc(make_fake: MakeFak
         assert data["processes"] >= 2  # bwrap, the sandbox's init, python
         assert (await client.delete(f"{base}/processes/{process_id}")).status_code == 200
         assert (await client.delete(base)).status_code == 200
+
+
+@contextlib.asynccontextmanager
+async def _process_sandbox(make_fake: MakeFake) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
+    """A client of a process-runtime fake (on its clock) and the path of a new sandbox."""
+    fake = await make_fake(
+        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
+    )
+    async with httpx.AsyncClient(
+        base_url=fake.url,
+        headers={"X-Api-Key": fake.api_key},
+        transport=clock_transport(fake.clock),
+        timeout=30,
+    ) as client:
+        created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
+        yield client, f"/v1/sandboxes/{created.json()['data']['id']}"
 
 
 async def _metrics_once(
@@ -179,17 +188,7 @@ async def test_process_runtime_metrics_count_a_daemon_an_exec_left_running(
         "while time.process_time() < end: pass\n"
         "time.sleep(300)' >/dev/null 2>&1 &"
     )
-    fake = await make_fake(
-        clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
-    )
-    async with httpx.AsyncClient(
-        base_url=fake.url,
-        headers={"X-Api-Key": fake.api_key},
-        transport=clock_transport(fake.clock),
-        timeout=30,
-    ) as client:
-        created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
-        base = f"/v1/sandboxes/{created.json()['data']['id']}"
+    async with _process_sandbox(make_fake) as (client, base):
         ran = await client.post(base + "/exec", json={"cmd": "bash", "args": ["-c", daemon]})
         assert ran.json()["data"]["result"]["exit_code"] == 0
         data = await _metrics_once(
