@@ -280,10 +280,10 @@ def _runtime(
             return "bashkit", f"runtime: bashkit ({str(exc).split('. ')[0]})"
     chosen = system.choose(fallback=image_fallback, progress=say)
     images = chosen.describe(Catalog().rootfs)
-    ids = idmap.host_range() if chosen.image else None
-    contained = confine.describe(ids, idmap.layout_map(image=chosen.image))
+    ids = idmap.host_range() if chosen.image and not chosen.rootless else None
+    contained = confine.describe(ids, idmap.layout_map(image=chosen.image), chosen.ids)
     lines = [f"runtime: {netmode.detect().describe()}", cgroups.describe(), contained]
-    if chosen.image:  # lxcfs serves sandboxes booting the image (``procview``)
+    if chosen.image and not chosen.rootless:  # lxcfs serves root's image sandboxes (``procview``)
         lines.append(procview.describe())
     lines.append(images)
     return "process", "\n".join(lines)

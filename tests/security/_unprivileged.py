@@ -21,15 +21,20 @@ import fcntl
 import os
 import pwd
 import shlex
+import shutil
 import site
 import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+from tests.security._attack import Target, serving
 
-__all__ = ["FILES", "as_user", "free_id", "subordinate_user"]
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+__all__ = ["FILES", "Unprivileged", "as_user", "free_id", "serve_as", "subordinate_user"]
 
 #: The files ``subordinate_user`` changes (and restores).
 FILES = (Path("/etc/passwd"), Path("/etc/subuid"), Path("/etc/subgid"))
@@ -131,3 +136,46 @@ def subordinate_user(uid: int, gid: int, start: int) -> Iterator[str]:
         finally:
             for path, data in saved.items():
                 _rewrite(path, data)
+
+
+@dataclass(frozen=True, slots=True)
+class Unprivileged:
+    """A ``serve`` run as ``uid`` (gid the same), its ``$TMPDIR`` at ``temp``."""
+
+    target: Target
+    uid: int
+    temp: Path
+
+    def containment(self) -> str:
+        return next(line for line in self.target.serve.lines if line.startswith("containment: "))
+
+    def sandbox_dir(self, sandbox: str) -> Path:
+        """The sandbox's directory on the host."""
+        found = list(self.temp.glob(f"createos-fake-process/*/{sandbox}"))
+        assert len(found) == 1, found
+        return found[0]
+
+
+def serve_as(
+    uid: int, hide: Sequence[str] = (), prepare: Callable[[Path], object] | None = None
+) -> Iterator[Unprivileged]:
+    """``serve`` as ``uid``, its ``$HOME`` and ``$TMPDIR`` in a directory of the system's
+    temporary directory it can reach (pytest's own is root's alone), removed after; the
+    programs ``hide`` names missing; ``prepare(home)`` runs first (as root)."""
+    tmp = Path(tempfile.mkdtemp(prefix="createos-unprivileged-"))
+    try:
+        home, temp, holding = tmp / "home", tmp / "tmp", tmp / "holding"
+        for path in (home, temp, holding):
+            path.mkdir()
+        for path in (home, temp):
+            os.chown(path, uid, uid)
+        if prepare is not None:
+            prepare(home)
+        tmp.chmod(0o711)
+        temp.chmod(0o711)
+        env = {**os.environ, "HOME": str(home), "TMPDIR": str(temp), "PYTHONPATH": os.getcwd()}
+        prefix = as_user(uid, uid, holding, hide)
+        with serving("--transitions", "immediate", prefix=prefix, env=env) as target:
+            yield Unprivileged(target, uid, temp)
+    finally:
+        shutil.rmtree(tmp)

@@ -20,9 +20,6 @@ import errno
 import os
 import shutil
 import socket
-import tempfile
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -31,11 +28,10 @@ from fake_server.runtime.process.containment import idmap
 from fake_server.runtime.process.net.nft import nft_path
 from fake_server.runtime.process.net.usernet import pasta_path
 from tests._needs import needs, needs_command
-from tests.security._attack import Target, serving
-from tests.security._unprivileged import as_user, free_id, subordinate_user
+from tests.security._unprivileged import Unprivileged, free_id, serve_as, subordinate_user
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Iterator
 
 pytestmark = [
     pytest.mark.reliability,
@@ -54,55 +50,16 @@ _SUB_START = 1_500_000_000
 _TAIL = "; /proc masked, a seccomp filter; no disk size per sandbox (the host-directory layout)"
 
 
-@dataclass(frozen=True, slots=True)
-class Unprivileged:
-    """A ``serve`` run as ``uid`` (gid the same), its ``$TMPDIR`` at ``temp``."""
-
-    target: Target
-    uid: int
-    temp: Path
-
-    def containment(self) -> str:
-        return next(line for line in self.target.serve.lines if line.startswith("containment: "))
-
-    def sandbox_dir(self, sandbox: str) -> Path:
-        """The sandbox's directory on the host."""
-        found = list(self.temp.glob(f"createos-fake-process/*/{sandbox}"))
-        assert len(found) == 1, found
-        return found[0]
-
-
 def _own_line(uid: int) -> list[str]:
     """The own-id map as a sandbox reads it: onto the host, or onto the fake's namespace H
     (whose root is the caller) where the sandbox has a route out."""
     return ["1000", "0" if _ROUTED else str(uid), "1"]
 
 
-def _serve_as(uid: int, hide: Sequence[str] = ()) -> Iterator[Unprivileged]:
-    """``serve`` as ``uid``, its ``$HOME`` and ``$TMPDIR`` in a directory of the system's
-    temporary directory it can reach (pytest's own is root's alone), removed after; the
-    programs ``hide`` names missing."""
-    tmp = Path(tempfile.mkdtemp(prefix="createos-unprivileged-"))
-    try:
-        home, temp, holding = tmp / "home", tmp / "tmp", tmp / "holding"
-        for path in (home, temp, holding):
-            path.mkdir()
-        for path in (home, temp):
-            os.chown(path, uid, uid)
-        tmp.chmod(0o711)
-        temp.chmod(0o711)
-        env = {**os.environ, "HOME": str(home), "TMPDIR": str(temp), "PYTHONPATH": os.getcwd()}
-        prefix = as_user(uid, uid, holding, hide)
-        with serving("--transitions", "immediate", prefix=prefix, env=env) as target:
-            yield Unprivileged(target, uid, temp)
-    finally:
-        shutil.rmtree(tmp)
-
-
 @pytest.fixture(name="own", scope="module")
 def _own() -> Iterator[Unprivileged]:
     """``serve`` as a uid no ``/etc/passwd`` line names."""
-    yield from _serve_as(free_id(61_000))
+    yield from serve_as(free_id(61_000))
 
 
 @pytest.fixture(name="named", scope="module")
@@ -116,7 +73,7 @@ def _named() -> Iterator[int]:
 @pytest.fixture(name="sub", scope="module")
 def _sub(named: int) -> Iterator[Unprivileged]:
     """``serve`` as the named uid with subordinate ranges."""
-    yield from _serve_as(named)
+    yield from serve_as(named)
 
 
 @pytest.fixture(name="helpless", scope="module")
@@ -124,7 +81,7 @@ def _helpless(named: int) -> Iterator[Unprivileged]:
     """``serve`` as the named uid with subordinate ranges, where ``newuidmap`` is missing."""
     found = shutil.which("newuidmap")
     assert found is not None
-    yield from _serve_as(named, hide=(found,))
+    yield from serve_as(named, hide=(found,))
 
 
 def test_the_own_id_map_is_named_at_start_up(own: Unprivileged) -> None:
@@ -327,7 +284,7 @@ def test_egress_rules_hold_and_the_host_stays_out_of_reach(own: Unprivileged) ->
 def _tunless() -> Iterator[Unprivileged]:
     """``serve`` as a uid without subordinate ids where pasta cannot make its tap (``/dev/null``
     bound over ``/dev/net/tun``)."""
-    yield from _serve_as(free_id(61_000), hide=("/dev/net/tun",))
+    yield from serve_as(free_id(61_000), hide=("/dev/net/tun",))
 
 
 @_PASTA

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.api import RuntimeUnavailable
 from fake_server.runtime.netoptions import HostnameMode, NetworkOptions
-from fake_server.runtime.process.containment import idmap, procview
+from fake_server.runtime.process.containment import idmap, procview, subids
 from fake_server.runtime.process.containment.bwrap import reachable_copy, require_bwrap
 from fake_server.runtime.process.containment.confine import Confinement
 from fake_server.runtime.process.containment.procview import ProcView
@@ -56,6 +56,7 @@ from fake_server.runtime.process.storage.rootdir import (
     traversable,
 )
 from fake_server.runtime.process.storage.rootfs import DISK_MIB, ImageSpace, SandboxRoot, Upper
+from fake_server.runtime.process.storage.userroot import UserRoot, user_image
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -63,6 +64,8 @@ if TYPE_CHECKING:
 
     from fake_server.clock import Clock
     from fake_server.runtime.api import Commands, Image
+    from fake_server.runtime.process.images.image import Image as TreeImage
+    from fake_server.runtime.process.storage.userroot import Root
 
 __all__ = ["DISKS_NEED_ROOT", "ProcessMachine", "ProcessRuntime"]
 
@@ -103,8 +106,9 @@ class ProcessRuntime:
             choose(fallback=image_fallback, progress=progress) if system is None else system
         )
         #: The host ids of sandboxes' users: a range of the fake's own where they boot the image
-        #: (root inside is an unprivileged id outside), none on the host-directory layout.
-        self.ids = idmap.host_range() if self.system.image else None
+        #: as root (root inside is an unprivileged id outside), none on the host-directory
+        #: layout or unprivileged (``System.ids``: root inside is the caller, ``userroot``).
+        self.ids = idmap.host_range() if self.system.image and not self.system.rootless else None
         #: The map of the layout's ids (``idmap.layout_map``); ``None`` with the image.
         self.layout_map = idmap.layout_map(image=self.system.image)
         self.base = base
@@ -120,6 +124,8 @@ class ProcessRuntime:
         self._layout_bwrap: str | None = None
         #: The image namespace of each tree sandboxes boot (``System.tree``), made on first use.
         self._images: dict[str, ImageSpace] = {}
+        #: Unprivileged, the image sandboxes boot (``userroot``), made on first use.
+        self._user_image: TreeImage | None = None
         self.machines: dict[str, ProcessMachine] = {}
         self.hubs: dict[str, Hub] = {}
         self._forks = 0
@@ -150,8 +156,20 @@ class ProcessRuntime:
     @property
     def fake_root(self) -> FakeRoot:
         if self._root is None:
-            self._root = FakeRoot(self.base) if self.kept is None else KeptRoot(self.kept)
+            remove = self.remove_tree
+            self._root = (
+                FakeRoot(self.base, remove) if self.kept is None else KeptRoot(self.kept, remove)
+            )
         return self._root
+
+    def remove_tree(self, path: Path) -> None:
+        """Remove a directory of sandboxes' files: unprivileged, as root of a namespace with
+        their ids (``subids``: the caller may not remove what its subordinate ids own)."""
+        ids = self.system.ids
+        if ids is None or not path.exists():
+            remove_tree(path)
+            return
+        subids.remove(ids, str(path))
 
     @property
     def scratch(self) -> FakeRoot:
@@ -170,6 +188,8 @@ class ProcessRuntime:
     def confinement(self) -> Confinement | None:
         """How sandboxes booting the image are confined (``confine``); ``None`` on the
         host-directory layout."""
+        if self._confinement is None and self.system.rootless:  # bwrap runs as root of H
+            self._confinement = Confinement(None, self.bwrap, self.bwrap)
         if self._confinement is None and self.ids is not None:
             init_bwrap = reachable_copy(self.bwrap, self.scratch.programs)
             view = self._proc_view()
@@ -252,10 +272,18 @@ class ProcessRuntime:
         self.machines[sandbox_id] = machine
         return machine
 
-    def _rootfs(self, directory: Path, size: int, source: Upper | None, tree: str) -> SandboxRoot:
+    def _rootfs(self, directory: Path, size: int, source: Upper | None, tree: str) -> Root:
         """A sandbox's root over ``tree``: its disk an ext4 image file in its directory (in
-        memory it would count against the shape's memory)."""
-        return SandboxRoot(self.images(tree), directory, size, source)
+        memory it would count against the shape's memory); unprivileged, a directory
+        (``userroot``)."""
+        ids = self.system.ids
+        if ids is None:
+            return SandboxRoot(self.images(tree), directory, size, source)
+        if self._user_image is None:
+            assert self.system.root is not None
+            layer = self.fake_root.path / ".image-user"
+            self._user_image = user_image(layer, self.system.root, self.system.bun)
+        return UserRoot.make(ids, self._user_image, directory, size, source)
 
     def images(self, tree: str = "devbox") -> ImageSpace:
         """The image namespace the sandboxes booting ``tree`` copy, made on first use."""
@@ -286,14 +314,15 @@ class ProcessRuntime:
         (``layers``)."""
         machine = self.new_sandbox(f"build-{secrets.token_hex(6)}", rootfs=base)
         address = build_address(self.network().links if self.network_mode.shared else {})
-        return ProcessBuilder(machine, self.fake_root.path / ".layers", address, clock)
+        layers = self.fake_root.path / ".layers"
+        return ProcessBuilder(machine, layers, address, clock, self.remove_tree)
 
     def adopt_image(self, saved: Mapping[str, Any]) -> LayerImage:
         """A template's layer an earlier start left in a kept root."""
         layer = self.fake_root.path / ".layers" / str(saved["layer"])
         if not layer.is_dir() or layer.is_symlink() or layer.parent.name != ".layers":
             raise FileNotFoundError(f"no template layer {saved['layer']}")
-        return LayerImage(layer, _kept_tree(saved))
+        return LayerImage(layer, _kept_tree(saved), self.remove_tree)
 
     def keeper(self) -> None:
         """None: sandboxes and layers are directories, kept where ``keep_in`` says."""
@@ -310,7 +339,7 @@ class ProcessRuntime:
         tree = "devbox" if isinstance(saved, str) else _kept_tree(saved)
         if self.system.image:
 
-            def make(size: int) -> SandboxRoot:
+            def make(size: int) -> Root:
                 return self._rootfs(directory, size, None, tree)
 
         machine = ProcessMachine(

@@ -21,9 +21,10 @@ import subprocess
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.process.storage.rootdir import copy_tree, remove_tree
+from fake_server.runtime.process.storage.userroot import UserRoot
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from pathlib import Path
 
     from fake_server.clock import Clock
@@ -42,8 +43,12 @@ class LayerImage:
 
     runtime = "process"
 
-    def __init__(self, layer: Path, tree: str = "devbox") -> None:
+    def __init__(
+        self, layer: Path, tree: str = "devbox", remove: Callable[[Path], None] = remove_tree
+    ) -> None:
         self.layer = layer
+        #: How the layer goes (``ProcessRuntime.remove_tree``: its files have the sandbox's ids).
+        self._remove = remove
         #: The image tree the build ran on, which the template's sandboxes boot under it.
         self.tree = tree
         self.size = _size(layer)
@@ -57,7 +62,7 @@ class LayerImage:
         return os.open(self.layer, _DIR)
 
     def discard(self) -> None:
-        remove_tree(self.layer)
+        self._remove(self.layer)
 
 
 class ProcessBuilder:
@@ -66,8 +71,16 @@ class ProcessBuilder:
     #: The steps take real time: the build runs after the create has answered.
     background = True
 
-    def __init__(self, machine: ProcessMachine, layers: Path, address: str, clock: Clock) -> None:
+    def __init__(
+        self,
+        machine: ProcessMachine,
+        layers: Path,
+        address: str,
+        clock: Clock,
+        remove: Callable[[Path], None] = remove_tree,
+    ) -> None:
         self._machine = machine
+        self._remove = remove
         self._layers = layers
         self._clock = clock
         machine.set_shape(BUILD_VCPUS, BUILD_MEMORY_MIB)
@@ -90,15 +103,17 @@ class ProcessBuilder:
             rootfs = machine.rootfs
             if rootfs is None:  # the host-directory layout: the whole directory
                 copy_tree(machine.directory, layer)
+            elif isinstance(rootfs, UserRoot):  # unprivileged: as root of the sandbox's ids
+                rootfs.copy_upper(layer)
             else:
                 upper = rootfs.open_upper()
                 try:
                     _copy(f"/proc/{os.getpid()}/fd/{upper}/.", layer)
                 finally:
                     os.close(upper)
-            return LayerImage(layer, machine.tree)
+            return LayerImage(layer, machine.tree, self._remove)
         except BaseException:
-            remove_tree(layer)
+            self._remove(layer)
             raise
         finally:
             machine.destroy()

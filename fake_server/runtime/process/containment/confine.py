@@ -34,7 +34,13 @@ from fake_server.runtime.process.containment import idmap, seccomp
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from fake_server.runtime.process.containment.idmap import IdRange, Nested, OwnId, Subordinate
+    from fake_server.runtime.process.containment.idmap import (
+        Extents,
+        IdRange,
+        Nested,
+        OwnId,
+        Subordinate,
+    )
 
 __all__ = ["MASKED", "READ_ONLY", "Confinement", "Handoff", "describe", "mask_argv"]
 
@@ -48,11 +54,23 @@ MASKED = (
 READ_ONLY = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
 
 
-def describe(ids: IdRange | None, layout: IdRange | Subordinate | OwnId | None = None) -> str:
+def describe(
+    ids: IdRange | None,
+    layout: IdRange | Subordinate | OwnId | None = None,
+    rootless: Extents | None = None,
+) -> str:
     """``serve``'s start-up line about how sandboxes are confined: with ``ids`` the image's,
-    else the host-directory layout's with its map (``idmap.layout_map``)."""
+    with ``rootless`` the image's unprivileged (``userroot``), else the host-directory
+    layout's with its map (``idmap.layout_map``)."""
     why = seccomp.available()
     syscalls = "a seccomp filter" if why is None else f"no seccomp filter ({why})"
+    if rootless is not None:
+        (_, uid, _), (_, first, count) = rootless.uid
+        return (
+            f"containment: root inside is your own id {uid} on the host, the sandbox's other "
+            f"ids your subordinate ids {first}-{first + count - 1}; /proc masked, {syscalls}; "
+            "no disk size per sandbox (not root: no loop device)"
+        )
     if ids is None:
         if layout is None:
             mapped = "user sandbox is the caller's own id on the host"
@@ -104,7 +122,9 @@ class Handoff:
 class Confinement:
     """The confinement of one runtime's image sandboxes."""
 
-    ids: IdRange
+    #: ``None``: an unprivileged fake's (``userroot``): the init's bwrap runs as root of the
+    #: user namespace the sandbox's is made in, where the sandbox's ids are mapped already.
+    ids: IdRange | None
     #: bwrap as the range's first id can run it (``bwrap.reachable_copy``).
     init_bwrap: str
     #: bwrap as the fake runs it (the exec wrapper).
@@ -124,7 +144,7 @@ class Confinement:
         """The init's command line, up to its program: ``enter`` are ``nsenter``'s options
         joining the sandbox's mount namespace and its network namespace, or, with
         ``own_net``, bwrap makes one of its own (loopback only)."""
-        owner = self.ids.base
+        owner = self.ids.base if self.ids is not None else 0
         argv = [
             "--unshare-user", "--userns-block-fd", str(handoff.block),
             "--info-fd", str(handoff.info), "--uid", "0", "--gid", "0",

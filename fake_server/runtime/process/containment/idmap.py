@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_BASE",
     "LAYOUT_ID",
     "SIZE",
+    "Extents",
     "IdRange",
     "Nested",
     "OwnId",
@@ -55,6 +56,7 @@ __all__ = [
     "layout_map",
     "map_own_id",
     "map_user_namespace",
+    "unmapped",
     "unprivileged",
     "userns",
 ]
@@ -108,15 +110,17 @@ class Subordinate:
     gid: int
     subuid: int
     subgid: int
+    #: How many ids both subordinate ranges have (at least ``SIZE - 1``).
+    count: int = SIZE - 1
 
-    def args(self, own: int, start: int) -> list[str]:
-        """``newuidmap``'s (``newgidmap``'s) triples after the pid."""
+    def extents(self) -> Extents:
+        """The map as ``newuidmap``/``newgidmap`` take it."""
         inside, rest = LAYOUT_ID, SIZE - LAYOUT_ID - 1
-        return [
-            *("0", str(start), str(inside)),
-            *(str(inside), str(own), "1"),
-            *(str(inside + 1), str(start + inside), str(rest)),
-        ]
+
+        def triples(own: int, start: int) -> tuple[tuple[int, int, int], ...]:
+            return ((0, start, inside), (inside, own, 1), (inside + 1, start + inside, rest))
+
+        return Extents(triples(self.uid, self.subuid), triples(self.gid, self.subgid))
 
     def describe(self) -> str:
         last = self.subuid + SIZE - 2
@@ -125,6 +129,29 @@ class Subordinate:
             f"sandbox's other ids (root included) your subordinate ids {self.subuid}-{last} "
             "(/etc/subuid and /etc/subgid through newuidmap)"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Extents:
+    """A map written by ``newuidmap``/``newgidmap``: (first id inside, first id outside,
+    count) triples for uids and for gids (``userroot``: root inside is the caller)."""
+
+    uid: tuple[tuple[int, int, int], ...]
+    gid: tuple[tuple[int, int, int], ...]
+
+    @staticmethod
+    def root_as_caller(ids: Subordinate, *, offset: int = 1, count: int = SIZE - 1) -> Extents:
+        """Root inside is the caller; ``count`` ids from 1 inside are the subordinate ids
+        from ``subuid + offset`` (``subgid + offset``) on. The defaults: id ``n`` inside is
+        ``subuid + n``, as ``mmdebstrap --mode=unshare`` leaves a tree's owners."""
+        return Extents(
+            ((0, ids.uid, 1), (1, ids.subuid + offset, count)),
+            ((0, ids.gid, 1), (1, ids.subgid + offset, count)),
+        )
+
+    def args(self, kind: str) -> list[str]:
+        """``newuidmap``'s (``kind`` ``uid``) or ``newgidmap``'s triples after the pid."""
+        return [str(n) for triple in (self.uid if kind == "uid" else self.gid) for n in triple]
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +217,7 @@ def host_range() -> IdRange:
     return IdRange(base)
 
 
-def map_user_namespace(pid: int, ids: IdRange | Subordinate | OwnId | Nested) -> None:
+def map_user_namespace(pid: int, ids: IdRange | Subordinate | OwnId | Nested | Extents) -> None:
     """Give the user namespace of ``pid`` (made, not yet mapped) the map ``ids``; ``OSError``
     with the helper's last line when ``newuidmap`` or ``newgidmap`` refuses."""
     if isinstance(ids, Nested):
@@ -219,12 +246,11 @@ def map_user_namespace(pid: int, ids: IdRange | Subordinate | OwnId | Nested) ->
         map_own_id(pid, ids)
         return
     if isinstance(ids, Subordinate):
-        for program, own, start in (
-            ("newuidmap", ids.uid, ids.subuid),
-            ("newgidmap", ids.gid, ids.subgid),
-        ):
+        ids = ids.extents()
+    if isinstance(ids, Extents):
+        for program, kind in (("newuidmap", "uid"), ("newgidmap", "gid")):
             done = subprocess.run(
-                [program, str(pid), *ids.args(own, start)],
+                [program, str(pid), *ids.args(kind)],
                 capture_output=True,
                 check=False,
                 env={"PATH": _PATH},
@@ -252,7 +278,7 @@ def map_own_id(pid: int, ids: OwnId, inside: int = LAYOUT_ID) -> None:
 
 
 @contextlib.contextmanager
-def _unmapped() -> Iterator[int]:
+def unmapped() -> Iterator[int]:
     """The pid of a process in a new user namespace not mapped yet (it waits, then goes)."""
     child = subprocess.Popen(
         ["unshare", "--user", "--", "sh", "-c", "echo; read -r _"],
@@ -277,18 +303,18 @@ def _unmapped() -> Iterator[int]:
 def userns(ids: IdRange) -> int:
     """A descriptor of a new user namespace with the range ``ids`` (nothing runs in it): the
     map idmapped mounts take. Root only."""
-    with _unmapped() as pid:
+    with unmapped() as pid:
         map_user_namespace(pid, ids)
         return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
 
 
-def _subordinate(name: str, keys: tuple[str, ...]) -> int | None:
-    """The first id of the first range of at least ``SIZE - 1`` ids ``name`` gives ``keys``
-    (a user's name or uid, as ``newuidmap`` matches them)."""
+def _subordinate(name: str, keys: tuple[str, ...]) -> tuple[int, int] | None:
+    """The first id and the size of the first range of at least ``SIZE - 1`` ids ``name``
+    gives ``keys`` (a user's name or uid, as ``newuidmap`` matches them)."""
     for fields in _lines(name):
         usable = len(fields) == 3 and fields[1].isdigit() and fields[2].isdigit()
         if usable and fields[0] in keys and int(fields[2]) >= SIZE - 1:
-            return int(fields[1])
+            return int(fields[1]), int(fields[2])
     return None
 
 
@@ -344,9 +370,9 @@ def unprivileged() -> Subordinate | OwnId:
     missing = _helper_missing()
     if missing is not None:
         return OwnId(uid, gid, missing)
-    found = Subordinate(uid, gid, subuid, subgid)
+    found = Subordinate(uid, gid, subuid[0], subgid[0], min(subuid[1], subgid[1]))
     try:
-        with _unmapped() as pid:
+        with unmapped() as pid:
             map_user_namespace(pid, found)
     except OSError as exc:
         return OwnId(uid, gid, str(exc))

@@ -9,25 +9,36 @@ it), with the developer tools the official examples run (``PACKAGES``). It takes
 about 900 MB, so only ``createos-fake image`` builds it (CI runs that before the tests);
 ``serve`` and the fixtures use it where it is built and the host's own programs otherwise,
 and say which (``system``).
+
+Run by a user with subordinate ids (``idmap.Subordinate``), ``createos-fake image`` builds a
+tree of that user's own (``user_tree``): ``mmdebstrap --mode=unshare`` leaves id ``n`` owned
+by subordinate id ``subuid + n``, then root's files are given to the user (``_REOWN``, as
+root of a user namespace mapping both, ``subids``), which is root in the sandboxes an
+unprivileged fake boots on it (``userroot``). A marker names the ids it was made for.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.api import RuntimeUnavailable
+from fake_server.runtime.process.containment import idmap, subids
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["NAME", "PACKAGES", "SUITE", "build", "built", "tree"]
+__all__ = [
+    "NAME", "PACKAGES", "SUITE", "build", "built", "built_for", "made_for", "tree", "user_tree",
+]  # fmt: skip
 
 SUITE = "trixie"
 NAME = "Debian 13 (trixie)"
@@ -56,6 +67,25 @@ def built(cache: Path) -> Path | None:
     return path if (path / _MARKER).exists() else None
 
 
+def user_tree(cache: Path) -> Path:
+    """Where an unprivileged user's tree is (or will be) in the image cache ``cache``."""
+    return cache / f"devbox-debian13-{SUITE}-user"
+
+
+def made_for(ids: idmap.Subordinate) -> str:
+    """The marker of a user's tree: the ids its owners are."""
+    return f"{SUITE} uid {ids.uid} gid {ids.gid} subuid {ids.subuid} subgid {ids.subgid}\n"
+
+
+def built_for(cache: Path, ids: idmap.Subordinate) -> Path | None:
+    """The user's tree, if a build for ``ids`` finished (``None`` too when made for others)."""
+    path = user_tree(cache)
+    try:
+        return path if (path / _MARKER).read_text() == made_for(ids) else None
+    except OSError:
+        return None
+
+
 def mirror() -> str:
     """The Debian mirror: ``$CREATEOS_FAKE_DEBIAN_MIRROR``, the host's apt's, or Debian's."""
     chosen = os.environ.get("CREATEOS_FAKE_DEBIAN_MIRROR")
@@ -74,68 +104,128 @@ def mirror() -> str:
     return _DEFAULT_MIRROR
 
 
-def _builder() -> list[str] | None:
-    """The command line that builds a tree into the path appended to it, or ``None``."""
+def _builder(*, unshare: bool = False) -> list[str] | None:
+    """The command line that builds a tree into the path appended to it, or ``None``
+    (``unshare``: as an unprivileged user, which only mmdebstrap can)."""
     packages = ",".join(PACKAGES)
     mmdebstrap = shutil.which("mmdebstrap")
     if mmdebstrap is not None:
-        return [mmdebstrap, "--quiet", "--variant=apt", f"--include={packages}", SUITE]
+        mode = ["--mode=unshare"] if unshare else []
+        return [mmdebstrap, *mode, "--quiet", "--variant=apt", f"--include={packages}", SUITE]
+    if unshare:
+        return None
     debootstrap = shutil.which("debootstrap") or shutil.which("debootstrap", path="/usr/sbin")
     if debootstrap is not None:
         return [debootstrap, "--variant=minbase", f"--include={packages}", SUITE]
     return None
 
 
-def build(cache: Path, progress: Callable[[str], None] | None = None) -> Path:
+def build(
+    cache: Path,
+    progress: Callable[[str], None] | None = None,
+    ids: idmap.Subordinate | None = None,
+) -> Path:
     """The tree, built now if it is not (``RuntimeUnavailable`` saying what to do when it
-    cannot be: not root, no builder, the mirror unreachable)."""
-    done = built(cache)
+    cannot be: not root, no builder, the mirror unreachable); with ``ids``, the unprivileged
+    user's own (``user_tree``)."""
+    done = built(cache) if ids is None else built_for(cache, ids)
     if done is not None:
         return done
-    if os.geteuid() != 0:
+    if ids is None and os.geteuid() != 0:
         raise RuntimeUnavailable(_failed("it needs root", cache))
-    command = _builder()
+    command = _builder(unshare=ids is not None)
     if command is None:
+        missing = "mmdebstrap is" if ids is not None else "neither mmdebstrap nor debootstrap is"
         raise RuntimeUnavailable(
-            _failed(
-                "neither mmdebstrap nor debootstrap is installed (apt-get install mmdebstrap)",
-                cache,
-            )
+            _failed(f"{missing} installed (apt-get install mmdebstrap)", cache)
         )
     cache.mkdir(parents=True, exist_ok=True)
     with open(cache / ".lock", "a+b") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another fake may be building it right now
-        done = built(cache)
+        done = built(cache) if ids is None else built_for(cache, ids)
         if done is not None:
             return done
-        source = mirror()
-        if progress is not None:
-            progress(
-                f"createos-fake: building image devbox:1 once: {NAME} from {source} into "
-                f"{cache} (a few minutes)"
-            )
+        target = tree(cache) if ids is None else user_tree(cache)
         staging = Path(tempfile.mkdtemp(prefix=".debian-", dir=cache))
         try:
-            result = subprocess.run(
-                [*command, str(staging), source],
-                capture_output=True,
-                timeout=_TIMEOUT,
-                check=False,
-                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C.UTF-8"},
-            )
-        except subprocess.TimeoutExpired:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise RuntimeUnavailable(_failed(f"it did not finish in {_TIMEOUT} s", cache)) from None
-        if result.returncode != 0 or not (staging / "usr/bin/python3").exists():
-            shutil.rmtree(staging, ignore_errors=True)
-            lines = result.stderr.decode(errors="replace").strip().splitlines()
-            why = f"{Path(command[0]).name} failed (status {result.returncode})"
-            raise RuntimeUnavailable(_failed(f"{why}: {lines[-1][:200] if lines else ''}", cache))
-        (staging / _MARKER).write_text(f"{SUITE}\n")
-        target = tree(cache)
-        shutil.rmtree(target, ignore_errors=True)
-        os.rename(staging, target)
+            _bootstrap(command, staging, cache, progress)
+            if ids is not None:
+                _reown(staging, ids)
+            (staging / _MARKER).write_text(f"{SUITE}\n" if ids is None else made_for(ids))
+            _remove(target, ids)
+            os.rename(staging, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                _remove(staging, ids)
+            raise
     return target
+
+
+def _bootstrap(
+    command: list[str], staging: Path, cache: Path, progress: Callable[[str], None] | None
+) -> None:
+    """Run the builder into ``staging`` (``RuntimeUnavailable`` saying why it failed)."""
+    source = mirror()
+    if progress is not None:
+        progress(
+            f"createos-fake: building image devbox:1 once: {NAME} from {source} into "
+            f"{cache} (a few minutes)"
+        )
+    try:
+        result = subprocess.run(
+            [*command, str(staging), source],
+            capture_output=True,
+            timeout=_TIMEOUT,
+            check=False,
+            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C.UTF-8"},
+        )
+    except subprocess.TimeoutExpired:
+        raise RuntimeUnavailable(_failed(f"it did not finish in {_TIMEOUT} s", cache)) from None
+    if result.returncode != 0 or not (staging / "usr/bin/python3").exists():
+        lines = result.stderr.decode(errors="replace").strip().splitlines()
+        why = f"{Path(command[0]).name} failed (status {result.returncode})"
+        raise RuntimeUnavailable(_failed(f"{why}: {lines[-1][:200] if lines else ''}", cache))
+
+
+#: Gives what id 1 owns to id 0 (run where 1 is the tree's root, 0 the user), restoring the
+#: set-user-ID and set-group-ID bits ``chown`` clears; a hard link's inode is done at its first
+#: name (its second shows id 0 already), a symbolic link itself, never its target.
+_REOWN = """
+import os, stat, sys
+def fix(path):
+    found = os.lstat(path)
+    uid = 0 if found.st_uid == 1 else -1
+    gid = 0 if found.st_gid == 1 else -1
+    if uid == gid == -1:
+        return
+    os.lchown(path, uid, gid)
+    if not stat.S_ISLNK(found.st_mode) and found.st_mode & 0o6000:
+        os.chmod(path, stat.S_IMODE(found.st_mode))
+top = sys.argv[1]
+fix(top)
+for where, dirs, files in os.walk(top):
+    for name in dirs + files:
+        fix(os.path.join(where, name))
+"""
+
+
+def _reown(top: Path, ids: idmap.Subordinate) -> None:
+    """Give the files of the tree's root (subordinate id ``subuid``) to the user."""
+    both = idmap.Extents.root_as_caller(ids, offset=0, count=idmap.SIZE)
+    try:
+        subids.run_mapped(both, [sys.executable, "-c", _REOWN, str(top)])
+    except OSError as exc:
+        raise RuntimeUnavailable(_failed(f"its owners cannot be set ({exc})", top.parent)) from None
+
+
+def _remove(path: Path, ids: idmap.Subordinate | None) -> None:
+    """Remove a tree (a user's as root of a namespace with its ids: they own the files)."""
+    if not path.exists():
+        return
+    if ids is None:
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        subids.remove(idmap.Extents.root_as_caller(ids, offset=0, count=idmap.SIZE), str(path))
 
 
 def _failed(why: str, cache: Path) -> str:

@@ -101,12 +101,12 @@ def cache_dir() -> Path:
     return Path(base) / "createos-fake" / "images"
 
 
-def _opaque(path: Path, mode: int) -> None:
+def _opaque(path: Path, mode: int, marks: str = "trusted") -> None:
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         path.unlink()  # a whiteout of the host's entry: an empty directory instead
     path.mkdir(parents=True, exist_ok=True)
     path.chmod(mode)
-    os.setxattr(path, "trusted.overlay.opaque", b"y")
+    os.setxattr(path, f"{marks}.overlay.opaque", b"y")
 
 
 def _whiteout(path: Path) -> None:
@@ -128,16 +128,20 @@ def _system_accounts(text: str) -> str:
     return "".join(f"{line}\n" for line in kept)
 
 
-def write_mask(layer: Path, host: Path, *, bun: bool, personal: bool = True) -> None:
+def write_mask(
+    layer: Path, host: Path, *, bun: bool, personal: bool = True, marks: str = "trusted"
+) -> None:
     """Write the mask layer for the root file system ``host`` into the empty directory
     ``layer``. ``personal``: ``host`` is the host's own root, whose personal entries are
-    hidden; a root built for sandboxes (``debian``) gets only the sandbox's own files."""
+    hidden; a root built for sandboxes (``debian``) gets only the sandbox's own files.
+    ``marks``: the namespace of the overlay's attributes (``user`` for an overlay mounted
+    with ``userxattr``, ``userroot``)."""
     if personal:
         _mask_personal(layer, host)
     else:
         for name in ("paperclip-workspace", "opt"):
             if not (host / name).is_dir():
-                _opaque(layer / name, 0o755)
+                _opaque(layer / name, 0o755, marks)
         _trust_as_the_host_does(layer)
     for name in _SKELETON:
         if name.startswith(("opt/", "usr/local/")) or personal:

@@ -4,9 +4,12 @@ As root, every sandbox boots the ``devbox:1`` image (``image``, ``rootfs``): com
 root (uid 0 of a user namespace) on a copy-on-write root of their own, where ``apt-get``,
 ``pip`` and ``npm -g`` install system-wide. ``desktop:1`` sandboxes boot the same tree with the
 X desktop added (``desktop_image``), every other rootfs the plain one (``tree()``).
-Elsewhere (not root: no mounts), or where the image cannot be built and the user allowed the
-fallback, sandboxes get the host-directory layout: user ``sandbox`` on the host's read-only
-``/usr`` (``rootdir.make_layout``).
+Not root, sandboxes boot a tree of the user's own (``debian.user_tree``, which
+``createos-fake image`` builds as that user) where the user has 65,536 subordinate ids, pasta
+gives sandboxes a route out and the tree is built (``unprivileged``): root inside is the user,
+the other ids its subordinate ones (``userroot``). Elsewhere, or where the image cannot be
+built and the user allowed the fallback, sandboxes get the host-directory layout: user
+``sandbox`` on the host's read-only ``/usr`` (``rootdir.make_layout``).
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.api import RuntimeUnavailable
+from fake_server.runtime.process.containment import idmap
 from fake_server.runtime.process.containment.mountns import MS_NOSUID, MountSpace, mount
 from fake_server.runtime.process.images import debian, desktop_image
 from fake_server.runtime.process.images.image import DEVBOX, cache_dir, ensure_bun
+from fake_server.runtime.process.net import netmode
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -43,6 +48,14 @@ class System:
     #: The same tree with the X desktop computer use drives (``desktop_image``), which
     #: desktop:1 sandboxes boot; ``None``: not built (they boot ``root``, without a desktop).
     desktop_root: Path | None = None
+    #: Not root: the map of the sandboxes booting the user's tree (``userroot``: root inside
+    #: is the user); ``None`` as root.
+    ids: idmap.Extents | None = None
+
+    @property
+    def rootless(self) -> bool:
+        """Whether sandboxes boot the image without root (``userroot``)."""
+        return self.ids is not None and self.missing is None
 
     @property
     def image(self) -> bool:
@@ -75,9 +88,10 @@ class System:
             desktop = (
                 f"; {DESKTOP} adds an X desktop (Xvfb, evilwm, xdotool)" if self.desktop else ""
             )
+            user = "user root, you on the host" if self.rootless else "user root"
             return (
                 f"images: rootfs {names} boot {DEVBOX}: {what} on a copy-on-write root per "
-                f"sandbox (user root; apt-get, pip, npm -g; bun){desktop}"
+                f"sandbox ({user}; apt-get, pip, npm -g; bun){desktop}"
             )
         return (
             f"images: rootfs {names} boot the host's programs on a read-only /usr as user "
@@ -91,7 +105,7 @@ def choose(*, fallback: bool = False, progress: Callable[[str], None] | None = N
     ``fallback`` allows it)."""
     why = _no_mounts()
     if why is not None:
-        return System(missing=why)
+        return System(missing=why) if os.geteuid() == 0 else _unprivileged(progress)
     try:
         bun = ensure_bun(progress)
         cache = cache_dir()
@@ -108,6 +122,13 @@ def build(progress: Callable[[str], None] | None = None) -> System:
     """``createos-fake image``: the image's parts built now (bun, the Debian 13 tree, its X
     desktop), and the system they make; ``RuntimeUnavailable`` saying what to do when one
     cannot be built."""
+    if os.geteuid() != 0:
+        ids = _subordinate()
+        if isinstance(ids, str):
+            raise RuntimeUnavailable(f"the {DEVBOX} image needs root or {ids}")
+        bun = ensure_bun(progress)
+        mapped = idmap.Extents.root_as_caller(ids)
+        return System(bun=bun, root=debian.build(cache_dir(), progress, ids), ids=mapped)
     why = _no_mounts()
     if why is not None:
         raise RuntimeUnavailable(f"the {DEVBOX} image needs root and mounts: {why}")
@@ -116,6 +137,36 @@ def build(progress: Callable[[str], None] | None = None) -> System:
     base = debian.build(cache, progress)
     desktop = desktop_image.build(cache, base, progress)
     return System(bun=bun, root=base, desktop_root=desktop)
+
+
+def _subordinate() -> idmap.Subordinate | str:
+    """The caller's subordinate ids where they can map a whole sandbox (65,536 ids), else
+    what is missing."""
+    ids = idmap.unprivileged()
+    if isinstance(ids, idmap.OwnId):
+        return f"subordinate ids ({ids.why})"
+    if ids.count < idmap.SIZE:
+        return f"{idmap.SIZE} subordinate ids (/etc/subuid and /etc/subgid give {ids.count})"
+    return ids
+
+
+def _unprivileged(progress: Callable[[str], None] | None) -> System:
+    """Not root: the user's tree where sandboxes can boot it (see the module's docstring),
+    else the layout, saying what is missing."""
+    ids = _subordinate()
+    if isinstance(ids, str):
+        return System(missing=f"not root, and it needs {ids}")
+    mode = netmode.detect()
+    if not mode.user_net:
+        return System(missing="not root, and sandboxes have no route out (pasta)")
+    root = debian.built_for(cache_dir(), ids)
+    if root is None:
+        return System(missing="not root, and none is built for your ids (createos-fake image)")
+    try:
+        bun = ensure_bun(progress)
+    except RuntimeUnavailable as exc:
+        return System(missing=f"not root, and {exc}")
+    return System(bun=bun, root=root, ids=idmap.Extents.root_as_caller(ids))
 
 
 @functools.cache

@@ -11,11 +11,13 @@ the host's loopback services, the fake's API among them, stay out of reach.
 
 The sandbox's init then makes its own user namespace S inside H (bwrap, in N): S's ids are
 H's (``Nested``), so the host ids are those of H's map, the caller's subordinate ids
-(``idmap.Subordinate``) or its own id alone (``idmap.OwnId``). Root in H is the fake's:
-it configures N (nftables' ``egress`` table: the sandbox's egress rules, and a drop of
-every other address of the host). No process of the sandbox has a capability in H (S is
-its child), so no process of the sandbox, root inside included, can change N's
-interfaces, routes or rules.
+(``idmap.Subordinate``) or its own id alone (``idmap.OwnId``). A sandbox booting the image
+(``userroot``, map ``idmap.Extents``: root inside is the caller) has H hold a mount namespace
+too, where its root file system is mounted (H's root may mount there, the caller may not).
+Root in H is the fake's: it configures N (nftables' ``egress`` table: the sandbox's egress
+rules, and a drop of every other address of the host). No process of the sandbox has a
+capability in H (S is its child), so no process of the sandbox, root inside included, can
+change N's interfaces, routes or rules.
 """
 
 from __future__ import annotations
@@ -73,12 +75,15 @@ def _host_addresses() -> list[str]:
 class UserNet:
     """One sandbox's namespaces H and N (see the module's docstring); closed with it."""
 
-    def __init__(self, ids: idmap.Subordinate | idmap.OwnId) -> None:
+    def __init__(self, ids: idmap.Subordinate | idmap.OwnId | idmap.Extents) -> None:
         pasta = pasta_path()
         if pasta is None:
             raise FileNotFoundError("passt's pasta is not installed (apt-get install passt)")
+        #: Whether H holds a mount namespace (``userroot``: the image's map).
+        self.mounts = isinstance(ids, idmap.Extents)
+        spaces = ["--user", "--net", *(["--mount"] if self.mounts else [])]
         self._holder = subprocess.Popen(
-            ["unshare", "--user", "--net", "--", "sh", "-c", "echo; read -r _"],
+            ["unshare", *spaces, "--", "sh", "-c", "echo; read -r _"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={"PATH": _PATH},
@@ -92,7 +97,7 @@ class UserNet:
             self.nested = _map_holder(self._holder.pid, ids)
             #: Own id alone: H denies ``setgroups``, and the caller is H's root already.
             self._keep = ["--preserve-credentials"] if isinstance(ids, idmap.OwnId) else []
-            self._run_inside(["ip", "link", "set", "lo", "up"])
+            self.run_inside(["ip", "link", "set", "lo", "up"])
             nft.run(_base(_host_addresses()), enter=self.enter())
             self._start_pasta(pasta)
         except BaseException:
@@ -100,11 +105,31 @@ class UserNet:
             raise
         self.enforced = False
 
-    def enter(self) -> list[str]:
-        """``nsenter`` into H (as its root, who has every capability there) and N."""
+    @property
+    def holder(self) -> int:
+        """The pid of H's holder (``/proc/<pid>/root`` is the root of its mount namespace)."""
+        return self._holder.pid
+
+    def options(self) -> list[str]:
+        """``nsenter``'s options entering H (as its root, who has every capability there)
+        and N."""
         pid = self._holder.pid
-        namespaces = [f"--user=/proc/{pid}/ns/user", f"--net=/proc/{pid}/ns/net"]
-        return [nsenter_path(), *namespaces, *self._keep, "--"]
+        return [f"--user=/proc/{pid}/ns/user", f"--net=/proc/{pid}/ns/net", *self._keep]
+
+    def enter(self, *, mount: bool = False) -> list[str]:
+        """``nsenter`` into H and N (``mount``: and H's mount namespace)."""
+        mounts = [f"--mount=/proc/{self._holder.pid}/ns/mnt"] if mount else []
+        return [nsenter_path(), *self.options(), *mounts, "--"]
+
+    def run_inside(self, argv: list[str], *, mount: bool = False) -> None:
+        """Run ``argv`` as H's root in N (``mount``: in H's mount namespace too); ``OSError``
+        with its last line of error when it fails."""
+        done = subprocess.run(
+            [*self.enter(mount=mount), *argv], capture_output=True, check=False, env={"PATH": _PATH}
+        )
+        if done.returncode != 0:
+            lines = done.stderr.decode(errors="replace").strip().splitlines()
+            raise OSError(f"{argv[0]} failed: {(lines or ['?'])[-1][:200]}")
 
     def set_rules(self, rules: Sequence[str]) -> None:
         """Enforce ``rules`` on the sandbox's traffic out (``OSError`` when nft refuses)."""
@@ -126,14 +151,6 @@ class UserNet:
             if holder.stdout is not None:
                 holder.stdout.close()
             holder.wait()
-
-    def _run_inside(self, argv: list[str]) -> None:
-        done = subprocess.run(
-            [*self.enter(), *argv], capture_output=True, check=False, env={"PATH": _PATH}
-        )
-        if done.returncode != 0:
-            lines = done.stderr.decode(errors="replace").strip().splitlines()
-            raise OSError(f"{argv[0]} failed: {(lines or ['?'])[-1][:200]}")
 
     def _start_pasta(self, pasta: str) -> None:
         """pasta in the foreground, killed with the fake (``setpriv --pdeathsig``); ready when
@@ -196,8 +213,12 @@ def _base(host: Sequence[str]) -> list[str]:
     return batch
 
 
-def _map_holder(pid: int, ids: idmap.Subordinate | idmap.OwnId) -> idmap.Nested:
+def _map_holder(pid: int, ids: idmap.Subordinate | idmap.OwnId | idmap.Extents) -> idmap.Nested:
     """Give H its map and say how S (the sandbox's, H's child) maps onto H's ids."""
+    if isinstance(ids, idmap.Extents):  # the image's map: S is H, id for id
+        idmap.map_user_namespace(pid, ids)
+        lines = tuple(f"{first} {first} {count}" for first, _, count in ids.uid)
+        return idmap.Nested(pid, lines, keep=False)
     if isinstance(ids, idmap.Subordinate):
         idmap.map_user_namespace(pid, ids)
         inside, rest = idmap.LAYOUT_ID, idmap.SIZE - idmap.LAYOUT_ID - 1

@@ -27,6 +27,7 @@ from fake_server.runtime.process.sandbox.wiring import Networks, Wiring
 from fake_server.runtime.process.storage import buckets
 from fake_server.runtime.process.storage.dirdisk import DirDisk
 from fake_server.runtime.process.storage.rootdir import remove_tree
+from fake_server.runtime.process.storage.userroot import UserRoot
 
 if TYPE_CHECKING:
     import socket
@@ -40,14 +41,26 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.net.netmode import NetworkMode
     from fake_server.runtime.process.net.netns import NetNamespace
     from fake_server.runtime.process.sandbox.run import Run
-    from fake_server.runtime.process.storage.rootfs import SandboxRoot
+    from fake_server.runtime.process.storage.userroot import Root
 
-__all__ = ["DISKS_NEED_ROOT", "NO_DESKTOP", "Owner", "ProcessMachine"]
+__all__ = [
+    "DISKS_NEED_ROOT",
+    "DISKS_NEED_ROOT_UNPRIVILEGED",
+    "NO_DESKTOP",
+    "Owner",
+    "ProcessMachine",
+]
 
 #: Why a sandbox without its own root file system (not root) cannot mount a disk.
 DISKS_NEED_ROOT = (
     "disks need the process runtime's devbox:1 image (the fake running as root, where a "
     "sandbox has a mount namespace of its own); this sandbox runs on the host-directory layout"
+)
+
+#: Why a sandbox booting the image unprivileged (``userroot``) cannot mount a disk.
+DISKS_NEED_ROOT_UNPRIVILEGED = (
+    "disks need the fake running as root: unprivileged, a sandbox's mounts are made by a "
+    "namespace of its own, which a disk's directory cannot be bound into safely"
 )
 
 #: Why a process-runtime sandbox has no desktop for computer use.
@@ -100,10 +113,10 @@ class ProcessMachine:
         self,
         owner: Owner,
         directory: Path,
-        rootfs: SandboxRoot | None = None,
+        rootfs: Root | None = None,
         *,
         lazy_net: bool = False,
-        make_rootfs: Callable[[int], SandboxRoot] | None = None,
+        make_rootfs: Callable[[int], Root] | None = None,
         disk_mib: int = 0,
         tree: str = "devbox",
     ) -> None:
@@ -144,6 +157,8 @@ class ProcessMachine:
         #: Disk buckets bound into its root: mount path -> bucket.
         self.buckets: dict[str, str] = {}
         self._desktop: XDesktop | None = None
+        if isinstance(rootfs, UserRoot):
+            self.wiring.adopt(rootfs.usernet)
         if not lazy_net:
             self.wiring.make()
 
@@ -152,11 +167,13 @@ class ProcessMachine:
         return self._disk
 
     @property
-    def rootfs(self) -> SandboxRoot | None:
+    def rootfs(self) -> Root | None:
         """Its own root file system (the image), ``None`` for the host-directory layout."""
         make, self._make_rootfs = self._make_rootfs, None
         if make is not None:
-            self._rootfs = make(self._disk_mib)
+            self._rootfs = made = make(self._disk_mib)
+            if isinstance(made, UserRoot):  # its network is the one its root is mounted in
+                self.wiring.adopt(made.usernet)
         return self._rootfs
 
     @property
@@ -184,7 +201,9 @@ class ProcessMachine:
             self._cgroup.apply(self._limits)
 
     def runner(self, clock: Clock) -> Runner:
-        layout = self._owner.layout_map if self.rootfs is None else None
+        rootfs = self.rootfs
+        layout = self._owner.layout_map if rootfs is None else None
+        usernet = self.wiring.usernet(layout) if layout is not None else None
         return Runner(
             self._owner.layout_bwrap if layout is not None else self._owner.bwrap,
             self.root,
@@ -201,7 +220,7 @@ class ProcessMachine:
             clock=clock,
             layout_map=layout,
             layout_mount=self.layout_mount() if layout is not None else None,
-            usernet=self.wiring.usernet(self._owner.layout_map) if layout is not None else None,
+            usernet=rootfs.usernet if isinstance(rootfs, UserRoot) else usernet,
         )
 
     def desktop(self, clock: Clock, width: int, height: int) -> XDesktop:
@@ -254,6 +273,8 @@ class ProcessMachine:
         rootfs = self.rootfs
         if rootfs is None:
             raise FeatureUnavailable(DISKS_NEED_ROOT)
+        if isinstance(rootfs, UserRoot):
+            raise FeatureUnavailable(DISKS_NEED_ROOT_UNPRIVILEGED)
         store = self._owner.buckets.get(bucket)
         buckets.bind(rootfs, self._disk, store, mount_path, sub_path, self._owner.buckets.owner)
         self.buckets[mount_path] = bucket
@@ -265,7 +286,7 @@ class ProcessMachine:
         for nested in [p for p in self.buckets if p.startswith(mount_path.rstrip("/") + "/")]:
             del self.buckets[nested]
         rootfs = self.rootfs
-        if rootfs is not None:
+        if rootfs is not None and not isinstance(rootfs, UserRoot):  # (none bound there)
             buckets.unbind(rootfs, self._disk, mount_path)
 
     def set_agent(self, handler: Callable[[str, str], None]) -> None:
@@ -343,8 +364,12 @@ class ProcessMachine:
         """Kill every process (SIGTERM, SIGKILL after a grace) and remove the directory;
         idempotent."""
         self._disk.wipe()
+        rootfs = self._rootfs
         self.shut_down()
-        remove_tree(self.directory)
+        if isinstance(rootfs, UserRoot):  # files of the sandbox's other ids too
+            rootfs.remove()
+        else:
+            remove_tree(self.directory)
 
     def can_open_pty(self) -> bool:
         from fake_server.runtime.process.sandbox.pty import SETSID

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from fake_server.runtime.process.net.usernet import UserNet
     from fake_server.runtime.process.sandbox.guest import Guest
     from fake_server.runtime.process.storage.dirdisk import DirDisk
-    from fake_server.runtime.process.storage.rootfs import SandboxRoot
+    from fake_server.runtime.process.storage.userroot import Root
     from fake_server.runtime.terminal import Terminal
 
 __all__ = ["Runner", "tree_signal"]
@@ -72,7 +72,7 @@ class Runner:
         paused: Callable[[], bool] = lambda: False,
         *,
         guest: Guest,
-        rootfs: SandboxRoot | None = None,
+        rootfs: Root | None = None,
         cgroup: SandboxGroup | None = None,
         stopping: Callable[[], bool] = lambda: False,
         confinement: Confinement | None = None,
@@ -100,7 +100,7 @@ class Runner:
         self._rootfs = rootfs
         self._net = net
         #: Unprivileged, the namespaces the sandbox's are made in (``usernet``), if any.
-        self._usernet = usernet if rootfs is None else None
+        self._usernet = usernet
         self._extra_env = extra_env
         self._root = root
         self._disk = disk
@@ -207,11 +207,12 @@ class Runner:
         )
         passed: tuple[int, ...] = ()
         preexec = None
-        if confinement is not None and seccomp.available() is None:  # handed over to the spawn
-            passed = (seccomp.program_fd(),)
-            prefix = [*confinement.exec_prefix(passed[0]), *prefix]
-        elif self._layout_map is not None and seccomp.available() is None:
-            preexec = seccomp.installer()  # the spawn installs it in itself (``seccomp``)
+        if seccomp.available() is None:
+            if confinement is not None and usernet is None:  # handed over to the spawn
+                passed = (seccomp.program_fd(),)
+                prefix = [*confinement.exec_prefix(passed[0]), *prefix]
+            elif self._layout_map is not None or usernet is not None:
+                preexec = seccomp.installer()  # the spawn installs it in itself (``seccomp``)
         wrappers = 1 if passed else 0  # the bwrap installing the filter
         if self._cgroup is not None:
             prefix = self._cgroup.wrap(prefix)
@@ -266,10 +267,11 @@ class Runner:
         image = self._rootfs is not None
         root = self._rootfs.root if self._rootfs is not None else self._root
         if self._confinement is not None and self._rootfs is not None and handoff is not None:
-            enter = [nsenter_path(), *self._net_enter(), *self._rootfs.enter_args()]
+            via = self._usernet.options() if self._usernet is not None else self._net_enter()
+            enter = [nsenter_path(), *via, *self._rootfs.enter_args()]
             env = {"PATH": BASE_ENV["PATH"]}
             command = self._confinement.init_argv(
-                enter, str(root), env, handoff, own_net=self._net is None
+                enter, str(root), env, handoff, own_net=self._net is None and self._usernet is None
             )
             argv = [*command, "/bin/sh"]
             argv += ["-c", INIT]

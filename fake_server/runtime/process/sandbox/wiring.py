@@ -102,6 +102,15 @@ class Wiring:
             self._usernet = usernet
         return self._usernet
 
+    def adopt(self, usernet: UserNet) -> None:
+        """Take ``usernet`` as the sandbox's network (``userroot``: its root is mounted in
+        the same namespaces), with the egress rules set so far; closed with the wiring."""
+        if self._usernet is usernet:
+            return
+        if self._rules:
+            usernet.set_rules(self._rules)
+        self._usernet = usernet
+
     def set_egress(self, rules: Sequence[str]) -> None:
         if self.mode.user_net:
             if self._usernet is not None:

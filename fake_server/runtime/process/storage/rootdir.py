@@ -19,8 +19,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fake_server.runtime.process.containment.procview import unmount_under
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = [
     "BASE_NAME",
@@ -152,12 +156,16 @@ def public_temp() -> Path:
 
 
 class FakeRoot:
-    """One fake's directory of sandboxes, locked while the fake lives."""
+    """One fake's directory of sandboxes, locked while the fake lives (``remove``: how a
+    directory of sandboxes is removed, ``remove_tree`` unless their ids need more)."""
 
-    def __init__(self, base: Path | None = None) -> None:
+    def __init__(
+        self, base: Path | None = None, remove: Callable[[Path], None] = remove_tree
+    ) -> None:
         self.base = base if base is not None else Path(tempfile.gettempdir()) / BASE_NAME
         self.base.mkdir(mode=0o711, exist_ok=True)
-        self.removed_leftovers = sweep(self.base)
+        self._remove = remove
+        self.removed_leftovers = sweep(self.base, remove)
         self.path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=self.base))
         # Others may pass through (not list) both: a sandbox's init starts the copy of bwrap
         # kept here (``programs``) as the sandbox's root, an unprivileged id on the host.
@@ -181,7 +189,7 @@ class FakeRoot:
         fd, self._lock_fd = self._lock_fd, None
         if fd is None:
             return
-        remove_tree(self.path)
+        self._remove(self.path)
         os.close(fd)
 
 
@@ -195,21 +203,23 @@ class KeptRoot(FakeRoot):
     template builds again).
     """
 
-    def __init__(self, path: Path) -> None:  # no super(): no sweep, no temporary directory
+    def __init__(self, path: Path, remove: Callable[[Path], None] = remove_tree) -> None:
+        # no super(): no sweep, no temporary directory
         self.base = path.parent
         self.removed_leftovers = 0
         self.path = path
+        self._remove = remove
         self.path.mkdir(mode=0o700, exist_ok=True)
         kill_processes_of(self.path)
         for build in self.path.glob("build-*"):
-            remove_tree(build)
+            remove(build)
         self._lock_fd = None
 
     def close(self) -> None:
         """Keep every sandbox directory (the next start restores them)."""
 
 
-def sweep(base: Path) -> int:
+def sweep(base: Path, remove: Callable[[Path], None] = remove_tree) -> int:
     """Remove the directories of fakes that died without cleaning up; returns how many."""
     removed = 0
     for entry in base.iterdir():
@@ -233,7 +243,7 @@ def sweep(base: Path) -> int:
                     continue  # a fake between creating its lock and taking it (then it writes)
             kill_processes_of(entry)
             unmount_under(entry)  # its lxcfs's mount (``procview``), dead with it
-            remove_tree(entry)
+            remove(entry)
             removed += 1
         finally:
             if fd is not None:

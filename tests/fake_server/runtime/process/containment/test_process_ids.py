@@ -159,21 +159,23 @@ def test_a_refused_trial_map_falls_back_to_the_callers_own_id(
             "newuidmap failed: newuidmap: uid range [0-1000) -> [200000-201000) not allowed"
         )
 
-    monkeypatch.setattr(idmap, "_unmapped", unmapped)
+    monkeypatch.setattr(idmap, "unmapped", unmapped)
     monkeypatch.setattr(idmap, "map_user_namespace", refuse)
     found = _unprivileged(monkeypatch, files)
-    assert tried == [idmap.Subordinate(5000, 5001, 200000, 300000)]
+    assert tried == [idmap.Subordinate(5000, 5001, 200000, 300000, 65536)]
     assert found == idmap.OwnId(5000, 5001, _REFUSED)
     monkeypatch.setattr(idmap, "map_user_namespace", lambda pid, ids: None)
-    assert _unprivileged(monkeypatch, files) == idmap.Subordinate(5000, 5001, 200000, 300000)
+    assert _unprivileged(monkeypatch, files) == idmap.Subordinate(5000, 5001, 200000, 300000, 65536)
 
 
 def test_the_subordinate_map_gives_the_caller_uid_1000_and_the_rest_its_ranges() -> None:
     ids = idmap.Subordinate(5000, 5001, 200000, 300000)
-    assert ids.args(5000, 200000) == [
+    assert ids.extents().args("uid") == [
         "0", "200000", "1000", "1000", "5000", "1", "1001", "201000", "64535",
     ]  # fmt: skip
-    assert ids.args(5001, 300000)[3:6] == ["1000", "5001", "1"]
+    assert ids.extents().args("gid") == [
+        "0", "300000", "1000", "1000", "5001", "1", "1001", "301000", "64535",
+    ]  # fmt: skip
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the layout's own range needs root")
