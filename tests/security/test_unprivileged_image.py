@@ -105,6 +105,12 @@ def test_apt_installs_a_small_package_as_on_a_vm(imaged: Unprivileged) -> None:
     assert (hello.stat().st_uid, hello.stat().st_gid) == (imaged.uid, imaged.uid)
     partial = upper / "var/cache/apt/archives/partial"
     assert partial.stat().st_uid == _SUB_START + 42
+    # _apt's own 0700 directory: the fake (root inside) may not read in it, and says so
+    unreadable = target.api.get(
+        f"/v1/sandboxes/{sandbox}/files", params={"path": "/var/cache/apt/archives/partial/x"}
+    )
+    assert unreadable.status_code == 400, unreadable.text
+    assert unreadable.json()["data"] == {"path": "cannot be read"}
 
 
 def test_the_file_api_and_a_fork_keep_files_and_owners(imaged: Unprivileged) -> None:

@@ -54,7 +54,9 @@ def fake_builder(
     if script is not None:
         builder.write_text(script)
         builder.chmod(0o755)
-    monkeypatch.setattr(debian, "_builder", lambda: [str(builder)] if script else None)
+    monkeypatch.setattr(
+        debian, "_builder", lambda unshare=False: [str(builder)] if script else None
+    )
     installer = tmp_path / "install"
     installer.write_text(install)
     installer.chmod(0o755)

@@ -1,0 +1,169 @@
+"""devbox:1 for an unprivileged user: the tree built for its ids, and when serve boots it.
+
+The build itself (``mmdebstrap --mode=unshare``) takes minutes and Debian's archive; here a
+builder script stands in, and the re-own runs on a tree of a few entries as root.
+``tests/security/test_unprivileged_image.py`` boots such a tree as a user.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+import pytest
+
+from fake_server.runtime.api import RuntimeUnavailable
+from fake_server.runtime.process.containment import idmap
+from fake_server.runtime.process.images import debian, image, system
+from fake_server.runtime.process.net import netmode
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+_IDS = idmap.Subordinate(5000, 5001, 200000, 300000, idmap.SIZE)
+_BUILDER = '#!/bin/sh\nmkdir -p "$1/usr/bin" && touch "$1/usr/bin/python3"\n'
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to other ids needs root")
+def test_the_reown_gives_the_trees_root_files_to_the_user_and_keeps_the_rest(
+    tmp_path: Path,
+) -> None:
+    """Id 1 (the tree's root, where it runs) becomes 0 (the user); set-user-ID bits stay; a
+    symbolic link is changed itself, never what it points to; a hard link's inode once."""
+    top = tmp_path / "tree"
+    (top / "bin").mkdir(parents=True)
+    (top / "home/dev").mkdir(parents=True)
+    (top / "bin/su").write_text("su")
+    os.link(top / "bin/su", top / "bin/su2")
+    (top / "home/dev/own").write_text("dev's")
+    (top / "lib").symlink_to("home/dev", target_is_directory=True)
+    for path in (top, top / "bin", top / "bin/su", top / "home", top / "lib"):
+        os.lchown(path, 1, 1)
+    for path in (top / "home/dev", top / "home/dev/own"):
+        os.lchown(path, 1001, 1001)
+    (top / "bin/su").chmod(0o4755)  # after its chown, which clears the bit
+    subprocess.run([sys.executable, "-c", debian._REOWN, str(top)], check=True)
+
+    def owner(path: Path) -> tuple[int, int]:
+        found = os.lstat(path)
+        return found.st_uid, found.st_gid
+
+    assert {str(p.relative_to(top)): owner(p) for p in [top, *sorted(top.rglob("*"))]} == {
+        ".": (0, 0), "bin": (0, 0), "bin/su": (0, 0), "bin/su2": (0, 0), "home": (0, 0),
+        "home/dev": (1001, 1001), "home/dev/own": (1001, 1001), "lib": (0, 0),
+    }  # fmt: skip
+    assert stat.S_IMODE(os.stat(top / "bin/su").st_mode) == 0o4755
+
+
+def _builder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[list[bool], list[str]]:
+    """A builder script for every build (its modes recorded), the re-own recorded rather
+    than run."""
+    script = tmp_path / "mmdebstrap"
+    script.write_text(_BUILDER)
+    script.chmod(0o755)
+    modes: list[bool] = []
+    reowned: list[str] = []
+
+    def builder(*, unshare: bool = False) -> list[str]:
+        modes.append(unshare)
+        return [str(script)]
+
+    monkeypatch.setattr(debian, "_builder", builder)
+    monkeypatch.setattr(debian, "_reown", lambda top, ids: reowned.append(top.name))
+    monkeypatch.setattr(debian, "mirror", lambda: "http://mirror.invalid/debian")
+    return modes, reowned
+
+
+def test_a_users_tree_is_built_unshared_reowned_and_marked_with_its_ids(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    modes, reowned = _builder(monkeypatch, tmp_path)
+    cache = tmp_path / "cache"
+    built = debian.build(cache, None, _IDS)
+    assert built == debian.user_tree(cache) == cache / "devbox-debian13-trixie-user"
+    assert modes == [True]
+    assert len(reowned) == 1
+    assert debian.built_for(cache, _IDS) == built
+    assert debian.built(cache) is None  # root's tree is another
+    other = idmap.Subordinate(5000, 5001, 400000, 300000, idmap.SIZE)
+    assert debian.built_for(cache, other) is None  # made for other ids: not taken
+    assert (built / ".createos-devbox").read_text() == (
+        "trixie uid 5000 gid 5001 subuid 200000 subgid 300000\n"
+    )
+    assert debian.build(cache, None, _IDS) == built  # cached
+    assert modes == [True]
+
+
+def test_mmdebstrap_builds_unshared_and_debootstrap_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
+    found = {"mmdebstrap": "/usr/bin/mmdebstrap", "debootstrap": "/usr/sbin/debootstrap"}
+    monkeypatch.setattr(debian.shutil, "which", lambda name, path=None: found.get(name))
+    command = debian._builder(unshare=True)
+    assert command is not None
+    assert command[:2] == ["/usr/bin/mmdebstrap", "--mode=unshare"]
+    del found["mmdebstrap"]
+    assert debian._builder(unshare=True) is None
+    assert debian._builder() is not None  # debootstrap, as root
+
+
+@pytest.mark.parametrize(
+    ("ids", "user_net", "tree", "missing"),
+    [
+        (idmap.OwnId(5000, 5001, "uidmap is missing"), True, True,
+         "not root, and it needs subordinate ids (uidmap is missing)"),
+        (idmap.Subordinate(5000, 5001, 200000, 300000, 65535), True, True,
+         "not root, and it needs 65536 subordinate ids (/etc/subuid and /etc/subgid give 65535)"),
+        (_IDS, False, True, "not root, and sandboxes have no route out (pasta)"),
+        (_IDS, True, False, "not root, and none is built for your ids (createos-fake image)"),
+        (_IDS, True, True, None),
+    ],
+)  # fmt: skip
+def test_unprivileged_sandboxes_boot_the_users_tree_or_say_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    ids: idmap.Subordinate | idmap.OwnId,
+    user_net: bool,
+    tree: bool,
+    missing: str | None,
+) -> None:
+    monkeypatch.setattr(idmap, "unprivileged", lambda: ids)
+    monkeypatch.setattr(
+        netmode, "detect", lambda: netmode.NetworkMode("not root", user_net=user_net)
+    )
+    monkeypatch.setattr(debian, "built_for", lambda cache, ids: tmp_path if tree else None)
+    monkeypatch.setattr(system, "ensure_bun", lambda progress: tmp_path / "bun")
+    chosen = system._unprivileged(None)
+    if missing is not None:
+        assert chosen == system.System(missing=missing)
+        assert not chosen.image
+        assert chosen.describe(["devbox:1"]) == (
+            "images: rootfs devbox:1 boot the host's programs on a read-only /usr as user "
+            f"sandbox (no devbox:1 image: {missing})"
+        )
+        return
+    assert isinstance(ids, idmap.Subordinate)
+    assert chosen == system.System(
+        bun=tmp_path / "bun", root=tmp_path, ids=idmap.Extents.root_as_caller(ids)
+    )
+    assert chosen.rootless
+    assert chosen.ids is not None
+    assert chosen.ids.uid == ((0, 5000, 1), (1, 200001, 65535))
+    assert chosen.ids.gid == ((0, 5001, 1), (1, 300001, 65535))
+    assert chosen.describe(["devbox:1"]) == (
+        "images: rootfs devbox:1 boot devbox:1: Debian 13 (trixie) on a copy-on-write root per "
+        "sandbox (user root, you on the host; apt-get, pip, npm -g; bun)"
+    )
+
+
+def test_the_image_command_without_subordinate_ids_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 5000)
+    why = "/etc/subuid gives dev no range of 65535 ids"
+    monkeypatch.setattr(idmap, "unprivileged", lambda: idmap.OwnId(5000, 5001, why))
+    monkeypatch.setattr(image, "ensure_bun", lambda progress: None)
+    with pytest.raises(RuntimeUnavailable) as info:
+        system.build()
+    assert str(info.value) == f"the devbox:1 image needs root or subordinate ids ({why})"
