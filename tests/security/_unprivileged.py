@@ -140,11 +140,13 @@ def subordinate_user(uid: int, gid: int, start: int) -> Iterator[str]:
 
 @dataclass(frozen=True, slots=True)
 class Unprivileged:
-    """A ``serve`` run as ``uid`` (gid the same), its ``$TMPDIR`` at ``temp``."""
+    """A ``serve`` run as ``uid`` (gid the same), its ``$TMPDIR`` at ``temp``, its ``$HOME``
+    at ``home``."""
 
     target: Target
     uid: int
     temp: Path
+    home: Path
 
     def containment(self) -> str:
         return next(line for line in self.target.serve.lines if line.startswith("containment: "))
@@ -157,25 +159,34 @@ class Unprivileged:
 
 
 def serve_as(
-    uid: int, hide: Sequence[str] = (), prepare: Callable[[Path], object] | None = None
+    uid: int,
+    hide: Sequence[str] = (),
+    prepare: Callable[[Path], object] | None = None,
+    *,
+    home: Path | None = None,
+    flags: Sequence[str] = (),
 ) -> Iterator[Unprivileged]:
-    """``serve`` as ``uid``, its ``$HOME`` and ``$TMPDIR`` in a directory of the system's
-    temporary directory it can reach (pytest's own is root's alone), removed after; the
-    programs ``hide`` names missing; ``prepare(home)`` runs first (as root)."""
+    """``serve FLAGS`` as ``uid``, its ``$HOME`` (``home``, else a new one) and ``$TMPDIR`` in a
+    directory of the system's temporary directory it can reach (pytest's own is root's
+    alone), removed after; the programs ``hide`` names missing; ``prepare(home)`` runs first
+    (as root)."""
     tmp = Path(tempfile.mkdtemp(prefix="createos-unprivileged-"))
     try:
-        home, temp, holding = tmp / "home", tmp / "tmp", tmp / "holding"
-        for path in (home, temp, holding):
+        temp, holding = tmp / "tmp", tmp / "holding"
+        if home is None:
+            home = tmp / "home"
+            home.mkdir()
+            os.chown(home, uid, uid)
+        for path in (temp, holding):
             path.mkdir()
-        for path in (home, temp):
-            os.chown(path, uid, uid)
+        os.chown(temp, uid, uid)
         if prepare is not None:
             prepare(home)
         tmp.chmod(0o711)
         temp.chmod(0o711)
         env = {**os.environ, "HOME": str(home), "TMPDIR": str(temp), "PYTHONPATH": os.getcwd()}
         prefix = as_user(uid, uid, holding, hide)
-        with serving("--transitions", "immediate", prefix=prefix, env=env) as target:
-            yield Unprivileged(target, uid, temp)
+        with serving("--transitions", "immediate", *flags, prefix=prefix, env=env) as target:
+            yield Unprivileged(target, uid, temp, home)
     finally:
         shutil.rmtree(tmp)

@@ -11,6 +11,7 @@ destroy that leaves nothing, and the start-up lines that say so.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from typing import TYPE_CHECKING
@@ -168,3 +169,28 @@ def test_a_destroy_leaves_nothing_of_the_sandboxs_ids(imaged: Unprivileged) -> N
     gone = target.api.delete(f"/v1/sandboxes/{sandbox}")
     assert gone.status_code in (200, 202, 204), gone.text
     assert not directory.exists()
+
+
+def test_a_state_dir_restart_after_a_kill_keeps_a_sandboxs_files_and_owners(
+    imaged: Unprivileged,
+) -> None:
+    """``serve --state-dir`` killed (SIGKILL) and started again: the sandbox comes back
+    paused, resumes, and has its files, those of its other ids included."""
+    state = imaged.home / "state"
+    serve = contextlib.contextmanager(serve_as)
+    flags = ("--state-dir", str(state))
+    with serve(imaged.uid, home=imaged.home, flags=flags) as first:
+        sandbox = first.target.create()
+        code, out = first.target.sh(
+            sandbox, "echo kept > /root/kept && useradd -m dev && su dev -c 'echo mine > ~/f'"
+        )
+        assert code == 0, out
+    with serve(imaged.uid, home=imaged.home, flags=flags) as again:
+        target = again.target
+        got = target.api.get(f"/v1/sandboxes/{sandbox}")
+        assert got.json()["data"]["status"] == "paused", got.text
+        resumed = target.api.post(f"/v1/sandboxes/{sandbox}/resume")
+        assert resumed.status_code in (200, 202), resumed.text
+        code, out = target.sh(sandbox, "cat /root/kept /home/dev/f; stat -c %U /home/dev/f")
+        assert (code, out) == (0, "kept\nmine\ndev\n"), out
+        target.sandboxes.append(sandbox)
