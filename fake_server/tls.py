@@ -5,8 +5,6 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-import httpx
-
 if TYPE_CHECKING:
     import ssl
 
@@ -21,4 +19,6 @@ def tls_context() -> ssl.SSLContext:
     25 ms); a suite that builds a client per test spends seconds on it. The context is never
     changed after it is built, so sharing it is safe.
     """
+    import httpx  # here: a fake whose clients are not httpx's never loads it
+
     return httpx.create_ssl_context()

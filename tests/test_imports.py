@@ -7,6 +7,9 @@ is still a circle for whoever reads the code), so the check needs nothing import
 from __future__ import annotations
 
 import functools
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -295,3 +298,18 @@ def test_the_process_room_check_sees_an_upward_and_an_outside_import() -> None:
         f"{PROCESS}.containment.caps -> {PROCESS}",
         f"{PROCESS}.net.router -> {PROCESS}.sandbox.tree",
     ]
+
+
+def test_the_fake_loads_no_http_client_until_one_is_asked_for() -> None:
+    """``createos-fake serve``, and a fake whose clients are the caller's own, never load
+    httpx, httpcore or trio (about 80 ms of a process's start): ``clock_transport``,
+    ``tls_context`` and the first preview request import them."""
+    code = (
+        "import sys, fake_server.__main__\n"
+        "print(sorted(m for m in ('httpx', 'httpcore', 'trio') if m in sys.modules))"
+    )
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert done.stdout == "[]\n", done.stdout

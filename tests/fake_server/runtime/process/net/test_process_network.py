@@ -25,7 +25,7 @@ from fake_server import (
     VirtualClock,
     tls_context,
 )
-from fake_server.http.handlers import ingress
+from fake_server.http.handlers import ingress_proxy
 from fake_server.runtime.process import ProcessMachine, ProcessRuntime
 from tests._helpers import until
 from tests.fake_server._process_runtime import api_sh
@@ -212,7 +212,7 @@ async def test_a_server_that_never_answers_gets_a_504_after_the_real_timeout(
     )
     await start(client, sid, "python3", "/srv/echo.py", "8081")
     await listening(client, url)
-    monkeypatch.setattr(ingress, "ANSWER_TIMEOUT", 0.2)
+    monkeypatch.setattr(ingress_proxy, "ANSWER_TIMEOUT", 0.2)
     hung = await client.get(url + "hang")
     assert hung.status_code == 504
     assert hung.json() == {
