@@ -3,14 +3,13 @@
 pyroute2's own ``netns=`` forks a helper process per socket; a socket opened by a short-lived
 thread that entered the namespace (``netns.in_namespace``) stays bound to it, which costs a
 thread start instead. pyroute2's synchronous ``IPRoute`` runs an event loop of its own, so
-it runs only in such a thread, never in the fake's loop thread.
+it runs only in such a thread, never in the fake's loop thread. pyroute2 is imported there
+too, at the first use (about 40 ms: a fake whose sandboxes share no network never loads it).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
-
-from pyroute2 import IPRoute  # type: ignore[import-untyped]
 
 from fake_server.runtime.process.net.netns import in_namespace
 
@@ -27,6 +26,8 @@ def configure(fd: int | None, body: Callable[[Any], _T]) -> _T:
     fake's own); netlink errors come out as ``OSError``."""
 
     def run() -> _T:
+        from pyroute2 import IPRoute  # type: ignore[import-untyped]
+
         with IPRoute(groups=0) as ipr:
             return body(ipr)
 
