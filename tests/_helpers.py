@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from fake_server import FakeCreateOS
 
 __all__ = [
+    "S3_DISK",
     "bashkit_differs",
     "followed_build_log",
     "open_fds",
@@ -28,6 +29,14 @@ __all__ = [
     "settled",
     "until",
 ]
+
+
+#: A disk's create body (an S3 bucket nobody reaches: the fake keeps a directory for it).
+S3_DISK = {
+    "name": "data",
+    "config": {"bucket": "b", "endpoint": "https://s3.example.test"},
+    "credentials": {"access_key": "a", "secret_key": "s"},
+}
 
 
 async def until(check: Callable[[], Awaitable[bool]], bound: float = 20.0) -> None:

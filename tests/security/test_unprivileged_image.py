@@ -22,6 +22,7 @@ from fake_server.runtime.process.containment import idmap
 from fake_server.runtime.process.net.nft import nft_path
 from fake_server.runtime.process.net.usernet import pasta_path
 from fake_server.runtime.process.sandbox.machine import DISKS_NEED_ROOT_UNPRIVILEGED
+from tests._helpers import S3_DISK
 from tests.security._unprivileged import Unprivileged, free_id, serve_as, subordinate_user
 from tests.security._usertree import give_tree
 
@@ -143,11 +144,7 @@ def test_a_disk_is_refused_naming_why(imaged: Unprivileged) -> None:
     target = imaged.target
     disk = target.api.post(
         "/v1/disks",
-        json={
-            "name": "data",
-            "config": {"bucket": "b", "endpoint": "https://s3.example.test"},
-            "credentials": {"access_key": "a", "secret_key": "s"},
-        },
+        json=S3_DISK,
     )
     assert disk.status_code in (200, 201), disk.text
     sandbox = target.create()

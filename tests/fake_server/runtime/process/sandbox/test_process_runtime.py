@@ -15,6 +15,7 @@ from fake_server.runtime.process import DISKS_NEED_ROOT, ProcessRuntime
 from fake_server.runtime.process.images import system
 from fake_server.runtime.process.net import bridges
 from fake_server.runtime.process.sandbox import tree
+from tests._helpers import S3_DISK
 
 if TYPE_CHECKING:
     import httpx
@@ -308,11 +309,7 @@ async def test_disks_on_the_host_directory_layout_are_a_clear_409_and_leave_noth
     monkeypatch.setattr(runtime, "system", system.System(missing="not root"))
     disk = await client.post(
         "/v1/disks",
-        json={
-            "name": "data",
-            "config": {"bucket": "b", "endpoint": "https://s3.example.test"},
-            "credentials": {"access_key": "a", "secret_key": "s"},
-        },
+        json=S3_DISK,
     )
     assert disk.status_code in (200, 201), disk.text
     disk_id = disk.json()["data"]["id"]
