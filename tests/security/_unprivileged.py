@@ -164,22 +164,25 @@ def serve_as(
     prepare: Callable[[Path], object] | None = None,
     *,
     home: Path | None = None,
+    temp: Path | None = None,
     flags: Sequence[str] = (),
 ) -> Iterator[Unprivileged]:
-    """``serve FLAGS`` as ``uid``, its ``$HOME`` (``home``, else a new one) and ``$TMPDIR`` in a
-    directory of the system's temporary directory it can reach (pytest's own is root's
-    alone), removed after; the programs ``hide`` names missing; ``prepare(home)`` runs first
-    (as root)."""
+    """``serve FLAGS`` as ``uid``, its ``$HOME`` (``home``, else a new one) and ``$TMPDIR``
+    (``temp``, else a new one) in a directory of the system's temporary directory it can
+    reach (pytest's own is root's alone), removed after; the programs ``hide`` names
+    missing; ``prepare(home)`` runs first (as root)."""
     tmp = Path(tempfile.mkdtemp(prefix="createos-unprivileged-"))
     try:
-        temp, holding = tmp / "tmp", tmp / "holding"
+        holding = tmp / "holding"
+        holding.mkdir()
         if home is None:
             home = tmp / "home"
             home.mkdir()
             os.chown(home, uid, uid)
-        for path in (temp, holding):
-            path.mkdir()
-        os.chown(temp, uid, uid)
+        if temp is None:
+            temp = tmp / "tmp"
+            temp.mkdir()
+            os.chown(temp, uid, uid)
         if prepare is not None:
             prepare(home)
         tmp.chmod(0o711)

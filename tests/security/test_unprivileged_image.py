@@ -191,3 +191,28 @@ def test_a_state_dir_restart_after_a_kill_keeps_a_sandboxs_files_and_owners(
         code, out = target.sh(sandbox, "cat /root/kept /home/dev/f; stat -c %U /home/dev/f")
         assert (code, out) == (0, "kept\nmine\ndev\n"), out
         target.sandboxes.append(sandbox)
+
+
+def test_a_killed_fakes_sandboxes_are_swept_by_the_next_whatever_ids_own_them(
+    imaged: Unprivileged,
+) -> None:
+    """``serve`` killed (SIGKILL) with a sandbox holding a directory of one of its other ids:
+    the next ``serve`` of the same user with the same ``$TMPDIR`` removes it all at its first
+    sandbox (as root of a namespace with the sandbox's ids)."""
+    temp = imaged.home / "tmp-sweep"
+    temp.mkdir(mode=0o711)
+    os.chown(temp, imaged.uid, imaged.uid)
+    serve = contextlib.contextmanager(serve_as)
+    with serve(imaged.uid, home=imaged.home, temp=temp) as first:
+        sandbox = first.target.create()
+        code, out = first.target.sh(sandbox, "useradd -m dev && su dev -c 'mkdir -m 700 ~/s'")
+        assert code == 0, out
+        left = first.sandbox_dir(sandbox)
+        assert (left / "upper/home/dev/s").stat().st_uid == _SUB_START + 1000
+    assert left.exists()  # killed: nothing removed it
+    with serve(imaged.uid, home=imaged.home, temp=temp) as again:
+        again.target.create()
+        assert not left.exists()
+        assert [p.name for p in (temp / "createos-fake-process").iterdir()] == [
+            again.sandbox_dir(again.target.sandboxes[-1]).parent.name
+        ]
