@@ -22,7 +22,8 @@ from fake_server.runtime.process.containment import idmap
 from fake_server.runtime.process.net.nft import nft_path
 from fake_server.runtime.process.net.usernet import pasta_path
 from fake_server.runtime.process.sandbox.machine import DISKS_NEED_ROOT_UNPRIVILEGED
-from tests._helpers import S3_DISK
+from fake_server.runtime.process.storage.rootdir import TRASH
+from tests._helpers import S3_DISK, settled
 from tests.security._unprivileged import Unprivileged, free_id, serve_as, subordinate_user
 from tests.security._usertree import give_tree
 
@@ -165,7 +166,8 @@ def test_a_destroy_leaves_nothing_of_the_sandboxs_ids(imaged: Unprivileged) -> N
     assert (directory / "upper/home/dev/secret").stat().st_uid == _SUB_START + 1000
     gone = target.api.delete(f"/v1/sandboxes/{sandbox}")
     assert gone.status_code in (200, 202, 204), gone.text
-    assert not directory.exists()
+    assert not directory.exists()  # renamed at once, removed in the background
+    assert settled(lambda: not list(directory.parent.glob(f"{TRASH}*")), bound=30)
 
 
 def test_a_state_dir_restart_after_a_kill_keeps_a_sandboxs_files_and_owners(

@@ -56,7 +56,7 @@ from fake_server.runtime.process.storage.rootdir import (
     traversable,
 )
 from fake_server.runtime.process.storage.rootfs import DISK_MIB, ImageSpace, SandboxRoot, Upper
-from fake_server.runtime.process.storage.userroot import UserRoot, user_image
+from fake_server.runtime.process.storage.userroot import Removals, UserRoot, user_image
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -124,8 +124,11 @@ class ProcessRuntime:
         self._layout_bwrap: str | None = None
         #: The image namespace of each tree sandboxes boot (``System.tree``), made on first use.
         self._images: dict[str, ImageSpace] = {}
-        #: Unprivileged, the image sandboxes boot (``userroot``), made on first use.
+        #: Unprivileged, the image sandboxes boot (``userroot``), made on first use, and the
+        #: removals of destroyed sandboxes' directories.
         self._user_image: TreeImage | None = None
+        ids = self.system.ids
+        self._removals = Removals(ids) if ids is not None else None
         self.machines: dict[str, ProcessMachine] = {}
         self.hubs: dict[str, Hub] = {}
         self._forks = 0
@@ -276,14 +279,14 @@ class ProcessRuntime:
         """A sandbox's root over ``tree``: its disk an ext4 image file in its directory (in
         memory it would count against the shape's memory); unprivileged, a directory
         (``userroot``)."""
-        ids = self.system.ids
-        if ids is None:
+        removals = self._removals
+        if removals is None:
             return SandboxRoot(self.images(tree), directory, size, source)
         if self._user_image is None:
             assert self.system.root is not None
             layer = self.fake_root.path / ".image-user"
             self._user_image = user_image(layer, self.system.root, self.system.bun)
-        return UserRoot.make(ids, self._user_image, directory, size, source)
+        return UserRoot.make(removals, self._user_image, directory, size, source)
 
     def images(self, tree: str = "devbox") -> ImageSpace:
         """The image namespace the sandboxes booting ``tree`` copy, made on first use."""
@@ -397,6 +400,8 @@ class ProcessRuntime:
         self._procview_tried = False
         if view is not None:
             view.close()
+        if self._removals is not None:
+            self._removals.wait()
         root, self._root = self._root, None
         if root is not None:
             root.close()

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BASE_NAME",
+    "TRASH",
     "FakeRoot",
     "KeptRoot",
     "kill_processes_of",
@@ -39,6 +40,9 @@ __all__ = [
 ]
 
 BASE_NAME = "createos-fake-process"
+#: The name a destroyed sandbox's directory has while it is removed in the background
+#: (``userroot.Removals``).
+TRASH = ".removing-"
 
 #: The sandbox's writable top-level directories and their modes.
 _DIRS = (
@@ -200,7 +204,7 @@ class KeptRoot(FakeRoot):
     holds the state directory's lock, so no other fake uses it meanwhile. A process left
     running there by a fake that was killed is killed first (its sandbox comes back paused),
     and a template build's sandbox it left is removed (a build never outlives its fake: the
-    template builds again).
+    template builds again), as is a destroyed sandbox's directory it was removing (``TRASH``).
     """
 
     def __init__(self, path: Path, remove: Callable[[Path], None] = remove_tree) -> None:
@@ -211,8 +215,8 @@ class KeptRoot(FakeRoot):
         self._remove = remove
         self.path.mkdir(mode=0o700, exist_ok=True)
         kill_processes_of(self.path)
-        for build in self.path.glob("build-*"):
-            remove(build)
+        for build in (*self.path.glob("build-*"), *self.path.glob(f"{TRASH}*")):
+            remove(build)  # (and what a destroy was removing when it was killed)
         self._lock_fd = None
 
     def close(self) -> None:

@@ -12,7 +12,8 @@ binds it as ``/``. The fake reaches the merged root through H's holder
 (``/proc/<holder>/root``), opened once, as the root runtime's ``view``: what it writes there
 belongs to the caller, the sandbox's root. Forks copy ``upper``, and destroys remove it, as
 root of a user namespace with the same map (``subids``): the caller alone may not touch the
-files of the sandbox's other ids.
+files of the sandbox's other ids. A destroy renames the directory out of the way at once and
+removes it from a thread (``Removals``): a tree of many files never holds the fake's loop.
 
 No disk size: without a loop device ``upper`` is on the host's file system, so a size is
 recorded, not enforced. A directory of the tree cannot be renamed inside (overlayfs answers
@@ -21,13 +22,17 @@ EXDEV under ``userxattr``; ``mv`` copies instead).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import shutil
+import threading
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.process.containment import subids
 from fake_server.runtime.process.images.image import BUN_GUEST, DEVBOX, Image, write_mask
 from fake_server.runtime.process.net.usernet import UserNet
+from fake_server.runtime.process.storage.rootdir import TRASH
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -39,7 +44,7 @@ if TYPE_CHECKING:
     #: A sandbox's own root file system: as root on a disk (``rootfs``), else ``UserRoot``.
     Root: TypeAlias = "SandboxRoot | UserRoot"
 
-__all__ = ["Root", "UserRoot", "user_image"]
+__all__ = ["Removals", "Root", "UserRoot", "user_image"]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
@@ -59,6 +64,37 @@ def user_image(layer: Path, tree: Path, bun: Path | None) -> Image:
     return Image(DEVBOX, f"{mask}:{tree}", binds)
 
 
+class Removals:
+    """Directories of an unprivileged fake's sandboxes being removed, each by a thread of its
+    own, as root of a namespace with the sandboxes' ids (``subids``); ``wait`` joins them."""
+
+    def __init__(self, ids: Extents) -> None:
+        #: The sandboxes' map.
+        self.ids = ids
+        self._threads: list[threading.Thread] = []
+
+    def remove(self, directory: Path) -> None:
+        """Rename ``directory`` out of the way now and remove it in the background."""
+        trash = directory.with_name(f"{TRASH}{directory.name}-{secrets.token_hex(4)}")
+        os.rename(directory, trash)
+        thread = threading.Thread(
+            target=self._remove, args=(trash,), name="createos-remove", daemon=True
+        )
+        self._threads = [alive for alive in self._threads if alive.is_alive()]
+        self._threads.append(thread)
+        thread.start()
+
+    def _remove(self, trash: Path) -> None:
+        with contextlib.suppress(OSError):  # what is left goes with the fake's directory
+            subids.remove(self.ids, str(trash))
+
+    def wait(self) -> None:
+        """Until every removal started has ended (the fake's close)."""
+        threads, self._threads = self._threads, []
+        for thread in threads:
+            thread.join()
+
+
 class UserRoot:
     """One sandbox's overlay root in the mount namespace of its ``usernet`` (see the module's
     docstring); a directory that holds ``upper`` already (a restart of ``serve
@@ -66,12 +102,17 @@ class UserRoot:
 
     @classmethod
     def make(
-        cls, ids: Extents, image: Image, directory: Path, size_mib: int, source: Upper | None
+        cls,
+        removals: Removals,
+        image: Image,
+        directory: Path,
+        size_mib: int,
+        source: Upper | None,
     ) -> UserRoot:
         """A sandbox's root, with the namespaces it is mounted in made now."""
-        usernet = UserNet(ids)
+        usernet = UserNet(removals.ids)
         try:
-            return cls(usernet, ids, image, directory, size_mib, source)
+            return cls(usernet, removals, image, directory, size_mib, source)
         except BaseException:
             usernet.close()
             raise
@@ -79,7 +120,7 @@ class UserRoot:
     def __init__(
         self,
         usernet: UserNet,
-        ids: Extents,
+        removals: Removals,
         image: Image,
         directory: Path,
         size_mib: int,
@@ -88,7 +129,8 @@ class UserRoot:
         self.directory = directory
         #: The namespaces the sandbox's are made in; the machine's wiring closes them.
         self.usernet = usernet
-        self._ids = ids
+        self._removals = removals
+        ids = self._ids = removals.ids
         self._size_mib = size_mib
         upper, work, root = directory / "upper", directory / "work", directory / "root"
         directory.mkdir(mode=0o700, exist_ok=True)
@@ -157,5 +199,6 @@ class UserRoot:
             raise OSError("cannot copy the build's files into the template's layer") from None
 
     def remove(self) -> None:
-        """Remove the sandbox's directory, whichever of its ids own the files in it."""
-        subids.remove(self._ids, str(self.directory))
+        """Remove the sandbox's directory, whichever of its ids own the files in it (renamed
+        now, removed in the background: ``Removals``)."""
+        self._removals.remove(self.directory)
