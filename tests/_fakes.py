@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+import httpx
 import pytest_asyncio
 
-from fake_server import FakeCreateOS
+from fake_server import FakeCreateOS, clock_transport
 from tests.fake_server._process_runtime import no_bwrap_left
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-__all__ = ["MakeFake", "make_fake"]
+__all__ = ["MakeFake", "api_client", "make_fake"]
 
 
 class MakeFake(Protocol):
@@ -42,3 +43,14 @@ async def make_fake() -> AsyncIterator[MakeFake]:
     assert not errors, f"errors the fake recorded: {errors}"
     if any(fake.runtime == "process" for fake, _ in made):
         assert await no_bwrap_left()
+
+
+def api_client(fake: FakeCreateOS, timeout: float = 30) -> httpx.AsyncClient:
+    """An httpx client of ``fake``'s default account that reports its requests to the fake's
+    clock (so a virtual clock never waits for a stale in-flight reply)."""
+    return httpx.AsyncClient(
+        base_url=fake.url,
+        headers={"X-Api-Key": fake.api_key},
+        timeout=timeout,
+        transport=clock_transport(fake.clock),
+    )

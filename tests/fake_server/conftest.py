@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import pytest
 import pytest_asyncio
 from _runtime_box import Box, new_box
 
-from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, clock_transport
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock
+from tests._fakes import api_client
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
+
+    import httpx
 
     from fake_server.faults import Faults
     from tests._fakes import MakeFake
@@ -28,12 +30,7 @@ async def _fake(make_fake: MakeFake) -> FakeCreateOS:
 async def _client(fake: FakeCreateOS) -> AsyncIterator[httpx.AsyncClient]:
     """An httpx client authenticated as the fake's default account that reports its requests
     to the clock (so the virtual clock never waits for a stale in-flight reply)."""
-    async with httpx.AsyncClient(
-        base_url=fake.url,
-        headers={"X-Api-Key": fake.api_key},
-        timeout=30,
-        transport=clock_transport(fake.clock),
-    ) as client:
+    async with api_client(fake) as client:
         yield client
 
 

@@ -10,12 +10,17 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from typing import TYPE_CHECKING
 
-import httpx
 import pytest
 
-from fake_server import FakeCreateOS, clock_transport
+from tests._fakes import api_client
 from tests._helpers import open_fds
+
+if TYPE_CHECKING:
+    import httpx
+
+    from fake_server import FakeCreateOS
 
 pytestmark = [
     pytest.mark.reliability,
@@ -61,12 +66,7 @@ async def run_lifecycles(fake: FakeCreateOS, client: httpx.AsyncClient, count: i
 
 @pytest.mark.asyncio
 async def test_runs_and_lifecycles_leave_fds_and_memory_flat(fake: FakeCreateOS) -> None:
-    async with httpx.AsyncClient(
-        base_url=fake.url,
-        headers={"X-Api-Key": fake.api_key},
-        timeout=10,
-        transport=clock_transport(fake.clock),
-    ) as client:
+    async with api_client(fake, timeout=10) as client:
         await run_lifecycles(fake, client, 3)  # warm-up: imports, caches, the client's connection
         gc.collect()
         fds_before = open_fds()

@@ -8,14 +8,15 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import pytest
 
 from fake_server import TransitionPolicy, VirtualClock
-from fake_server.clock import clock_transport
+from tests._fakes import api_client
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+    import httpx
 
     from fake_server import FakeCreateOS
     from tests._fakes import MakeFake
@@ -152,12 +153,7 @@ async def _process_sandbox(make_fake: MakeFake) -> AsyncIterator[tuple[httpx.Asy
     fake = await make_fake(
         clock=VirtualClock(), transitions=TransitionPolicy.immediate(), runtime="process"
     )
-    async with httpx.AsyncClient(
-        base_url=fake.url,
-        headers={"X-Api-Key": fake.api_key},
-        transport=clock_transport(fake.clock),
-        timeout=30,
-    ) as client:
+    async with api_client(fake) as client:
         created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb"})
         yield client, f"/v1/sandboxes/{created.json()['data']['id']}"
 

@@ -10,13 +10,14 @@ import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import pytest
 
-from fake_server.clock import clock_transport
+from tests._fakes import api_client
 from tests.fake_server._process_runtime import process_fake
 
 if TYPE_CHECKING:
+    import httpx
+
     from fake_server import FakeCreateOS
 
 pytestmark = pytest.mark.asyncio
@@ -61,12 +62,7 @@ async def serving(
     Python ``program`` listens on ``port``; the sandbox is destroyed at the end."""
     async with (
         process_fake() as fake,
-        httpx.AsyncClient(
-            base_url=fake.url,
-            headers={"X-Api-Key": fake.api_key},
-            transport=clock_transport(fake.clock),
-            timeout=30,
-        ) as client,
+        api_client(fake) as client,
     ):
         created = await client.post("/v1/sandboxes", json={"shape": "s-1vcpu-1gb", **fields})
         sandbox_id = created.json()["data"]["id"]

@@ -10,14 +10,15 @@ import contextlib
 from typing import TYPE_CHECKING
 
 import aiohttp
-import httpx
 import pytest
 
-from fake_server.clock import clock_transport
+from tests._fakes import api_client
 from tests.fake_server._process_runtime import process_fake
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+    import httpx
 
     from fake_server import FakeCreateOS
 
@@ -104,12 +105,7 @@ async def _sandbox_with_server(fake: FakeCreateOS, client: httpx.AsyncClient) ->
 @contextlib.asynccontextmanager
 async def _fake() -> AsyncIterator[tuple[FakeCreateOS, httpx.AsyncClient]]:
     async with process_fake() as fake:
-        async with httpx.AsyncClient(
-            base_url=fake.url,
-            headers={"X-Api-Key": fake.api_key},
-            transport=clock_transport(fake.clock),
-            timeout=30,
-        ) as client:
+        async with api_client(fake) as client:
             yield fake, client
 
 
