@@ -38,6 +38,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from fake_server.runtime.process.containment import programs
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
@@ -68,7 +70,6 @@ DEFAULT_BASE = 15_000 * SIZE
 _FILES = ("/etc/subuid", "/etc/subgid")
 #: The id the caller is inside a sandbox on the host-directory layout (user ``sandbox``).
 LAYOUT_ID = 1000
-_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,21 +227,9 @@ def map_user_namespace(pid: int, ids: IdRange | Subordinate | OwnId | Nested | E
             f"printf '%s\\n' {quoted} >/proc/{pid}/uid_map && "
             f"printf '%s\\n' {quoted} >/proc/{pid}/gid_map"
         )
-        done = subprocess.run(
-            [
-                "nsenter",
-                f"--user=/proc/{ids.holder}/ns/user",
-                *(["--preserve-credentials"] if ids.keep else []),
-                "--",
-                *("sh", "-c", script),
-            ],
-            capture_output=True,
-            check=False,
-            env={"PATH": _PATH},
-        )
-        if done.returncode != 0:
-            lines = done.stderr.decode(errors="replace").strip().splitlines()
-            raise OSError(f"the sandbox's map failed: {(lines or ['?'])[-1][:200]}")
+        keep = ["--preserve-credentials"] if ids.keep else []
+        enter = ["nsenter", f"--user=/proc/{ids.holder}/ns/user", *keep, "--"]
+        programs.run([*enter, "sh", "-c", script], what="the sandbox's map")
         return
     if isinstance(ids, OwnId):
         map_own_id(pid, ids)
@@ -253,7 +242,7 @@ def map_user_namespace(pid: int, ids: IdRange | Subordinate | OwnId | Nested | E
                 [program, str(pid), *ids.args(kind)],
                 capture_output=True,
                 check=False,
-                env={"PATH": _PATH},
+                env={"PATH": programs.PATH},
             )
             if done.returncode != 0:
                 lines = done.stderr.decode(errors="replace").strip().splitlines()
@@ -321,7 +310,7 @@ def _subordinate(name: str, keys: tuple[str, ...]) -> tuple[int, int] | None:
 def _helper_missing() -> str | None:
     """Why ``newuidmap``/``newgidmap`` cannot map another id here, ``None`` when they can."""
     for program in ("newuidmap", "newgidmap"):
-        path = shutil.which(program, path=_PATH)
+        path = shutil.which(program, path=programs.PATH)
         if path is None:
             return f"{program} is missing (Debian's uidmap package)"
         if not os.stat(path).st_mode & stat.S_ISUID and not _capabilities(path):

@@ -12,17 +12,14 @@ waits. It holds nothing after: the namespace goes with its last process.
 
 from __future__ import annotations
 
-import subprocess
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.process.containment import idmap
+from fake_server.runtime.process.containment import idmap, programs
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = ["remove", "run_mapped"]
-
-_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 
 
 def run_mapped(ids: idmap.Extents, argv: Sequence[str], *, timeout: float = 600) -> None:
@@ -30,19 +27,9 @@ def run_mapped(ids: idmap.Extents, argv: Sequence[str], *, timeout: float = 600)
     the program and its last line of error when it fails (``timeout``: killed past it)."""
     with idmap.unmapped() as pid:
         idmap.map_user_namespace(pid, ids)
-        try:
-            done = subprocess.run(
-                ["nsenter", f"--user=/proc/{pid}/ns/user", "--", *argv],
-                capture_output=True,
-                check=False,
-                timeout=timeout,
-                env={"PATH": _PATH, "LC_ALL": "C.UTF-8"},
-            )
-        except subprocess.TimeoutExpired:
-            raise OSError(f"{argv[0]} did not finish in {timeout:g} s") from None
-    if done.returncode != 0:
-        lines = done.stderr.decode(errors="replace").strip().splitlines()
-        raise OSError(f"{argv[0]} failed: {(lines or ['?'])[-1][:200]}")
+        enter = ["nsenter", f"--user=/proc/{pid}/ns/user", "--"]
+        env = {"PATH": programs.PATH, "LC_ALL": "C.UTF-8"}
+        programs.run([*enter, *argv], what=argv[0], timeout=timeout, env=env)
 
 
 def remove(ids: idmap.Extents, path: str) -> None:

@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 from typing import TYPE_CHECKING
 
-from fake_server.runtime.process.containment import idmap
+from fake_server.runtime.process.containment import idmap, programs
 from fake_server.runtime.process.net import nft, policy
 from fake_server.runtime.process.net.netns import nsenter_path
 from fake_server.runtime.process.net.router import GATEWAY
@@ -45,7 +45,6 @@ __all__ = ["DEVICE", "UserNet", "pasta_path"]
 
 #: N's interface to the outside (pasta's tap).
 DEVICE = "eth0"
-_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 _PASTA_OPTIONS = (
     "--config-net", "--no-map-gw", "--ipv4-only", "--quiet", "--foreground",
     "-t", "none", "-u", "none", "-T", "none", "-U", "none", "--dns-forward", GATEWAY,
@@ -55,7 +54,7 @@ _PASTA_OPTIONS = (
 @functools.cache
 def pasta_path() -> str | None:
     """passt's ``pasta``, or ``None`` when it is not installed."""
-    return shutil.which("pasta", path=_PATH)
+    return shutil.which("pasta", path=programs.PATH)
 
 
 def _host_addresses() -> list[str]:
@@ -86,7 +85,7 @@ class UserNet:
             ["unshare", *spaces, "--", "sh", "-c", "echo; read -r _"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env={"PATH": _PATH},
+            env={"PATH": programs.PATH},
         )
         self._pasta: subprocess.Popen[bytes] | None = None
         self._keep: list[str] = []
@@ -124,12 +123,7 @@ class UserNet:
     def run_inside(self, argv: list[str], *, mount: bool = False) -> None:
         """Run ``argv`` as H's root in N (``mount``: in H's mount namespace too); ``OSError``
         with its last line of error when it fails."""
-        done = subprocess.run(
-            [*self.enter(mount=mount), *argv], capture_output=True, check=False, env={"PATH": _PATH}
-        )
-        if done.returncode != 0:
-            lines = done.stderr.decode(errors="replace").strip().splitlines()
-            raise OSError(f"{argv[0]} failed: {(lines or ['?'])[-1][:200]}")
+        programs.run([*self.enter(mount=mount), *argv], what=argv[0])
 
     def set_rules(self, rules: Sequence[str]) -> None:
         """Enforce ``rules`` on the sandbox's traffic out (``OSError`` when nft refuses)."""
@@ -170,7 +164,7 @@ class UserNet:
                 stdout=subprocess.DEVNULL,
                 stderr=log,
                 pass_fds=(written,),
-                env={"PATH": _PATH},
+                env={"PATH": programs.PATH},
             )
             os.close(written)
             written = -1
