@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -152,7 +153,8 @@ def build(
             if ids is not None:
                 _reown(staging, ids)
             (staging / _MARKER).write_text(f"{SUITE}\n" if ids is None else made_for(ids))
-            _remove(target, ids)
+            if target.exists():  # half made, or a user's made for ids it no longer has
+                _discard(target, ids, progress)
             os.rename(staging, target)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -216,6 +218,23 @@ def _reown(top: Path, ids: idmap.Subordinate) -> None:
         subids.run_mapped(both, [sys.executable, "-c", _REOWN, str(top)])
     except OSError as exc:
         raise RuntimeUnavailable(_failed(f"its owners cannot be set ({exc})", top.parent)) from None
+
+
+def _discard(
+    path: Path, ids: idmap.Subordinate | None, progress: Callable[[str], None] | None
+) -> None:
+    """Move an old tree out of the new one's way and remove it; one whose owners are ids the
+    user no longer maps stays where it was moved, and ``progress`` says where."""
+    stale = path.with_name(f".debian-stale-{secrets.token_hex(4)}")
+    os.rename(path, stale)
+    try:
+        _remove(stale, ids)
+    except OSError:
+        if progress is not None:
+            progress(
+                f"createos-fake: the old tree, made for other ids, is left at {stale} (remove it "
+                "as root)"
+            )
 
 
 def _remove(path: Path, ids: idmap.Subordinate | None) -> None:

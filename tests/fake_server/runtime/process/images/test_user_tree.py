@@ -167,3 +167,31 @@ def test_the_image_command_without_subordinate_ids_says_so(
     with pytest.raises(RuntimeUnavailable) as info:
         system.build()
     assert str(info.value) == f"the devbox:1 image needs root or subordinate ids ({why})"
+
+
+def test_a_tree_made_for_other_ids_is_replaced_and_left_aside_when_it_cannot_be_removed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The user's ranges changed: the old tree's files belong to ids it no longer maps, so
+    they cannot be removed; the build still puts the new tree in place and says where the
+    old one is, never an ``OSError`` out of ``createos-fake image``."""
+    modes, _reowned = _builder(monkeypatch, tmp_path)
+    cache = tmp_path / "cache"
+    other = idmap.Subordinate(5000, 5001, 400000, 300000, idmap.SIZE)
+    debian.build(cache, None, other)
+
+    def refused(ids: idmap.Extents, path: str) -> None:
+        raise OSError("rm failed: rm: cannot remove 'x': Permission denied")
+
+    monkeypatch.setattr(debian.subids, "remove", refused)
+    said: list[str] = []
+    built = debian.build(cache, said.append, _IDS)
+    assert debian.built_for(cache, _IDS) == built
+    assert modes == [True, True]
+    stale = [p for p in cache.iterdir() if p.name.startswith(".debian-stale-")]
+    assert len(stale) == 1
+    assert (stale[0] / ".createos-devbox").read_text() == debian.made_for(other)
+    assert said[-1] == (
+        f"createos-fake: the old tree, made for other ids, is left at {stale[0]} (remove it "
+        "as root)"
+    )
