@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import os
 import secrets
-import subprocess
 from typing import TYPE_CHECKING, Any
 
 from fake_server.runtime.process.storage.rootdir import copy_tree, remove_tree
-from fake_server.runtime.process.storage.userroot import UserRoot
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -103,14 +101,8 @@ class ProcessBuilder:
             rootfs = machine.rootfs
             if rootfs is None:  # the host-directory layout: the whole directory
                 copy_tree(machine.directory, layer)
-            elif isinstance(rootfs, UserRoot):  # unprivileged: as root of the sandbox's ids
-                rootfs.copy_upper(layer)
             else:
-                upper = rootfs.open_upper()
-                try:
-                    _copy(f"/proc/{os.getpid()}/fd/{upper}/.", layer)
-                finally:
-                    os.close(upper)
+                rootfs.copy_upper(layer)
             return LayerImage(layer, machine.tree, self._remove)
         except BaseException:
             self._remove(layer)
@@ -130,16 +122,6 @@ def build_address(used: Mapping[str, object]) -> str:
         address = f"10.254.{number // 254 + 1}.{number % 254 + 1}"
         if address not in used:
             return address
-
-
-def _copy(source: str, target: Path) -> None:
-    """Copy an upper directory with its overlay markers (xattrs, whiteout devices)."""
-    target.mkdir(mode=0o755)
-    done = subprocess.run(
-        ["cp", "-a", "--", source, str(target)], capture_output=True, check=False, env={}
-    )
-    if done.returncode != 0:
-        raise OSError("cannot copy the build's files into the template's layer")
 
 
 def _size(top: Path) -> int:

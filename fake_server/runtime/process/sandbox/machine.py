@@ -157,7 +157,7 @@ class ProcessMachine:
         #: Disk buckets bound into its root: mount path -> bucket.
         self.buckets: dict[str, str] = {}
         self._desktop: XDesktop | None = None
-        if isinstance(rootfs, UserRoot):
+        if rootfs is not None and rootfs.usernet is not None:
             self.wiring.adopt(rootfs.usernet)
         if not lazy_net:
             self.wiring.make()
@@ -172,7 +172,7 @@ class ProcessMachine:
         make, self._make_rootfs = self._make_rootfs, None
         if make is not None:
             self._rootfs = made = make(self._disk_mib)
-            if isinstance(made, UserRoot):  # its network is the one its root is mounted in
+            if made.usernet is not None:  # its network is the one its root is mounted in
                 self.wiring.adopt(made.usernet)
         return self._rootfs
 
@@ -203,7 +203,7 @@ class ProcessMachine:
     def runner(self, clock: Clock) -> Runner:
         rootfs = self.rootfs
         layout = self._owner.layout_map if rootfs is None else None
-        usernet = self.wiring.usernet(layout) if layout is not None else None
+        usernet = rootfs.usernet if rootfs is not None else self.wiring.usernet(layout)
         return Runner(
             self._owner.layout_bwrap if layout is not None else self._owner.bwrap,
             self.root,
@@ -213,14 +213,14 @@ class ProcessMachine:
             self._env,
             lambda: self.paused,
             guest=self.guest,
-            rootfs=self.rootfs,
+            rootfs=rootfs,
             cgroup=self.cgroup,
             stopping=lambda: self.stopping,
-            confinement=self._owner.confinement if self.rootfs is not None else None,
+            confinement=self._owner.confinement if rootfs is not None else None,
             clock=clock,
             layout_map=layout,
             layout_mount=self.layout_mount() if layout is not None else None,
-            usernet=rootfs.usernet if isinstance(rootfs, UserRoot) else usernet,
+            usernet=usernet,
         )
 
     def desktop(self, clock: Clock, width: int, height: int) -> XDesktop:
@@ -366,7 +366,7 @@ class ProcessMachine:
         self._disk.wipe()
         rootfs = self._rootfs
         self.shut_down()
-        if isinstance(rootfs, UserRoot):  # files of the sandbox's other ids too
+        if rootfs is not None:  # (unprivileged, files of the sandbox's other ids too)
             rootfs.remove()
         else:
             remove_tree(self.directory)

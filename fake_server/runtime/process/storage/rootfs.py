@@ -40,12 +40,13 @@ from fake_server.runtime.process.containment.mountns import (
 )
 from fake_server.runtime.process.images.image import BUN_GUEST, Image, write_mask
 from fake_server.runtime.process.storage.diskimage import DiskImage
-from fake_server.runtime.process.storage.rootdir import shift_owners
+from fake_server.runtime.process.storage.rootdir import remove_tree, shift_owners
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from fake_server.runtime.process.containment.idmap import IdRange
+    from fake_server.runtime.process.net.usernet import UserNet
 
 __all__ = ["DISK_MIB", "ImageSpace", "SandboxRoot", "Upper"]
 
@@ -174,6 +175,9 @@ class SandboxRoot:
                 os.close(upper_fd)
         self._root_fd = self._space.result
 
+    #: The namespaces its network is made in (``UserRoot``'s): none, the fake's router wires it.
+    usernet: UserNet | None = None
+
     @property
     def root(self) -> str:
         """The merged root as the sandbox's processes get it, a path inside the namespace."""
@@ -221,6 +225,27 @@ class SandboxRoot:
         """Grow the disk: ENOSPC comes at ``size_mib`` from now on (the API only grows disks).
         ``FeatureUnavailable`` where this host cannot grow it that far while it is mounted."""
         self._space.run(lambda: self._image.resize(size_mib))
+
+    def copy_upper(self, target: Path) -> None:
+        """Copy the upper layer (what the sandbox changed) into the new directory ``target``
+        with its overlay markers (a template's layer)."""
+        target.mkdir(mode=0o755)
+        upper = self.open_upper()
+        try:
+            done = subprocess.run(
+                ["cp", "-a", "--", f"/proc/{os.getpid()}/fd/{upper}/.", str(target)],
+                capture_output=True,
+                check=False,
+                env={},
+            )
+        finally:
+            os.close(upper)
+        if done.returncode != 0:
+            raise OSError("cannot copy the build's files into the template's layer")
+
+    def remove(self) -> None:
+        """Remove the sandbox's directory (its disk image with it)."""
+        remove_tree(self.directory)
 
     def close(self) -> None:
         """Release the namespace: its mounts go once the last process in it has died."""
