@@ -78,9 +78,9 @@ class UserNet:
         pasta = pasta_path()
         if pasta is None:
             raise FileNotFoundError("passt's pasta is not installed (apt-get install passt)")
-        #: Whether H holds a mount namespace (``userroot``: the image's map).
-        self.mounts = isinstance(ids, idmap.Extents)
-        spaces = ["--user", "--net", *(["--mount"] if self.mounts else [])]
+        # H holds a mount namespace too for the image's map (``userroot``)
+        mount = ["--mount"] if isinstance(ids, idmap.Extents) else []
+        spaces = ["--user", "--net", *mount]
         self._holder = subprocess.Popen(
             ["unshare", *spaces, "--", "sh", "-c", "echo; read -r _"],
             stdin=subprocess.PIPE,
