@@ -4,7 +4,9 @@
 ``mmdebstrap --mode=unshare`` (minutes, from Debian's archive); the suite, which reaches no
 registry, gives the user a copy of the tree CI built as root instead, with the owners that
 build leaves: root's files the user's, id ``n``'s subordinate id ``subuid + n``, set-user-ID
-bits kept. bun is copied too (the fake installs it from npm otherwise).
+bits kept. For a user without subordinate ids (``idmap.OwnId``) every file is the user's, as
+that user's build leaves them, with apt's configuration to download as root
+(``debian.OWN_APT``). bun is copied too (the fake installs it from npm otherwise).
 """
 
 from __future__ import annotations
@@ -15,22 +17,23 @@ import stat
 import subprocess
 from typing import TYPE_CHECKING
 
+from fake_server.runtime.process.containment import idmap
 from fake_server.runtime.process.images import debian
 from fake_server.runtime.process.images.image import cache_dir
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from fake_server.runtime.process.containment import idmap
-
 __all__ = ["give_tree"]
 
 
-def _shift(top: Path, ids: idmap.Subordinate) -> None:
-    """Owners as ``mmdebstrap --mode=unshare`` and the re-own leave them (as root)."""
+def _shift(top: Path, ids: idmap.Subordinate | idmap.OwnId) -> None:
+    """Owners as the user's build leaves them (as root)."""
+    subordinate = isinstance(ids, idmap.Subordinate)
+    subuid, subgid = (ids.subuid, ids.subgid) if isinstance(ids, idmap.Subordinate) else (0, 0)
 
     def owner(number: int, own: int, sub: int) -> int:
-        return own if number == 0 else sub + number
+        return sub + number if number and subordinate else own
 
     seen: set[tuple[int, int]] = set()
 
@@ -40,8 +43,8 @@ def _shift(top: Path, ids: idmap.Subordinate) -> None:
             if (found.st_dev, found.st_ino) in seen:
                 return
             seen.add((found.st_dev, found.st_ino))
-        uid = owner(found.st_uid, ids.uid, ids.subuid)
-        gid = owner(found.st_gid, ids.gid, ids.subgid)
+        uid = owner(found.st_uid, ids.uid, subuid)
+        gid = owner(found.st_gid, ids.gid, subgid)
         os.lchown(path, uid, gid)
         if not stat.S_ISLNK(found.st_mode) and found.st_mode & 0o6000:
             os.chmod(path, stat.S_IMODE(found.st_mode))
@@ -52,7 +55,7 @@ def _shift(top: Path, ids: idmap.Subordinate) -> None:
             fix(os.path.join(where, name))
 
 
-def give_tree(home: Path, ids: idmap.Subordinate) -> Path | None:
+def give_tree(home: Path, ids: idmap.Subordinate | idmap.OwnId) -> Path | None:
     """Put a devbox:1 tree for ``ids`` (and bun) in the image cache of ``home``; ``None``
     when root has none to copy (``createos-fake image`` not run here)."""
     source = debian.built(cache_dir())
@@ -64,6 +67,9 @@ def give_tree(home: Path, ids: idmap.Subordinate) -> Path | None:
     target = debian.user_tree(cache)
     subprocess.run(["cp", "-a", "--", str(source), str(target)], check=True)
     _shift(target, ids)
+    if isinstance(ids, idmap.OwnId):
+        (target / debian.OWN_APT[0]).write_text(debian.OWN_APT[1])
+        os.chown(target / debian.OWN_APT[0], ids.uid, ids.gid)
     (target / ".createos-devbox").write_text(debian.made_for(ids))
     shutil.copytree(bun, cache / "bun", symlinks=True)
     for path in (home / ".cache", home / ".cache/createos-fake", cache):

@@ -192,7 +192,8 @@ class ProcessRuntime:
         """How sandboxes booting the image are confined (``confine``); ``None`` on the
         host-directory layout."""
         if self._confinement is None and self.system.rootless:  # bwrap runs as root of H
-            self._confinement = Confinement(None, self.bwrap, self.bwrap)
+            own = self.system.ids is not None and self.system.ids.own
+            self._confinement = Confinement(None, self.bwrap, self.bwrap, ignore_chown=own)
         if self._confinement is None and self.ids is not None:
             init_bwrap = reachable_copy(self.bwrap, self.scratch.programs)
             view = self._proc_view()

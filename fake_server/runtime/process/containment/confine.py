@@ -65,11 +65,15 @@ def describe(
     why = seccomp.available()
     syscalls = "a seccomp filter" if why is None else f"no seccomp filter ({why})"
     if rootless is not None:
-        (_, uid, _), (_, first, count) = rootless.uid
+        (_, uid, _), *others = rootless.uid
+        if others:
+            (_, first, count) = others[0]
+            mapped = f"the sandbox's other ids your subordinate ids {first}-{first + count - 1}"
+        else:
+            mapped = "and the only id (no subordinate ids: chown does nothing, apt runs as root)"
         return (
-            f"containment: root inside is your own id {uid} on the host, the sandbox's other "
-            f"ids your subordinate ids {first}-{first + count - 1}; /proc masked, {syscalls}; "
-            "no disk size per sandbox (not root: no loop device)"
+            f"containment: root inside is your own id {uid} on the host, {mapped}; /proc "
+            f"masked, {syscalls}; no disk size per sandbox (not root: no loop device)"
         )
     if ids is None:
         if layout is None:
@@ -131,6 +135,9 @@ class Confinement:
     bwrap: str
     #: bwrap's options binding files over ``/proc``'s (``procview``: the shape's figures).
     proc_binds: tuple[str, ...] = ()
+    #: The sandbox's root is the only id mapped (``Extents.own``): the filter answers
+    #: ``chown`` with success (``seccomp``), so dpkg can unpack packages.
+    ignore_chown: bool = False
 
     def init_argv(
         self,
@@ -166,14 +173,15 @@ class Confinement:
         return [self.bwrap, "--seccomp", str(filter_fd), "--bind", "/", "/", "--"]
 
 
-def handoff(*, with_filter: bool = True) -> tuple[Handoff, int, int]:
+def handoff(*, with_filter: bool = True, ignore_chown: bool = False) -> tuple[Handoff, int, int]:
     """A ``Handoff`` for the child, and the fake's ends: the block pipe's write end and the
-    info pipe's read end (``with_filter``: the seccomp filter too, where it can be made)."""
+    info pipe's read end (``with_filter``: the seccomp filter too, where it can be made, with
+    its ``chown`` rules ``ignore_chown``)."""
     block_read, block_write = os.pipe()
     info_read, info_write = os.pipe()
     try:
         wanted = with_filter and seccomp.available() is None
-        program = seccomp.program_fd() if wanted else -1
+        program = seccomp.program_fd(ignore_chown=ignore_chown) if wanted else -1
     except BaseException:
         for fd in (block_read, block_write, info_read, info_write):
             os.close(fd)

@@ -135,10 +135,17 @@ class Subordinate:
 @dataclass(frozen=True, slots=True)
 class Extents:
     """A map written by ``newuidmap``/``newgidmap``: (first id inside, first id outside,
-    count) triples for uids and for gids (``userroot``: root inside is the caller)."""
+    count) triples for uids and for gids (``userroot``: root inside is the caller). ``own``:
+    the caller's own ids alone (``own_id``), which the caller writes itself."""
 
     uid: tuple[tuple[int, int, int], ...]
     gid: tuple[tuple[int, int, int], ...]
+    own: bool = False
+
+    @staticmethod
+    def own_id(ids: OwnId) -> Extents:
+        """Root inside is the caller, and no other id is mapped (``setgroups`` denied)."""
+        return Extents(((0, ids.uid, 1),), ((0, ids.gid, 1),), own=True)
 
     @staticmethod
     def root_as_caller(ids: Subordinate, *, offset: int = 1, count: int = SIZE - 1) -> Extents:
@@ -233,6 +240,9 @@ def map_user_namespace(pid: int, ids: IdRange | Subordinate | OwnId | Nested | E
         return
     if isinstance(ids, OwnId):
         map_own_id(pid, ids)
+        return
+    if isinstance(ids, Extents) and ids.own:
+        map_own_id(pid, OwnId(ids.uid[0][1], ids.gid[0][1], ""), inside=0)
         return
     if isinstance(ids, Subordinate):
         ids = ids.extents()

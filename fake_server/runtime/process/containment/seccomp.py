@@ -17,6 +17,13 @@ process can enter only namespaces its own user namespace owns). Where the fake i
 that bwrap would need a user namespace of its own, from which ``nsenter`` could not enter the
 sandbox's: there the spawn installs the filter itself before it runs ``nsenter``
 (``installer``), with ``no_new_privs`` as bwrap sets it.
+
+Where the fake's user has no subordinate ids, the sandbox's root is the user's own id and the
+only one mapped: ``chown`` to any other owner would fail (``EINVAL``), and dpkg gives every
+file it unpacks its package's owners. There the filter makes the ``chown`` calls succeed
+without changing anything (``ignore_chown``, what rootless podman's ``ignore_chown_errors``
+does): every file stays root's. The build of that user's tree (``debian``) runs under the
+``chown`` rules alone (``confine=False``), since mmdebstrap mounts and unshares.
 """
 
 from __future__ import annotations
@@ -26,12 +33,12 @@ import errno
 import functools
 import os
 import tempfile
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["DENIED", "available", "installer", "program", "program_fd"]
+__all__ = ["CHOWN", "DENIED", "available", "installer", "program", "program_fd"]
 
 #: System calls that answer EPERM inside a sandbox.
 DENIED = (
@@ -52,16 +59,33 @@ DENIED = (
 #: ``clone`` flags that make namespaces (CLONE_NEWNS … CLONE_NEWNET, CLONE_NEWCGROUP).
 _NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000
 _NAMESPACE_FLAGS |= 0x40000000
+#: System calls that change a file's owner: answered with success, doing nothing, where the
+#: sandbox's root is the only id (``ignore_chown``).
+CHOWN = ("chown", "fchown", "lchown", "fchownat")
 
 
 @functools.cache
-def program() -> bytes | str:
-    """The compiled filter (BPF), or why it cannot be made here."""
+def program(*, ignore_chown: bool = False, confine: bool = True) -> bytes | str:
+    """The compiled filter (BPF), or why it cannot be made here: ``ignore_chown`` adds the
+    ``CHOWN`` rules, ``confine=False`` leaves out everything else (the module's docstring)."""
     try:
         import pyseccomp as seccomp
     except (ImportError, OSError) as exc:  # the binding, or libseccomp itself, is missing
         return f"libseccomp cannot be loaded ({type(exc).__name__})"
     rules = seccomp.SyscallFilter(seccomp.ALLOW)
+    if ignore_chown:
+        for name in CHOWN:
+            rules.add_rule(seccomp.ERRNO(0), name)  # errno 0: the call returns 0
+    if confine:
+        _confine(rules, seccomp)
+    with tempfile.TemporaryFile() as handle:
+        rules.export_bpf(handle)
+        handle.seek(0)
+        return handle.read()
+
+
+def _confine(rules: Any, seccomp: Any) -> None:
+    """Add the sandbox's ``DENIED`` calls and namespace-making ``clone`` flags."""
     deny = seccomp.ERRNO(errno.EPERM)
     for name in DENIED:
         try:
@@ -73,10 +97,6 @@ def program() -> bytes | str:
         if _NAMESPACE_FLAGS & flag:
             rules.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
-    with tempfile.TemporaryFile() as handle:
-        rules.export_bpf(handle)
-        handle.seek(0)
-        return handle.read()
 
 
 def available() -> str | None:
@@ -85,10 +105,10 @@ def available() -> str | None:
     return compiled if isinstance(compiled, str) else None
 
 
-def program_fd() -> int:
+def program_fd(*, ignore_chown: bool = False, confine: bool = True) -> int:
     """A descriptor bwrap reads the filter from (``--seccomp``); the caller closes it after
     the spawn. ``RuntimeError`` where the filter cannot be made (``available()``)."""
-    compiled = program()
+    compiled = program(ignore_chown=ignore_chown, confine=confine)
     if isinstance(compiled, str):
         raise RuntimeError(compiled)
     read, write = os.pipe()
@@ -108,11 +128,11 @@ class _Program(ctypes.Structure):
 
 
 @functools.cache
-def installer() -> Callable[[], None]:
+def installer(*, ignore_chown: bool = False) -> Callable[[], None]:
     """What a child runs between fork and exec to install the filter in itself (a
     ``preexec_fn``): everything it needs is made once, in the fake. ``RuntimeError`` where
     the filter cannot be made (``available()``)."""
-    compiled = program()
+    compiled = program(ignore_chown=ignore_chown)
     if isinstance(compiled, str):
         raise RuntimeError(compiled)
     code = ctypes.create_string_buffer(compiled, len(compiled))

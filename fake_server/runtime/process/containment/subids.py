@@ -27,7 +27,8 @@ def run_mapped(ids: idmap.Extents, argv: Sequence[str], *, timeout: float = 600)
     the program and its last line of error when it fails (``timeout``: killed past it)."""
     with idmap.unmapped() as pid:
         idmap.map_user_namespace(pid, ids)
-        enter = ["nsenter", f"--user=/proc/{pid}/ns/user", "--"]
+        keep = ["--preserve-credentials"] if ids.own else []  # setgroups is denied there
+        enter = ["nsenter", f"--user=/proc/{pid}/ns/user", *keep, "--"]
         env = {"PATH": programs.PATH, "LC_ALL": "C.UTF-8"}
         programs.run([*enter, *argv], what=argv[0], timeout=timeout, env=env)
 

@@ -15,6 +15,15 @@ tree of that user's own (``user_tree``): ``mmdebstrap --mode=unshare`` leaves id
 by subordinate id ``subuid + n``, then root's files are given to the user (``_REOWN``, as
 root of a user namespace mapping both, ``subids``), which is root in the sandboxes an
 unprivileged fake boots on it (``userroot``). A marker names the ids it was made for.
+
+Run by a user without them (``idmap.OwnId``), it builds the user's tree with every file the
+user's: ``mmdebstrap --mode=root`` as root of a user namespace mapping the user alone, under
+a seccomp filter answering ``chown`` with success (``seccomp``, ``ignore_chown``), with
+``/dev``'s devices bound in by hooks (a namespace of one id may neither make device nodes nor
+mount a ``devpts`` naming group ``tty``). apt there, and in the sandboxes booting the tree,
+downloads as root (``OWN_APT``): it cannot drop to ``_apt``, an unmapped id. The image cache
+holding a user's tree is the user's alone (``private``): its set-user-ID programs belong to
+the user on the host.
 """
 
 from __future__ import annotations
@@ -32,13 +41,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.api import RuntimeUnavailable
-from fake_server.runtime.process.containment import idmap, subids
+from fake_server.runtime.process.containment import idmap, seccomp, subids
+from fake_server.runtime.process.containment.bwrap import bwrap_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 __all__ = [
-    "NAME", "PACKAGES", "SUITE", "build", "built", "built_for", "made_for", "tree", "user_tree",
+    "NAME", "OWN_APT", "PACKAGES", "SUITE", "alone", "build", "built", "built_for", "made_for",
+    "private", "tree", "user_tree",
 ]  # fmt: skip
 
 SUITE = "trixie"
@@ -55,6 +66,24 @@ _DEFAULT_MIRROR = "http://deb.debian.org/debian"
 _SOURCE = re.compile(r"(?:URIs:\s*|^deb\s+(?:\[[^]]*\]\s*)?)(https?://\S+/debian)/?\s", re.M)
 _MARKER = ".createos-devbox"
 _TIMEOUT = 1800
+#: apt's configuration in a tree of one id (path in the tree, text): apt downloads as root.
+OWN_APT = (
+    "etc/apt/apt.conf.d/00createos-own-id",
+    '// root is the only id here: apt cannot drop to _apt\nAPT::Sandbox::User "root";\n',
+)
+#: Devices the maintainer scripts of a tree of one id find in ``/dev``, bound from the host's.
+_DEVICES = "null zero full random urandom tty"
+_OWN_OPTIONS = (
+    "--skip=chroot/mount/dev",
+    "--skip=chroot/mount/sys",
+    '--aptopt=APT::Sandbox::User "root"',
+    f'--extract-hook=for f in {_DEVICES}; do touch "$1/dev/$f" && '
+    'mount --bind "/dev/$f" "$1/dev/$f" || exit 1; done; mkdir -p "$1/dev/pts" && '
+    'mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 none "$1/dev/pts" && '
+    'ln -sf pts/ptmx "$1/dev/ptmx"',
+    f'--customize-hook=for f in {_DEVICES}; do umount "$1/dev/$f" && rm "$1/dev/$f" || '
+    'exit 1; done; umount "$1/dev/pts" && rmdir "$1/dev/pts" && rm "$1/dev/ptmx"',
+)
 
 
 def tree(cache: Path) -> Path:
@@ -73,12 +102,22 @@ def user_tree(cache: Path) -> Path:
     return cache / f"devbox-debian13-{SUITE}-user"
 
 
-def made_for(ids: idmap.Subordinate) -> str:
+def made_for(ids: idmap.Subordinate | idmap.OwnId) -> str:
     """The marker of a user's tree: the ids its owners are."""
+    if isinstance(ids, idmap.OwnId):
+        return f"{SUITE} uid {ids.uid} gid {ids.gid} alone\n"
     return f"{SUITE} uid {ids.uid} gid {ids.gid} subuid {ids.subuid} subgid {ids.subgid}\n"
 
 
-def built_for(cache: Path, ids: idmap.Subordinate) -> Path | None:
+def private(cache: Path) -> None:
+    """Make the image cache ``cache`` the user's alone (a user's tree holds set-user-ID
+    programs of the user's; root's cache, in root's home, is root's already)."""
+    with contextlib.suppress(OSError):
+        if cache.stat().st_uid == os.getuid() and cache.stat().st_mode & 0o077:
+            cache.chmod(0o700)
+
+
+def built_for(cache: Path, ids: idmap.Subordinate | idmap.OwnId) -> Path | None:
     """The user's tree, if a build for ``ids`` finished (``None`` too when made for others)."""
     path = user_tree(cache)
     try:
@@ -105,15 +144,19 @@ def mirror() -> str:
     return _DEFAULT_MIRROR
 
 
-def _builder(*, unshare: bool = False) -> list[str] | None:
-    """The command line that builds a tree into the path appended to it, or ``None``
-    (``unshare``: as an unprivileged user, which only mmdebstrap can)."""
+def _builder(ids: idmap.Subordinate | idmap.OwnId | None, filter_fd: int) -> list[str] | None:
+    """The command line that builds a tree into the path appended to it, or ``None``: as
+    root, or as a user (``ids``, which only mmdebstrap can) with subordinate ids or alone
+    (the module's docstring; ``filter_fd``: the ``chown`` filter bwrap reads)."""
     packages = ",".join(PACKAGES)
     mmdebstrap = shutil.which("mmdebstrap")
     if mmdebstrap is not None:
-        mode = ["--mode=unshare"] if unshare else []
-        return [mmdebstrap, *mode, "--quiet", "--variant=apt", f"--include={packages}", SUITE]
-    if unshare:
+        options = ["--quiet", "--variant=apt", f"--include={packages}", SUITE]
+        if isinstance(ids, idmap.OwnId):
+            return [*alone(mmdebstrap, filter_fd), *options]
+        mode = ["--mode=unshare"] if ids is not None else []
+        return [mmdebstrap, *mode, *options]
+    if ids is not None:
         return None
     debootstrap = shutil.which("debootstrap") or shutil.which("debootstrap", path="/usr/sbin")
     if debootstrap is not None:
@@ -121,10 +164,22 @@ def _builder(*, unshare: bool = False) -> list[str] | None:
     return None
 
 
+def alone(mmdebstrap: str, filter_fd: int) -> list[str]:
+    """``mmdebstrap --mode=root`` with the options a tree of the caller's id alone needs, run
+    by bwrap as root of a user namespace mapping that id alone, with every capability there,
+    its own pids, and the ``chown`` filter read from ``filter_fd``."""
+    return [
+        bwrap_path(), "--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "ALL",
+        "--unshare-pid", "--die-with-parent", "--bind", "/", "/", "--dev", "/dev",
+        "--proc", "/proc", "--seccomp", str(filter_fd), "--", mmdebstrap, "--mode=root",
+        *_OWN_OPTIONS,
+    ]  # fmt: skip
+
+
 def build(
     cache: Path,
     progress: Callable[[str], None] | None = None,
-    ids: idmap.Subordinate | None = None,
+    ids: idmap.Subordinate | idmap.OwnId | None = None,
 ) -> Path:
     """The tree, built now if it is not (``RuntimeUnavailable`` saying what to do when it
     cannot be: not root, no builder, the mirror unreachable); with ``ids``, the unprivileged
@@ -134,7 +189,27 @@ def build(
         return done
     if ids is None and os.geteuid() != 0:
         raise RuntimeUnavailable(_failed("it needs root", cache))
-    command = _builder(unshare=ids is not None)
+    if ids is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        private(cache)
+    alone = isinstance(ids, idmap.OwnId)
+    if alone and shutil.which("mmdebstrap") is not None and seccomp.available() is not None:
+        raise RuntimeUnavailable(_failed(str(seccomp.available()), cache))
+    filter_fd = seccomp.program_fd(ignore_chown=True, confine=False) if alone else -1
+    try:
+        return _build(cache, progress, ids, filter_fd)
+    finally:
+        if filter_fd >= 0:
+            os.close(filter_fd)
+
+
+def _build(
+    cache: Path,
+    progress: Callable[[str], None] | None,
+    ids: idmap.Subordinate | idmap.OwnId | None,
+    filter_fd: int,
+) -> Path:
+    command = _builder(ids, filter_fd)
     if command is None:
         missing = "mmdebstrap is" if ids is not None else "neither mmdebstrap nor debootstrap is"
         raise RuntimeUnavailable(
@@ -149,9 +224,13 @@ def build(
         target = tree(cache) if ids is None else user_tree(cache)
         staging = Path(tempfile.mkdtemp(prefix=".debian-", dir=cache))
         try:
-            _bootstrap(command, staging, cache, progress)
-            if ids is not None:
+            _bootstrap(command, staging, cache, progress, filter_fd)
+            if isinstance(ids, idmap.Subordinate):
                 _reown(staging, ids)
+            elif ids is not None:
+                conf = staging / OWN_APT[0]
+                conf.parent.mkdir(parents=True, exist_ok=True)
+                conf.write_text(OWN_APT[1])
             (staging / _MARKER).write_text(f"{SUITE}\n" if ids is None else made_for(ids))
             if target.exists():  # half made, or a user's made for ids it no longer has
                 _discard(target, ids, progress)
@@ -164,7 +243,11 @@ def build(
 
 
 def _bootstrap(
-    command: list[str], staging: Path, cache: Path, progress: Callable[[str], None] | None
+    command: list[str],
+    staging: Path,
+    cache: Path,
+    progress: Callable[[str], None] | None,
+    filter_fd: int = -1,
 ) -> None:
     """Run the builder into ``staging`` (``RuntimeUnavailable`` saying why it failed)."""
     source = mirror()
@@ -180,12 +263,15 @@ def _bootstrap(
             timeout=_TIMEOUT,
             check=False,
             env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C.UTF-8"},
+            pass_fds=(filter_fd,) if filter_fd >= 0 else (),
         )
     except subprocess.TimeoutExpired:
         raise RuntimeUnavailable(_failed(f"it did not finish in {_TIMEOUT} s", cache)) from None
     if result.returncode != 0 or not (staging / "usr/bin/python3").exists():
         lines = result.stderr.decode(errors="replace").strip().splitlines()
-        why = f"{Path(command[0]).name} failed (status {result.returncode})"
+        named = (Path(a).name for a in command if a.endswith(("mmdebstrap", "debootstrap")))
+        name = next(named, Path(command[0]).name)  # the builder, not the bwrap running it
+        why = f"{name} failed (status {result.returncode})"
         raise RuntimeUnavailable(_failed(f"{why}: {lines[-1][:200] if lines else ''}", cache))
 
 
@@ -221,7 +307,9 @@ def _reown(top: Path, ids: idmap.Subordinate) -> None:
 
 
 def _discard(
-    path: Path, ids: idmap.Subordinate | None, progress: Callable[[str], None] | None
+    path: Path,
+    ids: idmap.Subordinate | idmap.OwnId | None,
+    progress: Callable[[str], None] | None,
 ) -> None:
     """Move an old tree out of the new one's way and remove it; one whose owners are ids the
     user no longer maps stays where it was moved, and ``progress`` says where."""
@@ -237,11 +325,12 @@ def _discard(
             )
 
 
-def _remove(path: Path, ids: idmap.Subordinate | None) -> None:
-    """Remove a tree (a user's as root of a namespace with its ids: they own the files)."""
+def _remove(path: Path, ids: idmap.Subordinate | idmap.OwnId | None) -> None:
+    """Remove a tree (a user's with subordinate ids as root of a namespace with its ids: they
+    own the files)."""
     if not path.exists():
         return
-    if ids is None:
+    if not isinstance(ids, idmap.Subordinate):
         shutil.rmtree(path, ignore_errors=True)
     else:
         subids.remove(idmap.Extents.root_as_caller(ids, offset=0, count=idmap.SIZE), str(path))

@@ -5,11 +5,12 @@ root (uid 0 of a user namespace) on a copy-on-write root of their own, where ``a
 ``pip`` and ``npm -g`` install system-wide. ``desktop:1`` sandboxes boot the same tree with the
 X desktop added (``desktop_image``), every other rootfs the plain one (``tree()``).
 Not root, sandboxes boot a tree of the user's own (``debian.user_tree``, which
-``createos-fake image`` builds as that user) where the user has 65,536 subordinate ids, pasta
-gives sandboxes a route out and the tree is built (``unprivileged``): root inside is the user,
-the other ids its subordinate ones (``userroot``). Elsewhere, or where the image cannot be
-built and the user allowed the fallback, sandboxes get the host-directory layout: user
-``sandbox`` on the host's read-only ``/usr`` (``rootdir.make_layout``).
+``createos-fake image`` builds as that user) where pasta gives sandboxes a route out and the
+tree is built (``unprivileged``): root inside is the user (``userroot``), the other ids its
+subordinate ones where it has 65,536, else no other id is mapped (``Extents.own``: ``chown``
+does nothing, apt runs as root). Elsewhere, or where the image cannot be built and the user
+allowed the fallback, sandboxes get the host-directory layout: user ``sandbox`` on the
+host's read-only ``/usr`` (``rootdir.make_layout``).
 """
 
 from __future__ import annotations
@@ -123,12 +124,9 @@ def build(progress: Callable[[str], None] | None = None) -> System:
     desktop), and the system they make; ``RuntimeUnavailable`` saying what to do when one
     cannot be built."""
     if os.geteuid() != 0:
-        ids = _subordinate()
-        if isinstance(ids, str):
-            raise RuntimeUnavailable(f"the {DEVBOX} image needs root or {ids}")
+        ids = _user_ids()
         bun = ensure_bun(progress)
-        mapped = idmap.Extents.root_as_caller(ids)
-        return System(bun=bun, root=debian.build(cache_dir(), progress, ids), ids=mapped)
+        return System(bun=bun, root=debian.build(cache_dir(), progress, ids), ids=_map(ids))
     why = _no_mounts()
     if why is not None:
         raise RuntimeUnavailable(f"the {DEVBOX} image needs root and mounts: {why}")
@@ -139,34 +137,40 @@ def build(progress: Callable[[str], None] | None = None) -> System:
     return System(bun=bun, root=base, desktop_root=desktop)
 
 
-def _subordinate() -> idmap.Subordinate | str:
-    """The caller's subordinate ids where they can map a whole sandbox (65,536 ids), else
-    what is missing."""
+def _user_ids() -> idmap.Subordinate | idmap.OwnId:
+    """The caller's subordinate ids where they can map a whole sandbox (65,536 ids), else its
+    own id alone, saying why."""
     ids = idmap.unprivileged()
-    if isinstance(ids, idmap.OwnId):
-        return f"subordinate ids ({ids.why})"
-    if ids.count < idmap.SIZE:
-        return f"{idmap.SIZE} subordinate ids (/etc/subuid and /etc/subgid give {ids.count})"
+    if isinstance(ids, idmap.Subordinate) and ids.count < idmap.SIZE:
+        why = f"/etc/subuid and /etc/subgid give {ids.count} ids, not {idmap.SIZE}"
+        return idmap.OwnId(ids.uid, ids.gid, why)
     return ids
+
+
+def _map(ids: idmap.Subordinate | idmap.OwnId) -> idmap.Extents:
+    """The map of sandboxes booting the user's tree: root inside is the caller."""
+    if isinstance(ids, idmap.OwnId):
+        return idmap.Extents.own_id(ids)
+    return idmap.Extents.root_as_caller(ids)
 
 
 def _unprivileged(progress: Callable[[str], None] | None) -> System:
     """Not root: the user's tree where sandboxes can boot it (see the module's docstring),
     else the layout, saying what is missing."""
-    ids = _subordinate()
-    if isinstance(ids, str):
-        return System(missing=f"not root, and it needs {ids}")
+    ids = _user_ids()
     mode = netmode.detect()
     if not mode.user_net:
         return System(missing="not root, and sandboxes have no route out (pasta)")
-    root = debian.built_for(cache_dir(), ids)
+    cache = cache_dir()
+    root = debian.built_for(cache, ids)
     if root is None:
         return System(missing="not root, and none is built for your ids (createos-fake image)")
+    debian.private(cache)
     try:
         bun = ensure_bun(progress)
     except RuntimeUnavailable as exc:
         return System(missing=f"not root, and {exc}")
-    return System(bun=bun, root=root, ids=idmap.Extents.root_as_caller(ids))
+    return System(bun=bun, root=root, ids=_map(ids))
 
 
 @functools.cache

@@ -95,7 +95,7 @@ class UserNet:
                 raise OSError("unshare --user --net did not start")
             self.nested = _map_holder(self._holder.pid, ids)
             #: Own id alone: H denies ``setgroups``, and the caller is H's root already.
-            self._keep = ["--preserve-credentials"] if isinstance(ids, idmap.OwnId) else []
+            self._keep = ["--preserve-credentials"] if self.nested.keep else []
             self.run_inside(["ip", "link", "set", "lo", "up"])
             nft.run(_base(_host_addresses()), enter=self.enter())
             self._start_pasta(pasta)
@@ -212,7 +212,7 @@ def _map_holder(pid: int, ids: idmap.Subordinate | idmap.OwnId | idmap.Extents) 
     if isinstance(ids, idmap.Extents):  # the image's map: S is H, id for id
         idmap.map_user_namespace(pid, ids)
         lines = tuple(f"{first} {first} {count}" for first, _, count in ids.uid)
-        return idmap.Nested(pid, lines, keep=False)
+        return idmap.Nested(pid, lines, keep=ids.own)
     if isinstance(ids, idmap.Subordinate):
         idmap.map_user_namespace(pid, ids)
         inside, rest = idmap.LAYOUT_ID, idmap.SIZE - idmap.LAYOUT_ID - 1

@@ -62,18 +62,21 @@ class Guest:
         ids: IdRange | Subordinate | OwnId | Nested | None = None,
         *,
         with_filter: bool = True,
+        ignore_chown: bool = False,
     ) -> int:
         """The init's host pid; the first call starts it with ``argv(handoff)`` (bwrap's argv).
 
         With ``ids`` the init makes a user namespace the fake maps onto ``ids`` before it goes
         on (``confine``: ``handoff`` names the descriptors it gets, the seccomp filter too
-        ``with_filter``); without, ``handoff`` is ``None`` and bwrap maps one id itself."""
+        ``with_filter``, with its ``chown`` rules ``ignore_chown``); without, ``handoff`` is
+        ``None`` and bwrap maps one id itself."""
         if self.pid is not None:
             return self.pid
         if self._closed:
             raise RuntimeError("the sandbox was destroyed")
         if self._starting is None:
-            self._starting = asyncio.ensure_future(self._start(argv, ids, with_filter))
+            starting = self._start(argv, ids, with_filter, ignore_chown)
+            self._starting = asyncio.ensure_future(starting)
         try:
             return await asyncio.shield(self._starting)
         except BaseException:
@@ -86,10 +89,13 @@ class Guest:
         make_argv: Callable[[Handoff | None], list[str]],
         ids: IdRange | Subordinate | OwnId | Nested | None,
         with_filter: bool,
+        ignore_chown: bool,
     ) -> int:
         pipes, ends = await make_pipes()
         handoff, block, info = (
-            confine.handoff(with_filter=with_filter) if ids is not None else (None, -1, -1)
+            confine.handoff(with_filter=with_filter, ignore_chown=ignore_chown)
+            if ids is not None
+            else (None, -1, -1)
         )
         try:
             # Popen, not asyncio: the fake reaps it itself at close, whether a loop runs or not

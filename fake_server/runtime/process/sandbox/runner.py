@@ -199,8 +199,11 @@ class Runner:
             if confinement is None
             else confinement.ids,
             with_filter=confinement is not None or self._layout_map is not None,
+            ignore_chown=confinement is not None and confinement.ignore_chown,
         )
-        own_id = isinstance(self._layout_map, idmap.OwnId)
+        own_id = isinstance(self._layout_map, idmap.OwnId) or (
+            usernet is not None and usernet.nested.keep
+        )
         via = usernet.enter() if usernet is not None else ()
         prefix = enter_argv(
             nsenter_path(), init, workdir, uid=0 if image else UID, own_id=own_id, via=via
@@ -212,7 +215,8 @@ class Runner:
                 passed = (seccomp.program_fd(),)
                 prefix = [*confinement.exec_prefix(passed[0]), *prefix]
             elif self._layout_map is not None or usernet is not None:
-                preexec = seccomp.installer()  # the spawn installs it in itself (``seccomp``)
+                ignore = confinement is not None and confinement.ignore_chown
+                preexec = seccomp.installer(ignore_chown=ignore)  # installed by the spawn
         wrappers = 1 if passed else 0  # the bwrap installing the filter
         if self._cgroup is not None:
             prefix = self._cgroup.wrap(prefix)

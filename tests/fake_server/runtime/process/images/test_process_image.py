@@ -55,7 +55,7 @@ def fake_builder(
         builder.write_text(script)
         builder.chmod(0o755)
     monkeypatch.setattr(
-        debian, "_builder", lambda unshare=False: [str(builder)] if script else None
+        debian, "_builder", lambda ids, filter_fd: [str(builder)] if script else None
     )
     installer = tmp_path / "install"
     installer.write_text(install)
