@@ -8,6 +8,7 @@ from aiohttp import web
 
 from fake_server.http.control.api import control_routes
 from fake_server.http.fault_middleware import fault_middleware
+from fake_server.http.forkgate import fork_gate
 from fake_server.http.handlers.ingress import ingress, nowhere
 from fake_server.http.handlers.preview import (
     HOST_FORM,
@@ -41,9 +42,12 @@ def _app(state: AppState) -> web.Application:
     """An app with the fake's middlewares in their fixed order, serving ``state``.
 
     Outermost first: core (operation name, journal, clock, envelopes, 500 capture) → auth →
-    rate limit (per authenticated account) → ``state.middlewares`` → faults → handler.
+    rate limit (per authenticated account) → the fork gate (``forkgate``) →
+    ``state.middlewares`` → faults → handler.
     """
-    middlewares: list[Middleware] = [core_middleware, auth_middleware, rate_limit_middleware]
+    middlewares: list[Middleware] = [
+        core_middleware, auth_middleware, rate_limit_middleware, fork_gate,
+    ]  # fmt: skip
     middlewares.extend(state.middlewares)
     middlewares.append(fault_middleware)
     app = web.Application(middlewares=middlewares, client_max_size=CLIENT_MAX_SIZE)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from fake_server.models.journal.recording import BodyTexts
 
 if TYPE_CHECKING:
+    import asyncio
     from collections.abc import Callable, Sequence
 
     from aiohttp.typedefs import Middleware
@@ -47,3 +48,6 @@ class AppState:
     default_key: Callable[[], str] = field(default=lambda: "")
     #: The journal's text of recent reply bodies, each redacted once (``recorder``).
     reply_texts: BodyTexts = field(default_factory=BodyTexts)
+    #: Sandboxes whose files a fork is copying, each done when the copy is: requests naming
+    #: one wait for it (``fork_gate``), so the copy sees the sandbox as it was.
+    forking: dict[str, asyncio.Future[None]] = field(default_factory=dict)

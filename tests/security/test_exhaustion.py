@@ -19,6 +19,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 
 from tests.security._attack import serving
@@ -104,6 +105,43 @@ def test_buffered_exec_output_stops_at_its_documented_limit_and_says_so(
         "(stream=true) or write it to a file"
     )
     watch.check(rss_growth=160 * MIB, fd_growth=16)
+
+
+def test_a_fork_of_a_sandbox_of_a_gib_copies_it_without_a_stall(serve: Target, other: str) -> None:
+    """The copy is a worker thread's (it held every request for 4 s with 1 GB); meanwhile
+    requests naming the source wait, so a resume sent during the copy comes after it and
+    the fork has the files as they were at the fork."""
+    sandbox = serve.create()
+    script = "head -c 1073741824 /dev/zero >/root/big && echo before >/root/f && echo ok"
+    assert serve.sh(sandbox, script, timeout=120) == (0, "ok\n")
+    assert serve.api.post(f"/v1/sandboxes/{sandbox}/pause").status_code == 200
+    resumed: list[int] = []
+
+    forked: list[httpx.Response] = []
+
+    def fork() -> None:
+        forked.append(serve.api.post(f"/v1/sandboxes/{sandbox}/fork", json={}, timeout=120))
+
+    with Watch(serve) as watch:
+        forking = threading.Thread(target=fork)
+        forking.start()
+        paced = threading.Event()  # never set: a poll's pace, under the rate limit
+        for _ in range(200):  # a request naming the source is held while the copy runs
+            try:
+                serve.api.get(f"/v1/sandboxes/{sandbox}", timeout=1.0)
+            except httpx.TimeoutException:
+                resumed.append(serve.api.post(f"/v1/sandboxes/{sandbox}/resume").status_code)
+                break
+            paced.wait(0.05)
+        forking.join()
+        assert serve.sh(other, "echo ok") == (0, "ok\n")
+    assert forked[0].status_code == 200, forked[0].text
+    assert resumed == [200]
+    copy = forked[0].json()["data"]["id"]
+    serve.sandboxes.append(copy)
+    assert serve.sh(sandbox, "echo after >/root/f && stat -c %s /root/big") == (0, "1073741824\n")
+    assert serve.sh(copy, "cat /root/f; stat -c %s /root/big") == (0, "before\n1073741824\n")
+    watch.check(rss_growth=64 * MIB, fd_growth=16)
 
 
 # -- stalled clients ----------------------------------------------------------------------

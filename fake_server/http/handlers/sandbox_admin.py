@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fake_server.http.errors import ok
+from fake_server.http.forkgate import copying
 from fake_server.http.handlers.sandboxes import POLL_AFTER, origin
-from fake_server.http.keys import BACKEND_KEY, sandbox_id
+from fake_server.http.keys import BACKEND_KEY, STATE_KEY, sandbox_id
 from fake_server.http.wire.common import opt_int, query_int, read_json, str_list, str_map
 from fake_server.http.wire.processes import process_json
 from fake_server.http.wire.sandboxes import sandbox_json
@@ -80,7 +81,11 @@ async def fork_sandbox(request: web.Request) -> web.Response:
         envs=None if envs is None else str_map(body, "envs"),
         bandwidth_quota_bytes=opt_int(body, "bandwidth_quota_bytes"),
     )
-    child = request[BACKEND_KEY].admin.fork_sandbox(sandbox_id(request), spec)
+    admin, name = request[BACKEND_KEY].admin, sandbox_id(request)
+    source = admin.check_fork(name, spec)
+    with copying(request.app[STATE_KEY], name):  # off the loop; the source kept as it is
+        machine = await source.machine.fork_async()
+    child = admin.fork_sandbox(name, spec, machine)
     data = sandbox_json(child, origin(request))
     if child.status == "forking":
         return ok(data, headers={"X-Poll-After": POLL_AFTER})  # 200, like pause and resume

@@ -14,6 +14,7 @@ from fake_server.models.transitions import ENDING
 if TYPE_CHECKING:
     from fake_server.models.account.table import SandboxTable
     from fake_server.models.sandbox import Sandbox
+    from fake_server.runtime.api import Machine
 
 __all__ = ["Admin", "ForkSpec", "Host", "SandboxPatch", "check_auto_pause"]
 
@@ -107,26 +108,24 @@ class Admin:
             sandbox.watch_idle()
         return sandbox
 
-    def fork_sandbox(self, sandbox_id: str, spec: ForkSpec) -> Sandbox:
+    def fork_sandbox(
+        self, sandbox_id: str, spec: ForkSpec, machine: Machine | None = None
+    ) -> Sandbox:
         """A new sandbox from a paused one: a copy of its disk and settings, ``forking`` until
-        the creating step passed, then ``running`` (or ``paused`` with ``start_paused``)."""
-        source = self.account.sandbox(sandbox_id)
-        self.account.require_credit()
-        if source.status != "paused":
-            raise Conflict(
-                f"sandbox is {source.status}; only a paused sandbox can be forked",
-                code="invalid_state",
-            )
-        if spec.ssh_pubkeys is not None:
-            check_ssh_keys(spec.ssh_pubkeys, "ssh_pubkeys")
-        if spec.egress is not None:
-            check_egress(spec.egress)
+        the creating step passed, then ``running`` (or ``paused`` with ``start_paused``).
+        ``machine``: the copy made already (``Machine.fork_async``), after ``check_fork``;
+        destroyed when the fork is refused."""
+        try:
+            source = self.check_fork(sandbox_id, spec)
+        except ApiError:  # refused since the copy was made: the source went meanwhile
+            if machine is not None:
+                machine.destroy()
+            raise
+        envs = tuple(source.envs.items()) if spec.envs is None else spec.envs
         from fake_server.models.sandbox import Sandbox
 
-        envs = tuple(source.envs.items()) if spec.envs is None else spec.envs
-        check_envs(envs)
         ids = self.account.ctx.ids
-        machine = source.machine.fork()
+        machine = source.machine.fork() if machine is None else machine
         try:
             child = Sandbox(
                 sandbox_id=ids.sandbox_id(),
@@ -160,6 +159,23 @@ class Admin:
         self.account.sandboxes[child.id] = child
         self.account.track_usage(child)
         return child
+
+    def check_fork(self, sandbox_id: str, spec: ForkSpec) -> Sandbox:
+        """The sandbox ``fork_sandbox`` forks, or the error it answers (checked before the
+        copy and again after)."""
+        source = self.account.sandbox(sandbox_id)
+        self.account.require_credit()
+        if source.status != "paused":
+            raise Conflict(
+                f"sandbox is {source.status}; only a paused sandbox can be forked",
+                code="invalid_state",
+            )
+        if spec.ssh_pubkeys is not None:
+            check_ssh_keys(spec.ssh_pubkeys, "ssh_pubkeys")
+        if spec.egress is not None:
+            check_egress(spec.egress)
+        check_envs(tuple(source.envs.items()) if spec.envs is None else spec.envs)
+        return source
 
     def resize_sandbox(self, sandbox_id: str, disk_mib: int) -> Sandbox:
         sandbox = self.account.sandbox(sandbox_id)

@@ -276,7 +276,7 @@ class _Build:
                     builder.discard()
                     return
             try:
-                image = builder.finish()
+                image = await builder.finish()
             except OSError as exc:  # the layer could not be kept (a full disk): nothing is
                 self.end_failed(total, self.steps[-1], f"the result cannot be kept: {exc}")
                 return

@@ -56,7 +56,7 @@ class BashkitBuilder:
         self._disk.write_file(path + "/.keep", b"")
         self._disk.remove(path + "/.keep")
 
-    def finish(self) -> BashkitImage:
+    async def finish(self) -> BashkitImage:
         return BashkitImage(self._disk)
 
     def discard(self) -> None:

@@ -94,6 +94,10 @@ class BashkitMachine:
             self._process_choice,
         )
 
+    async def fork_async(self) -> BashkitMachine:
+        """``fork()``: an in-memory copy, no slower than any other request."""
+        return self.fork()
+
     def destroy(self) -> None:
         self._disk.wipe()
 

@@ -25,6 +25,7 @@ PTY processes run on a real PTY (``pty.py``). Not supported (yet): registered Py
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import secrets
 import signal as signals
@@ -232,10 +233,44 @@ class ProcessRuntime:
         """A new sandbox of ``rootfs`` with a disk of ``disk_mib`` (a fork: its source's files,
         size and tree; ``image``: a template's layer over the tree it was built on,
         ``layers``)."""
+        sandbox_id, directory = self._fresh(sandbox_id)
+        machine = self._make(directory, disk_mib, source, image, rootfs)
+        self.machines[sandbox_id] = machine
+        return machine
+
+    async def fork_of(self, source: ProcessMachine) -> ProcessMachine:
+        """A fork of ``source`` (``new_sandbox``) whose files a worker thread copies: a
+        sandbox of many files never holds the fake's loop (its callers keep ``source`` as it
+        is meanwhile: ``http.handlers.sandbox_admin``)."""
+        sandbox_id, directory = self._fresh(None)
+        made = asyncio.ensure_future(
+            asyncio.to_thread(self._make, directory, DISK_MIB, source, None, DEVBOX)
+        )
+        try:
+            machine = await asyncio.shield(made)
+        except asyncio.CancelledError:  # the request went: the copy, once made, goes too
+            made.add_done_callback(_destroy_made)
+            raise
+        self.machines[sandbox_id] = machine
+        return machine
+
+    def _fresh(self, sandbox_id: str | None) -> tuple[str, Path]:
+        """``sandbox_id``, or a fork's own (a kept root may hold the forks of an earlier
+        start), and its directory."""
         while sandbox_id is None or self.fake_root.sandbox_dir(sandbox_id).exists():
-            self._forks += 1  # a kept root may hold the forks of an earlier start
+            self._forks += 1
             sandbox_id = f"fork-{self._forks}"
-        directory = self.fake_root.sandbox_dir(sandbox_id)
+        return sandbox_id, self.fake_root.sandbox_dir(sandbox_id)
+
+    def _make(
+        self,
+        directory: Path,
+        disk_mib: int,
+        source: ProcessMachine | None,
+        image: Image | None,
+        rootfs: str,
+    ) -> ProcessMachine:
+        """The machine of ``new_sandbox``, not yet among ``machines``."""
         if image is not None and not isinstance(image, LayerImage):
             raise RuntimeUnavailable(f"a {image.runtime} template cannot start here")
         tree = self.system.tree(rootfs)
@@ -273,7 +308,6 @@ class ProcessRuntime:
             else:
                 copy_tree(source.directory, directory)
             machine = ProcessMachine(self, directory)
-        self.machines[sandbox_id] = machine
         return machine
 
     def _rootfs(self, directory: Path, size: int, source: Upper | None, tree: str) -> Root:
@@ -417,3 +451,9 @@ def _kept_tree(saved: Mapping[str, Any]) -> str:
     """The tree a kept sandbox or layer booted (``devbox`` for what versions before
     desktop:1 had a tree of its own saved)."""
     return "desktop" if saved.get("tree") == "desktop" else "devbox"
+
+
+def _destroy_made(made: asyncio.Future[ProcessMachine]) -> None:
+    """Destroy the fork a worker thread made for a request that went meanwhile."""
+    if not made.cancelled() and made.exception() is None:
+        made.result().destroy()

@@ -15,6 +15,7 @@ image. On the host-directory layout (not root) the layer is a copy of the build'
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 from typing import TYPE_CHECKING, Any
@@ -90,25 +91,37 @@ class ProcessBuilder:
     def make_dir(self, path: str) -> None:
         self._machine.disk.make_dirs(path)
 
-    def finish(self) -> LayerImage:
-        """Kill what the steps left running, copy their changes into a layer, drop the
-        build's sandbox."""
+    async def finish(self) -> LayerImage:
+        """Kill what the steps left running, copy their changes into a layer (a worker
+        thread's copy: steps that wrote many files never hold the fake's loop), drop the
+        build's sandbox. Cancelled meanwhile, both go once the copy ended."""
         machine = self._machine
         machine.stop_processes()
         self._layers.mkdir(mode=0o711, exist_ok=True)
         layer = self._layers / f"layer-{secrets.token_hex(6)}"
-        try:
-            rootfs = machine.rootfs
-            if rootfs is None:  # the host-directory layout: the whole directory
-                copy_tree(machine.directory, layer)
-            else:
-                rootfs.copy_upper(layer)
-            return LayerImage(layer, machine.tree, self._remove)
-        except BaseException:
+        rootfs = machine.rootfs
+        if rootfs is None:  # the host-directory layout: the whole directory
+            copy = asyncio.to_thread(copy_tree, machine.directory, layer)
+        else:
+            copy = asyncio.to_thread(rootfs.copy_upper, layer)
+        copied = asyncio.ensure_future(copy)
+
+        def drop(_: object = None) -> None:
+            if copied.done() and not copied.cancelled():
+                copied.exception()  # retrieved: it is the build's failure, or none
             self._remove(layer)
-            raise
-        finally:
             machine.destroy()
+
+        try:
+            await asyncio.shield(copied)
+        except asyncio.CancelledError:
+            copied.add_done_callback(drop)
+            raise
+        except BaseException:
+            drop()
+            raise
+        machine.destroy()
+        return LayerImage(layer, machine.tree, self._remove)
 
     def discard(self) -> None:
         self._machine.destroy()

@@ -103,6 +103,8 @@ class Owner(Networks, Protocol):
         rootfs: str = ...,
     ) -> ProcessMachine: ...
 
+    async def fork_of(self, source: ProcessMachine) -> ProcessMachine: ...
+
 
 class ProcessMachine:
     """One sandbox: its directory, its live runs."""
@@ -349,6 +351,10 @@ class ProcessMachine:
     def fork(self) -> ProcessMachine:
         """A new sandbox with a copy of this one's files (copy-on-write where possible)."""
         return self._owner.new_sandbox(None, source=self)
+
+    async def fork_async(self) -> ProcessMachine:
+        """``fork()``, the files copied by a worker thread (``ProcessRuntime.fork_of``)."""
+        return await self._owner.fork_of(self)
 
     @property
     def disk_size(self) -> int:

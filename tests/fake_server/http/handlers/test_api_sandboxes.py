@@ -447,3 +447,42 @@ async def test_fork_answers_200_with_the_child_forking(
     assert (await client.get(child)).json()["data"]["status"] == "running"
     assert (await client.delete(child)).status_code == 200
     assert (await client.delete(base)).status_code == 200
+
+
+async def test_a_request_naming_a_sandbox_a_fork_is_copying_waits_for_the_copy(
+    fake: FakeCreateOS,
+    client: httpx.AsyncClient,
+    make_sandbox: MakeSandbox,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The copy runs off the loop (``Machine.fork_async``, held here until released): a
+    resume of the source sent meanwhile waits for it, so the fork still finds its source
+    paused, and other sandboxes answer throughout (``http.forkgate``)."""
+    source, other = await make_sandbox(), await make_sandbox()
+    base = f"/v1/sandboxes/{source}"
+    assert (await client.post(base + "/pause")).status_code == 200
+    copying, release = asyncio.Event(), asyncio.Event()
+    kind = type(fake.sandbox(source).machine)
+    plain = kind.fork_async
+
+    async def held(self: object) -> object:
+        copying.set()
+        await release.wait()
+        return await plain(self)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kind, "fork_async", held)
+    fork = asyncio.ensure_future(client.post(base + "/fork", json={}))
+    await copying.wait()
+    resume = asyncio.ensure_future(client.post(base + "/resume"))
+    for _ in range(100_000):  # until the resume reached the fake (journaled on arrival)
+        if fake.journal.filter(kind="request", operation="resume_sandbox", sandbox_id=source):
+            break
+        await asyncio.sleep(0)
+    assert (await client.get(f"/v1/sandboxes/{other}")).status_code == 200
+    assert not resume.done()
+    assert fake.sandbox(source).status == "paused"
+    release.set()
+    forked, resumed = await fork, await resume
+    assert (forked.status_code, resumed.status_code) == (200, 200), forked.text
+    assert fake.sandbox(forked.json()["data"]["id"]).forked_from == source
+    assert fake.sandbox(source).status == "running"

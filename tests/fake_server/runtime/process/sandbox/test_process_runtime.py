@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -250,6 +251,44 @@ async def test_fork_copies_the_files_and_then_goes_its_own_way(
     )
     copy.destroy()
     assert not copy.directory.exists()
+
+
+async def test_a_fork_copied_off_the_loop_is_registered_or_gone_with_its_request(
+    fake: FakeCreateOS, make_sandbox: MakeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``fork_async`` copies in a worker thread; the fork is among the runtime's machines once
+    made, and a request cancelled meanwhile leaves none: its copy is destroyed once made."""
+    original = machine(fake, (await make_sandbox()))
+    original.disk.write_file("/root/a", b"one")
+    copy = await original.fork_async()
+    assert copy.disk.read_file("/root/a") == b"one"
+    assert copy in original._owner.machines.values()  # type: ignore[attr-defined]
+    copy.destroy()
+    started, release = threading.Event(), threading.Event()
+    owner = original._owner  # type: ignore[attr-defined]
+    plain = owner._make
+
+    made: list[Any] = []
+
+    def held(*args: Any) -> Any:
+        started.set()
+        release.wait(30)
+        made.append(plain(*args))
+        return made[-1]
+
+    monkeypatch.setattr(owner, "_make", held)
+    before = dict(owner.machines)
+    directories = original.directory.parent
+    listed = set(directories.iterdir())
+    request = asyncio.ensure_future(original.fork_async())
+    await asyncio.to_thread(started.wait, 30)
+    request.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    release.set()
+    await until(lambda: bool(made) and not made[0].directory.exists())  # made, then destroyed
+    assert set(directories.iterdir()) == listed
+    assert owner.machines == before
 
 
 async def test_destroy_kills_every_tree_and_removes_the_directory(
