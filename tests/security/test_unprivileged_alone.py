@@ -14,6 +14,7 @@ with no package (the suite reaches no registry), so its hooks and owners are che
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -139,6 +140,27 @@ def test_the_file_api_a_fork_and_a_destroy(alone: Unprivileged) -> None:
     assert gone.status_code in (200, 202, 204), gone.text
     assert not directory.exists()  # renamed at once, removed in the background
     assert settled(lambda: not list(directory.parent.glob(f"{TRASH}*")), bound=30)
+
+
+def test_a_state_dir_restart_after_a_kill_keeps_a_sandboxs_files(alone: Unprivileged) -> None:
+    """``serve --state-dir`` killed (SIGKILL) and started again: the sandbox comes back
+    paused, resumes and has its files, a package's included."""
+    state = alone.home / "state"
+    serve = contextlib.contextmanager(serve_as)
+    flags = ("--state-dir", str(state))
+    with serve(alone.uid, home=alone.home, flags=flags) as first:
+        sandbox = first.target.create()
+        code, out = first.target.sh(sandbox, "echo kept > /root/kept && useradd -m dev")
+        assert code == 0, out
+    with serve(alone.uid, home=alone.home, flags=flags) as again:
+        target = again.target
+        got = target.api.get(f"/v1/sandboxes/{sandbox}")
+        assert got.json()["data"]["status"] == "paused", got.text
+        resumed = target.api.post(f"/v1/sandboxes/{sandbox}/resume")
+        assert resumed.status_code in (200, 202), resumed.text
+        code, out = target.sh(sandbox, "cat /root/kept; id -u dev; ls -d /home/dev")
+        assert (code, out) == (0, "kept\n1000\n/home/dev\n"), out
+        target.sandboxes.append(sandbox)
 
 
 #: Builds an empty tree as ``debian.build`` builds the user's (``alone``), with a setup hook
