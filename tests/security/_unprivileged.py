@@ -34,7 +34,16 @@ from tests.security._attack import Target, serving
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
-__all__ = ["FILES", "Unprivileged", "as_user", "free_id", "serve_as", "subordinate_user"]
+__all__ = [
+    "FILES", "IMAGE_LINE_END", "Unprivileged", "as_user", "free_id", "restarted", "serve_as",
+    "subordinate_user",
+]  # fmt: skip
+
+#: How the ``images:`` line of a ``serve`` booting a user's devbox:1 tree ends.
+IMAGE_LINE_END = (
+    "boot devbox:1: Debian 13 (trixie) on a copy-on-write root per sandbox (user root, you on "
+    "the host; apt-get, pip, npm -g; bun)"
+)
 
 #: The files ``subordinate_user`` changes (and restores).
 FILES = (Path("/etc/passwd"), Path("/etc/subuid"), Path("/etc/subgid"))
@@ -149,7 +158,11 @@ class Unprivileged:
     home: Path
 
     def containment(self) -> str:
-        return next(line for line in self.target.serve.lines if line.startswith("containment: "))
+        return self.line("containment: ")
+
+    def line(self, start: str) -> str:
+        """``serve``'s start-up line beginning with ``start``."""
+        return next(line for line in self.target.serve.lines if line.startswith(start))
 
     def sandbox_dir(self, sandbox: str) -> Path:
         """The sandbox's directory on the host."""
@@ -193,3 +206,24 @@ def serve_as(
             yield Unprivileged(target, uid, temp, home)
     finally:
         shutil.rmtree(tmp)
+
+
+def restarted(served: Unprivileged, before: str, after: str) -> tuple[int, str]:
+    """``serve --state-dir`` as ``served``'s user: a sandbox runs ``before``, the fake is
+    killed (SIGKILL) and started again, the sandbox (back paused) resumes and runs ``after``;
+    its exit code and output."""
+    state = served.home / "state"
+    serve = contextlib.contextmanager(serve_as)
+    flags = ("--state-dir", str(state))
+    with serve(served.uid, home=served.home, flags=flags) as first:
+        sandbox = first.target.create()
+        code, out = first.target.sh(sandbox, before)
+        assert code == 0, out
+    with serve(served.uid, home=served.home, flags=flags) as again:
+        target = again.target
+        got = target.api.get(f"/v1/sandboxes/{sandbox}")
+        assert got.json()["data"]["status"] == "paused", got.text
+        resumed = target.api.post(f"/v1/sandboxes/{sandbox}/resume")
+        assert resumed.status_code in (200, 202), resumed.text
+        target.sandboxes.append(sandbox)
+        return target.sh(sandbox, after)

@@ -14,7 +14,6 @@ with no package (the suite reaches no registry), so its hooks and owners are che
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
@@ -30,7 +29,14 @@ from fake_server.runtime.process.net.nft import nft_path
 from fake_server.runtime.process.net.usernet import pasta_path
 from fake_server.runtime.process.storage.rootdir import TRASH
 from tests._helpers import settled
-from tests.security._unprivileged import Unprivileged, as_user, free_id, serve_as
+from tests.security._unprivileged import (
+    IMAGE_LINE_END,
+    Unprivileged,
+    as_user,
+    free_id,
+    restarted,
+    serve_as,
+)
 from tests.security._usertree import give_tree
 
 if TYPE_CHECKING:
@@ -59,20 +65,13 @@ def _alone() -> Iterator[Unprivileged]:
     yield from serve_as(uid, prepare=prepare)
 
 
-def _line(served: Unprivileged, start: str) -> str:
-    return next(line for line in served.target.serve.lines if line.startswith(start))
-
-
 def test_the_start_up_lines_say_root_is_the_caller_and_the_only_id(alone: Unprivileged) -> None:
-    assert _line(alone, "containment: ") == (
+    assert alone.line("containment: ") == (
         f"containment: root inside is your own id {alone.uid} on the host, and the only id "
         "(no subordinate ids: chown does nothing, apt runs as root); /proc masked, a seccomp "
         "filter; no disk size per sandbox (not root: no loop device)"
     )
-    assert _line(alone, "images: ").endswith(
-        "boot devbox:1: Debian 13 (trixie) on a copy-on-write root per sandbox (user root, "
-        "you on the host; apt-get, pip, npm -g; bun)"
-    )
+    assert alone.line("images: ").endswith(IMAGE_LINE_END)
 
 
 def test_root_inside_is_the_caller_alone(alone: Unprivileged) -> None:
@@ -144,23 +143,10 @@ def test_the_file_api_a_fork_and_a_destroy(alone: Unprivileged) -> None:
 
 def test_a_state_dir_restart_after_a_kill_keeps_a_sandboxs_files(alone: Unprivileged) -> None:
     """``serve --state-dir`` killed (SIGKILL) and started again: the sandbox comes back
-    paused, resumes and has its files, a package's included."""
-    state = alone.home / "state"
-    serve = contextlib.contextmanager(serve_as)
-    flags = ("--state-dir", str(state))
-    with serve(alone.uid, home=alone.home, flags=flags) as first:
-        sandbox = first.target.create()
-        code, out = first.target.sh(sandbox, "echo kept > /root/kept && useradd -m dev")
-        assert code == 0, out
-    with serve(alone.uid, home=alone.home, flags=flags) as again:
-        target = again.target
-        got = target.api.get(f"/v1/sandboxes/{sandbox}")
-        assert got.json()["data"]["status"] == "paused", got.text
-        resumed = target.api.post(f"/v1/sandboxes/{sandbox}/resume")
-        assert resumed.status_code in (200, 202), resumed.text
-        code, out = target.sh(sandbox, "cat /root/kept; id -u dev; ls -d /home/dev")
-        assert (code, out) == (0, "kept\n1000\n/home/dev\n"), out
-        target.sandboxes.append(sandbox)
+    paused, resumes and has its files."""
+    before = "echo kept > /root/kept && useradd -m dev"
+    after = "cat /root/kept; id -u dev; ls -d /home/dev"
+    assert restarted(alone, before, after) == (0, "kept\n1000\n/home/dev\n")
 
 
 #: Builds an empty tree as ``debian.build`` builds the user's (``alone``), with a setup hook

@@ -24,7 +24,14 @@ from fake_server.runtime.process.net.usernet import pasta_path
 from fake_server.runtime.process.sandbox.machine import DISKS_NEED_ROOT_UNPRIVILEGED
 from fake_server.runtime.process.storage.rootdir import TRASH
 from tests._helpers import S3_DISK, settled
-from tests.security._unprivileged import Unprivileged, free_id, serve_as, subordinate_user
+from tests.security._unprivileged import (
+    IMAGE_LINE_END,
+    Unprivileged,
+    free_id,
+    restarted,
+    serve_as,
+    subordinate_user,
+)
 from tests.security._usertree import give_tree
 
 if TYPE_CHECKING:
@@ -59,20 +66,13 @@ def _imaged() -> Iterator[Unprivileged]:
         yield from serve_as(uid, prepare=prepare)
 
 
-def _line(served: Unprivileged, start: str) -> str:
-    return next(line for line in served.target.serve.lines if line.startswith(start))
-
-
 def test_the_start_up_lines_say_the_image_boots_and_who_root_is(imaged: Unprivileged) -> None:
-    assert _line(imaged, "containment: ") == (
+    assert imaged.line("containment: ") == (
         f"containment: root inside is your own id {imaged.uid} on the host, the sandbox's "
         f"other ids your subordinate ids {_SUB_START + 1}-{_SUB_START + idmap.SIZE - 1}; "
         "/proc masked, a seccomp filter; no disk size per sandbox (not root: no loop device)"
     )
-    assert _line(imaged, "images: ").endswith(
-        "boot devbox:1: Debian 13 (trixie) on a copy-on-write root per sandbox (user root, "
-        "you on the host; apt-get, pip, npm -g; bun)"
-    )
+    assert imaged.line("images: ").endswith(IMAGE_LINE_END)
 
 
 def test_root_inside_is_the_caller_and_the_rest_subordinate_ids(imaged: Unprivileged) -> None:
@@ -175,24 +175,9 @@ def test_a_state_dir_restart_after_a_kill_keeps_a_sandboxs_files_and_owners(
 ) -> None:
     """``serve --state-dir`` killed (SIGKILL) and started again: the sandbox comes back
     paused, resumes, and has its files, those of its other ids included."""
-    state = imaged.home / "state"
-    serve = contextlib.contextmanager(serve_as)
-    flags = ("--state-dir", str(state))
-    with serve(imaged.uid, home=imaged.home, flags=flags) as first:
-        sandbox = first.target.create()
-        code, out = first.target.sh(
-            sandbox, "echo kept > /root/kept && useradd -m dev && su dev -c 'echo mine > ~/f'"
-        )
-        assert code == 0, out
-    with serve(imaged.uid, home=imaged.home, flags=flags) as again:
-        target = again.target
-        got = target.api.get(f"/v1/sandboxes/{sandbox}")
-        assert got.json()["data"]["status"] == "paused", got.text
-        resumed = target.api.post(f"/v1/sandboxes/{sandbox}/resume")
-        assert resumed.status_code in (200, 202), resumed.text
-        code, out = target.sh(sandbox, "cat /root/kept /home/dev/f; stat -c %U /home/dev/f")
-        assert (code, out) == (0, "kept\nmine\ndev\n"), out
-        target.sandboxes.append(sandbox)
+    before = "echo kept > /root/kept && useradd -m dev && su dev -c 'echo mine > ~/f'"
+    after = "cat /root/kept /home/dev/f; stat -c %U /home/dev/f"
+    assert restarted(imaged, before, after) == (0, "kept\nmine\ndev\n")
 
 
 def test_a_killed_fakes_sandboxes_are_swept_by_the_next_whatever_ids_own_them(
