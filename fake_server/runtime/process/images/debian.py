@@ -330,8 +330,10 @@ def _remove(path: Path, ids: idmap.Subordinate | idmap.OwnId | None) -> None:
     own the files)."""
     if not path.exists():
         return
-    if not isinstance(ids, idmap.Subordinate):
+    if ids is None:
         shutil.rmtree(path, ignore_errors=True)
+    elif isinstance(ids, idmap.OwnId):
+        shutil.rmtree(path)  # ``OSError`` when other ids own files there (``_discard``)
     else:
         subids.remove(idmap.Extents.root_as_caller(ids, offset=0, count=idmap.SIZE), str(path))
 

@@ -268,3 +268,26 @@ def test_a_tree_made_for_other_ids_is_replaced_and_left_aside_when_it_cannot_be_
         f"createos-fake: the old tree, made for other ids, is left at {stale[0]} (remove it "
         "as root)"
     )
+
+
+def test_a_tree_of_subordinate_ids_the_user_no_longer_has_is_left_aside_saying_where(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The user's subordinate ids are gone: the old tree's files belong to ids it cannot
+    touch, so its id alone cannot remove them; the new tree still goes in place."""
+    _builder(monkeypatch, tmp_path)
+    cache = tmp_path / "cache"
+    debian.build(cache, None, _IDS)
+
+    def refused(path: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(debian.shutil, "rmtree", refused)
+    said: list[str] = []
+    built = debian.build(cache, said.append, _ALONE)
+    assert debian.built_for(cache, _ALONE) == built
+    [stale] = [p for p in cache.iterdir() if p.name.startswith(".debian-stale-")]
+    assert (stale / ".createos-devbox").read_text() == debian.made_for(_IDS)
+    assert said[-1] == (
+        f"createos-fake: the old tree, made for other ids, is left at {stale} (remove it as root)"
+    )
