@@ -135,7 +135,7 @@ class Confinement:
     bwrap: str
     #: bwrap's options binding files over ``/proc``'s (``procview``: the shape's figures).
     proc_binds: tuple[str, ...] = ()
-    #: The sandbox's root is the only id mapped (``Extents.own``): the filter answers
+    #: The sandbox's root is the only id mapped (``Extents.own_id``): the filter answers
     #: ``chown`` with success (``seccomp``), so dpkg can unpack packages.
     ignore_chown: bool = False
 

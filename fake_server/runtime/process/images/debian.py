@@ -192,10 +192,10 @@ def build(
     if ids is not None:
         cache.mkdir(parents=True, exist_ok=True)
         private(cache)
-    alone = isinstance(ids, idmap.OwnId)
-    if alone and shutil.which("mmdebstrap") is not None and seccomp.available() is not None:
+    own = isinstance(ids, idmap.OwnId)
+    if own and shutil.which("mmdebstrap") is not None and seccomp.available() is not None:
         raise RuntimeUnavailable(_failed(str(seccomp.available()), cache))
-    filter_fd = seccomp.program_fd(ignore_chown=True, confine=False) if alone else -1
+    filter_fd = seccomp.program_fd(ignore_chown=True, confine=False) if own else -1
     try:
         return _build(cache, progress, ids, filter_fd)
     finally:
@@ -209,6 +209,7 @@ def _build(
     ids: idmap.Subordinate | idmap.OwnId | None,
     filter_fd: int,
 ) -> Path:
+    """``build`` once its ``chown`` filter is open (``filter_fd``, -1 for none)."""
     command = _builder(ids, filter_fd)
     if command is None:
         missing = "mmdebstrap is" if ids is not None else "neither mmdebstrap nor debootstrap is"

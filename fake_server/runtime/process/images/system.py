@@ -7,7 +7,7 @@ X desktop added (``desktop_image``), every other rootfs the plain one (``tree()`
 Not root, sandboxes boot a tree of the user's own (``debian.user_tree``, which
 ``createos-fake image`` builds as that user) where pasta gives sandboxes a route out and the
 tree is built (``unprivileged``): root inside is the user (``userroot``), the other ids its
-subordinate ones where it has 65,536, else no other id is mapped (``Extents.own``: ``chown``
+subordinate ones where it has 65,536, else no other id is mapped (``Extents.own_id``: ``chown``
 does nothing, apt runs as root). Elsewhere, or where the image cannot be built and the user
 allowed the fallback, sandboxes get the host-directory layout: user ``sandbox`` on the
 host's read-only ``/usr`` (``rootdir.make_layout``).
