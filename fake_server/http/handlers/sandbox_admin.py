@@ -83,8 +83,11 @@ async def fork_sandbox(request: web.Request) -> web.Response:
     )
     admin, name = request[BACKEND_KEY].admin, sandbox_id(request)
     source = admin.check_fork(name, spec)
-    with copying(request.app[STATE_KEY], name):  # off the loop; the source kept as it is
-        machine = await source.machine.fork_async()
+    try:
+        with copying(request.app[STATE_KEY], name):  # off the loop; the source kept as it is
+            machine = await source.machine.fork_async()
+    except OSError:
+        raise admin.fork_failed(name, spec) from None
     child = admin.fork_sandbox(name, spec, machine)
     data = sandbox_json(child, origin(request))
     if child.status == "forking":

@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fake_server.models.account.envs import check_envs
-from fake_server.models.errors import ApiError, BadRequest, Conflict, NotFound
+from fake_server.models.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    NotFound,
+    ServiceUnavailable,
+)
 from fake_server.models.transitions import ENDING
 
 if TYPE_CHECKING:
@@ -16,7 +22,10 @@ if TYPE_CHECKING:
     from fake_server.models.sandbox import Sandbox
     from fake_server.runtime.api import Machine
 
-__all__ = ["Admin", "ForkSpec", "Host", "SandboxPatch", "check_auto_pause"]
+__all__ = ["FORK_FAILED", "Admin", "ForkSpec", "Host", "SandboxPatch", "check_auto_pause"]
+
+#: A fork whose copy of its source's files failed (the host's disk, a file gone meanwhile).
+FORK_FAILED = "the sandbox's files could not be copied into a fork; nothing was made"
 
 #: Auto-pause bounds the SDKs enforce client-side (1 minute to 24 hours).
 AUTO_PAUSE_MIN, AUTO_PAUSE_MAX = 60, 86400
@@ -176,6 +185,12 @@ class Admin:
             check_egress(spec.egress)
         check_envs(tuple(source.envs.items()) if spec.envs is None else spec.envs)
         return source
+
+    def fork_failed(self, sandbox_id: str, spec: ForkSpec) -> ApiError:
+        """The answer to a fork whose copy of the files failed: the source's own error when it
+        went or changed meanwhile (raised), else a 503 saying nothing was made."""
+        self.check_fork(sandbox_id, spec)
+        return ServiceUnavailable(FORK_FAILED, code="fork_failed")
 
     def resize_sandbox(self, sandbox_id: str, disk_mib: int) -> Sandbox:
         sandbox = self.account.sandbox(sandbox_id)

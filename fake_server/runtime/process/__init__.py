@@ -251,6 +251,9 @@ class ProcessRuntime:
         except asyncio.CancelledError:  # the request went: the copy, once made, goes too
             made.add_done_callback(_destroy_made)
             raise
+        except OSError:  # nothing is left of a failed copy
+            await asyncio.to_thread(self.remove_tree, directory)
+            raise
         self.machines[sandbox_id] = machine
         return machine
 

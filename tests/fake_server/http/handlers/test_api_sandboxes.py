@@ -486,3 +486,35 @@ async def test_a_request_naming_a_sandbox_a_fork_is_copying_waits_for_the_copy(
     assert (forked.status_code, resumed.status_code) == (200, 200), forked.text
     assert fake.sandbox(forked.json()["data"]["id"]).forked_from == source
     assert fake.sandbox(source).status == "running"
+
+
+async def test_a_fork_whose_copy_fails_answers_503_and_makes_nothing(
+    fake: FakeCreateOS,
+    client: httpx.AsyncClient,
+    make_sandbox: MakeSandbox,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The host's disk fills during the copy, say: nothing is made, the source stays paused,
+    and the client may retry (both SDKs retry a 503)."""
+    source = await make_sandbox()
+    base = f"/v1/sandboxes/{source}"
+    assert (await client.post(base + "/pause")).status_code == 200
+
+    async def failing(self: object) -> object:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(type(fake.sandbox(source).machine), "fork_async", failing)
+    before = (await client.get("/v1/sandboxes")).json()["data"]
+    forked = await client.post(base + "/fork", json={})
+    assert (forked.status_code, forked.json()) == (
+        503,
+        {
+            "status": "error",
+            "code": 503,
+            "message": "the sandbox's files could not be copied into a fork; nothing was made",
+            "data": {"code": "fork_failed"},
+        },
+    )
+    assert (await client.get("/v1/sandboxes")).json()["data"] == before
+    assert fake.sandbox(source).status == "paused"
+    assert fake.errors == []

@@ -291,6 +291,25 @@ async def test_a_fork_copied_off_the_loop_is_registered_or_gone_with_its_request
     assert owner.machines == before
 
 
+async def test_a_fork_whose_copy_fails_leaves_nothing(
+    fake: FakeCreateOS, make_sandbox: MakeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = machine(fake, (await make_sandbox()))
+    owner = original._owner  # type: ignore[attr-defined]
+    directories = original.directory.parent
+    listed = set(directories.iterdir())
+
+    def half_made(directory: Any, *args: Any) -> Any:
+        (directory / "upper").mkdir(parents=True)  # what a copy stopped midway leaves
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(owner, "_make", half_made)
+    with pytest.raises(OSError, match="No space left"):
+        await original.fork_async()
+    assert set(directories.iterdir()) == listed
+    assert list(owner.machines.values()) == [original]
+
+
 async def test_destroy_kills_every_tree_and_removes_the_directory(
     fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: MakeSandbox
 ) -> None:
