@@ -82,10 +82,10 @@ async def fork_sandbox(request: web.Request) -> web.Response:
         bandwidth_quota_bytes=opt_int(body, "bandwidth_quota_bytes"),
     )
     admin, name = request[BACKEND_KEY].admin, sandbox_id(request)
-    source = admin.check_fork(name, spec)
     try:
-        with copying(request.app[STATE_KEY], name):  # off the loop; the source kept as it is
-            machine = await source.machine.fork_async()
+        async with copying(request.app[STATE_KEY], name):  # the source kept as it is
+            source = admin.check_fork(name, spec)
+            machine = await source.machine.fork_async()  # off the loop
     except OSError:
         raise admin.fork_failed(name, spec) from None
     child = admin.fork_sandbox(name, spec, machine)

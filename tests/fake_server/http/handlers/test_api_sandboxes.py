@@ -518,3 +518,43 @@ async def test_a_fork_whose_copy_fails_answers_503_and_makes_nothing(
     assert (await client.get("/v1/sandboxes")).json()["data"] == before
     assert fake.sandbox(source).status == "paused"
     assert fake.errors == []
+
+
+async def test_two_forks_of_one_sandbox_sent_together_both_answer_200(
+    fake: FakeCreateOS,
+    client: httpx.AsyncClient,
+    make_sandbox: MakeSandbox,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Copies of one sandbox never overlap: the second fork's waits for the first's, and
+    both make a child."""
+    source = await make_sandbox()
+    base = f"/v1/sandboxes/{source}"
+    assert (await client.post(base + "/pause")).status_code == 200
+    copies: list[str] = []
+    copying, release = asyncio.Event(), asyncio.Event()
+    kind = type(fake.sandbox(source).machine)
+    plain = kind.fork_async
+
+    async def held(self: object) -> object:
+        copies.append("started")
+        copying.set()
+        await release.wait()
+        copies.append("ended")
+        return await plain(self)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kind, "fork_async", held)
+    first = asyncio.ensure_future(client.post(base + "/fork", json={}))
+    second = asyncio.ensure_future(client.post(base + "/fork", json={}))
+    for _ in range(100_000):  # until both reached the fake
+        if len(fake.journal.filter(kind="request", operation="fork_sandbox")) == 2:
+            break
+        await asyncio.sleep(0)
+    await copying.wait()
+    release.set()
+    answers = [await first, await second]
+    assert [a.status_code for a in answers] == [200, 200], [a.text for a in answers]
+    assert copies == ["started", "ended", "started", "ended"]
+    children = {a.json()["data"]["id"] for a in answers}
+    assert len(children) == 2
+    assert {fake.sandbox(c).forked_from for c in children} == {source}
