@@ -20,10 +20,10 @@ Run by a user without them (``idmap.OwnId``), it builds the user's tree with eve
 user's: ``mmdebstrap --mode=root`` as root of a user namespace mapping the user alone, under
 a seccomp filter answering ``chown`` with success (``seccomp``, ``ignore_chown``), with
 ``/dev``'s devices bound in by hooks (a namespace of one id may neither make device nodes nor
-mount a ``devpts`` owned by an id it lacks, as mmdebstrap's own is). apt there, and in the sandboxes booting the tree,
-downloads as root (``OWN_APT``): it cannot drop to ``_apt``, an unmapped id. The image cache
-holding a user's tree is the user's alone (``private``): its set-user-ID programs belong to
-the user on the host.
+mount a ``devpts`` owned by an id it lacks, as mmdebstrap's own is). apt there, and in the
+sandboxes booting the tree, downloads as root (``OWN_APT``): it cannot drop to ``_apt``, an
+unmapped id. The image cache holding a user's tree is the user's alone (``private``): its
+set-user-ID programs belong to the user on the host.
 """
 
 from __future__ import annotations
