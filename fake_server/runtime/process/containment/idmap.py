@@ -239,10 +239,10 @@ def map_user_namespace(pid: int, ids: IdRange | Subordinate | OwnId | Nested | E
         programs.run([*enter, "sh", "-c", script], what="the sandbox's map")
         return
     if isinstance(ids, OwnId):
-        map_own_id(pid, ids)
+        map_own_id(pid, ids.uid, ids.gid)
         return
     if isinstance(ids, Extents) and ids.own:
-        map_own_id(pid, OwnId(ids.uid[0][1], ids.gid[0][1], ""), inside=0)
+        map_own_id(pid, ids.uid[0][1], ids.gid[0][1], inside=0)
         return
     if isinstance(ids, Subordinate):
         ids = ids.extents()
@@ -264,13 +264,13 @@ def map_user_namespace(pid: int, ids: IdRange | Subordinate | OwnId | Nested | E
             handle.write(ids.map_line())
 
 
-def map_own_id(pid: int, ids: OwnId, inside: int = LAYOUT_ID) -> None:
-    """Map the caller's own uid and gid to ``inside`` in ``pid``'s user namespace and nothing
-    else (``setgroups`` denied, as the kernel requires for such a map)."""
+def map_own_id(pid: int, uid: int, gid: int, inside: int = LAYOUT_ID) -> None:
+    """Map the caller's own ``uid`` and ``gid`` to ``inside`` in ``pid``'s user namespace and
+    nothing else (``setgroups`` denied, as the kernel requires for such a map)."""
     for name, text in (
-        ("uid_map", f"{inside} {ids.uid} 1\n"),
+        ("uid_map", f"{inside} {uid} 1\n"),
         ("setgroups", "deny"),
-        ("gid_map", f"{inside} {ids.gid} 1\n"),
+        ("gid_map", f"{inside} {gid} 1\n"),
     ):
         with open(f"/proc/{pid}/{name}", "w", encoding="ascii") as handle:
             handle.write(text)

@@ -218,5 +218,5 @@ def _map_holder(pid: int, ids: idmap.Subordinate | idmap.OwnId | idmap.Extents) 
         inside, rest = idmap.LAYOUT_ID, idmap.SIZE - idmap.LAYOUT_ID - 1
         lines = (f"0 0 {inside}", f"{inside} {inside} 1", f"{inside + 1} {inside + 1} {rest}")
         return idmap.Nested(pid, lines, keep=False)
-    idmap.map_own_id(pid, ids, inside=0)
+    idmap.map_own_id(pid, ids.uid, ids.gid, inside=0)
     return idmap.Nested(pid, (f"{idmap.LAYOUT_ID} 0 1",), keep=True)

@@ -191,6 +191,8 @@ class Runner:
         environment = {**BASE_ENV, **user, **await self._extra_env(), **check_env(env or {})}
         confinement = self._confinement
         usernet = self._usernet
+        # the sandbox's root is the only id: the filter's ``chown`` rules (``seccomp``)
+        ignore_chown = confinement is not None and confinement.ignore_chown
         init = await self._guest.start(
             self._init_argv,
             usernet.nested
@@ -199,7 +201,7 @@ class Runner:
             if confinement is None
             else confinement.ids,
             with_filter=confinement is not None or self._layout_map is not None,
-            ignore_chown=confinement is not None and confinement.ignore_chown,
+            ignore_chown=ignore_chown,
         )
         own_id = isinstance(self._layout_map, idmap.OwnId) or (
             usernet is not None and usernet.nested.keep
@@ -215,8 +217,7 @@ class Runner:
                 passed = (seccomp.program_fd(),)
                 prefix = [*confinement.exec_prefix(passed[0]), *prefix]
             elif self._layout_map is not None or usernet is not None:
-                ignore = confinement is not None and confinement.ignore_chown
-                preexec = seccomp.installer(ignore_chown=ignore)  # installed by the spawn
+                preexec = seccomp.installer(ignore_chown=ignore_chown)  # installed by the spawn
         wrappers = 1 if passed else 0  # the bwrap installing the filter
         if self._cgroup is not None:
             prefix = self._cgroup.wrap(prefix)

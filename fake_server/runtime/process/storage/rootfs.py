@@ -232,16 +232,9 @@ class SandboxRoot:
         target.mkdir(mode=0o755)
         upper = self.open_upper()
         try:
-            done = subprocess.run(
-                ["cp", "-a", "--", f"/proc/{os.getpid()}/fd/{upper}/.", str(target)],
-                capture_output=True,
-                check=False,
-                env={},
-            )
+            _copy(f"/proc/{os.getpid()}/fd/{upper}/.", str(target), _LAYER_FAILED)
         finally:
             os.close(upper)
-        if done.returncode != 0:
-            raise OSError("cannot copy the build's files into the template's layer")
 
     def remove(self) -> None:
         """Remove the sandbox's directory (its disk image with it)."""
@@ -255,10 +248,16 @@ class SandboxRoot:
         self._space.close()
 
 
-def _copy(source: str, target: str) -> None:
-    """Copy an upper layer with its overlay markers (xattrs, whiteout devices)."""
+#: Why a copy of an upper layer failed: a fork's, a template's layer's.
+_FORK_FAILED = "cannot copy the sandbox's files (the fork's disk may be too small)"
+_LAYER_FAILED = "cannot copy the build's files into the template's layer"
+
+
+def _copy(source: str, target: str, failed: str = _FORK_FAILED) -> None:
+    """Copy an upper layer with its overlay markers (xattrs, whiteout devices); ``OSError``
+    saying ``failed`` when ``cp`` fails."""
     done = subprocess.run(
         ["cp", "-a", "--", source, target], capture_output=True, check=False, env={}
     )
     if done.returncode != 0:
-        raise OSError("cannot copy the sandbox's files (the fork's disk may be too small)")
+        raise OSError(failed)
