@@ -25,7 +25,7 @@ from fake_server.persist.batch import Batch, read_back, write, write_journal
 from fake_server.persist.codec import (
     RESTORED_STATUS,
     encode_account,
-    encode_event,
+    encode_events,
     encode_sandbox,
     mark,
 )
@@ -46,9 +46,6 @@ __all__ = ["IMAGE", "JOURNAL_EVERY", "Saver", "bucket_owner"]
 #: What the store may hold for a sandbox whose files are still exactly the image's (as does
 #: no row at all).
 IMAGE = "image"
-
-#: JSON without the spaces after separators: a quarter less time per event.
-_COMPACT = (",", ":")
 
 #: Real seconds a journal event may wait for the next change before it is written anyway
 #: (short, so each write's encoding is a small one, not a stall every second).
@@ -117,6 +114,10 @@ class Saver:
         #: A control-API change in this loop turn: the whole world is saved.
         self._whole = False
         self._scheduled = False
+        #: Writes the journal's events when no change did within ``JOURNAL_EVERY``.
+        self._journal_timer: asyncio.TimerHandle | None = None
+        #: That timer fired: the next commit writes the journal's events.
+        self._journal_wanted = False
 
     # -- what a request changed -------------------------------------------------------------
 
@@ -126,25 +127,39 @@ class Saver:
         """Note the scope of one request (the whole world for the control API's changes),
         encoded when this loop turn ends, after its answers, and written by the writer's
         thread within milliseconds (a clean stop writes all; a killed process loses those)."""
-        if account is not None and self._builds_moved(account):
-            mutating = True  # a template build that runs in real time ended: save it
+        if self._journal_timer is None and self.events:
+            self._journal_soon()
         if account is None:
-            if not (mutating or self._journal_due()):
+            if not mutating:
                 return
-            self._whole = self._whole or mutating
-        elif mutating or self._changed(account, sandbox_id):
+            self._whole = True
+        else:
+            if self._builds_moved(account):
+                mutating = True  # a template build that runs in real time ended: save it
+            if not (mutating or self._changed(account, sandbox_id)):
+                return
             noted = self._pending.get(account.api_key)
             if noted is None:
                 noted = self._pending[account.api_key] = _Noted(account)
             noted.changed |= mutating
             if sandbox_id:
                 noted.sandboxes[sandbox_id] = noted.sandboxes.get(sandbox_id, False) or mutating
-        elif not self._journal_due():
-            return
         if not self._scheduled:
             self._scheduled = True
             self._loop = asyncio.get_running_loop()
             self._loop.call_soon(self.flush)
+
+    def _journal_soon(self) -> None:
+        """Write the journal's waiting events ``JOURNAL_EVERY`` from now, if no change
+        carries them sooner: a timer, so a request that changed nothing checks no clock."""
+        self._loop = asyncio.get_running_loop()
+        self._journal_timer = self._loop.call_later(JOURNAL_EVERY, self._journal_due)
+
+    def _journal_due(self) -> None:
+        self._journal_timer = None
+        self._journal_wanted = True
+        if not self._scheduled:
+            self.flush()
 
     def _changed(self, account: Account, sandbox_id: str | None) -> bool:
         """Whether a read may have changed what is saved: a transition settled, or a
@@ -157,10 +172,8 @@ class Saver:
         return sandbox is not None and self.marks.get(sandbox_id) != mark(sandbox)
 
     def _builds_moved(self, account: Account) -> bool:
-        return self.builds.get(account.api_key, ()) != _builds(account)
-
-    def _journal_due(self) -> bool:
-        return bool(self.events) and time.monotonic() - self._flushed >= JOURNAL_EVERY
+        saved = self.builds.get(account.api_key, ())
+        return bool(saved or account.resources.templates.items) and saved != _builds(account)
 
     def flush(self) -> None:
         """Write what the requests of the loop turn changed, in one transaction."""
@@ -346,14 +359,16 @@ class Saver:
         the store holds is taken to be written from now on (``take_failures`` says if not)."""
         journal = self.world.ctx.journal
         cleared = journal.generation != self._journal_generation
-        due = self.events and (force or time.monotonic() - self._flushed >= JOURNAL_EVERY)
+        due = self.events and (
+            force or self._journal_wanted or time.monotonic() - self._flushed >= JOURNAL_EVERY
+        )
         if not (batch or due or cleared):
             return
         events = list(self.events) if due or cleared else []
         del self.events[: len(events)]  # the journal's tap: the same list
         clock = self.world.ctx.clock
         offset = clock.time() - clock.now()
-        data = json.dumps([encode_event(e) for e in events], separators=_COMPACT)
+        data = encode_events(events)
         limit = journal.max_events
         requests = json.dumps(self.world.requests) if force else None
 
@@ -371,6 +386,7 @@ class Saver:
         self._journal_generation = journal.generation
         if events:
             self._flushed = time.monotonic()
+            self._journal_wanted = False
         batch.remember(self.rows, self.manifests, self.pristine)
 
     # -- the writer's thread ----------------------------------------------------------------
@@ -407,6 +423,9 @@ class Saver:
 
     def close(self) -> None:
         """Write what is left and stop the writer's thread; nothing is written after."""
+        timer, self._journal_timer = self._journal_timer, None
+        if timer is not None:
+            timer.cancel()
         self.writer.close()
         self.take_failures()
         self.closed = True

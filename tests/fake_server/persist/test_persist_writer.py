@@ -4,18 +4,23 @@ fails is reported once and written again with everything else the store lacks.""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from typing import TYPE_CHECKING
 
 import httpx
 
-from fake_server import FakeCreateOS, TransitionPolicy, tls_context
+from fake_server import FakeCreateOS, TransitionPolicy, VirtualClock, tls_context
 from fake_server.clock import RealClock
-from fake_server.persist import Persistence
+from fake_server.models.journal.events import Event
+from fake_server.persist import Persistence, saver
+from fake_server.persist.codec import EVENT_FIELDS, decode_event, encode_event, encode_events
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    import pytest
 
 SHAPE = "s-1vcpu-1gb"
 
@@ -84,3 +89,52 @@ def test_a_clean_stop_writes_what_the_writer_still_held(tmp_path: Path) -> None:
     fake.close()  # no wait for the writer first: the stop drains it
     assert _stored_sandboxes(state) == set(made)
     assert errors == []
+
+
+def _stored_operations(state: Path) -> list[str]:
+    with sqlite3.connect(state / "state.sqlite3") as db:
+        batches = [json.loads(data) for (data,) in db.execute("SELECT data FROM journal")]
+    field = EVENT_FIELDS.index("operation")
+    return [event[field] for batch in batches for event in batch]
+
+
+def test_reads_are_journalled_on_disk_without_a_later_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read changes nothing the store holds, but its journal events are written within
+    ``JOURNAL_EVERY`` by a timer, not left for whichever request comes next (or the stop)."""
+    monkeypatch.setattr(saver, "JOURNAL_EVERY", 0.05)
+    state, errors = tmp_path / "state", []
+    fake, persistence = _served(state, errors)
+    try:
+        sandbox_id = _create(fake)
+        fake._call(persistence.saver.sync)
+        with httpx.Client(verify=tls_context(), headers={"X-Api-Key": fake.api_key}) as http:
+            assert http.get(f"{fake.api_url}/sandboxes/{sandbox_id}").status_code == 200
+        _until(lambda: "get_sandbox" in _stored_operations(state), "journalled")
+        assert _stored_operations(state).count("get_sandbox") == 2  # its request and response
+    finally:
+        fake.close()
+    assert errors == []
+
+
+def test_an_event_orjson_refuses_is_written_by_json_and_reads_back() -> None:
+    """A lone surrogate (a header or body no codec could decode) is kept, escaped."""
+    clock = VirtualClock()
+    try:
+        events = [
+            Event(time=1.5, kind="request", operation="get_sandbox", body="caf\udce9"),
+            Event(time=2.0, kind="response", operation="get_sandbox", status=200, body='{"a": 1}'),
+        ]
+        text = encode_events(events)
+        assert "\\udce9" in text
+        back = [decode_event(values, 0.0, clock) for values in json.loads(text)]
+        assert [(e.kind, e.body, e.status) for e in back] == [
+            ("request", "caf\udce9", None),
+            ("response", '{"a": 1}', 200),
+        ]
+        # orjson's text reads back as json's would
+        plain = json.dumps([encode_event(events[1])])
+        assert json.loads(encode_events(events[1:])) == json.loads(plain)
+    finally:
+        clock.close()
