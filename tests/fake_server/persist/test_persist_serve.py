@@ -260,3 +260,41 @@ def test_a_restart_during_a_build_builds_the_template_again(
     assert second.stop(signal.SIGTERM)[1] == ""
     assert [p.name for p in (state / "sandboxes").glob("build-*")] == []
     assert len(list((state / "sandboxes" / ".layers").iterdir())) == 1
+
+
+def test_a_read_reaches_the_disk_before_a_kill_with_no_request_after_it(
+    tmp_path: Path, served: list[Served]
+) -> None:
+    """A read changes nothing saved, yet its journal events are written within a quarter
+    second by a timer: a fake killed after that quiet wait comes back with them."""
+    state = tmp_path / "state"
+    first = Served(state, "bashkit")
+    served.append(first)
+    with Client(first.key, base_url=first.origin) as client:
+        sandbox = client.create_sandbox(CreateSandboxRequest(shape="s-1vcpu-1gb"))
+        client.get_sandbox(sandbox.id)  # the last request: nothing follows it
+    _until_journalled(state, "get_sandbox")
+    first.stop(signal.SIGKILL)
+    assert first.process.returncode == -signal.SIGKILL
+
+    second = Served(state, "bashkit")
+    served.append(second)
+    control = next(x for x in second.lines if x.startswith("control key: ")).split(": ", 1)[1]
+    reply = httpx.get(f"{second.origin}/_fake/journal", headers={"X-Fake-Control-Key": control})
+    reads = [
+        e["kind"]
+        for e in reply.json()["data"]["events"]
+        if e["operation"] == "get_sandbox" and e.get("sandbox_id") == sandbox.id
+    ]
+    assert reads == ["request", "response"]
+    assert second.stop(signal.SIGTERM)[1] == ""
+
+
+def _until_journalled(state: Path, operation: str) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        with contextlib.closing(sqlite3.connect(state / "state.sqlite3")) as db:
+            if any(operation in data for (data,) in db.execute("SELECT data FROM journal")):
+                return
+        assert time.monotonic() < deadline, f"no {operation} event was written within 30 s"
+        time.sleep(0.01)
