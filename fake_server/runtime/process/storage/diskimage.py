@@ -67,15 +67,18 @@ class DiskImage:
             self.capacity_mib = size_mib if grows_online() else max(size_mib, HEADROOM_MIB)
             _make_ext4(path, self.capacity_mib)
         os.setxattr(path, _SIZE_ATTR, str(self.size_mib).encode())
-        #: The mount point (``mount``), and the clusters ext4 reserves of its own there.
+        #: The mount point (``mount``), its loop device, and the clusters ext4 reserves of its
+        #: own there.
         self._target: str | None = None
+        self._device = ""
         self._own_reserve = 0
 
     def mount(self, target: str) -> None:
         """Mount it on ``target`` (in the calling thread's mount namespace), sized."""
         _run(["mount", "-o", "loop,nosuid", str(self.path), target], "mount")
         self._target = target
-        self._own_reserve = int(_reserve_file(target).read_text())
+        self._device = _device(target)  # the mount's for its lifetime: asked once
+        self._own_reserve = int(_reserve_file(self._device).read_text())
         self._hold_back()
 
     def resize(self, size_mib: int) -> None:
@@ -92,9 +95,8 @@ class DiskImage:
                 )
             os.truncate(self.path, size_mib * _MIB)
             if self._target is not None:
-                device = _device(self._target)
-                _run(["losetup", "-c", device], "losetup")
-                _run([_tool("resize2fs"), device], "resize2fs")
+                _run(["losetup", "-c", self._device], "losetup")
+                _run([_tool("resize2fs"), self._device], "resize2fs")
             self.capacity_mib = size_mib
         self.size_mib = size_mib
         os.setxattr(self.path, _SIZE_ATTR, str(size_mib).encode())
@@ -108,17 +110,17 @@ class DiskImage:
         stats = os.statvfs(self._target)
         size = self.size_mib * _MIB // stats.f_frsize
         reserve = min(self._own_reserve, size // 50) + max(0, stats.f_blocks - size)
-        _reserve_file(self._target).write_text(f"{reserve}\n")
+        _reserve_file(self._device).write_text(f"{reserve}\n")
 
 
 def _device(target: str) -> str:
     return _run(["findmnt", "-n", "-o", "SOURCE", target], "findmnt").strip()
 
 
-def _reserve_file(target: str) -> Path:
+def _reserve_file(device: str) -> Path:
     from pathlib import Path
 
-    return Path("/sys/fs/ext4") / os.path.basename(_device(target)) / "reserved_clusters"
+    return Path("/sys/fs/ext4") / os.path.basename(device) / "reserved_clusters"
 
 
 def _stored_size(path: Path) -> int | None:
