@@ -31,8 +31,8 @@ __all__ = [
 
 #: Statuses of a sandbox that still exists and costs money: all but those on the way out.
 #: The plugin's own list, so loading it imports no ``fake_server`` (about 200 ms of every
-#: pytest start, in each xdist worker too); ``tests/plugin/test_plugin_import.py`` holds it to
-#: the fake's statuses.
+#: pytest start, in each xdist worker too; ``tests/test_imports.py``);
+#: ``tests/plugin/test_plugin_report.py`` holds it to the fake's statuses.
 LEAKING = frozenset({"creating", "running", "pausing", "paused", "resuming", "forking", "error"})
 #: Events shown for a failing test (``full``); older ones are summarised in one line.
 JOURNAL_LIMIT = 60

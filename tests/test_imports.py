@@ -7,6 +7,7 @@ is still a circle for whoever reads the code), so the check needs nothing import
 from __future__ import annotations
 
 import functools
+import json
 import os
 import subprocess
 import sys
@@ -300,16 +301,30 @@ def test_the_process_room_check_sees_an_upward_and_an_outside_import() -> None:
     ]
 
 
-def test_the_fake_loads_no_http_client_until_one_is_asked_for() -> None:
-    """``createos-fake serve``, and a fake whose clients are the caller's own, never load
-    httpx, httpcore or trio (about 80 ms of a process's start): ``clock_transport``,
-    ``tls_context`` and the first preview request import them."""
+def _loaded_after(statement: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a fresh interpreter has loaded once it ran ``statement``."""
     code = (
-        "import sys, fake_server.__main__\n"
-        "print(sorted(m for m in ('httpx', 'httpcore', 'trio') if m in sys.modules))"
+        f"import json, sys\n{statement}\n"
+        f"print(json.dumps(sorted(m for m in {modules!r} if m in sys.modules)))"
     )
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
-    assert done.stdout == "[]\n", done.stdout
+    loaded: list[str] = json.loads(done.stdout)
+    return loaded
+
+
+def test_the_fake_loads_no_http_client_until_one_is_asked_for() -> None:
+    """``createos-fake serve``, and a fake whose clients are the caller's own, never load
+    httpx, httpcore or trio (about 80 ms of a process's start): ``clock_transport``,
+    ``tls_context`` and the first preview request import them."""
+    assert _loaded_after("import fake_server.__main__", ("httpx", "httpcore", "trio")) == []
+
+
+def test_loading_the_plugin_loads_no_fake() -> None:
+    """A pytest run in a project with pytest-createos installed that uses none of its
+    fixtures (``--collect-only``, or a suite of other tests) never imports the fake: about
+    200 ms of every start and of every xdist worker's. The plugin keeps its own copies of the
+    few facts it needs before a fixture runs (``tests/plugin/test_plugin_report.py``)."""
+    assert _loaded_after("import pytest_createos.plugin", ("fake_server", "aiohttp")) == []

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from fake_server import FakeCreateOS, TransitionPolicy
 from fake_server.models.journal.events import Event
+from fake_server.models.transitions import ENDING, GONE, STATUSES
 from pytest_createos._journal_view import short_ids, short_lines
 from pytest_createos._markers import MarkerSettings
-from pytest_createos._report import FULL_BODY, JOURNAL_LIMIT, journal_text
+from pytest_createos._report import FULL_BODY, JOURNAL_LIMIT, LEAKING, journal_text
 from pytest_createos._session import Run
 
 
@@ -151,3 +152,8 @@ def test_short_journal_shows_changes_applied_out_of_band() -> None:
         "+2.50s applied now VanishNetwork net_…7t",
         "+3.00s applied now DetachDisk dsk_x mount_path=/mnt/d",
     ]
+
+
+def test_the_plugin_counts_as_leaked_every_status_not_on_the_way_out() -> None:
+    """The plugin's own list (loading it imports no fake), held to the fake's statuses."""
+    assert frozenset(STATUSES) - ENDING - GONE == LEAKING
