@@ -248,14 +248,25 @@ class ProcessRuntime:
         )
         try:
             machine = await asyncio.shield(made)
-        except asyncio.CancelledError:  # the request went: the copy, once made, goes too
-            made.add_done_callback(_destroy_made)
+        except asyncio.CancelledError:  # the request went: the copy, once ended, goes too
+            made.add_done_callback(lambda _: self._abandoned(made, directory))
             raise
         except OSError:  # nothing is left of a failed copy
             await asyncio.to_thread(self.remove_tree, directory)
             raise
         self.machines[sandbox_id] = machine
         return machine
+
+    def _abandoned(self, made: asyncio.Future[ProcessMachine], directory: Path) -> None:
+        """A fork's copy ended after its request went: the fork is destroyed, or what a
+        failed copy left is removed (on a worker thread, as ``fork_of`` removes it)."""
+        if made.cancelled():
+            return
+        if made.exception() is None:
+            made.result().destroy()
+        else:  # nobody awaits the removal: one that fails leaves the directory, unreported
+            removal = asyncio.get_running_loop().run_in_executor(None, self.remove_tree, directory)
+            removal.add_done_callback(lambda done: done.cancelled() or done.exception())
 
     def _fresh(self, sandbox_id: str | None) -> tuple[str, Path]:
         """``sandbox_id``, or a fork's own (a kept root may hold the forks of an earlier
@@ -454,9 +465,3 @@ def _kept_tree(saved: Mapping[str, Any]) -> str:
     """The tree a kept sandbox or layer booted (``devbox`` for what versions before
     desktop:1 had a tree of its own saved)."""
     return "desktop" if saved.get("tree") == "desktop" else "devbox"
-
-
-def _destroy_made(made: asyncio.Future[ProcessMachine]) -> None:
-    """Destroy the fork a worker thread made for a request that went meanwhile."""
-    if not made.cancelled() and made.exception() is None:
-        made.result().destroy()

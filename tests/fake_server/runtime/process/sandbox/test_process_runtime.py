@@ -291,6 +291,35 @@ async def test_a_fork_copied_off_the_loop_is_registered_or_gone_with_its_request
     assert owner.machines == before
 
 
+async def test_a_fork_whose_copy_fails_after_its_request_went_leaves_nothing(
+    fake: FakeCreateOS, make_sandbox: MakeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request is cancelled during the copy, which then fails midway: what it left is
+    removed once it ended, and no machine is registered."""
+    original = machine(fake, (await make_sandbox()))
+    owner = original._owner  # type: ignore[attr-defined]
+    directories = original.directory.parent
+    listed = set(directories.iterdir())
+    started, release = threading.Event(), threading.Event()
+
+    def half_made(directory: Any, *args: Any) -> Any:
+        (directory / "upper").mkdir(parents=True)  # what a copy stopped midway leaves
+        started.set()
+        release.wait(30)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(owner, "_make", half_made)
+    request = asyncio.ensure_future(original.fork_async())
+    await asyncio.to_thread(started.wait, 30)
+    assert set(directories.iterdir()) != listed  # the half-made copy is there meanwhile
+    request.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    release.set()
+    await until(lambda: set(directories.iterdir()) == listed)
+    assert list(owner.machines.values()) == [original]
+
+
 async def test_a_fork_whose_copy_fails_leaves_nothing(
     fake: FakeCreateOS, make_sandbox: MakeSandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
