@@ -17,14 +17,17 @@ import stat
 import subprocess
 from typing import TYPE_CHECKING
 
+import pytest
+
 from fake_server.runtime.process.containment import idmap
 from fake_server.runtime.process.images import debian
 from fake_server.runtime.process.images.image import cache_dir
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
-__all__ = ["give_tree"]
+__all__ = ["give_tree", "tree_for"]
 
 
 def _shift(top: Path, ids: idmap.Subordinate | idmap.OwnId) -> None:
@@ -76,3 +79,14 @@ def give_tree(home: Path, ids: idmap.Subordinate | idmap.OwnId) -> Path | None:
         os.chown(path, ids.uid, ids.gid)
     subprocess.run(["chown", "-R", f"{ids.uid}:{ids.gid}", str(cache / "bun")], check=True)
     return target
+
+
+def tree_for(ids: idmap.Subordinate | idmap.OwnId) -> Callable[[Path], None]:
+    """A ``serve_as`` ``prepare`` giving the user's home a tree for ``ids`` (``give_tree``);
+    it skips the test where root has none to copy."""
+
+    def prepare(home: Path) -> None:
+        if give_tree(home, ids) is None:
+            pytest.skip("no devbox:1 image built here to copy (createos-fake image)")
+
+    return prepare

@@ -37,7 +37,7 @@ from tests.security._unprivileged import (
     restarted,
     serve_as,
 )
-from tests.security._usertree import give_tree
+from tests.security._usertree import tree_for
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -58,11 +58,7 @@ def _alone() -> Iterator[Unprivileged]:
     uid = free_id(64_000)
     ids = idmap.OwnId(uid, uid, "none")
 
-    def prepare(home: Path) -> None:
-        if give_tree(home, ids) is None:
-            pytest.skip("no devbox:1 image built here to copy (createos-fake image)")
-
-    yield from serve_as(uid, prepare=prepare)
+    yield from serve_as(uid, prepare=tree_for(ids))
 
 
 def test_the_start_up_lines_say_root_is_the_caller_and_the_only_id(alone: Unprivileged) -> None:

@@ -32,11 +32,10 @@ from tests.security._unprivileged import (
     serve_as,
     subordinate_user,
 )
-from tests.security._usertree import give_tree
+from tests.security._usertree import tree_for
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from pathlib import Path
 
 pytestmark = [
     pytest.mark.reliability,
@@ -58,12 +57,8 @@ def _imaged() -> Iterator[Unprivileged]:
     uid = free_id(63_000)
     ids = idmap.Subordinate(uid, uid, _SUB_START, _SUB_START, idmap.SIZE)
 
-    def prepare(home: Path) -> None:
-        if give_tree(home, ids) is None:
-            pytest.skip("no devbox:1 image built here to copy (createos-fake image)")
-
     with subordinate_user(uid, uid, _SUB_START):
-        yield from serve_as(uid, prepare=prepare)
+        yield from serve_as(uid, prepare=tree_for(ids))
 
 
 def test_the_start_up_lines_say_the_image_boots_and_who_root_is(imaged: Unprivileged) -> None:

@@ -113,7 +113,8 @@ def private(cache: Path) -> None:
     """Make the image cache ``cache`` the user's alone (a user's tree holds set-user-ID
     programs of the user's; root's cache, in root's home, is root's already)."""
     with contextlib.suppress(OSError):
-        if cache.stat().st_uid == os.getuid() and cache.stat().st_mode & 0o077:
+        found = cache.stat()
+        if found.st_uid == os.getuid() and found.st_mode & 0o077:
             cache.chmod(0o700)
 
 
