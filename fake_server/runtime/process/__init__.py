@@ -46,6 +46,7 @@ from fake_server.runtime.process.net.netns import nsenter_path
 from fake_server.runtime.process.net.network import Network
 from fake_server.runtime.process.sandbox.machine import DISKS_NEED_ROOT, ProcessMachine
 from fake_server.runtime.process.storage import buckets
+from fake_server.runtime.process.storage.diskimage import Blanks
 from fake_server.runtime.process.storage.rootdir import (
     BASE_NAME,
     FakeRoot,
@@ -125,6 +126,8 @@ class ProcessRuntime:
         self._layout_bwrap: str | None = None
         #: The image namespace of each tree sandboxes boot (``System.tree``), made on first use.
         self._images: dict[str, ImageSpace] = {}
+        #: The blank disk images new sandboxes' disks are copies of, made on first use.
+        self._blanks: Blanks | None = None
         #: Unprivileged, the image sandboxes boot (``userroot``), made on first use, and the
         #: removals of destroyed sandboxes' directories.
         self._user_image: TreeImage | None = None
@@ -330,7 +333,9 @@ class ProcessRuntime:
         (``userroot``)."""
         removals = self._removals
         if removals is None:
-            return SandboxRoot(self.images(tree), directory, size, source)
+            if self._blanks is None:
+                self._blanks = Blanks(self.scratch.path / ".blanks")
+            return SandboxRoot(self.images(tree), directory, size, source, self._blanks)
         if self._user_image is None:
             assert self.system.root is not None
             layer = self.fake_root.path / ".image-user"
@@ -451,6 +456,7 @@ class ProcessRuntime:
             view.close()
         if self._removals is not None:
             self._removals.wait()
+        self._blanks = None  # in the fake's own directory, which goes next
         root, self._root = self._root, None
         if root is not None:
             root.close()

@@ -48,6 +48,8 @@ _V1 = ("pids", "memory", "cpu", "cpuacct", "cpuset")
 _V2 = ("pids", "memory", "cpu", "cpuset")
 _JOIN = 'for p in $0; do echo $$ > "$p" || exit 126; done; exec "$@"'
 _REMOVE = 2.0
+#: Real seconds between tries at removing a group whose last members are exiting: doubling.
+_RETRY_FIRST, _RETRY_MOST = 0.0005, 0.005
 _counter = itertools.count(1)
 #: The next host CPU a narrowed cpuset starts at (sandboxes spread over the host's CPUs).
 _next_cpu = itertools.count()
@@ -274,6 +276,7 @@ class SandboxGroup:
             return
         deadline = time.monotonic() + _REMOVE
         for path in dict.fromkeys(paths.values()):
+            pause = _RETRY_FIRST
             while True:
                 for pid in [int(p) for p in _read(path / "cgroup.procs").split()]:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -286,7 +289,8 @@ class SandboxGroup:
                 except OSError:
                     if time.monotonic() > deadline:
                         raise
-                    time.sleep(0.005)
+                    time.sleep(pause)  # its last members are still exiting: soon empty
+                    pause = min(pause * 2, _RETRY_MOST)
 
 
 def _stat(path: Path) -> dict[str, int]:

@@ -23,7 +23,6 @@ import contextlib
 import os
 import signal as signals
 import subprocess
-import time
 from typing import TYPE_CHECKING
 
 from fake_server.runtime.process.containment import confine
@@ -42,7 +41,6 @@ __all__ = ["GRACE", "INIT", "Guest"]
 INIT = "echo ready; exec </dev/null >/dev/null 2>&1; while :; do sleep 2147483647 & wait; done"
 #: Real seconds destroy waits for processes to end on SIGTERM before it kills them.
 GRACE = 0.2
-_POLL = 0.005
 #: Real seconds destroy waits for the init's bwrap to be reaped (milliseconds in practice).
 _REAP = 5.0
 
@@ -172,9 +170,7 @@ class Guest:
         pids = [*also, *self.processes(also)] if self.pid is not None else list(also)
         if pids and tree.send(pids, signals.SIGTERM):
             tree.send(pids, signals.SIGCONT)  # a paused sandbox's processes must see it
-            deadline = time.monotonic() + GRACE
-            while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
-                time.sleep(_POLL)
+            tree.wait_gone(pids, GRACE)
         tree.send(pids, signals.SIGKILL)
         self._kill()
 
@@ -185,10 +181,6 @@ class Guest:
         if proc is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signals.SIGKILL)
+            tree.wait_gone([proc.pid], _REAP)  # bwrap goes once the namespace is empty
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(_REAP)  # bwrap goes once the kernel has emptied the namespace
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` still runs (a zombie has ended)."""
-    return tree.state(pid) not in ("", "Z")
+                proc.wait(0)

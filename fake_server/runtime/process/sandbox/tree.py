@@ -9,7 +9,9 @@ tree the API talks about; what it left behind was reparented to the sandbox's in
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import select
 import signal as signals
 import time
 from typing import TYPE_CHECKING, TypeVar
@@ -19,7 +21,9 @@ from fake_server.signals import NUMBERS
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["SIGNALS", "continuing", "descendants", "holding", "send", "state", "stop_first"]
+__all__ = [
+    "SIGNALS", "continuing", "descendants", "holding", "send", "state", "stop_first", "wait_gone",
+]  # fmt: skip
 
 _T = TypeVar("_T")
 
@@ -29,6 +33,8 @@ SIGNALS = NUMBERS
 #: Real seconds ``stop_first`` waits for an ``nsenter`` to stop (it is woken by the signal
 #: and stops at once, unless the machine is too busy to run it).
 STOP_BOUND = 2.0
+#: Real seconds between looks at the processes ``wait_gone`` waits for, where pidfds are missing.
+_POLL = 0.005
 
 
 def continuing(top_down: Sequence[_T]) -> list[_T]:
@@ -62,6 +68,48 @@ def state(pid: int) -> str:
     except OSError:
         return ""
     return data[data.rfind(b")") + 2 :][:1].decode()
+
+
+def wait_gone(pids: Sequence[int], timeout: float) -> bool:
+    """Wait at most ``timeout`` real seconds for every process of ``pids`` to end (a zombie has
+    ended); whether none is left.
+
+    Each process is watched through a pidfd, so the wait ends when the last one does rather
+    than at a poll's next tick; a kernel without pidfds (before 5.3) is polled.
+    """
+    deadline = time.monotonic() + timeout
+    fds: list[int] = []
+    try:
+        for pid in pids:
+            try:
+                fds.append(os.pidfd_open(pid))
+            except ProcessLookupError:
+                continue
+            except OSError:
+                return _poll_gone(pids, deadline)
+        watch = select.poll()
+        for fd in fds:
+            watch.register(fd, select.POLLIN)
+        left = len(fds)
+        while left:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            for fd, _ in watch.poll(math.ceil(remaining * 1000)):
+                watch.unregister(fd)
+                left -= 1
+        return True
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _poll_gone(pids: Sequence[int], deadline: float) -> bool:
+    while any(state(pid) not in ("", "Z") for pid in pids):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(_POLL)
+    return True
 
 
 def _children() -> dict[int, list[int]]:

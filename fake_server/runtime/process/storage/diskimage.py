@@ -10,14 +10,19 @@ held back from everyone (ext4's ``reserved_clusters``): a write past the size fa
 exactly as on a disk of that size, and a resize within the room releases it at once; only
 ``df``'s Size column shows the room (Used, Avail and Use% are the disk's). The disk's size is
 kept with the image (an extended attribute), so a kept disk comes back with it.
+
+A new disk is a sparse copy of a blank image made once per capacity (``Blanks``): copying the
+few MiB mkfs.ext4 writes takes about 2.5 ms where running it takes about 14 ms.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import shutil
 import subprocess
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -26,7 +31,7 @@ from fake_server.runtime.api import FeatureUnavailable
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["HEADROOM_MIB", "DiskImage", "grows_online"]
+__all__ = ["HEADROOM_MIB", "Blanks", "DiskImage", "grows_online"]
 
 #: The room a disk is made with where it cannot grow while mounted (sparse: costs a few MiB).
 HEADROOM_MIB = 256 * 1024
@@ -36,6 +41,9 @@ _PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 #: How long a kept disk may take to be released by a closed namespace (real seconds, tries).
 _RELEASE_POLL, _RELEASE_TRIES = 0.01, 1000
 _CAP_SYS_RESOURCE = 24
+#: A blank holding more data than this is not copied (a file system without ``SEEK_DATA``
+#: would report all of it as data): mkfs.ext4 makes the disk instead.
+_BLANK_DATA_LIMIT = 64 * _MIB
 
 
 @functools.cache
@@ -55,7 +63,7 @@ class DiskImage:
     """The image file ``path``: made of ``size_mib`` if missing, else reopened with the size
     it had (a kept disk)."""
 
-    def __init__(self, path: Path, size_mib: int) -> None:
+    def __init__(self, path: Path, size_mib: int, blanks: Blanks | None = None) -> None:
         self.path = path
         if path.exists():
             released(path)
@@ -65,7 +73,8 @@ class DiskImage:
         else:
             self.size_mib = size_mib
             self.capacity_mib = size_mib if grows_online() else max(size_mib, HEADROOM_MIB)
-            _make_ext4(path, self.capacity_mib)
+            if blanks is None or not blanks.copy(path, self.capacity_mib):
+                _make_ext4(path, self.capacity_mib)
         os.setxattr(path, _SIZE_ATTR, str(self.size_mib).encode())
         #: The mount point (``mount``), its loop device, and the clusters ext4 reserves of its
         #: own there.
@@ -111,6 +120,85 @@ class DiskImage:
         size = self.size_mib * _MIB // stats.f_frsize
         reserve = min(self._own_reserve, size // 50) + max(0, stats.f_blocks - size)
         _reserve_file(self._device).write_text(f"{reserve}\n")
+
+
+class Blanks:
+    """Blank ext4 images in ``directory`` (the fake's own), one per capacity, the ``KEEP``
+    capacities used last: each new disk of a capacity is a sparse copy of its blank."""
+
+    KEEP = 4
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._made: dict[int, Path] = {}  # capacity (MiB) -> blank, the last used last
+        self._lock = threading.Lock()  # disks are made on the loop and on worker threads
+
+    def copy(self, path: Path, capacity_mib: int) -> bool:
+        """Make ``path`` a copy of the blank of ``capacity_mib`` (made now if missing);
+        ``False`` where a copy cannot be made sparse here (the caller runs mkfs.ext4)."""
+        with self._lock:
+            blank = self._made.pop(capacity_mib, None)
+            if blank is None:
+                self.directory.mkdir(mode=0o700, exist_ok=True)
+                blank = self.directory / f"{capacity_mib}.img"
+                blank.unlink(missing_ok=True)
+                _make_ext4(blank, capacity_mib)
+                while len(self._made) >= self.KEEP:
+                    oldest = next(iter(self._made))
+                    self._made.pop(oldest).unlink(missing_ok=True)
+            self._made[capacity_mib] = blank
+            return _sparse_copy(blank, path)
+
+
+def _sparse_copy(source: Path, target: Path) -> bool:
+    """Copy ``source``'s data into the new file ``target`` of its size, leaving its holes;
+    ``False`` (and no ``target``) where the file system does not tell data from holes."""
+    src = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        size = os.fstat(src).st_size
+        extents: list[tuple[int, int]] = []
+        offset = 0
+        while offset < size:
+            try:
+                start = os.lseek(src, offset, os.SEEK_DATA)
+            except OSError as exc:  # ENXIO: no data past ``offset``
+                if exc.errno == errno.ENXIO:
+                    break
+                return False
+            offset = os.lseek(src, start, os.SEEK_HOLE)
+            extents.append((start, offset - start))
+        if sum(length for _, length in extents) > _BLANK_DATA_LIMIT:
+            return False
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        dst = os.open(target, flags, 0o600)
+        try:
+            os.ftruncate(dst, size)
+            for start, length in extents:
+                _copy_range(src, dst, start, length)
+        except BaseException:
+            os.close(dst)
+            target.unlink(missing_ok=True)
+            raise
+        os.close(dst)
+        return True
+    finally:
+        os.close(src)
+
+
+def _copy_range(src: int, dst: int, start: int, length: int) -> None:
+    """Copy ``length`` bytes at ``start`` in the kernel, or through memory across file systems
+    that cannot (``EXDEV``)."""
+    end = start + length
+    while start < end:
+        try:
+            copied = os.copy_file_range(src, dst, end - start, start, start)
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            copied = os.pwrite(dst, os.pread(src, min(end - start, _MIB), start), start)
+        if copied <= 0:
+            raise OSError(errno.EIO, "a blank disk image ended early")
+        start += copied
 
 
 def _device(target: str) -> str:

@@ -39,7 +39,7 @@ from fake_server.runtime.process.containment.mountns import (
     unmount,
 )
 from fake_server.runtime.process.images.image import BUN_GUEST, Image, write_mask
-from fake_server.runtime.process.storage.diskimage import DiskImage
+from fake_server.runtime.process.storage.diskimage import Blanks, DiskImage
 from fake_server.runtime.process.storage.rootdir import remove_tree, shift_owners
 
 if TYPE_CHECKING:
@@ -135,13 +135,14 @@ class SandboxRoot:
         directory: Path,
         size_mib: int,
         source: Upper | None,
+        blanks: Blanks | None = None,
     ) -> None:
         self.directory = directory
         disk = directory / "disk"
         root = _MOUNT_POINT
         directory.mkdir(mode=0o700, exist_ok=True)  # made with the sandbox, if not a fork's
         disk.mkdir(exist_ok=True)
-        self._image = DiskImage(directory / "disk.img", size_mib)
+        self._image = DiskImage(directory / "disk.img", size_mib, blanks)
         image_file = self._image
         image = images.image
         userns, owner = images.userns, images.ids.owner

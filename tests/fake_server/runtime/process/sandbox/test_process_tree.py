@@ -51,3 +51,40 @@ def test_descendants_by_level(
 def _program(pid: int) -> bytes:
     with open(f"/proc/{pid}/cmdline", "rb") as handle:
         return handle.read().split(b"\0")[0]
+
+
+@pytest.fixture(name="no_pidfds")
+def _no_pidfds(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parametrized: the kernel's pidfds, or a kernel without them (``wait_gone`` polls)."""
+    if not request.param:
+
+        def missing(pid: int, flags: int = 0) -> int:
+            raise OSError(38, "Function not implemented")
+
+        monkeypatch.setattr(tree.os, "pidfd_open", missing)
+
+
+@pytest.mark.parametrize("no_pidfds", [False, True], ids=["pidfds", "polled"], indirect=True)
+def test_wait_gone_ends_when_the_last_process_does(no_pidfds: None) -> None:
+    first = subprocess.Popen(["sleep", "30"])
+    second = subprocess.Popen(["sleep", "30"])
+    try:
+        assert tree.wait_gone([first.pid, second.pid], 0.01) is False  # both still run
+        first.kill()
+        first.wait()
+        assert tree.wait_gone([first.pid, second.pid], 0.01) is False  # one still runs
+        second.kill()  # a zombie until reaped: it has ended
+        assert tree.wait_gone([first.pid, second.pid], 30) is True
+        assert second.poll() == -9
+    finally:
+        for proc in (first, second):
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("no_pidfds", [False, True], ids=["pidfds", "polled"], indirect=True)
+def test_wait_gone_with_nothing_left_to_wait_for(no_pidfds: None) -> None:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    assert tree.wait_gone([proc.pid], 0) is True  # reaped: no such process
+    assert tree.wait_gone([], 0) is True
