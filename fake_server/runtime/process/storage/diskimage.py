@@ -135,19 +135,26 @@ class Blanks:
 
     def copy(self, path: Path, capacity_mib: int) -> bool:
         """Make ``path`` a copy of the blank of ``capacity_mib`` (made now if missing);
-        ``False`` where a copy cannot be made sparse here (the caller runs mkfs.ext4)."""
+        ``False``, and no ``path``, where no copy could be made (the caller runs mkfs.ext4,
+        which says why if it fails too)."""
         with self._lock:
-            blank = self._made.pop(capacity_mib, None)
-            if blank is None:
-                self.directory.mkdir(mode=0o700, exist_ok=True)
-                blank = self.directory / f"{capacity_mib}.img"
-                blank.unlink(missing_ok=True)
-                _make_ext4(blank, capacity_mib)
-                while len(self._made) >= self.KEEP:
-                    oldest = next(iter(self._made))
-                    self._made.pop(oldest).unlink(missing_ok=True)
-            self._made[capacity_mib] = blank
-            return _sparse_copy(blank, path)
+            try:
+                return _sparse_copy(self._blank(capacity_mib), path)
+            except OSError:
+                return False
+
+    def _blank(self, capacity_mib: int) -> Path:
+        blank = self._made.pop(capacity_mib, None)
+        if blank is None:
+            self.directory.mkdir(mode=0o700, exist_ok=True)
+            blank = self.directory / f"{capacity_mib}.img"
+            blank.unlink(missing_ok=True)
+            _make_ext4(blank, capacity_mib)
+            while len(self._made) >= self.KEEP:
+                oldest = next(iter(self._made))
+                self._made.pop(oldest).unlink(missing_ok=True)
+        self._made[capacity_mib] = blank
+        return blank
 
 
 def _sparse_copy(source: Path, target: Path) -> bool:

@@ -100,17 +100,35 @@ def test_a_copy_between_file_systems_goes_through_memory(
     _checked(tmp_path / "disk.img", 32)
 
 
-def test_a_failed_copy_leaves_no_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_copy_leaves_the_disk_to_mkfs(
+    tmp_path: Path, mkfs_runs: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy that fails (here the kernel's copy) leaves no half-made disk: mkfs.ext4 makes
+    it, and says why if it cannot either; the blank stays for the next disk."""
+
     def failing(*args: object) -> int:
         raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(diskimage.os, "copy_file_range", failing)
-    blanks = diskimage.Blanks(tmp_path / "blanks")
-    with pytest.raises(OSError, match="Input/output error"):
-        blanks.copy(tmp_path / "disk.img", 16)
-    assert not (tmp_path / "disk.img").exists()
-    assert [p.name for p in blanks.directory.iterdir()] == ["16.img"]  # kept for the next
-    monkeypatch.undo()
-    assert blanks.copy(tmp_path / "disk.img", 16)
-    _checked(tmp_path / "disk.img", 16)
-    assert sorted(os.listdir(tmp_path)) == ["blanks", "disk.img"]
+    with monkeypatch.context() as patched:
+        patched.setattr(diskimage.os, "copy_file_range", failing)
+        blanks = diskimage.Blanks(tmp_path / "blanks")
+        assert not blanks.copy(tmp_path / "refused.img", 16)
+        assert not (tmp_path / "refused.img").exists()
+        disk = diskimage.DiskImage(tmp_path / "disk.img", 16, blanks)
+        _checked(disk.path, disk.capacity_mib)
+        assert mkfs_runs == [16, disk.capacity_mib, disk.capacity_mib]
+    assert blanks.copy(tmp_path / "later.img", 16)
+    _checked(tmp_path / "later.img", 16)
+    assert mkfs_runs == [16, disk.capacity_mib, disk.capacity_mib]  # the blank was kept
+
+
+def test_a_blank_that_cannot_be_made_leaves_the_disk_to_mkfs(
+    tmp_path: Path, mkfs_runs: list[int]
+) -> None:
+    (tmp_path / "taken").write_text("a file where the blanks' directory would go")
+    blanks = diskimage.Blanks(tmp_path / "taken" / "blanks")
+    assert not blanks.copy(tmp_path / "refused.img", 16)
+    disk = diskimage.DiskImage(tmp_path / "disk.img", 16, blanks)
+    _checked(disk.path, disk.capacity_mib)
+    assert mkfs_runs == [disk.capacity_mib]
+    assert sorted(os.listdir(tmp_path)) == ["disk.img", "taken"]
