@@ -202,7 +202,7 @@ async def _serve(request: web.Request, handler: Handler, clock: Clock) -> web.St
                 operation = request[OPERATION_KEY] = "exec_stream"
         finally:
             call = request[CALL_KEY] = _call_of(request, operation, request_id, body)
-            query, headers, text = request_message(request, call, secrets, messages=messages)
+            query, headers, text = await request_message(request, call, secrets, messages=messages)
             journal.record(
                 event_of(
                     call, kind="request", time=clock.now(), query=query, headers=headers, body=text

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from fake_server.http.bodies import read_some
-from fake_server.models.journal.recording import binary_summary, body_text, query_text, redacted
+from fake_server.http.digest import THRESHOLD, BodyDigest
+from fake_server.models.journal.recording import (
+    binary_summary,
+    body_text,
+    may_be_text,
+    query_text,
+    redacted,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -28,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BODY_KEY",
+    "DIGEST_KEY",
     "TALLY_KEY",
     "Tally",
     "read_ahead",
@@ -38,6 +46,8 @@ __all__ = [
 
 #: The request body as read ahead (or the exception reading it raised).
 BODY_KEY: web.RequestKey[bytes | Exception] = web.RequestKey("fake_server.body")
+#: The sha256 of a large binary body read ahead, worked out as it arrived (``digest``).
+DIGEST_KEY: web.RequestKey[BodyDigest] = web.RequestKey("fake_server.digest")
 
 
 @dataclass(slots=True)
@@ -80,19 +90,30 @@ async def read_ahead(request: web.Request, limit: int) -> bytes | None:
     # several times over.
     chunks: list[bytes] = []
     size = 0
+    digest: BodyDigest | None = None
     try:
         while chunk := await read_some(request, limit + 1 - size):
             chunks.append(chunk)
             size += len(chunk)
             if size > limit:
                 break
+            if digest is not None:
+                digest.add(chunk)
+            elif size >= THRESHOLD and not may_be_text(chunks):
+                digest = BodyDigest()  # a binary upload: the journal will keep its digest
+                for piece in chunks:
+                    digest.add(piece)
     except Exception as exc:  # raised again where the handler reads the body
         request[BODY_KEY] = exc
         return None
     body = request[BODY_KEY] = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     # Past the limit it is only the start of the body: the handler refuses or streams it on,
     # and nobody else may mistake the start for the whole.
-    return None if size > limit else body
+    if size > limit:
+        return None
+    if digest is not None:
+        request[DIGEST_KEY] = digest
+    return body
 
 
 def secrets_of(state: AppState) -> tuple[str, ...]:
@@ -100,14 +121,19 @@ def secrets_of(state: AppState) -> tuple[str, ...]:
     return (state.control_key, *tuple(state.world.accounts))
 
 
-def request_message(
+async def request_message(
     request: web.Request, call: Call, secrets: Collection[str], *, messages: bool = True
 ) -> tuple[str, tuple[tuple[str, str], ...], str | None]:
-    """The request's query, and (with ``messages``) headers and body as the journal keeps them."""
+    """The request's query, and (with ``messages``) headers and body as the journal keeps them
+    (a large binary body's digest as ``read_ahead`` worked it out)."""
     query = query_text(call.query, secrets) if call.query else ""
     if not messages:
         return query, (), None
-    body = None if call.body is None else body_text(call.body, secrets=secrets)
+    body = None
+    if call.body is not None:
+        digest = request.get(DIGEST_KEY)
+        known = None if digest is None else await digest.hexdigest()
+        body = body_text(call.body, secrets=secrets, digest=known)
     return query, redacted(request.headers.items(), secrets), body
 
 

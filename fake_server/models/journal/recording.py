@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 from fake_server.operations import CREDENTIAL_HEADERS
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable, Mapping
+    from collections.abc import Collection, Iterable, Mapping, Sequence
 
 __all__ = [
     "BODY_LIMIT",
@@ -32,6 +32,7 @@ __all__ = [
     "BodyTexts",
     "binary_summary",
     "body_text",
+    "may_be_text",
     "query_text",
     "redacted",
     "scrub",
@@ -151,15 +152,20 @@ def query_text(query: Mapping[str, str], secrets: Collection[str] = ()) -> str:
     return urlencode(shown, safe="/<>")
 
 
-def body_text(data: bytes, limit: int = BODY_LIMIT, secrets: Collection[str] = ()) -> str:
+def body_text(
+    data: bytes,
+    limit: int = BODY_LIMIT,
+    secrets: Collection[str] = (),
+    digest: str | None = None,
+) -> str:
     """A body for an event: UTF-8 text (credentials redacted) capped at ``limit`` characters,
-    anything else as a summary of its size and digest."""
+    anything else as a summary of its size and sha256 (``digest``, when known already)."""
     if not _may_be_text(data):
-        return binary_summary(len(data), hashlib.sha256(data).hexdigest())
+        return binary_summary(len(data), digest or hashlib.sha256(data).hexdigest())
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return binary_summary(len(data), hashlib.sha256(data).hexdigest())
+        return binary_summary(len(data), digest or hashlib.sha256(data).hexdigest())
     text = scrub(_redact_json(text), secrets)
     if len(text) > limit:
         return f"{text[:limit]}… ({len(text) - limit} more characters)"
@@ -187,6 +193,16 @@ class BodyTexts:
             if len(self._texts) > self._size:
                 del self._texts[next(iter(self._texts))]
         return text
+
+
+def may_be_text(pieces: Sequence[bytes]) -> bool:
+    """``_may_be_text`` of the body whose first pieces are ``pieces``, joined as far as needed."""
+    head = b""
+    for piece in pieces:
+        head += piece[: _SNIFF + 1 - len(head)]
+        if len(head) > _SNIFF:
+            break
+    return _may_be_text(head)
 
 
 def _may_be_text(data: bytes) -> bool:
