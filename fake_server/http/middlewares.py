@@ -197,7 +197,7 @@ async def _serve(request: web.Request, handler: Handler, clock: Clock) -> web.St
         body: bytes | None = None
         try:
             # Read once, here: fault rules match on it and the journal keeps it.
-            body = await read_ahead(request, _body_limit(operation))
+            body = await read_ahead(request, _body_limit(operation), digest=messages)
             if operation == "exec" and _streamed(request, body):
                 operation = request[OPERATION_KEY] = "exec_stream"
         finally:

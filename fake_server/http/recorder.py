@@ -74,9 +74,10 @@ class Tally:
 TALLY_KEY: web.RequestKey[Tally] = web.RequestKey("fake_server.tally")
 
 
-async def read_ahead(request: web.Request, limit: int) -> bytes | None:
+async def read_ahead(request: web.Request, limit: int, *, digest: bool = True) -> bytes | None:
     """Read the body (at most ``limit`` + 1 bytes) into ``request[BODY_KEY]``; returns it,
     or ``None`` when it is larger than ``limit`` (then ``BODY_KEY`` holds its start).
+    ``digest``: a large binary body is hashed as it arrives, for the journal (``DIGEST_KEY``).
 
     A body announced larger than ``limit`` is left for the handler to refuse or stream
     unread; a negative ``limit`` reads nothing (the handler streams the body on). A body
@@ -90,19 +91,19 @@ async def read_ahead(request: web.Request, limit: int) -> bytes | None:
     # several times over.
     chunks: list[bytes] = []
     size = 0
-    digest: BodyDigest | None = None
+    hashing: BodyDigest | None = None
     try:
         while chunk := await read_some(request, limit + 1 - size):
             chunks.append(chunk)
             size += len(chunk)
             if size > limit:
                 break
-            if digest is not None:
-                digest.add(chunk)
-            elif size >= THRESHOLD and not may_be_text(chunks):
-                digest = BodyDigest()  # a binary upload: the journal will keep its digest
+            if hashing is not None:
+                hashing.add(chunk)
+            elif digest and size >= THRESHOLD and not may_be_text(chunks):
+                hashing = BodyDigest()  # a binary upload: the journal will keep its digest
                 for piece in chunks:
-                    digest.add(piece)
+                    hashing.add(piece)
     except Exception as exc:  # raised again where the handler reads the body
         request[BODY_KEY] = exc
         return None
@@ -111,8 +112,8 @@ async def read_ahead(request: web.Request, limit: int) -> bytes | None:
     # and nobody else may mistake the start for the whole.
     if size > limit:
         return None
-    if digest is not None:
-        request[DIGEST_KEY] = digest
+    if hashing is not None:
+        request[DIGEST_KEY] = hashing
     return body
 
 

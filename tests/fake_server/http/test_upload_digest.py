@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from fake_server.http import digest as digests
+from fake_server.http import recorder
 from fake_server.models.journal import recording
 
 if TYPE_CHECKING:
@@ -117,3 +118,24 @@ def _alarm(seconds: int) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+async def test_without_journal_messages_no_upload_is_hashed(
+    fake: FakeCreateOS,
+    client: httpx.AsyncClient,
+    make_sandbox: Callable[..., Awaitable[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sandbox_id = await make_sandbox()
+    fake.journal.messages = False
+
+    def refused() -> None:
+        raise AssertionError("an upload was hashed for a journal that keeps no bodies")
+
+    monkeypatch.setattr(recorder, "BodyDigest", refused)
+    data = os.urandom(digests.THRESHOLD * 2)
+    answer = await client.put(
+        f"/v1/sandboxes/{sandbox_id}/files", params={"path": "/q.bin"}, content=data
+    )
+    assert answer.status_code == 200, answer.text
+    assert fake.calls.filter("upload_file").last.request.body is None
