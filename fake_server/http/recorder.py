@@ -92,6 +92,7 @@ async def read_ahead(request: web.Request, limit: int, *, digest: bool = True) -
     chunks: list[bytes] = []
     size = 0
     hashing: BodyDigest | None = None
+    undecided = digest  # whether to hash is decided once, from the body's start
     try:
         while chunk := await read_some(request, limit + 1 - size):
             chunks.append(chunk)
@@ -100,10 +101,12 @@ async def read_ahead(request: web.Request, limit: int, *, digest: bool = True) -
                 break
             if hashing is not None:
                 hashing.add(chunk)
-            elif digest and size >= THRESHOLD and not may_be_text(chunks):
-                hashing = BodyDigest()  # a binary upload: the journal will keep its digest
-                for piece in chunks:
-                    hashing.add(piece)
+            elif undecided and size >= THRESHOLD:
+                undecided = False
+                if not may_be_text(chunks):  # a binary upload: the journal keeps its digest
+                    hashing = BodyDigest()
+                    for piece in chunks:
+                        hashing.add(piece)
     except Exception as exc:  # raised again where the handler reads the body
         request[BODY_KEY] = exc
         return None

@@ -26,6 +26,13 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.asyncio
 
 
+async def _upload(client: httpx.AsyncClient, sandbox_id: str, path: str, data: bytes) -> None:
+    answer = await client.put(
+        f"/v1/sandboxes/{sandbox_id}/files", params={"path": path}, content=data
+    )
+    assert answer.status_code == 200, answer.text
+
+
 def _summary(data: bytes) -> str:
     return f"<binary, {len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()[:12]}>"
 
@@ -49,13 +56,9 @@ async def test_a_large_binary_upload_is_hashed_as_it_arrives(
     monkeypatch.setattr(recording, "hashlib", _NoWholeHash)
     bodies = [os.urandom(digests.THRESHOLD * 3 + 17), b"\xff" + os.urandom(digests.THRESHOLD)]
 
-    async def upload(number: int, data: bytes) -> None:
-        answer = await client.put(
-            f"/v1/sandboxes/{sandbox_id}/files", params={"path": f"/{number}.bin"}, content=data
-        )
-        assert answer.status_code == 200, answer.text
-
-    await asyncio.gather(*(upload(number, data) for number, data in enumerate(bodies)))
+    await asyncio.gather(
+        *(_upload(client, sandbox_id, f"/{number}.bin", data) for number, data in enumerate(bodies))
+    )
     for number, data in enumerate(bodies):
         path = f"path=/{number}.bin"
         call = fake.calls.filter("upload_file", where=lambda c, p=path: c.query == p).last
@@ -63,14 +66,25 @@ async def test_a_large_binary_upload_is_hashed_as_it_arrives(
 
 
 async def test_a_large_upload_that_starts_as_text_is_hashed_whole(
-    fake: FakeCreateOS, client: httpx.AsyncClient, make_sandbox: Callable[..., Awaitable[str]]
+    fake: FakeCreateOS,
+    client: httpx.AsyncClient,
+    make_sandbox: Callable[..., Awaitable[str]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Text at its start (where binary is told apart) and a bad byte late: no digest was
-    worked out on the way, the summary hashes the body when the journal finds it binary."""
+    """Text at its start (where binary is told apart, once) and a bad byte late: no digest
+    was worked out on the way, the summary hashes the body when the journal finds it binary."""
     sandbox_id = await make_sandbox()
-    data = b"a" * digests.THRESHOLD * 2 + b"\xff"
-    await client.put(f"/v1/sandboxes/{sandbox_id}/files", params={"path": "/t"}, content=data)
+    looked: list[int] = []
+
+    def counted(pieces: list[bytes]) -> bool:
+        looked.append(len(pieces))
+        return recording.may_be_text(pieces)
+
+    monkeypatch.setattr(recorder, "may_be_text", counted)
+    data = b"a" * digests.THRESHOLD * 8 + b"\xff"
+    await _upload(client, sandbox_id, "/t", data)
     assert fake.calls.filter("upload_file").last.request.body == _summary(data)
+    assert len(looked) == 1
 
 
 async def test_pieces_are_hashed_in_order_while_more_arrive() -> None:
@@ -134,8 +148,5 @@ async def test_without_journal_messages_no_upload_is_hashed(
 
     monkeypatch.setattr(recorder, "BodyDigest", refused)
     data = os.urandom(digests.THRESHOLD * 2)
-    answer = await client.put(
-        f"/v1/sandboxes/{sandbox_id}/files", params={"path": "/q.bin"}, content=data
-    )
-    assert answer.status_code == 200, answer.text
+    await _upload(client, sandbox_id, "/q.bin", data)
     assert fake.calls.filter("upload_file").last.request.body is None
